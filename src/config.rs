@@ -1,0 +1,139 @@
+//! Configuration: plain data with defaults, validated by [`Config::validate`] before
+//! [`crate::Ingestor::open`] builds the runtime objects from it.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// Hard limits applied to one container tree (a top-level archive and everything nested in
+/// it). Sizes are counted on bytes actually decompressed, never on declared sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Decompressed bytes, summed over the whole tree.
+    pub max_total_bytes: u64,
+    /// Members, summed over the whole tree.
+    pub max_files: u64,
+    /// Nesting depth: a member of a member of a top-level archive is at depth 2.
+    pub max_depth: usize,
+    /// Decompressed bytes per byte of container, over a whole container.
+    pub max_ratio: u64,
+    /// Output below this many bytes is never flagged by the ratio check (tiny files compress
+    /// extremely well without being bombs).
+    pub ratio_grace_bytes: u64,
+    /// Largest single file that is read for extraction.
+    pub max_file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_total_bytes: 500 * 1024 * 1024,
+            max_files: 10_000,
+            max_depth: 5,
+            max_ratio: 250,
+            ratio_grace_bytes: 4 * 1024 * 1024,
+            max_file_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// How text is cut into chunks for embedding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkingConfig {
+    /// Target chunk length in model tokens (special tokens excluded). Never more than the
+    /// model's window minus its two special tokens.
+    pub max_tokens: usize,
+    /// Tokens repeated from the end of one chunk at the start of the next.
+    pub overlap_tokens: usize,
+}
+
+impl Default for ChunkingConfig {
+    fn default() -> Self {
+        ChunkingConfig {
+            max_tokens: 250,
+            overlap_tokens: 32,
+        }
+    }
+}
+
+/// Everything needed to open an [`crate::Ingestor`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the vector store shard and the catalog live.
+    pub data_dir: PathBuf,
+    /// Folder holding the provisioned model; `None` searches the usual places
+    /// (see [`crate::embed::find_model_dir`]).
+    pub model_dir: Option<PathBuf>,
+    pub limits: Limits,
+    pub chunking: ChunkingConfig,
+    /// Chunks per embedding call. 16–32 keeps memory low; larger barely helps speed.
+    pub embed_batch: usize,
+    /// Extraction threads; 0 means one per core.
+    pub extract_threads: usize,
+    /// Capacity, in items, of each bounded channel between stages.
+    pub channel_capacity: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from(".ingest"),
+            model_dir: None,
+            limits: Limits::default(),
+            chunking: ChunkingConfig::default(),
+            embed_batch: 16,
+            extract_threads: 0,
+            channel_capacity: 16,
+        }
+    }
+}
+
+impl Config {
+    /// A default configuration storing its data in `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Config {
+            data_dir: data_dir.into(),
+            ..Config::default()
+        }
+    }
+
+    /// Check the settings against each other; [`crate::Ingestor::open`] calls this.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        if self.chunking.max_tokens < 16 {
+            return bad("chunking.max_tokens must be at least 16");
+        }
+        if self.chunking.overlap_tokens * 2 > self.chunking.max_tokens {
+            return bad("chunking.overlap_tokens must be at most half of max_tokens");
+        }
+        if self.embed_batch == 0 || self.embed_batch > 256 {
+            return bad("embed_batch must be between 1 and 256");
+        }
+        if self.channel_capacity == 0 {
+            return bad("channel_capacity must be at least 1");
+        }
+        if self.limits.max_depth == 0 || self.limits.max_files == 0 {
+            return bad("limits.max_depth and limits.max_files must be at least 1");
+        }
+        if self.limits.max_ratio == 0 {
+            return bad("limits.max_ratio must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_nonsense_does_not() {
+        assert!(Config::default().validate().is_ok());
+        let mut c = Config::default();
+        c.chunking.overlap_tokens = 200;
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.embed_batch = 0;
+        assert!(c.validate().is_err());
+    }
+}

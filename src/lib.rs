@@ -1,0 +1,55 @@
+//! `ingest`: unpack documents, extract their content with its provenance, embed it locally and
+//! store it in an embedded vector index that an agent searches within a scope.
+//!
+//! The stages, each in its own module: [`unpack`](crate::Unpacker) (containers under one
+//! budget), extraction (the [`extractors`] crate), [`Chunker`] (token-aware), [`Embedder`]
+//! (fastembed, offline), [`VectorStore`] (Qdrant Edge), the [`Catalog`], and the [`Ingestor`]
+//! that runs them as a bounded pipeline.
+//!
+//! ```no_run
+//! use ingest::{Config, Ingestor, Scope};
+//!
+//! # fn main() -> Result<(), ingest::Error> {
+//! // Open once per process and share it: `Ingestor` is Send + Sync.
+//! let ingestor = Ingestor::open(Config::new("/var/lib/ingest"))?;
+//! let scope = Scope::user("alice");
+//!
+//! // From an upload handler: bytes in, one report per file (archive members included).
+//! let report = ingestor.ingest_bytes("upload.zip", std::fs::read("upload.zip").unwrap(), &scope)?;
+//! for file in &report.files {
+//!     println!("{} {:?} {} chunks", file.locator, file.status, file.chunks);
+//! }
+//!
+//! // Search what this scope may read.
+//! for hit in ingestor.search("quarterly revenue", &scope, 5, Some(0.2))? {
+//!     println!("{:.3} {}", hit.score, hit.locator);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod catalog;
+mod chunk;
+mod config;
+mod embed;
+mod error;
+mod pipeline;
+mod report;
+mod store;
+mod unpack;
+
+pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus};
+pub use chunk::{Chunk, Chunker};
+pub use config::{ChunkingConfig, Config, Limits};
+pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
+pub use error::{Error, Result};
+pub use pipeline::{Ingestor, Input};
+pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
+pub use store::{point_id, Hit, VectorStore};
+pub use unpack::{walk, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
+
+/// The extraction crate, re-exported: data model, locators, detection, extractors.
+pub use extractors;
+pub use extractors::{
+    ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator, Scope,
+};

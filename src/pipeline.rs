@@ -1,0 +1,958 @@
+//! The ingestion pipeline and the [`Ingestor`] that owns its long-lived parts.
+//!
+//! ```text
+//!  walk + unpack ──leaves──▶ extract + chunk (rayon) ──files──▶ embed ──batches──▶ store
+//!   (1 thread)    bounded      (N threads)            bounded  (1 thread)  bounded  (1 thread)
+//! ```
+//!
+//! Every channel is bounded, so memory stays flat however large the input: a slow embedder
+//! slows extraction down instead of letting extracted text pile up. Reports flow back to the
+//! caller as files finish. A file counts as indexed only once all its chunks are stored.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator, Scope};
+use rayon::prelude::*;
+
+use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus};
+use crate::chunk::{Chunk, Chunker};
+use crate::config::Config;
+use crate::embed::{find_model_dir, Embedder};
+use crate::error::{Error, Result};
+use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
+use crate::store::{Hit, StoredChunk, VectorStore};
+use crate::unpack::{walk, DiskEntry, Leaf, Unpacker};
+
+/// What to ingest.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file or folder on disk.
+    Path(PathBuf),
+    /// Bytes from elsewhere (an upload), named by `name`.
+    Bytes { name: String, bytes: Vec<u8> },
+}
+
+/// The long-lived ingestion runtime: configuration, catalog, and (loaded on first use) the
+/// embedding model and the vector store. `Send + Sync`: share one per process.
+///
+/// Ingest calls block while another ingest call on the same `Ingestor` runs; searches do not.
+pub struct Ingestor {
+    config: Config,
+    catalog: Mutex<Catalog>,
+    embedder: Mutex<Option<Arc<Embedder>>>,
+    store: Mutex<Option<Arc<VectorStore>>>,
+    run_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Ingestor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingestor")
+            .field("data_dir", &self.config.data_dir)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves consistent data behind (every update
+    // is a single insert/remove), so poisoning is not a reason to stop.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A leaf on its way to extraction.
+struct Work {
+    locator: Locator,
+    bytes: Vec<u8>,
+    detected: extractors::Detected,
+    /// The archive on disk it came from (None for a plain file).
+    parent: Option<String>,
+    size: u64,
+    mtime_ns: u64,
+}
+
+/// A file's facts as they go into the catalog once it is stored.
+#[derive(Debug, Clone)]
+struct FileMeta {
+    locator: String,
+    parent: Option<String>,
+    hash: String,
+    size: u64,
+    mtime_ns: u64,
+    /// The content hash this locator held before, if different.
+    previous_hash: Option<String>,
+}
+
+/// What the extract stage hands the indexing side.
+enum IndexItem {
+    /// New content: embed these chunks, then record the file.
+    Content {
+        meta: FileMeta,
+        chunks: Vec<Chunk>,
+        content_index: Box<FileContentIndex>,
+    },
+    /// Content already indexed (or being indexed) under another locator in this scope.
+    Duplicate { meta: FileMeta },
+    /// Extraction of claimed content failed: duplicates waiting for it fail too.
+    Abandoned { hash: String, reason: String },
+    /// A locator that no longer exists (an archive member that disappeared).
+    Removed { locator: String },
+}
+
+/// What the embed stage hands the store stage.
+enum StoreItem {
+    Points(Vec<StoredChunk>),
+    FileStored { meta: FileMeta, chunks: u32 },
+    Other(IndexItem),
+}
+
+/// Busy time per stage, accumulated across threads.
+#[derive(Default)]
+struct Timings {
+    unpack: Mutex<Duration>,
+    extract: Mutex<Duration>,
+    chunk: Mutex<Duration>,
+    embed: Mutex<Duration>,
+    store: Mutex<Duration>,
+}
+
+fn timed<T>(slot: &Mutex<Duration>, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    *lock(slot) += t.elapsed();
+    out
+}
+
+/// State shared by the stages of one run.
+struct Run<'a> {
+    ing: &'a Ingestor,
+    scope: &'a Scope,
+    /// Dropped by the store stage when it ends (it is the last stage that reports), which
+    /// ends the caller's report loop.
+    reports: Mutex<Option<Sender<FileReport>>>,
+    timings: Timings,
+    /// Content hashes claimed for extraction in this run.
+    claimed: Mutex<HashSet<String>>,
+    /// Set when a stage hits an error that ends the run (model or store unusable).
+    fatal: Mutex<Option<Error>>,
+    cancelled: AtomicBool,
+    /// Chunks embedded in this run.
+    embedded: AtomicU64,
+    /// Archives on disk expanded in this run: (entry, member locators seen).
+    containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
+}
+
+impl Run<'_> {
+    fn report(
+        &self,
+        locator: &str,
+        status: FileStatus,
+        reason: Option<String>,
+        chunks: u32,
+        hash: Option<String>,
+    ) {
+        if let Some(tx) = lock(&self.reports).as_ref() {
+            let _ = tx.send(FileReport {
+                locator: locator.to_string(),
+                status,
+                reason,
+                chunks,
+                hash,
+            });
+        }
+    }
+
+    fn fail_run(&self, e: Error) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let mut f = lock(&self.fatal);
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    /// Record a member that was not extracted (skipped or failed) and report it.
+    fn record_unread(
+        &self,
+        locator: &Locator,
+        parent: Option<&str>,
+        status: FileStatus,
+        reason: String,
+    ) {
+        let loc = locator.to_string();
+        let entry_status = if status == FileStatus::Skipped {
+            EntryStatus::Skipped
+        } else {
+            EntryStatus::Failed
+        };
+        let previous = {
+            let mut cat = lock(&self.ing.catalog);
+            let previous = cat.get(self.scope, &loc).and_then(|e| e.hash.clone());
+            cat.put(
+                self.scope,
+                CatalogEntry {
+                    locator: loc.clone(),
+                    parent: parent.map(str::to_string),
+                    hash: None,
+                    size: 0,
+                    mtime_ns: 0,
+                    status: entry_status,
+                    reason: Some(reason.clone()),
+                    chunks: 0,
+                },
+            );
+            previous
+        };
+        if let Some(prev) = previous {
+            if let Err(e) = self.ing.release_content(self.scope, &prev) {
+                self.fail_run(e);
+            }
+        }
+        self.report(&loc, status, Some(reason), 0, None);
+    }
+}
+
+impl Ingestor {
+    /// Validate `config`, create the data directory and load the catalog. The model and the
+    /// store are opened on first use, so opening is cheap.
+    pub fn open(config: Config) -> Result<Self> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
+        let catalog = Catalog::load(&config.data_dir)?;
+        Ok(Ingestor {
+            config,
+            catalog: Mutex::new(catalog),
+            embedder: Mutex::new(None),
+            store: Mutex::new(None),
+            run_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The embedding model, loaded on first call.
+    pub fn embedder(&self) -> Result<Arc<Embedder>> {
+        let mut slot = lock(&self.embedder);
+        if let Some(e) = slot.as_ref() {
+            return Ok(Arc::clone(e));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let e = Arc::new(Embedder::load(&dir)?);
+        *slot = Some(Arc::clone(&e));
+        Ok(e)
+    }
+
+    /// The vector store, opened on first call.
+    pub fn store(&self) -> Result<Arc<VectorStore>> {
+        let mut slot = lock(&self.store);
+        if let Some(s) = slot.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s = Arc::new(VectorStore::open(&self.config.data_dir)?);
+        *slot = Some(Arc::clone(&s));
+        Ok(s)
+    }
+
+    /// Ingest a file or folder (archives included). Blocks until done.
+    pub fn ingest_path(&self, path: impl AsRef<Path>, scope: &Scope) -> Result<IngestReport> {
+        self.ingest(
+            vec![Input::Path(path.as_ref().to_path_buf())],
+            scope,
+            &|_| {},
+        )
+    }
+
+    /// Ingest bytes received from elsewhere (an upload) under `name`; archives are unpacked.
+    pub fn ingest_bytes(&self, name: &str, bytes: Vec<u8>, scope: &Scope) -> Result<IngestReport> {
+        self.ingest(
+            vec![Input::Bytes {
+                name: name.to_string(),
+                bytes,
+            }],
+            scope,
+            &|_| {},
+        )
+    }
+
+    /// Search the chunks `scope` may read. Blocks while the model loads on first use.
+    pub fn search(
+        &self,
+        query: &str,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+    ) -> Result<Vec<Hit>> {
+        if query.trim().is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let vector = self
+            .embedder()?
+            .embed(&[query], 1)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Embed("no vector for the query".into()))?;
+        self.store()?.search(scope, vector, limit, min_score)
+    }
+
+    /// Catalog totals, for one scope or all.
+    pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
+        lock(&self.catalog).stats(scope)
+    }
+
+    /// Drop `locator` from content `hash`: delete the points when no other file holds the
+    /// same bytes, else re-point them at the remaining files. Call after the catalog entry
+    /// has been changed or removed.
+    fn release_content(&self, scope: &Scope, hash: &str) -> Result<()> {
+        let remaining = lock(&self.catalog).locators_with_hash(scope, hash);
+        let store = self.store()?;
+        if remaining.is_empty() {
+            store.delete_content(scope, hash)
+        } else {
+            store.set_locators(scope, hash, &remaining)
+        }
+    }
+
+    /// Ingest `inputs`, calling `observer` with each file's report as it is decided. Blocks
+    /// until every file is stored or reported.
+    pub fn ingest(
+        &self,
+        inputs: Vec<Input>,
+        scope: &Scope,
+        observer: &(dyn Fn(&FileReport) + Sync),
+    ) -> Result<IngestReport> {
+        let _one_run_at_a_time = lock(&self.run_lock);
+        let started = Instant::now();
+        let (report_tx, report_rx) = unbounded::<FileReport>();
+        let run = Run {
+            ing: self,
+            scope,
+            reports: Mutex::new(Some(report_tx)),
+            timings: Timings::default(),
+            claimed: Mutex::new(HashSet::new()),
+            fatal: Mutex::new(None),
+            cancelled: AtomicBool::new(false),
+            embedded: AtomicU64::new(0),
+            containers: Mutex::new(Vec::new()),
+        };
+        let cap = self.config.channel_capacity;
+        let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
+        let (index_tx, index_rx) = bounded::<IndexItem>(cap);
+        let (store_tx, store_rx) = bounded::<StoreItem>(cap);
+        let mut report = IngestReport::default();
+
+        std::thread::scope(|s| {
+            let run = &run;
+            let walker_index_tx = index_tx.clone();
+            s.spawn(move || run.walk_stage(inputs, leaf_tx, walker_index_tx));
+            s.spawn(move || run.extract_stage(leaf_rx, index_tx));
+            s.spawn(move || run.embed_stage(index_rx, store_tx));
+            s.spawn(move || run.store_stage(store_rx));
+            for r in report_rx.iter() {
+                observer(&r);
+                report.summary.add(&r);
+                report.files.push(r);
+            }
+        });
+        // All stage threads have ended here (the scope joined them).
+        if let Some(e) = lock(&run.fatal).take() {
+            let _ = lock(&self.catalog).save();
+            return Err(e);
+        }
+        self.finish_containers(&run)?;
+        if let Some(store) = lock(&self.store).as_ref() {
+            store.flush();
+        }
+        lock(&self.catalog).save()?;
+        let t = &run.timings;
+        report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
+        report.summary.seconds = StageSeconds {
+            unpack: lock(&t.unpack).as_secs_f64(),
+            extract: lock(&t.extract).as_secs_f64(),
+            chunk: lock(&t.chunk).as_secs_f64(),
+            embed: lock(&t.embed).as_secs_f64(),
+            store: lock(&t.store).as_secs_f64(),
+            total: started.elapsed().as_secs_f64(),
+        };
+        Ok(report)
+    }
+
+    /// Record expanded archives and forget members that are gone. An archive is recorded as
+    /// unchanged-able only when every member it produced reached the catalog.
+    fn finish_containers(&self, run: &Run<'_>) -> Result<()> {
+        let containers = std::mem::take(&mut *lock(&run.containers));
+        for (entry, seen) in containers {
+            let seen: HashSet<String> = seen.into_iter().collect();
+            let members = lock(&self.catalog).members_of(run.scope, &entry.locator);
+            for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
+                let removed = lock(&self.catalog).remove(run.scope, &gone.locator);
+                if let Some(hash) = removed.and_then(|e| e.hash) {
+                    self.release_content(run.scope, &hash)?;
+                }
+            }
+            let complete = {
+                let cat = lock(&self.catalog);
+                seen.iter().all(|m| cat.get(run.scope, m).is_some())
+            };
+            if complete {
+                // A file that used to be indexed as a plain file and is now an archive.
+                let replaced = {
+                    let mut cat = lock(&self.catalog);
+                    let old = cat
+                        .get(run.scope, &entry.locator)
+                        .and_then(|e| e.hash.clone());
+                    cat.put(run.scope, entry);
+                    old
+                };
+                if let Some(hash) = replaced {
+                    self.release_content(run.scope, &hash)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// Stage 1: walk inputs, answer unchanged files from the catalog, unpack the rest.
+    fn walk_stage(&self, inputs: Vec<Input>, leaves: Sender<Work>, index: Sender<IndexItem>) {
+        let limits = &self.ing.config.limits;
+        for input in inputs {
+            if self.cancelled.load(Ordering::SeqCst) {
+                return;
+            }
+            match input {
+                Input::Bytes { name, bytes } => {
+                    let locator = Locator::root(name);
+                    let size = bytes.len() as u64;
+                    let t = Instant::now();
+                    let mut seen = Vec::new();
+                    Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
+                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut seen);
+                    });
+                    *lock(&self.timings.unpack) += t.elapsed();
+                }
+                Input::Path(path) => walk(&path, &mut |entry| match entry {
+                    DiskEntry::File(f) => self.disk_file(f, &leaves, &index),
+                    DiskEntry::Skipped { locator, reason } => {
+                        self.record_unread(&locator, None, FileStatus::Skipped, reason)
+                    }
+                    // Not catalogued: a path that cannot be opened is a typo as often as not.
+                    DiskEntry::Failed { locator, reason } => self.report(
+                        &locator.to_string(),
+                        FileStatus::Failed,
+                        Some(reason),
+                        0,
+                        None,
+                    ),
+                }),
+            }
+        }
+    }
+
+    fn disk_file(
+        &self,
+        f: crate::unpack::DiskFile,
+        leaves: &Sender<Work>,
+        index: &Sender<IndexItem>,
+    ) {
+        if self.cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        let loc = f.locator.to_string();
+        let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
+        if let Some(e) = known.filter(|e| e.size == f.size && e.mtime_ns == f.mtime_ns) {
+            self.replay_unchanged(&e);
+            return;
+        }
+        let t = Instant::now();
+        let mut seen = Vec::new();
+        Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
+            self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut seen);
+        });
+        *lock(&self.timings.unpack) += t.elapsed();
+        let was_container = seen.iter().any(|m| m != &loc);
+        if was_container {
+            lock(&self.containers).push((
+                CatalogEntry {
+                    locator: loc.clone(),
+                    parent: None,
+                    hash: None,
+                    size: f.size,
+                    mtime_ns: f.mtime_ns,
+                    status: EntryStatus::Container,
+                    reason: None,
+                    chunks: 0,
+                },
+                seen,
+            ));
+        } else if let Some(previous) = lock(&self.ing.catalog)
+            .get(self.scope, &loc)
+            .filter(|e| e.status == EntryStatus::Container)
+            .cloned()
+        {
+            // It used to be an archive: its old members are gone.
+            for m in lock(&self.ing.catalog).members_of(self.scope, &previous.locator) {
+                let _ = index.send(IndexItem::Removed { locator: m.locator });
+            }
+        }
+    }
+
+    /// Report a file (or every member of an archive) whose size and mtime did not change.
+    fn replay_unchanged(&self, e: &CatalogEntry) {
+        let entries = if e.status == EntryStatus::Container {
+            lock(&self.ing.catalog).members_of(self.scope, &e.locator)
+        } else {
+            vec![e.clone()]
+        };
+        for m in entries {
+            let status = match m.status {
+                EntryStatus::Indexed | EntryStatus::Container => FileStatus::Unchanged,
+                EntryStatus::Failed => FileStatus::Failed,
+                EntryStatus::Skipped => FileStatus::Skipped,
+            };
+            self.report(
+                &m.locator,
+                status,
+                m.reason.clone(),
+                m.chunks,
+                m.hash.clone(),
+            );
+        }
+    }
+
+    /// Send a file leaf to extraction (blocking while the stage is busy); record the rest.
+    fn route_leaf(
+        &self,
+        leaf: Leaf,
+        top: &Locator,
+        size: u64,
+        mtime_ns: u64,
+        leaves: &Sender<Work>,
+        seen: &mut Vec<String>,
+    ) {
+        let top_str = top.to_string();
+        let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
+        match leaf {
+            Leaf::File {
+                locator,
+                bytes,
+                detected,
+            } => {
+                seen.push(locator.to_string());
+                let is_top = &locator == top;
+                let work = Work {
+                    parent: parent_of(&locator),
+                    size: if is_top { size } else { bytes.len() as u64 },
+                    mtime_ns: if is_top { mtime_ns } else { 0 },
+                    locator,
+                    bytes,
+                    detected,
+                };
+                let _ = leaves.send(work);
+            }
+            Leaf::Skipped { locator, reason } => {
+                seen.push(locator.to_string());
+                self.record_unread(
+                    &locator,
+                    parent_of(&locator).as_deref(),
+                    FileStatus::Skipped,
+                    reason,
+                );
+            }
+            Leaf::Failed { locator, reason } => {
+                seen.push(locator.to_string());
+                self.record_unread(
+                    &locator,
+                    parent_of(&locator).as_deref(),
+                    FileStatus::Failed,
+                    reason,
+                );
+            }
+        }
+    }
+
+    /// Stage 2 (rayon): hash, skip unchanged, extract, chunk.
+    fn extract_stage(&self, leaves: Receiver<Work>, index: Sender<IndexItem>) {
+        let threads = match self.ing.config.extract_threads {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        };
+        let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+            Ok(p) => p,
+            Err(e) => return self.fail_run(Error::Pipeline(format!("thread pool: {e}"))),
+        };
+        pool.install(|| {
+            leaves.iter().par_bridge().for_each(|work| {
+                if !self.cancelled.load(Ordering::SeqCst) {
+                    self.extract_one(work, &index);
+                }
+            });
+        });
+    }
+
+    fn extract_one(&self, work: Work, index: &Sender<IndexItem>) {
+        let loc = work.locator.to_string();
+        let hash = blake3::hash(&work.bytes).to_hex().to_string();
+        let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
+        let previous_hash = known
+            .as_ref()
+            .and_then(|e| e.hash.clone())
+            .filter(|h| h != &hash);
+        if let Some(e) = known
+            .as_ref()
+            .filter(|e| e.hash.as_deref() == Some(&hash) && e.status == EntryStatus::Indexed)
+        {
+            // Same bytes: refresh size/mtime so the next run can skip without reading.
+            let mut fresh = e.clone();
+            fresh.size = work.size;
+            fresh.mtime_ns = work.mtime_ns;
+            fresh.parent = work.parent.clone();
+            let chunks = fresh.chunks;
+            lock(&self.ing.catalog).put(self.scope, fresh);
+            self.report(&loc, FileStatus::Unchanged, None, chunks, Some(hash));
+            return;
+        }
+        let meta = FileMeta {
+            locator: loc.clone(),
+            parent: work.parent.clone(),
+            hash: hash.clone(),
+            size: work.size,
+            mtime_ns: work.mtime_ns,
+            previous_hash,
+        };
+        let already_indexed = !lock(&self.ing.catalog)
+            .locators_with_hash(self.scope, &hash)
+            .is_empty();
+        let newly_claimed = !already_indexed && lock(&self.claimed).insert(hash.clone());
+        if !newly_claimed {
+            let _ = index.send(IndexItem::Duplicate { meta });
+            return;
+        }
+        let extracted = timed(&self.timings.extract, || {
+            let input = ExtractInput {
+                bytes: &work.bytes,
+                locator: &work.locator,
+                file_hash: &hash,
+                detected: &work.detected,
+            };
+            // Extractors return errors for bad input; a panic is a bug, contained to the file.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extractors::extract(&input)))
+                .unwrap_or_else(|_| {
+                    Err(extractors::ExtractError::Malformed {
+                        format: work.detected.mime.clone(),
+                        reason: "extractor panicked".into(),
+                    })
+                })
+        });
+        let extraction = match extracted {
+            Ok(x) => x,
+            Err(e) => {
+                let reason = e.to_string();
+                lock(&self.claimed).remove(&hash);
+                self.record_failed_content(&meta, &reason);
+                let _ = index.send(IndexItem::Abandoned { hash, reason });
+                return;
+            }
+        };
+        let chunker = match self.ing.embedder() {
+            Ok(e) => Chunker::new(e.tokenizer().clone(), &self.ing.config.chunking),
+            Err(e) => return self.fail_run(e),
+        };
+        let chunks = timed(&self.timings.chunk, || {
+            chunker.chunk_objects(&extraction.objects)
+        });
+        let content_index = FileContentIndex {
+            id: hash.clone(),
+            file_name: work.locator.file_name().to_string(),
+            mime_type: work.detected.mime.clone(),
+            container_path: loc.clone(),
+            total_objects: u32::try_from(extraction.objects.len()).unwrap_or(u32::MAX),
+            total_size: work.bytes.len() as u64,
+            object_summary: extractors::summarize(&extraction.objects),
+            structure: extraction.structure,
+            extracted_at: now_secs(),
+            status: if matches!(work.detected.kind, FileKind::Text(_)) {
+                IndexStatus::Embedding
+            } else {
+                IndexStatus::Extracted
+            },
+            error: None,
+        };
+        let _ = index.send(IndexItem::Content {
+            meta,
+            chunks,
+            content_index: Box::new(content_index),
+        });
+    }
+
+    fn record_failed_content(&self, meta: &FileMeta, reason: &str) {
+        lock(&self.ing.catalog).put(
+            self.scope,
+            CatalogEntry {
+                locator: meta.locator.clone(),
+                parent: meta.parent.clone(),
+                hash: Some(meta.hash.clone()),
+                size: meta.size,
+                mtime_ns: meta.mtime_ns,
+                status: EntryStatus::Failed,
+                reason: Some(reason.to_string()),
+                chunks: 0,
+            },
+        );
+        if let Some(prev) = &meta.previous_hash {
+            if let Err(e) = self.ing.release_content(self.scope, prev) {
+                self.fail_run(e);
+            }
+        }
+        self.report(
+            &meta.locator,
+            FileStatus::Failed,
+            Some(reason.to_string()),
+            0,
+            Some(meta.hash.clone()),
+        );
+    }
+
+    /// Stage 3: embed chunks in batches across files.
+    fn embed_stage(&self, items: Receiver<IndexItem>, store: Sender<StoreItem>) {
+        let batch_size = self.ing.config.embed_batch;
+        let mut pending: Vec<StoredChunk> = Vec::new();
+        // Files whose chunks sit in `pending`, with the number of their chunks.
+        let mut waiting: Vec<(FileMeta, u32)> = Vec::new();
+
+        let flush = |pending: &mut Vec<StoredChunk>,
+                     waiting: &mut Vec<(FileMeta, u32)>,
+                     all: bool|
+         -> bool {
+            while pending.len() >= batch_size || (all && !pending.is_empty()) {
+                let take = pending.len().min(batch_size);
+                let mut batch: Vec<StoredChunk> = pending.drain(..take).collect();
+                let embedder = match self.ing.embedder() {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.fail_run(e);
+                        return false;
+                    }
+                };
+                let texts: Vec<&str> = batch.iter().map(|c| c.chunk.text.as_str()).collect();
+                let vectors = timed(&self.timings.embed, || embedder.embed(&texts, batch_size));
+                match vectors {
+                    Ok(vs) => {
+                        self.embedded.fetch_add(vs.len() as u64, Ordering::Relaxed);
+                        for (c, v) in batch.iter_mut().zip(vs) {
+                            c.vector = v;
+                        }
+                    }
+                    Err(e) => {
+                        self.fail_run(e);
+                        return false;
+                    }
+                }
+                if store.send(StoreItem::Points(batch)).is_err() {
+                    return false;
+                }
+            }
+            // Files all of whose chunks have left `pending` are complete.
+            let queued: usize = pending.len();
+            let mut in_pending = 0usize;
+            let mut still = Vec::new();
+            for (meta, n) in waiting.drain(..).rev() {
+                if in_pending < queued {
+                    in_pending += n as usize;
+                    still.push((meta, n));
+                } else if store
+                    .send(StoreItem::FileStored { meta, chunks: n })
+                    .is_err()
+                {
+                    return false;
+                }
+            }
+            still.reverse();
+            *waiting = still;
+            true
+        };
+
+        for item in items.iter() {
+            if self.cancelled.load(Ordering::SeqCst) {
+                continue; // drain, so senders never block forever
+            }
+            match item {
+                IndexItem::Content {
+                    meta,
+                    chunks,
+                    content_index,
+                } => {
+                    let n = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
+                    if let Err(e) =
+                        lock(&self.ing.catalog).write_content_index(&meta.hash, &content_index)
+                    {
+                        tracing::warn!("content index for {}: {e}", meta.locator);
+                    }
+                    pending.extend(chunks.into_iter().map(|chunk| StoredChunk {
+                        chunk,
+                        vector: Vec::new(),
+                        content_hash: meta.hash.clone(),
+                        locators: vec![meta.locator.clone()],
+                    }));
+                    waiting.push((meta, n));
+                    if !flush(&mut pending, &mut waiting, false) {
+                        return;
+                    }
+                }
+                other => {
+                    if store.send(StoreItem::Other(other)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if !self.cancelled.load(Ordering::SeqCst) {
+            flush(&mut pending, &mut waiting, true);
+        }
+    }
+
+    /// Stage 4: upsert points, then record files and resolve duplicates.
+    fn store_stage(&self, items: Receiver<StoreItem>) {
+        /// Closes the report channel when the store stage ends, even by a panic.
+        struct CloseReports<'r>(&'r Mutex<Option<Sender<FileReport>>>);
+        impl Drop for CloseReports<'_> {
+            fn drop(&mut self) {
+                lock(self.0).take();
+            }
+        }
+        let _close = CloseReports(&self.reports);
+        // Duplicates whose original is still on its way, by content hash.
+        let mut waiting_dups: HashMap<String, Vec<FileMeta>> = HashMap::new();
+        for item in items.iter() {
+            if self.cancelled.load(Ordering::SeqCst) {
+                continue;
+            }
+            let result = timed(&self.timings.store, || match item {
+                StoreItem::Points(batch) => {
+                    self.ing.store().and_then(|s| s.upsert(self.scope, &batch))
+                }
+                StoreItem::FileStored { meta, chunks } => {
+                    let hash = meta.hash.clone();
+                    self.file_stored(meta, chunks)?;
+                    lock(&self.claimed).remove(&hash);
+                    for dup in waiting_dups.remove(&hash).unwrap_or_default() {
+                        self.duplicate_stored(dup)?;
+                    }
+                    Ok(())
+                }
+                StoreItem::Other(IndexItem::Duplicate { meta }) => {
+                    let indexed = !lock(&self.ing.catalog)
+                        .locators_with_hash(self.scope, &meta.hash)
+                        .is_empty();
+                    if indexed {
+                        self.duplicate_stored(meta)
+                    } else {
+                        waiting_dups
+                            .entry(meta.hash.clone())
+                            .or_default()
+                            .push(meta);
+                        Ok(())
+                    }
+                }
+                StoreItem::Other(IndexItem::Abandoned { hash, reason }) => {
+                    for dup in waiting_dups.remove(&hash).unwrap_or_default() {
+                        self.record_failed_content(&dup, &reason);
+                    }
+                    Ok(())
+                }
+                StoreItem::Other(IndexItem::Removed { locator }) => {
+                    let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
+                    match removed.and_then(|e| e.hash) {
+                        Some(h) => self.ing.release_content(self.scope, &h),
+                        None => Ok(()),
+                    }
+                }
+                StoreItem::Other(IndexItem::Content { .. }) => Ok(()),
+            });
+            if let Err(e) = result {
+                self.fail_run(e);
+            }
+        }
+        for (_, dups) in waiting_dups {
+            for dup in dups {
+                self.record_failed_content(
+                    &dup,
+                    "identical content elsewhere in this run was not indexed",
+                );
+            }
+        }
+    }
+
+    fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
+        lock(&self.ing.catalog).put(
+            self.scope,
+            CatalogEntry {
+                locator: meta.locator.clone(),
+                parent: meta.parent.clone(),
+                hash: Some(meta.hash.clone()),
+                size: meta.size,
+                mtime_ns: meta.mtime_ns,
+                status: EntryStatus::Indexed,
+                reason: None,
+                chunks,
+            },
+        );
+    }
+
+    /// All chunks of a new content are stored: record the file, retire what it replaced.
+    fn file_stored(&self, meta: FileMeta, chunks: u32) -> Result<()> {
+        self.put_indexed(&meta, chunks);
+        if let Some(prev) = &meta.previous_hash {
+            self.ing.release_content(self.scope, prev)?;
+        }
+        self.report(
+            &meta.locator,
+            FileStatus::Indexed,
+            None,
+            chunks,
+            Some(meta.hash),
+        );
+        Ok(())
+    }
+
+    /// A file whose bytes are already indexed under another locator: add it to their locators.
+    fn duplicate_stored(&self, meta: FileMeta) -> Result<()> {
+        let (original, chunks) = {
+            let cat = lock(&self.ing.catalog);
+            let locs = cat.locators_with_hash(self.scope, &meta.hash);
+            let chunks = locs
+                .first()
+                .and_then(|l| cat.get(self.scope, l))
+                .map_or(0, |e| e.chunks);
+            (locs.first().cloned(), chunks)
+        };
+        self.put_indexed(&meta, chunks);
+        let all = lock(&self.ing.catalog).locators_with_hash(self.scope, &meta.hash);
+        if chunks > 0 {
+            self.ing
+                .store()?
+                .set_locators(self.scope, &meta.hash, &all)?;
+        }
+        if let Some(prev) = &meta.previous_hash {
+            self.ing.release_content(self.scope, prev)?;
+        }
+        self.report(
+            &meta.locator,
+            FileStatus::Indexed,
+            original.map(|o| format!("same content as {o}")),
+            chunks,
+            Some(meta.hash),
+        );
+        Ok(())
+    }
+}

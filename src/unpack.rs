@@ -1,0 +1,708 @@
+//! Container unpacking: folders, ZIP, TAR, GZ (every member) and TAR.GZ/TGZ, nested, under one
+//! [`Budget`] per top-level tree.
+//!
+//! Nothing is ever written to disk: member names only become locator segments, never paths.
+//! Sizes are counted on bytes actually produced by the decoders, and every container's total
+//! output is capped at `max_ratio` times its own size, so lying headers, overlapping entries
+//! and nested bombs all run into a limit. A member that hits a limit is reported as skipped
+//! with the limit's name, and its siblings go on. Links and special files are reported, never
+//! followed.
+
+use std::fs::File;
+use std::io::{self, BufReader, Cursor, Read, Seek};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::UNIX_EPOCH;
+
+use extractors::{detect, ContainerKind, Detected, FileKind, Locator, SNIFF_LEN};
+
+use crate::config::Limits;
+
+/// Which limit a member ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    TotalBytes,
+    FileCount,
+    Depth,
+    CompressionRatio,
+    FileSize,
+}
+
+impl Limit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::TotalBytes => "total-bytes",
+            Limit::FileCount => "file-count",
+            Limit::Depth => "depth",
+            Limit::CompressionRatio => "compression-ratio",
+            Limit::FileSize => "file-size",
+        }
+    }
+}
+
+/// The shared allowance of one top-level tree. Thread-safe so that a future parallel
+/// unpacker can share it.
+#[derive(Debug)]
+pub struct Budget {
+    limits: Limits,
+    bytes: AtomicU64,
+    files: AtomicU64,
+}
+
+impl Budget {
+    pub fn new(limits: Limits) -> Self {
+        Budget {
+            limits,
+            bytes: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+        }
+    }
+
+    fn take_file(&self) -> Result<(), Limit> {
+        let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > self.limits.max_files {
+            return Err(Limit::FileCount);
+        }
+        Ok(())
+    }
+
+    fn take_bytes(&self, n: u64) -> Result<(), Limit> {
+        let total = self.bytes.fetch_add(n, Ordering::Relaxed) + n;
+        if total > self.limits.max_total_bytes {
+            return Err(Limit::TotalBytes);
+        }
+        Ok(())
+    }
+}
+
+/// What unpacking found: a file to extract, or a member that was not read and why.
+#[derive(Debug)]
+pub enum Leaf {
+    File {
+        locator: Locator,
+        bytes: Vec<u8>,
+        detected: Detected,
+    },
+    /// Not read: a limit, a link, a special or encrypted file.
+    Skipped { locator: Locator, reason: String },
+    /// Could not be read: a corrupt container or member.
+    Failed { locator: Locator, reason: String },
+}
+
+/// A regular file found on disk by [`walk`].
+#[derive(Debug, Clone)]
+pub struct DiskFile {
+    pub path: PathBuf,
+    pub locator: Locator,
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+/// What [`walk`] reports for each filesystem entry.
+#[derive(Debug)]
+pub enum DiskEntry {
+    File(DiskFile),
+    Skipped { locator: Locator, reason: String },
+    Failed { locator: Locator, reason: String },
+}
+
+/// Walk a file or folder without following links, depth-first in name order, calling `visit`
+/// for every entry. Runs in constant memory per directory level.
+pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
+    let root = match std::fs::canonicalize(root) {
+        Ok(p) => p,
+        Err(e) => {
+            visit(DiskEntry::Failed {
+                locator: Locator::root(root.to_string_lossy()),
+                reason: format!("cannot open: {e}"),
+            });
+            return;
+        }
+    };
+    let mut stack = vec![root];
+    while let Some(path) = stack.pop() {
+        let locator = Locator::root(path.to_string_lossy());
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                visit(DiskEntry::Failed {
+                    locator,
+                    reason: format!("cannot stat: {e}"),
+                });
+                continue;
+            }
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            visit(DiskEntry::Skipped {
+                locator,
+                reason: "link: not followed".into(),
+            });
+        } else if ft.is_dir() {
+            match std::fs::read_dir(&path) {
+                Ok(rd) => {
+                    let mut children: Vec<PathBuf> =
+                        rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                    children.sort();
+                    stack.extend(children.into_iter().rev());
+                }
+                Err(e) => visit(DiskEntry::Failed {
+                    locator,
+                    reason: format!("cannot read folder: {e}"),
+                }),
+            }
+        } else if ft.is_file() {
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            visit(DiskEntry::File(DiskFile {
+                path,
+                locator,
+                size: meta.len(),
+                mtime_ns,
+            }));
+        } else {
+            visit(DiskEntry::Skipped {
+                locator,
+                reason: "special file (device, FIFO or socket)".into(),
+            });
+        }
+    }
+}
+
+/// Counts what a decoder produces and refuses to go past the container's caps.
+struct Meter<R> {
+    inner: R,
+    produced: u64,
+    /// Output allowed before the ratio check applies, and the ratio cap past it.
+    ratio_cap: u64,
+    hard_cap: u64,
+    tripped: Option<Limit>,
+}
+
+impl<R: Read> Read for Meter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.produced += n as u64;
+        let limit = if self.produced > self.hard_cap {
+            Some(Limit::TotalBytes)
+        } else if self.produced > self.ratio_cap {
+            Some(Limit::CompressionRatio)
+        } else {
+            None
+        };
+        if let Some(l) = limit {
+            self.tripped = Some(l);
+            return Err(io::Error::other(format!("limit: {}", l.name())));
+        }
+        Ok(n)
+    }
+}
+
+/// Unpacks containers into leaves under one budget.
+pub struct Unpacker<'a> {
+    limits: &'a Limits,
+    budget: Budget,
+}
+
+enum Source {
+    Disk(PathBuf),
+    Memory(Vec<u8>),
+}
+
+trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
+impl Source {
+    fn open(&self) -> io::Result<Box<dyn ReadSeek + '_>> {
+        Ok(match self {
+            Source::Disk(p) => Box::new(BufReader::new(File::open(p)?)),
+            Source::Memory(b) => Box::new(Cursor::new(b.as_slice())),
+        })
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        match self {
+            Source::Disk(p) => Ok(std::fs::metadata(p)?.len()),
+            Source::Memory(b) => Ok(b.len() as u64),
+        }
+    }
+
+    fn head(&self) -> io::Result<Vec<u8>> {
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        self.open()?.take(SNIFF_LEN as u64).read_to_end(&mut head)?;
+        Ok(head)
+    }
+}
+
+impl<'a> Unpacker<'a> {
+    /// An unpacker with a fresh budget: use one per top-level file.
+    pub fn new(limits: &'a Limits) -> Self {
+        Unpacker {
+            limits,
+            budget: Budget::new(limits.clone()),
+        }
+    }
+
+    /// Expand the file at `path`: a container yields its leaves (recursively), any other file
+    /// yields itself.
+    pub fn expand_file(&self, path: &Path, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
+        self.expand(Source::Disk(path.to_path_buf()), locator, sink);
+    }
+
+    /// Expand in-memory bytes named by `locator`, as [`Unpacker::expand_file`] does.
+    pub fn expand_bytes(&self, bytes: Vec<u8>, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
+        self.expand(Source::Memory(bytes), locator, sink);
+    }
+
+    fn expand(&self, source: Source, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
+        let fail = |sink: &mut dyn FnMut(Leaf), reason: String| {
+            sink(Leaf::Failed {
+                locator: locator.clone(),
+                reason,
+            })
+        };
+        let head = match source.head() {
+            Ok(h) => h,
+            Err(e) => return fail(sink, format!("cannot read: {e}")),
+        };
+        let detected = detect(&head, locator.file_name());
+        let FileKind::Container(kind) = detected.kind else {
+            return self.leaf(source, locator, detected, sink);
+        };
+        if locator.depth() >= self.limits.max_depth {
+            return sink(Leaf::Skipped {
+                locator: locator.clone(),
+                reason: format!("limit: {}", Limit::Depth.name()),
+            });
+        }
+        let result = match kind {
+            ContainerKind::Zip => self.zip(&source, locator, sink),
+            ContainerKind::Tar => source
+                .open()
+                .map_err(|e| e.to_string())
+                .and_then(|r| self.tar(r, locator, sink)),
+            ContainerKind::Gzip => self.gzip(&source, locator, sink),
+        };
+        match result {
+            Ok(()) => {}
+            // A limit tripped while walking the container's own stream: the rest of it is
+            // skipped, under that limit's name.
+            Err(reason) => match reason.find("limit: ") {
+                Some(at) => sink(Leaf::Skipped {
+                    locator: locator.clone(),
+                    reason: reason.get(at..).unwrap_or(&reason).to_string(),
+                }),
+                None => fail(sink, reason),
+            },
+        }
+    }
+
+    fn leaf(
+        &self,
+        source: Source,
+        locator: &Locator,
+        detected: Detected,
+        sink: &mut dyn FnMut(Leaf),
+    ) {
+        let bytes = match source {
+            Source::Memory(b) => b,
+            Source::Disk(p) => {
+                match std::fs::metadata(&p) {
+                    Ok(m) if m.len() > self.limits.max_file_bytes => {
+                        return sink(Leaf::Skipped {
+                            locator: locator.clone(),
+                            reason: format!("limit: {}", Limit::FileSize.name()),
+                        })
+                    }
+                    _ => {}
+                }
+                let mut buf = Vec::new();
+                let read = File::open(&p)
+                    .and_then(|f| f.take(self.limits.max_file_bytes + 1).read_to_end(&mut buf));
+                if let Err(e) = read {
+                    return sink(Leaf::Failed {
+                        locator: locator.clone(),
+                        reason: format!("cannot read: {e}"),
+                    });
+                }
+                buf
+            }
+        };
+        if bytes.len() as u64 > self.limits.max_file_bytes {
+            return sink(Leaf::Skipped {
+                locator: locator.clone(),
+                reason: format!("limit: {}", Limit::FileSize.name()),
+            });
+        }
+        sink(Leaf::File {
+            locator: locator.clone(),
+            bytes,
+            detected,
+        });
+    }
+
+    /// A meter over `inner` for a container of `container_len` bytes.
+    fn meter<R: Read>(&self, inner: R, container_len: u64) -> Meter<R> {
+        let remaining = self
+            .limits
+            .max_total_bytes
+            .saturating_sub(self.budget.bytes.load(Ordering::Relaxed));
+        Meter {
+            inner,
+            produced: 0,
+            ratio_cap: container_len
+                .saturating_mul(self.limits.max_ratio)
+                .max(self.limits.ratio_grace_bytes),
+            hard_cap: remaining,
+            tripped: None,
+        }
+    }
+
+    /// Read one member's bytes through `reader`, charging the budget; `Err` names the limit.
+    fn read_member(&self, reader: &mut dyn Read) -> Result<Vec<u8>, String> {
+        self.budget
+            .take_file()
+            .map_err(|l| format!("limit: {}", l.name()))?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.to_string()),
+            };
+            self.budget
+                .take_bytes(n as u64)
+                .map_err(|l| format!("limit: {}", l.name()))?;
+            if out.len() as u64 + n as u64 > self.limits.max_file_bytes {
+                return Err(format!("limit: {}", Limit::FileSize.name()));
+            }
+            out.extend_from_slice(buf.get(..n).unwrap_or(&[]));
+        }
+        Ok(out)
+    }
+
+    /// Report a member read result: recurse into its bytes, or skip/fail it.
+    fn member_done(
+        &self,
+        locator: Locator,
+        read: Result<Vec<u8>, String>,
+        sink: &mut dyn FnMut(Leaf),
+    ) {
+        match read {
+            Ok(bytes) => self.expand(Source::Memory(bytes), &locator, sink),
+            Err(reason) if reason.starts_with("limit: ") => sink(Leaf::Skipped { locator, reason }),
+            Err(reason) => sink(Leaf::Failed { locator, reason }),
+        }
+    }
+
+    fn zip(
+        &self,
+        source: &Source,
+        locator: &Locator,
+        sink: &mut dyn FnMut(Leaf),
+    ) -> Result<(), String> {
+        let len = source.len().map_err(|e| e.to_string())?;
+        let reader = source.open().map_err(|e| e.to_string())?;
+        let mut archive = zip::ZipArchive::new(reader).map_err(|e| format!("corrupt zip: {e}"))?;
+        // One meter for the whole archive: overlapping entries and lying sizes still add up.
+        let mut produced_total = 0u64;
+        for i in 0..archive.len() {
+            let (name, is_dir, is_link, encrypted) = match archive.by_index_raw(i) {
+                Ok(f) => (
+                    f.name().map_or_else(
+                        |_| String::from_utf8_lossy(f.name_raw()).into_owned(),
+                        |n| n.into_owned(),
+                    ),
+                    f.is_dir(),
+                    f.is_symlink(),
+                    f.encrypted(),
+                ),
+                Err(e) => {
+                    sink(Leaf::Failed {
+                        locator: locator.member(format!("#{i}")),
+                        reason: format!("corrupt zip entry: {e}"),
+                    });
+                    continue;
+                }
+            };
+            if is_dir {
+                continue;
+            }
+            let member = locator.member(name.trim_start_matches('/'));
+            if is_link {
+                sink(Leaf::Skipped {
+                    locator: member,
+                    reason: "link: not followed".into(),
+                });
+                continue;
+            }
+            if encrypted {
+                sink(Leaf::Skipped {
+                    locator: member,
+                    reason: "encrypted".into(),
+                });
+                continue;
+            }
+            let read = match archive.by_index(i) {
+                Ok(file) => {
+                    let mut meter = self.meter(file, len);
+                    meter.produced = produced_total;
+                    meter.hard_cap = meter.hard_cap.saturating_add(produced_total);
+                    let r = self.read_member(&mut meter);
+                    produced_total = meter.produced;
+                    r
+                }
+                Err(e) => Err(format!("corrupt zip entry: {e}")),
+            };
+            self.member_done(member, read, sink);
+        }
+        Ok(())
+    }
+
+    fn tar(
+        &self,
+        reader: impl Read,
+        locator: &Locator,
+        sink: &mut dyn FnMut(Leaf),
+    ) -> Result<(), String> {
+        let mut archive = tar::Archive::new(reader);
+        let entries = archive.entries().map_err(|e| format!("corrupt tar: {e}"))?;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| format!("corrupt tar: {e}"))?;
+            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let member = locator.member(name.trim_start_matches("./").trim_start_matches('/'));
+            let kind = entry.header().entry_type();
+            use tar::EntryType as T;
+            match kind {
+                T::Directory | T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink => {
+                    continue
+                }
+                T::Symlink | T::Link => {
+                    sink(Leaf::Skipped {
+                        locator: member,
+                        reason: "link: not followed".into(),
+                    });
+                    continue;
+                }
+                T::Char | T::Block | T::Fifo => {
+                    sink(Leaf::Skipped {
+                        locator: member,
+                        reason: "special file (device or FIFO)".into(),
+                    });
+                    continue;
+                }
+                _ => {}
+            }
+            let read = self.read_member(&mut entry);
+            let corrupt = matches!(&read, Err(r) if !r.starts_with("limit: "));
+            self.member_done(member, read, sink);
+            if corrupt {
+                // The stream position is unknown after a failed read: stop this tar.
+                return Err("corrupt tar: truncated member".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn gzip(
+        &self,
+        source: &Source,
+        locator: &Locator,
+        sink: &mut dyn FnMut(Leaf),
+    ) -> Result<(), String> {
+        let len = source.len().map_err(|e| e.to_string())?;
+        let reader = source.open().map_err(|e| e.to_string())?;
+        let decoder = flate2::read::MultiGzDecoder::new(reader);
+        let inner_name = decoder
+            .header()
+            .and_then(|h| h.filename())
+            .map(|n| String::from_utf8_lossy(n).into_owned());
+        let mut meter = self.meter(decoder, len);
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        (&mut meter)
+            .take(SNIFF_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| match meter.tripped {
+                Some(l) => format!("limit: {}", l.name()),
+                None => format!("corrupt gzip: {e}"),
+            })?;
+        let is_tar = matches!(
+            detect(&head, "").kind,
+            FileKind::Container(ContainerKind::Tar)
+        );
+        let stream = Cursor::new(head).chain(meter);
+        if is_tar {
+            // A .tar.gz is one container: its members sit directly under the .gz segment.
+            return self.tar(stream, locator, sink);
+        }
+        let name = inner_name
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| gunzipped_name(locator.file_name()));
+        let member = locator.member(name);
+        let mut stream = stream;
+        let read = self.read_member(&mut stream);
+        self.member_done(member, read, sink);
+        Ok(())
+    }
+}
+
+/// `notes.txt.gz` → `notes.txt`, `a.tgz` → `a.tar`, anything else → `name` without `.gz`.
+fn gunzipped_name(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".tgz") {
+        format!("{}.tar", name.get(..name.len() - 4).unwrap_or(name))
+    } else if lower.ends_with(".gz") && name.len() > 3 {
+        name.get(..name.len() - 3).unwrap_or(name).to_string()
+    } else {
+        format!("{name}.out")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, data) in entries {
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn tar_gz_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        let tar = b.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn collect(limits: &Limits, name: &str, bytes: Vec<u8>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        Unpacker::new(limits).expand_bytes(bytes, &Locator::root(name), &mut |leaf| {
+            out.push(match leaf {
+                Leaf::File { locator, bytes, .. } => (
+                    locator.to_string(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ),
+                Leaf::Skipped { locator, reason } => {
+                    (locator.to_string(), format!("skipped: {reason}"))
+                }
+                Leaf::Failed { locator, reason } => {
+                    (locator.to_string(), format!("failed: {reason}"))
+                }
+            })
+        });
+        out
+    }
+
+    #[test]
+    fn nested_zip_tar_gz_members_get_full_locators() {
+        let inner = tar_gz_of(&[("notes/a.txt", b"alpha"), ("b.md", b"# beta")]);
+        let outer = zip_of(&[("docs/inner.tar.gz", &inner), ("top.txt", b"top")]);
+        let got = collect(&Limits::default(), "outer.zip", outer);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "outer.zip!/docs/inner.tar.gz!/notes/a.txt".into(),
+                    "alpha".into()
+                ),
+                ("outer.zip!/docs/inner.tar.gz!/b.md".into(), "# beta".into()),
+                ("outer.zip!/top.txt".into(), "top".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_gzip_member_is_read() {
+        let mut data = Vec::new();
+        for part in [&b"first "[..], b"second"] {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(part).unwrap();
+            data.extend(gz.finish().unwrap());
+        }
+        let got = collect(&Limits::default(), "two.txt.gz", data);
+        assert_eq!(
+            got,
+            vec![("two.txt.gz!/two.txt".into(), "first second".into())]
+        );
+    }
+
+    #[test]
+    fn limits_skip_members_and_keep_siblings() {
+        let limits = Limits {
+            max_files: 2,
+            ..Limits::default()
+        };
+        let z = zip_of(&[("a.txt", b"a"), ("b.txt", b"b"), ("c.txt", b"c")]);
+        let got = collect(&limits, "z.zip", z);
+        assert_eq!(
+            got[2],
+            ("z.zip!/c.txt".into(), "skipped: limit: file-count".into())
+        );
+
+        let limits = Limits {
+            max_ratio: 2,
+            ratio_grace_bytes: 1024,
+            ..Limits::default()
+        };
+        let zeros = vec![0u8; 1 << 20];
+        let z = zip_of(&[("small.txt", b"fine"), ("bomb.bin", &zeros)]);
+        let got = collect(&limits, "z.zip", z);
+        assert_eq!(got[0].1, "fine");
+        assert_eq!(
+            got[1],
+            (
+                "z.zip!/bomb.bin".into(),
+                "skipped: limit: compression-ratio".into()
+            )
+        );
+    }
+
+    #[test]
+    fn depth_limit_applies_to_nested_archives() {
+        let limits = Limits {
+            max_depth: 1,
+            ..Limits::default()
+        };
+        let inner = zip_of(&[("deep.txt", b"deep")]);
+        let outer = zip_of(&[("inner.zip", &inner), ("ok.txt", b"ok")]);
+        let got = collect(&limits, "o.zip", outer);
+        assert_eq!(
+            got[0],
+            ("o.zip!/inner.zip".into(), "skipped: limit: depth".into())
+        );
+        assert_eq!(got[1].1, "ok");
+    }
+
+    #[test]
+    fn garbage_containers_fail_cleanly() {
+        let got = collect(&Limits::default(), "bad.zip", b"PK\x03\x04garbage".to_vec());
+        assert_eq!(got.len(), 1);
+        assert!(got[0].1.starts_with("failed: corrupt zip"), "{got:?}");
+        let got = collect(
+            &Limits::default(),
+            "bad.gz",
+            vec![0x1f, 0x8b, 8, 0, 1, 2, 3],
+        );
+        assert!(got[0].1.starts_with("failed:"), "{got:?}");
+    }
+}
