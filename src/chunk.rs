@@ -127,11 +127,8 @@ impl Chunker {
             if end >= n {
                 break;
             }
-            let mut next = end.saturating_sub(self.overlap).max(start + 1);
-            while next < end && !is_word_start(body, &offsets, next) {
-                next += 1;
-            }
-            start = next;
+            let from = end.saturating_sub(self.overlap).max(start + 1);
+            start = next_start(body, &offsets, from, end, header_lines > 0);
         }
     }
 }
@@ -161,6 +158,32 @@ fn is_word_start(text: &str, offsets: &[(usize, usize)], i: usize) -> bool {
             .get(..a)
             .and_then(|s| s.chars().next_back())
             .is_some_and(char::is_whitespace)
+}
+
+/// Where the next chunk starts, given the overlap window `from..end`: the first line start in
+/// it, else (except for tables, which overlap by whole rows or not at all) the first word
+/// start, else `end`.
+fn next_start(
+    text: &str,
+    offsets: &[(usize, usize)],
+    from: usize,
+    end: usize,
+    rows_only: bool,
+) -> usize {
+    let after_newline = |i: usize| {
+        offsets
+            .get(i)
+            .and_then(|&(a, _)| text.get(..a))
+            .is_some_and(|before| before.trim_end_matches([' ', '\t']).ends_with('\n'))
+    };
+    (from..end)
+        .find(|&i| after_newline(i))
+        .or_else(|| {
+            (!rows_only)
+                .then(|| (from..end).find(|&i| is_word_start(text, offsets, i)))
+                .flatten()
+        })
+        .unwrap_or(end)
 }
 
 /// Where to end a chunk that would end at `end`: the latest word start in the second half of
@@ -225,6 +248,94 @@ fn narrow(object: &ContentObject, a: usize, b: usize, header_lines: usize) -> Co
 #[cfg(test)]
 mod tests {
     use super::*;
+    use extractors::{detect, ExtractInput};
+
+    /// The real model's tokenizer (run `make models` first).
+    fn chunker(max_tokens: usize, overlap_tokens: usize) -> Chunker {
+        let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
+        let mut tok = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+        tok.with_truncation(None).unwrap();
+        tok.with_padding(None);
+        Chunker::new(
+            tok,
+            &ChunkingConfig {
+                max_tokens,
+                overlap_tokens,
+            },
+        )
+    }
+
+    fn objects(name: &str, text: &str) -> Vec<ContentObject> {
+        let loc = Locator::root(name);
+        let det = detect(text.as_bytes(), name);
+        extractors::extract(&ExtractInput {
+            bytes: text.as_bytes(),
+            locator: &loc,
+            file_hash: "feedfacefeedface",
+            detected: &det,
+        })
+        .unwrap()
+        .objects
+    }
+
+    #[test]
+    fn chunks_fit_the_model_window_and_point_at_their_lines() {
+        let c = chunker(250, 32);
+        let text: String = (1..=120)
+            .map(|i| format!("Line {i} says the survey boat anchored near buoy number {i}.\n"))
+            .collect();
+        let objs = objects("log.txt", &text);
+        let chunks = c.chunk_objects(&objs);
+        assert!(chunks.len() > 3, "{}", chunks.len());
+        let source: Vec<&str> = text.lines().collect();
+        for (i, ch) in chunks.iter().enumerate() {
+            assert_eq!(ch.index as usize, i);
+            let tokens = c.count_tokens(&ch.text);
+            assert!(tokens + SPECIAL_TOKENS <= MAX_SEQ_TOKENS, "{tokens}");
+            let loc: Locator = ch.context_ref.location.parse().unwrap();
+            let (a, b) = loc.fragment.lines.unwrap();
+            let lines = source[(a - 1) as usize..b as usize].join("\n");
+            assert!(
+                lines.contains(ch.text.trim()),
+                "chunk {i} not within lines {a}-{b}"
+            );
+        }
+        // Consecutive chunks overlap.
+        let first_end = chunks[0].text.lines().last().unwrap();
+        assert!(chunks[1]
+            .text
+            .contains(first_end.split(' ').next_back().unwrap()));
+    }
+
+    #[test]
+    fn table_chunks_repeat_the_header_and_name_their_rows() {
+        let c = chunker(64, 8);
+        let mut csv = String::from("station,observer,remark\n");
+        for i in 1..=60 {
+            csv.push_str(&format!("S{i},observer {i},calm sea and light wind\n"));
+        }
+        let chunks = c.chunk_objects(&objects("obs.csv", &csv));
+        assert!(chunks.len() > 2);
+        for ch in &chunks {
+            assert!(
+                ch.text.starts_with("| station | observer | remark |"),
+                "{}",
+                ch.text
+            );
+            let loc: Locator = ch.context_ref.location.parse().unwrap();
+            let (a, b) = loc.fragment.rows.unwrap();
+            assert!(
+                ch.text.contains(&format!("| S{} |", a - 1)),
+                "rows {a}-{b}: {}",
+                ch.text
+            );
+            assert!(
+                ch.text.contains(&format!("| S{} |", b - 1)),
+                "rows {a}-{b}: {}",
+                ch.text
+            );
+        }
+    }
 
     #[test]
     fn split_lines_takes_whole_lines() {

@@ -132,8 +132,10 @@ mod tests {
         let mut c = Config::default();
         c.chunking.overlap_tokens = 200;
         assert!(c.validate().is_err());
-        let mut c = Config::default();
-        c.embed_batch = 0;
+        let c = Config {
+            embed_batch: 0,
+            ..Config::default()
+        };
         assert!(c.validate().is_err());
     }
 }

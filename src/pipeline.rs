@@ -375,6 +375,8 @@ impl Ingestor {
         lock(&self.catalog).save()?;
         let t = &run.timings;
         report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
+        // Observers saw completion order; the returned ledger is in locator order.
+        report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
         report.summary.seconds = StageSeconds {
             unpack: lock(&t.unpack).as_secs_f64(),
             extract: lock(&t.extract).as_secs_f64(),

@@ -232,9 +232,7 @@ impl Source {
     }
 
     fn head(&self) -> io::Result<Vec<u8>> {
-        let mut head = Vec::with_capacity(SNIFF_LEN);
-        self.open()?.take(SNIFF_LEN as u64).read_to_end(&mut head)?;
-        Ok(head)
+        read_at_most(self.open()?, SNIFF_LEN as u64)
     }
 }
 
@@ -320,16 +318,15 @@ impl<'a> Unpacker<'a> {
                     }
                     _ => {}
                 }
-                let mut buf = Vec::new();
-                let read = File::open(&p)
-                    .and_then(|f| f.take(self.limits.max_file_bytes + 1).read_to_end(&mut buf));
-                if let Err(e) = read {
-                    return sink(Leaf::Failed {
-                        locator: locator.clone(),
-                        reason: format!("cannot read: {e}"),
-                    });
+                match File::open(&p).and_then(|f| read_at_most(f, self.limits.max_file_bytes + 1)) {
+                    Ok(buf) => buf,
+                    Err(e) => {
+                        return sink(Leaf::Failed {
+                            locator: locator.clone(),
+                            reason: format!("cannot read: {e}"),
+                        })
+                    }
                 }
-                buf
             }
         };
         if bytes.len() as u64 > self.limits.max_file_bytes {
@@ -524,14 +521,10 @@ impl<'a> Unpacker<'a> {
             .and_then(|h| h.filename())
             .map(|n| String::from_utf8_lossy(n).into_owned());
         let mut meter = self.meter(decoder, len);
-        let mut head = Vec::with_capacity(SNIFF_LEN);
-        (&mut meter)
-            .take(SNIFF_LEN as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| match meter.tripped {
-                Some(l) => format!("limit: {}", l.name()),
-                None => format!("corrupt gzip: {e}"),
-            })?;
+        let head = read_at_most(&mut meter, SNIFF_LEN as u64).map_err(|e| match meter.tripped {
+            Some(l) => format!("limit: {}", l.name()),
+            None => format!("corrupt gzip: {e}"),
+        })?;
         let is_tar = matches!(
             detect(&head, "").kind,
             FileKind::Container(ContainerKind::Tar)
@@ -550,6 +543,14 @@ impl<'a> Unpacker<'a> {
         self.member_done(member, read, sink);
         Ok(())
     }
+}
+
+/// Read at most `limit` bytes of `reader`.
+#[allow(clippy::disallowed_methods)] // bounded by `take`
+fn read_at_most(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    reader.take(limit).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// `notes.txt.gz` → `notes.txt`, `a.tgz` → `a.tar`, anything else → `name` without `.gz`.

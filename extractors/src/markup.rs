@@ -113,18 +113,28 @@ impl Extractor for Xml {
         };
         let mut counter = LineCounter::new(&decoded.text);
         let mut parse_error = None;
+        // Text between two tags: entity references split it into several events.
+        let mut run = String::new();
+        let mut run_line = 1u64;
         loop {
             let pos = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
             let line = counter.line_at(pos);
+            let append = |s: &str, run: &mut String, run_line: &mut u64| {
+                if run.trim().is_empty() {
+                    let leading = s.get(..s.len() - s.trim_start().len()).unwrap_or("");
+                    *run_line = line + leading.matches('\n').count() as u64;
+                }
+                run.push_str(s);
+            };
             match reader.read_event() {
                 Ok(Event::Text(t)) => {
                     if let Ok(s) = t.decode() {
-                        blocks.add(&s, line);
+                        append(&s, &mut run, &mut run_line);
                     }
                 }
                 Ok(Event::CData(t)) => {
                     if let Ok(s) = t.decode() {
-                        blocks.add(&s, line);
+                        append(&s, &mut run, &mut run_line);
                     }
                 }
                 Ok(Event::GeneralRef(r)) => {
@@ -135,18 +145,21 @@ impl Extractor for Xml {
                         }),
                     };
                     if let Some(s) = resolved {
-                        // Entities continue the current text run rather than start a line.
-                        blocks.text.push_str(&s);
+                        append(&s, &mut run, &mut run_line);
                     }
                 }
                 Ok(Event::Eof) => break,
-                Ok(_) => {}
+                Ok(_) => {
+                    blocks.add(&run, run_line);
+                    run.clear();
+                }
                 Err(e) => {
                     parse_error = Some(e.to_string());
                     break;
                 }
             }
         }
+        blocks.add(&run, run_line);
         blocks.flush();
         if let Some(reason) = parse_error {
             if sink.objects.is_empty() {
@@ -234,7 +247,16 @@ impl Extractor for Html {
 
         let mut sink = ObjectSink::new(input.locator, input.file_hash);
         let mut nodes = Vec::new();
-        let mut title: Option<String> = None;
+        let title: Option<String> = dom
+            .query_selector("title")
+            .and_then(|mut q| q.next())
+            .and_then(|h| h.get(parser))
+            .map(|n| {
+                html_escape::decode_html_entities(&n.inner_text(parser))
+                    .trim()
+                    .to_string()
+            })
+            .filter(|t| !t.is_empty());
         let mut heading_path: Vec<(usize, String)> = Vec::new();
         let mut counter = LineCounter::new(source);
         let mut blocks = Blocks {
@@ -288,15 +310,6 @@ impl Extractor for Html {
                 tl::Node::Comment(_) => {}
                 tl::Node::Tag(tag) => {
                     let name = tag.name().as_utf8_str().to_ascii_lowercase();
-                    if name == "title" && title.is_none() {
-                        let t = html_escape::decode_html_entities(&tag.inner_text(parser))
-                            .trim()
-                            .to_string();
-                        if !t.is_empty() {
-                            title = Some(t);
-                        }
-                        continue;
-                    }
                     if INVISIBLE.contains(&name.as_str()) {
                         continue;
                     }

@@ -1,0 +1,183 @@
+//! The `ingest` command line, end to end.
+
+use crate::util::*;
+
+#[test]
+fn fixtures_are_indexed_and_search_finds_the_member_inside_the_nested_archive() {
+    let sb = Sandbox::new();
+    let (lines, summary, code) = sb.ingest(&[&fixtures()]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(summary["failed"], 0);
+    assert_eq!(summary["files"].as_u64().unwrap() as usize, lines.len());
+    for l in &lines {
+        assert_eq!(l["status"], "indexed", "{l}");
+        assert!(l["hash"].as_str().is_some_and(|h| h.len() == 64), "{l}");
+    }
+    by_name(&lines, "pump-log.txt.gz!/pump-log.txt");
+    let hits = sb.search("who kept the lighthouse on Skerry Point", 3);
+    let top = &hits[0];
+    let locator = top["locator"].as_str().unwrap();
+    assert!(
+        locator
+            .contains("fixtures/archives/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md#line="),
+        "{hits:#?}"
+    );
+    assert!(
+        top["text"].as_str().unwrap().contains("Ingrid Solberg"),
+        "{top}"
+    );
+    assert_store_matches_catalog(&sb);
+}
+
+#[test]
+fn a_second_run_reports_every_file_unchanged_and_embeds_nothing() {
+    let sb = Sandbox::new();
+    let (first, _, code) = sb.ingest(&[&fixtures()]);
+    assert_eq!(code, 0);
+    let (second, summary, code) = sb.ingest(&[&fixtures()]);
+    assert_eq!(code, 0);
+    assert_eq!(second.len(), first.len());
+    assert!(
+        second.iter().all(|l| l["status"] == "unchanged"),
+        "{second:#?}"
+    );
+    assert_eq!(summary["chunks_embedded"], 0);
+    // Same chunks counted as the first run stored.
+    let chunks = |ls: &[serde_json::Value]| {
+        ls.iter()
+            .map(|l| l["chunks"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(chunks(&first), chunks(&second));
+}
+
+#[test]
+fn a_changed_file_replaces_its_points() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "docs/aurora.txt",
+        b"The aurora over the fjord glowed green all night.\n",
+    );
+    sb.write(
+        "docs/other.txt",
+        b"Unrelated notes about tidal pools and crabs.\n",
+    );
+    let (_, _, code) = sb.ingest(&[&sb.path("docs")]);
+    assert_eq!(code, 0);
+    std::fs::write(
+        &file,
+        b"The harbour froze solid in January and the ferry stopped.\n",
+    )
+    .unwrap();
+    let (lines, _, code) = sb.ingest(&[&sb.path("docs")]);
+    assert_eq!(code, 0);
+    assert_eq!(by_name(&lines, "aurora.txt")["status"], "indexed");
+    assert_eq!(by_name(&lines, "other.txt")["status"], "unchanged");
+    let hits = sb.search("aurora glowing green over the fjord", 10);
+    assert!(
+        hits.iter()
+            .all(|h| !h["text"].as_str().unwrap().contains("aurora")),
+        "{hits:#?}"
+    );
+    assert!(hits
+        .iter()
+        .any(|h| h["text"].as_str().unwrap().contains("harbour froze")));
+    assert_store_matches_catalog(&sb);
+}
+
+#[test]
+fn archive_members_are_tracked_one_by_one() {
+    let sb = Sandbox::new();
+    let a: &[u8] = b"Alpha: the weather station logs wind speed hourly.\n";
+    let zip = sb.write(
+        "in/pack.zip",
+        &zip_of(&[
+            ("a.txt", a),
+            ("b.txt", b"Beta: the boat shed needs new hinges.\n"),
+            ("c.txt", b"Gamma: the cormorant colony grew this year.\n"),
+        ]),
+    );
+    let (lines, _, code) = sb.ingest(&[&zip]);
+    assert_eq!(code, 0);
+    assert_eq!(lines.len(), 3);
+    // b changes, c disappears.
+    std::fs::write(
+        &zip,
+        zip_of(&[
+            ("a.txt", a),
+            ("b.txt", b"Beta: the boat shed roof was replaced in May.\n"),
+        ]),
+    )
+    .unwrap();
+    let (lines, _, code) = sb.ingest(&[&zip]);
+    assert_eq!(code, 0);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(by_name(&lines, "pack.zip!/a.txt")["status"], "unchanged");
+    assert_eq!(by_name(&lines, "pack.zip!/b.txt")["status"], "indexed");
+    let hits = sb.search("cormorant colony", 5);
+    assert!(
+        hits.iter()
+            .all(|h| !h["text"].as_str().unwrap().contains("cormorant")),
+        "{hits:#?}"
+    );
+    assert_store_matches_catalog(&sb);
+}
+
+#[test]
+fn a_bad_member_fails_alone_and_the_exit_code_says_so() {
+    let sb = Sandbox::new();
+    let zip = sb.write(
+        "in/mixed.zip",
+        &zip_of(&[
+            ("good.md", b"# Good\nThe lifeboat drill is on Thursdays.\n"),
+            ("broken.zip", b"PK\x03\x04 this is not a zip"),
+        ]),
+    );
+    let (lines, summary, code) = sb.ingest(&[&zip]);
+    assert_eq!(code, 2, "{lines:#?}");
+    assert_eq!(summary["failed"], 1);
+    assert_eq!(by_name(&lines, "mixed.zip!/good.md")["status"], "indexed");
+    let bad = by_name(&lines, "mixed.zip!/broken.zip");
+    assert_eq!(bad["status"], "failed");
+    assert!(bad["reason"].as_str().unwrap().contains("zip"), "{bad}");
+    let hits = sb.search("when is the lifeboat drill", 1);
+    assert!(hits[0]["locator"]
+        .as_str()
+        .unwrap()
+        .contains("mixed.zip!/good.md"));
+}
+
+#[test]
+fn identical_content_is_embedded_once_and_found_under_both_names() {
+    let sb = Sandbox::new();
+    let text: &[u8] = b"The seed bank stores four thousand varieties of barley.\n";
+    sb.write("twins/one.txt", text);
+    sb.write("twins/two.txt", text);
+    let (lines, summary, code) = sb.ingest(&[&sb.path("twins")]);
+    assert_eq!(code, 0);
+    assert!(lines.iter().all(|l| l["status"] == "indexed"));
+    assert_eq!(summary["chunks_embedded"], 1, "{summary}");
+    let hits = sb.search("barley seed bank", 5);
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    assert_eq!(
+        hits[0]["also_in"].as_array().map(Vec::len),
+        Some(1),
+        "{hits:#?}"
+    );
+    assert_store_matches_catalog(&sb);
+}
+
+#[test]
+fn a_missing_model_is_a_one_line_error_that_says_how_to_get_it() {
+    let sb = Sandbox::new();
+    sb.write("x.txt", b"hello");
+    let out = sb.run(&[
+        "--model-dir",
+        "/nonexistent/models",
+        &sb.path("x.txt").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("make models"), "{err}");
+}

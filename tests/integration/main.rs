@@ -1,0 +1,6 @@
+//! Integration tests: the real `ingest` binary, the real model and the real Qdrant Edge store.
+//! One test binary; helpers live in `util.rs`.
+
+mod cli;
+mod library;
+mod util;

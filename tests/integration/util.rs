@@ -1,0 +1,123 @@
+//! Small helpers shared by the integration tests.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A scratch folder with its own data directory.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.path("data")
+    }
+
+    /// Write `bytes` at `rel`, creating folders.
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Run `ingest ARGS --data-dir <sandbox data>`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .output()
+            .expect("run ingest")
+    }
+
+    /// `ingest --json PATH...`: the per-file lines and the summary.
+    pub fn ingest(&self, paths: &[&Path]) -> (Vec<Value>, Value, i32) {
+        let mut args = vec!["--json".to_string()];
+        args.extend(paths.iter().map(|p| p.display().to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.run(&refs);
+        let mut lines = json_lines(&out);
+        let summary = lines.pop().expect("summary line");
+        assert!(summary.get("summary").is_some(), "last line: {summary}");
+        (
+            lines,
+            summary["summary"].clone(),
+            out.status.code().unwrap_or(-1),
+        )
+    }
+
+    /// `ingest search --json QUERY`.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Value> {
+        let limit = limit.to_string();
+        let out = self.run(&["search", "--json", "--limit", &limit, query]);
+        assert!(
+            out.status.success(),
+            "search failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_lines(&out)
+    }
+
+    /// `ingest status --json`.
+    pub fn status(&self) -> Value {
+        let out = self.run(&["status", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_lines(&out).pop().expect("status line")
+    }
+}
+
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// A ZIP archive of `entries` (name, bytes), deflated.
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in entries {
+        w.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(data).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// The reports keyed by locator suffix after `root`.
+pub fn by_name<'a>(lines: &'a [Value], suffix: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["locator"].as_str().is_some_and(|s| s.ends_with(suffix)))
+        .unwrap_or_else(|| panic!("no report for *{suffix} in {lines:#?}"))
+}
+
+/// Points in the store must equal the chunks the catalog says it holds.
+pub fn assert_store_matches_catalog(sb: &Sandbox) {
+    let st = sb.status();
+    assert_eq!(st["points"], st["catalog"]["chunks"], "status: {st}");
+}
