@@ -1,1 +1,137 @@
-fn main() {}
+//! Throughput of each pipeline stage on the bundled fixtures and on generated text.
+//! Run with `make bench` (needs the provisioned model for chunking and embedding).
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ingest::extractors::{detect, extract, ExtractInput, Locator};
+use ingest::{find_model_dir, Chunker, ChunkingConfig, Embedder, Leaf, Limits, Unpacker};
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(rel),
+    )
+    .expect("fixture")
+}
+
+fn report_text(words: usize) -> String {
+    let vocab = [
+        "harbour", "tide", "ledger", "survey", "buoy", "vessel", "anchor", "cliff",
+    ];
+    let mut s = String::new();
+    for i in 0..words {
+        s.push_str(vocab.get(i % vocab.len()).copied().unwrap_or("x"));
+        s.push(if i % 12 == 11 { '\n' } else { ' ' });
+    }
+    s
+}
+
+fn bench_extract(c: &mut Criterion) {
+    let mut g = c.benchmark_group("extract");
+    for name in [
+        "docs/handbook.md",
+        "docs/visitors.html",
+        "docs/inventory.csv",
+        "docs/species.xml",
+    ] {
+        let bytes = fixture(name);
+        let locator = Locator::root(name);
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let detected = detect(&bytes, name);
+                let input = ExtractInput {
+                    bytes: &bytes,
+                    locator: &locator,
+                    file_hash: "0000000000000000",
+                    detected: &detected,
+                };
+                black_box(extract(&input).map(|e| e.objects.len()))
+            })
+        });
+    }
+    let big = report_text(200_000);
+    let locator = Locator::root("big.txt");
+    g.throughput(Throughput::Bytes(big.len() as u64));
+    g.bench_function("1.4MB plain text", |b| {
+        b.iter(|| {
+            let detected = detect(big.as_bytes(), "big.txt");
+            let input = ExtractInput {
+                bytes: big.as_bytes(),
+                locator: &locator,
+                file_hash: "0000000000000000",
+                detected: &detected,
+            };
+            black_box(extract(&input).map(|e| e.objects.len()))
+        })
+    });
+    g.finish();
+}
+
+fn bench_unpack(c: &mut Criterion) {
+    let bytes = fixture("archives/bundle.zip");
+    let limits = Limits::default();
+    c.bench_function("unpack bundle.zip (zip > tar.gz)", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            Unpacker::new(&limits).expand_bytes(
+                bytes.clone(),
+                &Locator::root("bundle.zip"),
+                &mut |l| {
+                    if matches!(l, Leaf::File { .. }) {
+                        n += 1;
+                    }
+                },
+            );
+            black_box(n)
+        })
+    });
+}
+
+fn bench_chunk_and_embed(c: &mut Criterion) {
+    let Ok(dir) = find_model_dir(None) else {
+        eprintln!("model not provisioned (make models): skipping chunk and embed benchmarks");
+        return;
+    };
+    let embedder = match Embedder::load(&dir) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("skipping chunk and embed benchmarks: {e}");
+            return;
+        }
+    };
+    let chunker = Chunker::new(embedder.tokenizer().clone(), &ChunkingConfig::default());
+    let text = report_text(20_000);
+    let locator = Locator::root("r.txt");
+    let detected = detect(text.as_bytes(), "r.txt");
+    let objects = extract(&ExtractInput {
+        bytes: text.as_bytes(),
+        locator: &locator,
+        file_hash: "0000000000000000",
+        detected: &detected,
+    })
+    .map(|e| e.objects)
+    .unwrap_or_default();
+    let mut g = c.benchmark_group("chunk");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("20k words", |b| {
+        b.iter(|| black_box(chunker.chunk_objects(&objects).len()))
+    });
+    g.finish();
+
+    let chunks = chunker.chunk_objects(&objects);
+    let batch: Vec<&str> = chunks.iter().take(16).map(|c| c.text.as_str()).collect();
+    let mut g = c.benchmark_group("embed");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(batch.len() as u64));
+    g.bench_function("16 chunks of ~250 tokens", |b| {
+        b.iter(|| black_box(embedder.embed(&batch, 16).map(|v| v.len())))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_extract, bench_unpack, bench_chunk_and_embed);
+criterion_main!(benches);

@@ -119,6 +119,8 @@ enum StoreItem {
 #[derive(Default)]
 struct Timings {
     unpack: Mutex<Duration>,
+    /// Part of `unpack` spent blocked on a full channel (back-pressure, not work).
+    unpack_blocked: Mutex<Duration>,
     extract: Mutex<Duration>,
     chunk: Mutex<Duration>,
     embed: Mutex<Duration>,
@@ -378,7 +380,9 @@ impl Ingestor {
         // Observers saw completion order; the returned ledger is in locator order.
         report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
         report.summary.seconds = StageSeconds {
-            unpack: lock(&t.unpack).as_secs_f64(),
+            unpack: lock(&t.unpack)
+                .saturating_sub(*lock(&t.unpack_blocked))
+                .as_secs_f64(),
             extract: lock(&t.extract).as_secs_f64(),
             chunk: lock(&t.chunk).as_secs_f64(),
             embed: lock(&t.embed).as_secs_f64(),
@@ -560,7 +564,9 @@ impl Run<'_> {
                     bytes,
                     detected,
                 };
-                let _ = leaves.send(work);
+                timed(&self.timings.unpack_blocked, || {
+                    let _ = leaves.send(work);
+                });
             }
             Leaf::Skipped { locator, reason } => {
                 seen.push(locator.to_string());
