@@ -695,6 +695,39 @@ mod tests {
     }
 
     #[test]
+    fn links_and_devices_are_reported_not_followed() {
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        b.append_link(&mut h, "link.txt", "/etc/passwd").unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Fifo);
+        h.set_size(0);
+        h.set_cksum();
+        b.append_data(&mut h, "pipe", &b""[..]).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(2);
+        h.set_cksum();
+        b.append_data(&mut h, "ok.txt", &b"ok"[..]).unwrap();
+        let got = collect(&Limits::default(), "t.tar", b.into_inner().unwrap());
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "t.tar!/link.txt".into(),
+                    "skipped: link: not followed".into()
+                ),
+                (
+                    "t.tar!/pipe".into(),
+                    "skipped: special file (device or FIFO)".into()
+                ),
+                ("t.tar!/ok.txt".into(), "ok".into()),
+            ]
+        );
+    }
+
+    #[test]
     fn garbage_containers_fail_cleanly() {
         let got = collect(&Limits::default(), "bad.zip", b"PK\x03\x04garbage".to_vec());
         assert_eq!(got.len(), 1);
