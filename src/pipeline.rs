@@ -88,8 +88,8 @@ struct FileMeta {
     hash: String,
     size: u64,
     mtime_ns: u64,
-    /// The content hash this locator held before, if different.
-    previous_hash: Option<String>,
+    /// The content hash (and its chunk count) this locator held before, if different.
+    previous: Option<(String, u32)>,
 }
 
 /// What the extract stage hands the indexing side.
@@ -149,6 +149,10 @@ struct Run<'a> {
     cancelled: AtomicBool,
     /// Chunks embedded in this run.
     embedded: AtomicU64,
+    /// Contents no file holds any more (hash → chunks). Their points are deleted when the run
+    /// ends, unless a file with the same bytes turns up later in the run (a move or rename)
+    /// and adopts them.
+    orphaned: Mutex<HashMap<String, u32>>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
     containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
 }
@@ -171,6 +175,32 @@ impl Run<'_> {
                 hash,
             });
         }
+    }
+
+    /// A file stopped holding content `hash` (already changed in the catalog): re-point the
+    /// content's chunks at the files that still hold it, or mark it orphaned.
+    fn release(&self, hash: &str, chunks: u32) -> Result<()> {
+        let remaining = lock(&self.ing.catalog).locators_with_hash(self.scope, hash);
+        if remaining.is_empty() {
+            lock(&self.orphaned).insert(hash.to_string(), chunks);
+            Ok(())
+        } else {
+            self.ing.store()?.set_locators(self.scope, hash, &remaining)
+        }
+    }
+
+    /// Delete the points of contents that no file holds at the end of the run.
+    fn delete_orphans(&self) -> Result<()> {
+        let orphaned = std::mem::take(&mut *lock(&self.orphaned));
+        for hash in orphaned.into_keys() {
+            let unheld = lock(&self.ing.catalog)
+                .locators_with_hash(self.scope, &hash)
+                .is_empty();
+            if unheld {
+                self.ing.store()?.delete_content(self.scope, &hash)?;
+            }
+        }
+        Ok(())
     }
 
     fn fail_run(&self, e: Error) {
@@ -197,7 +227,9 @@ impl Run<'_> {
         };
         let previous = {
             let mut cat = lock(&self.ing.catalog);
-            let previous = cat.get(self.scope, &loc).and_then(|e| e.hash.clone());
+            let previous = cat
+                .get(self.scope, &loc)
+                .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)));
             cat.put(
                 self.scope,
                 CatalogEntry {
@@ -213,8 +245,8 @@ impl Run<'_> {
             );
             previous
         };
-        if let Some(prev) = previous {
-            if let Err(e) = self.ing.release_content(self.scope, &prev) {
+        if let Some((hash, chunks)) = previous {
+            if let Err(e) = self.release(&hash, chunks) {
                 self.fail_run(e);
             }
         }
@@ -311,19 +343,6 @@ impl Ingestor {
         lock(&self.catalog).stats(scope)
     }
 
-    /// Drop `locator` from content `hash`: delete the points when no other file holds the
-    /// same bytes, else re-point them at the remaining files. Call after the catalog entry
-    /// has been changed or removed.
-    fn release_content(&self, scope: &Scope, hash: &str) -> Result<()> {
-        let remaining = lock(&self.catalog).locators_with_hash(scope, hash);
-        let store = self.store()?;
-        if remaining.is_empty() {
-            store.delete_content(scope, hash)
-        } else {
-            store.set_locators(scope, hash, &remaining)
-        }
-    }
-
     /// Ingest `inputs`, calling `observer` with each file's report as it is decided. Blocks
     /// until every file is stored or reported.
     pub fn ingest(
@@ -344,6 +363,7 @@ impl Ingestor {
             fatal: Mutex::new(None),
             cancelled: AtomicBool::new(false),
             embedded: AtomicU64::new(0),
+            orphaned: Mutex::new(HashMap::new()),
             containers: Mutex::new(Vec::new()),
         };
         let cap = self.config.channel_capacity;
@@ -371,6 +391,7 @@ impl Ingestor {
             return Err(e);
         }
         self.finish_containers(&run)?;
+        run.delete_orphans()?;
         if let Some(store) = lock(&self.store).as_ref() {
             store.flush();
         }
@@ -401,8 +422,13 @@ impl Ingestor {
             let members = lock(&self.catalog).members_of(run.scope, &entry.locator);
             for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
                 let removed = lock(&self.catalog).remove(run.scope, &gone.locator);
-                if let Some(hash) = removed.and_then(|e| e.hash) {
-                    self.release_content(run.scope, &hash)?;
+                if let Some(CatalogEntry {
+                    hash: Some(hash),
+                    chunks,
+                    ..
+                }) = removed
+                {
+                    run.release(&hash, chunks)?;
                 }
             }
             let complete = {
@@ -415,12 +441,12 @@ impl Ingestor {
                     let mut cat = lock(&self.catalog);
                     let old = cat
                         .get(run.scope, &entry.locator)
-                        .and_then(|e| e.hash.clone());
+                        .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)));
                     cat.put(run.scope, entry);
                     old
                 };
-                if let Some(hash) = replaced {
-                    self.release_content(run.scope, &hash)?;
+                if let Some((hash, chunks)) = replaced {
+                    run.release(&hash, chunks)?;
                 }
             }
         }
@@ -612,10 +638,10 @@ impl Run<'_> {
         let loc = work.locator.to_string();
         let hash = blake3::hash(&work.bytes).to_hex().to_string();
         let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
-        let previous_hash = known
+        let previous = known
             .as_ref()
-            .and_then(|e| e.hash.clone())
-            .filter(|h| h != &hash);
+            .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)))
+            .filter(|(h, _)| h != &hash);
         if let Some(e) = known
             .as_ref()
             .filter(|e| e.hash.as_deref() == Some(&hash) && e.status == EntryStatus::Indexed)
@@ -636,7 +662,7 @@ impl Run<'_> {
             hash: hash.clone(),
             size: work.size,
             mtime_ns: work.mtime_ns,
-            previous_hash,
+            previous,
         };
         let already_indexed = !lock(&self.ing.catalog)
             .locators_with_hash(self.scope, &hash)
@@ -717,8 +743,8 @@ impl Run<'_> {
                 chunks: 0,
             },
         );
-        if let Some(prev) = &meta.previous_hash {
-            if let Err(e) = self.ing.release_content(self.scope, prev) {
+        if let Some((hash, chunks)) = &meta.previous {
+            if let Err(e) = self.release(hash, *chunks) {
                 self.fail_run(e);
             }
         }
@@ -861,7 +887,8 @@ impl Run<'_> {
                 StoreItem::Other(IndexItem::Duplicate { meta }) => {
                     let indexed = !lock(&self.ing.catalog)
                         .locators_with_hash(self.scope, &meta.hash)
-                        .is_empty();
+                        .is_empty()
+                        || lock(&self.orphaned).contains_key(&meta.hash);
                     if indexed {
                         self.duplicate_stored(meta)
                     } else {
@@ -880,9 +907,13 @@ impl Run<'_> {
                 }
                 StoreItem::Other(IndexItem::Removed { locator }) => {
                     let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
-                    match removed.and_then(|e| e.hash) {
-                        Some(h) => self.ing.release_content(self.scope, &h),
-                        None => Ok(()),
+                    match removed {
+                        Some(CatalogEntry {
+                            hash: Some(h),
+                            chunks,
+                            ..
+                        }) => self.release(&h, chunks),
+                        _ => Ok(()),
                     }
                 }
                 StoreItem::Other(IndexItem::Content { .. }) => Ok(()),
@@ -920,8 +951,8 @@ impl Run<'_> {
     /// All chunks of a new content are stored: record the file, retire what it replaced.
     fn file_stored(&self, meta: FileMeta, chunks: u32) -> Result<()> {
         self.put_indexed(&meta, chunks);
-        if let Some(prev) = &meta.previous_hash {
-            self.ing.release_content(self.scope, prev)?;
+        if let Some((hash, old_chunks)) = &meta.previous {
+            self.release(hash, *old_chunks)?;
         }
         self.report(
             &meta.locator,
@@ -941,9 +972,12 @@ impl Run<'_> {
             let chunks = locs
                 .first()
                 .and_then(|l| cat.get(self.scope, l))
-                .map_or(0, |e| e.chunks);
+                .map(|e| e.chunks);
             (locs.first().cloned(), chunks)
         };
+        // Adopt an orphaned content (the file that held it moved or changed in this run).
+        let adopted = lock(&self.orphaned).remove(&meta.hash);
+        let chunks = chunks.or(adopted).unwrap_or(0);
         self.put_indexed(&meta, chunks);
         let all = lock(&self.ing.catalog).locators_with_hash(self.scope, &meta.hash);
         if chunks > 0 {
@@ -951,8 +985,8 @@ impl Run<'_> {
                 .store()?
                 .set_locators(self.scope, &meta.hash, &all)?;
         }
-        if let Some(prev) = &meta.previous_hash {
-            self.ing.release_content(self.scope, prev)?;
+        if let Some((hash, old_chunks)) = &meta.previous {
+            self.release(hash, *old_chunks)?;
         }
         self.report(
             &meta.locator,

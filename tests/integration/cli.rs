@@ -181,3 +181,31 @@ fn a_missing_model_is_a_one_line_error_that_says_how_to_get_it() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("make models"), "{err}");
 }
+
+#[test]
+fn two_files_swapping_contents_stay_searchable_without_re_embedding() {
+    let sb = Sandbox::new();
+    let owl: &[u8] = b"The snowy owl nests on the open tundra.\n";
+    let kelp: &[u8] = b"Kelp forests shelter young cod along the shore.\n";
+    let a = sb.write("swap/a.txt", owl);
+    let b = sb.write("swap/b.txt", kelp);
+    let (_, _, code) = sb.ingest(&[&sb.path("swap")]);
+    assert_eq!(code, 0);
+    std::fs::write(&a, kelp).unwrap();
+    std::fs::write(&b, owl).unwrap();
+    let (lines, summary, code) = sb.ingest(&[&sb.path("swap")]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(lines.iter().all(|l| l["status"] == "indexed"), "{lines:#?}");
+    assert_eq!(summary["chunks_embedded"], 0, "{summary}");
+    let owl_hit = &sb.search("where does the snowy owl nest", 1)[0];
+    assert!(
+        owl_hit["locator"].as_str().unwrap().contains("swap/b.txt"),
+        "{owl_hit}"
+    );
+    let kelp_hit = &sb.search("kelp forest shelter for cod", 1)[0];
+    assert!(
+        kelp_hit["locator"].as_str().unwrap().contains("swap/a.txt"),
+        "{kelp_hit}"
+    );
+    assert_store_matches_catalog(&sb);
+}
