@@ -48,7 +48,13 @@ fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
         (
             "a.pdf",
             FileKind::Document(DocumentKind::Pdf),
-            b"%PDF-1.4\n%%EOF\n".to_vec(),
+            crate::pdf::tests::pdf_fixture(
+                &[
+                    &[(18, "Title"), (11, "Hello page one")],
+                    &[(11, "Page two")],
+                ],
+                &[("One", 1, 1), ("Two", 1, 2)],
+            ),
         ),
         ("a.bin", FileKind::Other, vec![0, 1, 2, 3, 255, 254]),
     ]

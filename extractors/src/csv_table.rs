@@ -101,6 +101,7 @@ impl Extractor for Csv {
             structure: Structure {
                 nodes: Vec::new(),
                 line_count: Some(row),
+                ..Structure::default()
             },
         })
     }

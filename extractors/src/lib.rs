@@ -14,6 +14,7 @@ mod markup;
 mod model;
 mod objects;
 mod other;
+mod pdf;
 mod text;
 mod textcodec;
 
@@ -22,10 +23,11 @@ pub use detect::{
 };
 pub use locator::{Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
 pub use model::{
-    ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, Scope,
-    Structure, StructureNode,
+    ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, PageInfo,
+    Scope, Structure, StructureNode,
 };
 pub use objects::SECTION_SEPARATOR;
+pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PdfScan};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +76,7 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
         FileKind::Text(TextKind::Tsv) => &csv_table::Csv { delimiter: b'\t' },
         FileKind::Text(TextKind::Xml) => &markup::Xml,
         FileKind::Text(TextKind::Html) => &markup::Html,
+        FileKind::Document(DocumentKind::Pdf) => &pdf::Pdf,
         FileKind::Container(_) => &other::ContainerRefusal,
         FileKind::Document(_) | FileKind::Image | FileKind::Audio | FileKind::Video => {
             &other::Opaque

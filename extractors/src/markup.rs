@@ -178,6 +178,7 @@ impl Extractor for Xml {
             structure: Structure {
                 nodes: Vec::new(),
                 line_count: Some(counter.line_at(usize::MAX)),
+                ..Structure::default()
             },
         })
     }
@@ -348,6 +349,7 @@ impl Extractor for Html {
                                 })
                                 .to_string(),
                             objects: 0,
+                            pages: None,
                         });
                         blocks.add(&text, line);
                         continue;
@@ -378,6 +380,7 @@ impl Extractor for Html {
             structure: Structure {
                 nodes,
                 line_count: Some(counter.line_at(usize::MAX)),
+                ..Structure::default()
             },
         })
     }

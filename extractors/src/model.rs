@@ -130,6 +130,28 @@ pub struct StructureNode {
     pub locator: String,
     /// How many content objects belong to the node.
     pub objects: u32,
+    /// First and last 1-based page the node covers (paged formats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<(u32, u32)>,
+}
+
+/// What a cheap pre-scan learned about one page, without extracting its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageInfo {
+    /// 1-based physical page number.
+    pub page: u32,
+    /// The page label a viewer shows (`iv`, `A-3`), when the file defines labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Bytes of text shown by the page's content stream (an estimate of its text length).
+    pub text_bytes: u32,
+    /// Image XObjects and inline images drawn on the page.
+    pub images: u32,
+    /// Lines set in a clearly larger font than the body text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headings: Vec<String>,
+    /// Many ruled lines or rectangles next to text: probably a table.
+    pub has_table: bool,
 }
 
 /// Structure found by a cheap pre-scan: the table of contents of a file.
@@ -140,6 +162,12 @@ pub struct Structure {
     /// Lines for line-based text, rows for CSV.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_count: Option<u64>,
+    /// Pages, for paged formats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_count: Option<u32>,
+    /// The per-page map of paged formats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<PageInfo>,
 }
 
 /// One line of a file's object summary: enough to browse without reading the objects.

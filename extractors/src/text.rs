@@ -33,6 +33,7 @@ impl Extractor for PlainText {
             structure: Structure {
                 nodes: Vec::new(),
                 line_count: Some(lines.len() as u64),
+                ..Structure::default()
             },
         })
     }
@@ -119,6 +120,7 @@ impl Extractor for Markdown {
                     })
                     .to_string(),
                 objects: 0,
+                pages: None,
             });
             section_start = i;
         }
@@ -136,6 +138,7 @@ impl Extractor for Markdown {
             structure: Structure {
                 nodes,
                 line_count: Some(lines.len() as u64),
+                ..Structure::default()
             },
         })
     }

@@ -1,0 +1,1025 @@
+//! PDF: a cheap structure pre-scan with lopdf, page-accurate text with pdf-extract.
+//!
+//! The pre-scan ([`prescan_pdf`]) reads the page tree, page labels and the outline, and walks
+//! each page's content stream operators without decoding fonts: text bytes shown, images
+//! drawn, font sizes (for headings) and ruling (for tables). Sections come from the outline,
+//! else from those headings. Text is extracted page by page through pdf-extract with our own
+//! `OutputDev`, so an object never mixes two pages and one failing page costs only itself.
+//! pdf-extract is used for text because its per-page word F1 against pdftotext is 0.99+
+//! (lopdf's own `extract_text` loses spacing and ordering); it pins lopdf 0.42, so a PDF is
+//! parsed twice, once per crate, which the pre-scan timing leaves room for.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::RangeInclusive;
+
+use lopdf::{Dictionary, Document, Object, ObjectId};
+use serde_json::json;
+
+use crate::model::{ContentType, PageInfo, Structure, StructureNode};
+use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
+use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment, Locator};
+
+pub(crate) struct Pdf;
+
+/// Outline entries and name-tree nodes visited at most (cycles and bombs end here).
+const MAX_OUTLINE_ITEMS: usize = 20_000;
+const MAX_TREE_DEPTH: usize = 32;
+/// Content stream bytes decompressed per page in the pre-scan.
+const MAX_PAGE_CONTENT: usize = 64 * 1024 * 1024;
+
+/// One outline (bookmark) entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OutlineEntry {
+    pub title: String,
+    /// 1 for top-level entries.
+    pub level: u32,
+    /// 1-based target page; `None` for remote or unresolvable targets.
+    pub page: Option<u32>,
+}
+
+/// What the pre-scan learned about a PDF.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PdfScan {
+    pub page_count: u32,
+    pub outline: Vec<OutlineEntry>,
+    pub pages: Vec<PageInfo>,
+    /// Sections with their page ranges: from the outline, else from headings.
+    pub sections: Vec<StructureNode>,
+    /// The section path of every page, index 0 for page 1.
+    pub page_sections: Vec<Option<String>>,
+    /// Pages with images and no text: a scan without a text layer.
+    pub scanned_pages: u32,
+}
+
+fn malformed(reason: impl ToString) -> ExtractError {
+    ExtractError::Malformed {
+        format: "pdf".into(),
+        reason: reason.to_string(),
+    }
+}
+
+fn deref<'a>(doc: &'a Document, obj: &'a Object) -> Option<&'a Object> {
+    doc.dereference(obj).ok().map(|(_, o)| o)
+}
+
+fn dict_get<'a>(doc: &'a Document, dict: &'a Dictionary, key: &[u8]) -> Option<&'a Object> {
+    dict.get(key).ok().and_then(|o| deref(doc, o))
+}
+
+fn text_of(obj: &Object) -> Option<String> {
+    lopdf::decode_text_string(obj)
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
+}
+
+/// Pre-scan `bytes` without extracting text: page count, labels, outline, page map, sections.
+pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
+    let doc = Document::load_mem(bytes).map_err(malformed)?;
+    let pages = doc.get_pages();
+    let page_of: HashMap<ObjectId, u32> = pages.iter().map(|(n, id)| (*id, *n)).collect();
+    let page_count = u32::try_from(pages.len()).unwrap_or(u32::MAX);
+    let labels = page_labels(&doc, page_count);
+    let outline = outline(&doc, &page_of);
+
+    let mut infos: Vec<PageInfo> = Vec::with_capacity(pages.len());
+    let mut runs: Vec<(u32, f32, String)> = Vec::new();
+    for (n, id) in &pages {
+        let (info, page_runs) = scan_page(&doc, *n, *id);
+        runs.extend(page_runs.into_iter().map(|(size, text)| (*n, size, text)));
+        infos.push(PageInfo {
+            label: labels.get(*n as usize - 1).cloned().flatten(),
+            ..info
+        });
+    }
+    assign_headings(&mut infos, &runs);
+
+    let scanned_pages = infos
+        .iter()
+        .filter(|p| p.images > 0 && p.text_bytes == 0)
+        .count() as u32;
+    let (sections, page_sections) = sections(&outline, &infos, page_count);
+    Ok(PdfScan {
+        page_count,
+        outline,
+        pages: infos,
+        sections,
+        page_sections,
+        scanned_pages,
+    })
+}
+
+/// `/PageLabels` number tree → one label per page (`None` where no range applies).
+fn page_labels(doc: &Document, page_count: u32) -> Vec<Option<String>> {
+    let mut ranges: Vec<(u32, &Dictionary)> = Vec::new();
+    if let Some(root) = doc
+        .catalog()
+        .ok()
+        .and_then(|c| dict_get(doc, c, b"PageLabels"))
+        .and_then(|o| o.as_dict().ok())
+    {
+        collect_number_tree(doc, root, 0, &mut ranges);
+    }
+    ranges.sort_by_key(|(start, _)| *start);
+    (0..page_count)
+        .map(|i| {
+            let (start, d) = ranges.iter().rev().find(|(s, _)| *s <= i)?;
+            let style = dict_get(doc, d, b"S").and_then(|o| o.as_name().ok());
+            let prefix = dict_get(doc, d, b"P").and_then(text_of).unwrap_or_default();
+            let first = dict_get(doc, d, b"St")
+                .and_then(|o| o.as_i64().ok())
+                .unwrap_or(1);
+            let n = first.saturating_add(i64::from(i - start));
+            let number = match style {
+                Some(b"D") => n.to_string(),
+                Some(b"R") => roman(n).to_uppercase(),
+                Some(b"r") => roman(n),
+                Some(b"A") => letters(n).to_uppercase(),
+                Some(b"a") => letters(n),
+                _ => String::new(),
+            };
+            let label = format!("{prefix}{number}");
+            (!label.is_empty()).then_some(label)
+        })
+        .collect()
+}
+
+fn collect_number_tree<'a>(
+    doc: &'a Document,
+    node: &'a Dictionary,
+    depth: usize,
+    out: &mut Vec<(u32, &'a Dictionary)>,
+) {
+    if depth > MAX_TREE_DEPTH || out.len() > MAX_OUTLINE_ITEMS {
+        return;
+    }
+    if let Some(nums) = dict_get(doc, node, b"Nums").and_then(|o| o.as_array().ok()) {
+        for pair in nums.chunks(2) {
+            if let [key, value] = pair {
+                let start = key.as_i64().ok().and_then(|k| u32::try_from(k).ok());
+                let dict = deref(doc, value).and_then(|o| o.as_dict().ok());
+                if let (Some(start), Some(dict)) = (start, dict) {
+                    out.push((start, dict));
+                }
+            }
+        }
+    }
+    if let Some(kids) = dict_get(doc, node, b"Kids").and_then(|o| o.as_array().ok()) {
+        for kid in kids {
+            if let Some(k) = deref(doc, kid).and_then(|o| o.as_dict().ok()) {
+                collect_number_tree(doc, k, depth + 1, out);
+            }
+        }
+    }
+}
+
+fn roman(n: i64) -> String {
+    if !(1..4000).contains(&n) {
+        return n.to_string();
+    }
+    let table = [
+        (1000, "m"),
+        (900, "cm"),
+        (500, "d"),
+        (400, "cd"),
+        (100, "c"),
+        (90, "xc"),
+        (50, "l"),
+        (40, "xl"),
+        (10, "x"),
+        (9, "ix"),
+        (5, "v"),
+        (4, "iv"),
+        (1, "i"),
+    ];
+    let mut n = n;
+    let mut s = String::new();
+    for (v, r) in table {
+        while n >= v {
+            s.push_str(r);
+            n -= v;
+        }
+    }
+    s
+}
+
+fn letters(n: i64) -> String {
+    // a..z, then aa..zz, as PDF viewers count.
+    if n < 1 {
+        return n.to_string();
+    }
+    let idx = (n - 1) % 26;
+    let reps = (n - 1) / 26 + 1;
+    let c = char::from(b'a' + idx as u8);
+    std::iter::repeat_n(c, reps.min(100) as usize).collect()
+}
+
+/// Walk the outline tree ourselves: lopdf's `get_toc` gives up on a whole outline when one
+/// bookmark points into another file. Remote and unresolvable targets become page-less.
+fn outline(doc: &Document, page_of: &HashMap<ObjectId, u32>) -> Vec<OutlineEntry> {
+    let mut out = Vec::new();
+    let Some(root) = doc
+        .catalog()
+        .ok()
+        .and_then(|c| dict_get(doc, c, b"Outlines"))
+        .and_then(|o| o.as_dict().ok())
+    else {
+        return out;
+    };
+    let named = named_destinations(doc);
+    let mut seen: HashSet<ObjectId> = HashSet::new();
+    // (first child reference, level), walked depth-first without recursion.
+    let mut stack: Vec<(Option<&Object>, u32)> = vec![(root.get(b"First").ok(), 1)];
+    while let Some((next, level)) = stack.pop() {
+        let Some(item_ref) = next else { continue };
+        let Ok(id) = item_ref.as_reference() else {
+            continue;
+        };
+        if !seen.insert(id) || out.len() >= MAX_OUTLINE_ITEMS || level as usize > MAX_TREE_DEPTH {
+            continue;
+        }
+        let Ok(item) = doc.get_dictionary(id) else {
+            continue;
+        };
+        // Siblings after this item's children.
+        stack.push((item.get(b"Next").ok(), level));
+        stack.push((item.get(b"First").ok(), level + 1));
+        let title = dict_get(doc, item, b"Title")
+            .and_then(text_of)
+            .unwrap_or_default();
+        let dest = dict_get(doc, item, b"Dest").or_else(|| {
+            let action = dict_get(doc, item, b"A").and_then(|o| o.as_dict().ok())?;
+            match dict_get(doc, action, b"S").and_then(|o| o.as_name().ok()) {
+                Some(b"GoTo") => dict_get(doc, action, b"D"),
+                _ => None, // GoToR (another file), URI, JavaScript: no page here
+            }
+        });
+        let page = dest.and_then(|d| resolve_dest(doc, d, &named, page_of, 0));
+        out.push(OutlineEntry { title, level, page });
+    }
+    out
+}
+
+fn resolve_dest(
+    doc: &Document,
+    dest: &Object,
+    named: &HashMap<Vec<u8>, &Object>,
+    page_of: &HashMap<ObjectId, u32>,
+    depth: usize,
+) -> Option<u32> {
+    if depth > 4 {
+        return None;
+    }
+    match dest {
+        Object::Array(a) => {
+            let first = a.first()?;
+            match first {
+                Object::Reference(id) => page_of.get(id).copied(),
+                // Some writers use a 0-based page index instead of a reference.
+                Object::Integer(i) => u32::try_from(*i).ok().map(|i| i + 1),
+                _ => None,
+            }
+        }
+        Object::Name(n) | Object::String(n, _) => {
+            let target = named.get(n.as_slice())?;
+            let target = deref(doc, target)?;
+            let target = match target {
+                Object::Dictionary(d) => dict_get(doc, d, b"D")?,
+                other => other,
+            };
+            resolve_dest(doc, target, named, page_of, depth + 1)
+        }
+        Object::Dictionary(d) => {
+            resolve_dest(doc, dict_get(doc, d, b"D")?, named, page_of, depth + 1)
+        }
+        Object::Reference(_) => resolve_dest(doc, deref(doc, dest)?, named, page_of, depth + 1),
+        _ => None,
+    }
+}
+
+/// Named destinations from the catalog's `/Dests` dictionary and `/Names /Dests` name tree.
+fn named_destinations(doc: &Document) -> HashMap<Vec<u8>, &Object> {
+    let mut out = HashMap::new();
+    let Ok(catalog) = doc.catalog() else {
+        return out;
+    };
+    if let Some(d) = dict_get(doc, catalog, b"Dests").and_then(|o| o.as_dict().ok()) {
+        for (k, v) in d.iter() {
+            out.insert(k.clone(), v);
+        }
+    }
+    let tree = dict_get(doc, catalog, b"Names")
+        .and_then(|o| o.as_dict().ok())
+        .and_then(|n| dict_get(doc, n, b"Dests"))
+        .and_then(|o| o.as_dict().ok());
+    let mut stack = tree.map(|t| vec![(t, 0usize)]).unwrap_or_default();
+    while let Some((node, depth)) = stack.pop() {
+        if depth > MAX_TREE_DEPTH || out.len() > MAX_OUTLINE_ITEMS * 4 {
+            break;
+        }
+        if let Some(names) = dict_get(doc, node, b"Names").and_then(|o| o.as_array().ok()) {
+            for pair in names.chunks(2) {
+                if let [Object::String(k, _), v] = pair {
+                    out.insert(k.clone(), v);
+                }
+            }
+        }
+        if let Some(kids) = dict_get(doc, node, b"Kids").and_then(|o| o.as_array().ok()) {
+            for kid in kids {
+                if let Some(k) = deref(doc, kid).and_then(|o| o.as_dict().ok()) {
+                    stack.push((k, depth + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn number(o: &Object) -> Option<f32> {
+    o.as_float().ok()
+}
+
+/// Walk one page's operators: text bytes, images, (font size, text) runs, ruling.
+fn scan_page(doc: &Document, page: u32, id: ObjectId) -> (PageInfo, Vec<(f32, String)>) {
+    let mut info = PageInfo {
+        page,
+        ..PageInfo::default()
+    };
+    let image_names = image_xobject_names(doc, id);
+    let Ok(content) = doc.get_page_content_with_limit(id, MAX_PAGE_CONTENT) else {
+        return (info, Vec::new());
+    };
+    let mut runs: Vec<(f32, String)> = Vec::new();
+    let (mut font_size, mut scale) = (0f32, 1f32);
+    let (mut rects, mut lines) = (0u32, 0u32);
+    let mut text_bytes = 0usize;
+    for op in lopdf::content::Content::decode_iter(&content).flatten() {
+        match op.operator.as_str() {
+            "Tf" => {
+                font_size = op.operands.get(1).and_then(number).unwrap_or(0.0).abs();
+            }
+            "Tm" => {
+                let a = op.operands.first().and_then(number).unwrap_or(1.0);
+                let d = op.operands.get(3).and_then(number).unwrap_or(1.0);
+                scale = (a * d).abs().sqrt();
+            }
+            "Tj" | "'" | "\"" | "TJ" => {
+                let mut raw: Vec<u8> = Vec::new();
+                for operand in &op.operands {
+                    match operand {
+                        Object::String(s, _) => raw.extend_from_slice(s),
+                        Object::Array(parts) => {
+                            for p in parts {
+                                match p {
+                                    Object::String(s, _) => raw.extend_from_slice(s),
+                                    // A large negative kern is a word space.
+                                    o if number(o).is_some_and(|k| k < -200.0) => raw.push(b' '),
+                                    _ => {}
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                text_bytes += raw.len();
+                runs.push((
+                    font_size * scale,
+                    raw.iter().map(|b| char::from(*b)).collect(),
+                ));
+            }
+            "Do" => {
+                if let Some(Object::Name(n)) = op.operands.first() {
+                    if image_names.contains(n) {
+                        info.images += 1;
+                    }
+                }
+            }
+            "BI" => info.images += 1,
+            "re" => rects += 1,
+            "l" => lines += 1,
+            _ => {}
+        }
+    }
+    info.text_bytes = u32::try_from(text_bytes).unwrap_or(u32::MAX);
+    info.has_table = text_bytes > 0 && (rects >= 12 || lines >= 16);
+    (info, runs)
+}
+
+fn image_xobject_names(doc: &Document, page: ObjectId) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    let Ok((own, inherited)) = doc.get_page_resources(page) else {
+        return names;
+    };
+    let dicts = own.into_iter().chain(
+        inherited
+            .iter()
+            .filter_map(|id| doc.get_dictionary(*id).ok()),
+    );
+    for res in dicts {
+        let Some(xobjects) = dict_get(doc, res, b"XObject").and_then(|o| o.as_dict().ok()) else {
+            continue;
+        };
+        for (name, obj) in xobjects.iter() {
+            let is_image = deref(doc, obj)
+                .and_then(|o| o.as_stream().ok())
+                .and_then(|s| s.dict.get(b"Subtype").ok())
+                .and_then(|o| o.as_name().ok())
+                == Some(b"Image".as_slice());
+            if is_image {
+                names.insert(name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Headings: runs set at least 1.25× the body font size (the size most text uses), short,
+/// and mostly letters (font-encoded text we cannot read without the font is skipped).
+fn assign_headings(pages: &mut [PageInfo], runs: &[(u32, f32, String)]) {
+    let mut weight: HashMap<i32, usize> = HashMap::new();
+    for (_, size, text) in runs {
+        *weight.entry((size * 2.0).round() as i32).or_default() += text.len();
+    }
+    let Some((&body2, _)) = weight.iter().max_by_key(|(k, w)| (**w, -**k)) else {
+        return;
+    };
+    let body = body2 as f32 / 2.0;
+    if body <= 0.0 {
+        return;
+    }
+    // Consecutive runs of one size on a page form one heading line.
+    let mut current: Option<(u32, f32, String)> = None;
+    let flush = |cur: Option<(u32, f32, String)>, pages: &mut [PageInfo]| {
+        let Some((page, _, text)) = cur else { return };
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+        let printable = text.chars().all(|c| !c.is_control());
+        if (3..=120).contains(&text.chars().count())
+            && letters * 2 >= text.chars().count()
+            && printable
+        {
+            if let Some(p) = pages.get_mut(page as usize - 1) {
+                if p.headings.len() < 8 {
+                    p.headings.push(text);
+                }
+            }
+        }
+    };
+    for (page, size, text) in runs {
+        let big = *size >= body * 1.25;
+        match &mut current {
+            Some((p, s, t)) if big && *p == *page && (*s - size).abs() < 0.1 => {
+                t.push_str(text);
+            }
+            _ => {
+                flush(current.take(), pages);
+                if big {
+                    current = Some((*page, *size, text.clone()));
+                }
+            }
+        }
+    }
+    flush(current, pages);
+}
+
+/// Sections with page ranges, and the section path of each page.
+fn sections(
+    outline: &[OutlineEntry],
+    pages: &[PageInfo],
+    page_count: u32,
+) -> (Vec<StructureNode>, Vec<Option<String>>) {
+    // (level, title, start page) in reading order.
+    let mut marks: Vec<(u32, String, u32)> = outline
+        .iter()
+        .filter_map(|e| Some((e.level, e.title.clone(), e.page?)))
+        .collect();
+    if marks.is_empty() {
+        marks = pages
+            .iter()
+            .flat_map(|p| {
+                p.headings
+                    .iter()
+                    .take(1)
+                    .map(move |h| (1, h.clone(), p.page))
+            })
+            .collect();
+    }
+    let mut nodes = Vec::new();
+    for (i, (level, title, start)) in marks.iter().enumerate() {
+        let end = marks
+            .iter()
+            .skip(i + 1)
+            .find(|(l, _, _)| l <= level)
+            .map_or(page_count, |(_, _, s)| s.saturating_sub(1).max(*start));
+        nodes.push(StructureNode {
+            kind: "section".into(),
+            title: title.clone(),
+            level: *level,
+            locator: String::new(),
+            objects: 0,
+            pages: Some((*start, end.max(*start))),
+        });
+    }
+    // Section path per page: replay marks in page order.
+    let mut order: Vec<usize> = (0..marks.len()).collect();
+    order.sort_by_key(|&i| marks.get(i).map_or(0, |m| m.2));
+    let mut path: Vec<(u32, String)> = Vec::new();
+    let mut k = 0usize;
+    let mut per_page = Vec::with_capacity(page_count as usize);
+    for page in 1..=page_count {
+        while let Some((level, title, start)) = order.get(k).and_then(|&i| marks.get(i)) {
+            if *start > page {
+                break;
+            }
+            while path.last().is_some_and(|(l, _)| l >= level) {
+                path.pop();
+            }
+            path.push((*level, title.clone()));
+            k += 1;
+        }
+        per_page.push((!path.is_empty()).then(|| {
+            path.iter()
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(SECTION_SEPARATOR)
+        }));
+    }
+    (nodes, per_page)
+}
+
+/// Collects pdf-extract's characters into one string per page, spacing as its plain-text
+/// output does.
+struct PageText {
+    text: String,
+    last_end: f64,
+    last_y: f64,
+    first_char: bool,
+    flip: pdf_extract::Transform,
+}
+
+impl pdf_extract::OutputDev for PageText {
+    fn begin_page(
+        &mut self,
+        _page: u32,
+        media_box: &pdf_extract::MediaBox,
+        _art: Option<(f64, f64, f64, f64)>,
+    ) -> Result<(), pdf_extract::OutputError> {
+        self.flip =
+            pdf_extract::Transform::row_major(1., 0., 0., -1., 0., media_box.ury - media_box.lly);
+        Ok(())
+    }
+    fn end_page(&mut self) -> Result<(), pdf_extract::OutputError> {
+        Ok(())
+    }
+    fn output_character(
+        &mut self,
+        trm: &pdf_extract::Transform,
+        width: f64,
+        _spacing: f64,
+        font_size: f64,
+        ch: &str,
+    ) -> Result<(), pdf_extract::OutputError> {
+        let position = trm.post_transform(&self.flip);
+        let v = trm.transform_vector(euclid::vec2(font_size, font_size));
+        let size = (v.x * v.y).abs().sqrt();
+        let (x, y) = (position.m31, position.m32);
+        if self.first_char {
+            if (y - self.last_y).abs() > size * 1.5
+                || (x < self.last_end && (y - self.last_y).abs() > size * 0.5)
+            {
+                self.text.push('\n');
+            } else if x > self.last_end + size * 0.1 {
+                self.text.push(' ');
+            }
+        }
+        self.text.push_str(ch);
+        self.first_char = false;
+        self.last_y = y;
+        self.last_end = x + width * size;
+        Ok(())
+    }
+    fn begin_word(&mut self) -> Result<(), pdf_extract::OutputError> {
+        self.first_char = true;
+        Ok(())
+    }
+    fn end_word(&mut self) -> Result<(), pdf_extract::OutputError> {
+        Ok(())
+    }
+    fn end_line(&mut self) -> Result<(), pdf_extract::OutputError> {
+        Ok(())
+    }
+}
+
+/// The text of each page in `pages` (1-based), page by page: a page that fails or panics
+/// yields `Err(reason)` and the others go on.
+pub fn pdf_page_texts(
+    bytes: &[u8],
+    pages: RangeInclusive<u32>,
+) -> Result<Vec<(u32, Result<String, String>)>, ExtractError> {
+    let mut doc = pdf_extract::Document::load_mem(bytes).map_err(malformed)?;
+    if doc.is_encrypted() {
+        doc.decrypt("")
+            .map_err(|e| malformed(format!("encrypted: {e}")))?;
+    }
+    let available = doc.get_pages();
+    let mut out = Vec::new();
+    for page in pages {
+        if !available.contains_key(&page) {
+            continue;
+        }
+        let mut dev = PageText {
+            text: String::new(),
+            last_end: 100_000.0,
+            last_y: 0.0,
+            first_char: false,
+            flip: pdf_extract::Transform::identity(),
+        };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pdf_extract::output_doc_page(&doc, &mut dev, page)
+        }));
+        let text = match result {
+            Ok(Ok(())) => Ok(tidy(&dev.text)),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("text extraction panicked on this page".to_string()),
+        };
+        out.push((page, text));
+    }
+    Ok(out)
+}
+
+/// Trim trailing spaces and collapse runs of blank lines.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_string()
+}
+
+/// Extract pages `range` of a PDF (all pages with `None`) into objects.
+pub fn extract_pdf(
+    input: &ExtractInput<'_>,
+    range: Option<RangeInclusive<u32>>,
+) -> Result<Extraction, ExtractError> {
+    let scan = prescan_pdf(input.bytes)?;
+    let range = range.unwrap_or(1..=scan.page_count.max(1));
+    let texts = pdf_page_texts(input.bytes, range.clone())?;
+    let images = page_images(input.bytes, &range);
+    let mut sink = ObjectSink::new(input.locator, input.file_hash);
+    let page_place = |page: u32, scan: &PdfScan| {
+        let label = scan
+            .pages
+            .get(page as usize - 1)
+            .and_then(|p| p.label.clone())
+            .map_or_else(|| format!("page {page}"), |l| format!("page {page} ({l})"));
+        Place {
+            fragment: Fragment {
+                page: Some(page),
+                ..Fragment::default()
+            },
+            label: Some(label),
+            section: scan.page_sections.get(page as usize - 1).cloned().flatten(),
+        }
+    };
+    let mut failed_pages = Vec::new();
+    for (page, text) in texts {
+        match text {
+            Ok(t) if !t.is_empty() => {
+                sink.push(ContentType::Text, t, page_place(page, &scan), json!({}))
+            }
+            Ok(_) => {}
+            Err(reason) => failed_pages.push(json!({ "page": page, "reason": reason })),
+        }
+        for (w, h) in images.get(&page).into_iter().flatten() {
+            let info = scan.pages.get(page as usize - 1);
+            let scanned = info.is_some_and(|p| p.text_bytes == 0);
+            sink.push(
+                ContentType::Image,
+                String::new(),
+                page_place(page, &scan),
+                json!({ "width": w, "height": h, "scanned_page": scanned, "ocr": "not performed" }),
+            );
+        }
+    }
+    if !failed_pages.is_empty() {
+        for o in &mut sink.objects {
+            o.metadata
+                .insert("failed_pages".into(), json!(failed_pages.len()));
+        }
+        if sink.objects.is_empty() {
+            return Err(malformed(format!(
+                "no page could be read ({} failed)",
+                failed_pages.len()
+            )));
+        }
+    }
+    let mut nodes: Vec<StructureNode> = scan
+        .sections
+        .iter()
+        .cloned()
+        .map(|mut n| {
+            let start = n.pages.map_or(1, |p| p.0);
+            n.locator = locate(input.locator, start);
+            n.objects = sink
+                .objects
+                .iter()
+                .filter(|o| {
+                    o.context_ref
+                        .page_index
+                        .is_some_and(|p| n.pages.is_some_and(|(a, b)| (a..=b).contains(&p)))
+                })
+                .count() as u32;
+            n
+        })
+        .collect();
+    nodes.extend(
+        scan.outline
+            .iter()
+            .filter(|e| e.page.is_none())
+            .map(|e| StructureNode {
+                kind: "outline-external".into(),
+                title: e.title.clone(),
+                level: e.level,
+                locator: input.locator.to_string(),
+                objects: 0,
+                pages: None,
+            }),
+    );
+    if scan.scanned_pages > 0 {
+        for o in &mut sink.objects {
+            o.metadata
+                .insert("scanned_pages".into(), json!(scan.scanned_pages));
+        }
+    }
+    Ok(Extraction {
+        objects: sink.objects,
+        structure: Structure {
+            nodes,
+            line_count: None,
+            page_count: Some(scan.page_count),
+            pages: scan.pages,
+        },
+    })
+}
+
+fn locate(file: &Locator, page: u32) -> String {
+    file.with_fragment(Fragment {
+        page: Some(page),
+        ..Fragment::default()
+    })
+    .to_string()
+}
+
+/// Pixel dimensions of the image XObjects of each page in `range`.
+fn page_images(bytes: &[u8], range: &RangeInclusive<u32>) -> HashMap<u32, Vec<(i64, i64)>> {
+    let Ok(doc) = Document::load_mem(bytes) else {
+        return HashMap::new();
+    };
+    doc.get_pages()
+        .into_iter()
+        .filter(|(n, _)| range.contains(n))
+        .map(|(n, id)| {
+            let dims = doc
+                .get_page_images(id)
+                .map(|imgs| imgs.iter().map(|i| (i.width, i.height)).collect())
+                .unwrap_or_default();
+            (n, dims)
+        })
+        .collect()
+}
+
+impl Extractor for Pdf {
+    fn name(&self) -> &'static str {
+        "pdf"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        extract_pdf(input, None)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use lopdf::content::{Content, Operation};
+    use lopdf::{dictionary, Stream};
+
+    /// A small PDF with `pages` (each a list of (font size, text) lines) and an outline of
+    /// (title, level, page) entries, built with lopdf.
+    pub(crate) fn pdf_fixture(pages: &[&[(i64, &str)]], outline: &[(&str, u32, u32)]) -> Vec<u8> {
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font_id = doc.add_object(dictionary! {
+            "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+        });
+        let resources_id = doc.add_object(dictionary! {
+            "Font" => dictionary! { "F1" => font_id },
+        });
+        let mut kids = Vec::new();
+        for lines in pages {
+            let mut ops = vec![Operation::new("BT", vec![])];
+            let mut y = 760;
+            for (size, text) in lines.iter() {
+                ops.push(Operation::new("Tf", vec!["F1".into(), (*size).into()]));
+                ops.push(Operation::new("Td", vec![72.into(), y.into()]));
+                ops.push(Operation::new("Tj", vec![Object::string_literal(*text)]));
+                ops.push(Operation::new("Td", vec![(-72).into(), (-y).into()]));
+                y -= 30;
+            }
+            ops.push(Operation::new("ET", vec![]));
+            let content = Content { operations: ops };
+            let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+            let page_id = doc.add_object(dictionary! {
+                "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
+                "Resources" => resources_id, "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+            });
+            kids.push(page_id);
+        }
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages",
+                "Kids" => kids.iter().map(|k| Object::Reference(*k)).collect::<Vec<_>>(),
+                "Count" => kids.len() as i64,
+            }),
+        );
+        let mut catalog = dictionary! { "Type" => "Catalog", "Pages" => pages_id };
+        if !outline.is_empty() {
+            // Flat list of top-level items; level-2 items become children of the previous
+            // level-1 item.
+            let outlines_id = doc.new_object_id();
+            let ids: Vec<ObjectId> = outline.iter().map(|_| doc.new_object_id()).collect();
+            let mut parents: Vec<Option<usize>> = Vec::new();
+            let mut last_top = None;
+            for (i, (_, level, _)) in outline.iter().enumerate() {
+                if *level == 1 {
+                    parents.push(None);
+                    last_top = Some(i);
+                } else {
+                    parents.push(last_top);
+                }
+            }
+            for (i, (title, _, page)) in outline.iter().enumerate() {
+                let parent = parents[i];
+                let siblings: Vec<usize> = (0..outline.len())
+                    .filter(|j| parents[*j] == parent)
+                    .collect();
+                let pos = siblings.iter().position(|j| *j == i).unwrap();
+                let children: Vec<usize> = (0..outline.len())
+                    .filter(|j| parents[*j] == Some(i))
+                    .collect();
+                let mut d = dictionary! {
+                    "Title" => Object::string_literal(*title),
+                    "Parent" => parent.map_or(outlines_id, |p| ids[p]),
+                    "Dest" => vec![Object::Reference(kids[(*page - 1) as usize]), "Fit".into()],
+                };
+                if let Some(n) = siblings.get(pos + 1) {
+                    d.set("Next", ids[*n]);
+                }
+                if let (Some(f), Some(l)) = (children.first(), children.last()) {
+                    d.set("First", ids[*f]);
+                    d.set("Last", ids[*l]);
+                }
+                doc.objects.insert(ids[i], Object::Dictionary(d));
+            }
+            let tops: Vec<usize> = (0..outline.len())
+                .filter(|j| parents[*j].is_none())
+                .collect();
+            doc.objects.insert(
+                outlines_id,
+                Object::Dictionary(dictionary! {
+                    "Type" => "Outlines",
+                    "First" => ids[tops[0]],
+                    "Last" => ids[*tops.last().unwrap()],
+                }),
+            );
+            catalog.set("Outlines", outlines_id);
+        }
+        let catalog_id = doc.add_object(catalog);
+        doc.trailer.set("Root", catalog_id);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    fn run(bytes: &[u8]) -> Extraction {
+        let loc = Locator::root("r.pdf");
+        let det = crate::detect(bytes, "r.pdf");
+        crate::extract(&ExtractInput {
+            bytes,
+            locator: &loc,
+            file_hash: "abcdef",
+            detected: &det,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn outline_sections_and_page_accurate_text() {
+        let pdf = pdf_fixture(
+            &[
+                &[(24, "Introduction"), (11, "Lighthouses guide ships.")],
+                &[(11, "Keepers trimmed the wicks at dusk.")],
+                &[(24, "Installation"), (11, "Mount the lens on mercury.")],
+            ],
+            &[
+                ("1 Introduction", 1, 1),
+                ("1.1 Keepers", 2, 2),
+                ("2 Installation", 1, 3),
+            ],
+        );
+        let scan = prescan_pdf(&pdf).unwrap();
+        assert_eq!(scan.page_count, 3);
+        let titles: Vec<_> = scan
+            .sections
+            .iter()
+            .map(|n| (n.title.as_str(), n.level, n.pages))
+            .collect();
+        assert_eq!(
+            titles,
+            vec![
+                ("1 Introduction", 1, Some((1, 2))),
+                ("1.1 Keepers", 2, Some((2, 2))),
+                ("2 Installation", 1, Some((3, 3)))
+            ]
+        );
+        assert_eq!(scan.pages[0].headings, vec!["Introduction"]);
+        let e = run(&pdf);
+        let texts: Vec<_> = e
+            .objects
+            .iter()
+            .map(|o| {
+                (
+                    o.context_ref.location.as_str(),
+                    o.context_ref.section_id.as_deref(),
+                    o.data.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(texts[1].0, "r.pdf#page=2");
+        assert_eq!(texts[1].1, Some("1 Introduction › 1.1 Keepers"));
+        assert!(
+            texts[1].2.contains("Keepers trimmed the wicks"),
+            "{texts:?}"
+        );
+        assert!(!texts[1].2.contains("Lighthouses"), "{texts:?}");
+        assert_eq!(e.structure.page_count, Some(3));
+    }
+
+    #[test]
+    fn without_an_outline_sections_come_from_large_type() {
+        let pdf = pdf_fixture(
+            &[
+                &[(20, "Chapter One"), (10, "Body text body text body text.")],
+                &[(10, "More body text here.")],
+            ],
+            &[],
+        );
+        let scan = prescan_pdf(&pdf).unwrap();
+        assert!(scan.outline.is_empty());
+        assert_eq!(
+            scan.sections.first().map(|s| s.title.as_str()),
+            Some("Chapter One")
+        );
+        assert_eq!(
+            scan.page_sections.get(1).cloned().flatten().as_deref(),
+            Some("Chapter One")
+        );
+    }
+
+    #[test]
+    fn on_demand_pages_read_only_those_pages() {
+        let pages: Vec<Vec<(i64, String)>> = (1..=10)
+            .map(|i| vec![(11, format!("This is page {i}."))])
+            .collect();
+        let refs: Vec<Vec<(i64, &str)>> = pages
+            .iter()
+            .map(|p| p.iter().map(|(s, t)| (*s, t.as_str())).collect())
+            .collect();
+        let slices: Vec<&[(i64, &str)]> = refs.iter().map(Vec::as_slice).collect();
+        let pdf = pdf_fixture(&slices, &[]);
+        let texts = pdf_page_texts(&pdf, 5..=8).unwrap();
+        let got: Vec<u32> = texts.iter().map(|(p, _)| *p).collect();
+        assert_eq!(got, vec![5, 6, 7, 8]);
+        assert!(texts[0].1.as_ref().unwrap().contains("page 5"));
+    }
+
+    #[test]
+    fn labels_roman_and_letters() {
+        assert_eq!(roman(4), "iv");
+        assert_eq!(roman(1994), "mcmxciv");
+        assert_eq!(letters(1), "a");
+        assert_eq!(letters(28), "bb");
+    }
+}
