@@ -11,10 +11,12 @@ mod csv_table;
 mod detect;
 mod locator;
 mod markup;
+mod media;
 mod model;
 mod objects;
 mod other;
 mod pdf;
+mod slides;
 mod text;
 mod textcodec;
 
@@ -77,10 +79,12 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
         FileKind::Text(TextKind::Xml) => &markup::Xml,
         FileKind::Text(TextKind::Html) => &markup::Html,
         FileKind::Document(DocumentKind::Pdf) => &pdf::Pdf,
+        FileKind::Document(DocumentKind::Pptx) => &slides::Pptx,
+        FileKind::Document(DocumentKind::Odp) => &slides::Odp,
+        FileKind::Document(DocumentKind::Odt) => &slides::Odt,
         FileKind::Container(_) => &other::ContainerRefusal,
-        FileKind::Document(_) | FileKind::Image | FileKind::Audio | FileKind::Video => {
-            &other::Opaque
-        }
+        FileKind::Image | FileKind::Audio | FileKind::Video => &media::Media,
+        FileKind::Document(_) => &other::Opaque,
         FileKind::Other => &other::Opaque,
     }
 }

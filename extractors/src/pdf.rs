@@ -49,6 +49,8 @@ pub struct PdfScan {
     pub page_sections: Vec<Option<String>>,
     /// Pages with images and no text: a scan without a text layer.
     pub scanned_pages: u32,
+    /// Pixel dimensions of each page's image XObjects, index 0 for page 1.
+    pub page_images: Vec<Vec<(i64, i64)>>,
 }
 
 fn malformed(reason: impl ToString) -> ExtractError {
@@ -84,11 +86,20 @@ pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
 
     let mut infos: Vec<PageInfo> = Vec::with_capacity(pages.len());
     let mut runs: Vec<(u32, f32, String)> = Vec::new();
+    let mut page_images = Vec::with_capacity(pages.len());
     for (n, id) in &pages {
+        page_images.push(
+            doc.get_page_images(*id)
+                .map(|imgs| imgs.iter().map(|i| (i.width, i.height)).collect())
+                .unwrap_or_default(),
+        );
         let (info, page_runs) = scan_page(&doc, *n, *id);
         runs.extend(page_runs.into_iter().map(|(size, text)| (*n, size, text)));
         infos.push(PageInfo {
-            label: labels.get(*n as usize - 1).cloned().flatten(),
+            label: labels
+                .get((*n as usize).saturating_sub(1))
+                .cloned()
+                .flatten(),
             ..info
         });
     }
@@ -106,6 +117,7 @@ pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
         sections,
         page_sections,
         scanned_pages,
+        page_images,
     })
 }
 
@@ -458,7 +470,7 @@ fn assign_headings(pages: &mut [PageInfo], runs: &[(u32, f32, String)]) {
             && letters * 2 >= text.chars().count()
             && printable
         {
-            if let Some(p) = pages.get_mut(page as usize - 1) {
+            if let Some(p) = pages.get_mut((page as usize).saturating_sub(1)) {
                 if p.headings.len() < 8 {
                     p.headings.push(text);
                 }
@@ -675,12 +687,11 @@ pub fn extract_pdf(
     let scan = prescan_pdf(input.bytes)?;
     let range = range.unwrap_or(1..=scan.page_count.max(1));
     let texts = pdf_page_texts(input.bytes, range.clone())?;
-    let images = page_images(input.bytes, &range);
     let mut sink = ObjectSink::new(input.locator, input.file_hash);
     let page_place = |page: u32, scan: &PdfScan| {
         let label = scan
             .pages
-            .get(page as usize - 1)
+            .get((page as usize).saturating_sub(1))
             .and_then(|p| p.label.clone())
             .map_or_else(|| format!("page {page}"), |l| format!("page {page} ({l})"));
         Place {
@@ -689,7 +700,11 @@ pub fn extract_pdf(
                 ..Fragment::default()
             },
             label: Some(label),
-            section: scan.page_sections.get(page as usize - 1).cloned().flatten(),
+            section: scan
+                .page_sections
+                .get((page as usize).saturating_sub(1))
+                .cloned()
+                .flatten(),
         }
     };
     let mut failed_pages = Vec::new();
@@ -701,8 +716,13 @@ pub fn extract_pdf(
             Ok(_) => {}
             Err(reason) => failed_pages.push(json!({ "page": page, "reason": reason })),
         }
-        for (w, h) in images.get(&page).into_iter().flatten() {
-            let info = scan.pages.get(page as usize - 1);
+        for (w, h) in scan
+            .page_images
+            .get((page as usize).saturating_sub(1))
+            .into_iter()
+            .flatten()
+        {
+            let info = scan.pages.get((page as usize).saturating_sub(1));
             let scanned = info.is_some_and(|p| p.text_bytes == 0);
             sink.push(
                 ContentType::Image,
@@ -779,24 +799,6 @@ fn locate(file: &Locator, page: u32) -> String {
         ..Fragment::default()
     })
     .to_string()
-}
-
-/// Pixel dimensions of the image XObjects of each page in `range`.
-fn page_images(bytes: &[u8], range: &RangeInclusive<u32>) -> HashMap<u32, Vec<(i64, i64)>> {
-    let Ok(doc) = Document::load_mem(bytes) else {
-        return HashMap::new();
-    };
-    doc.get_pages()
-        .into_iter()
-        .filter(|(n, _)| range.contains(n))
-        .map(|(n, id)| {
-            let dims = doc
-                .get_page_images(id)
-                .map(|imgs| imgs.iter().map(|i| (i.width, i.height)).collect())
-                .unwrap_or_default();
-            (n, dims)
-        })
-        .collect()
 }
 
 impl Extractor for Pdf {

@@ -1,0 +1,116 @@
+//! Extract every file under a folder (archives unpacked) without embedding, and print a
+//! table per kind: files, extracted, failed, objects, seconds; then each failure's reason.
+//!
+//! Run: `cargo run --release --example corpus_report -- DIR [--prescan-longest]`
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use ingest::extractors::{extract, ExtractInput, FileKind};
+use ingest::{walk, DiskEntry, Leaf, Limits, Unpacker};
+
+#[derive(Default)]
+struct Row {
+    files: u32,
+    ok: u32,
+    failed: u32,
+    objects: u64,
+    seconds: f64,
+}
+
+fn kind_name(kind: FileKind) -> String {
+    match kind {
+        FileKind::Container(c) => format!("container/{c:?}"),
+        FileKind::Document(d) => format!("{d:?}").to_lowercase(),
+        FileKind::Text(t) => format!("text/{t:?}").to_lowercase(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(dir) = args.first() else {
+        eprintln!("usage: corpus_report DIR [--prescan-longest]");
+        std::process::exit(1);
+    };
+    let limits = Limits::default();
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    let mut longest_pdf: Option<(u32, String, Vec<u8>)> = None;
+    walk(std::path::Path::new(dir), &mut |entry| {
+        let DiskEntry::File(f) = entry else { return };
+        Unpacker::new(&limits).expand_file(&f.path, &f.locator, &mut |leaf| match leaf {
+            Leaf::File {
+                locator,
+                bytes,
+                detected,
+            } => {
+                let row = rows.entry(kind_name(detected.kind)).or_default();
+                row.files += 1;
+                let hash = blake3::hash(&bytes).to_hex().to_string();
+                let t = Instant::now();
+                let input = ExtractInput {
+                    bytes: &bytes,
+                    locator: &locator,
+                    file_hash: &hash,
+                    detected: &detected,
+                };
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extract(&input)));
+                row.seconds += t.elapsed().as_secs_f64();
+                match result {
+                    Ok(Ok(e)) => {
+                        row.ok += 1;
+                        row.objects += e.objects.len() as u64;
+                        if let Some(pages) = e.structure.page_count {
+                            if longest_pdf.as_ref().is_none_or(|(p, _, _)| pages > *p) {
+                                longest_pdf = Some((pages, locator.to_string(), bytes.clone()));
+                            }
+                        }
+                    }
+                    Ok(Err(e)) => {
+                        row.failed += 1;
+                        failures.push((locator.to_string(), e.to_string()));
+                    }
+                    Err(_) => {
+                        row.failed += 1;
+                        failures.push((locator.to_string(), "panicked".into()));
+                    }
+                }
+            }
+            Leaf::Skipped { locator, reason } | Leaf::Failed { locator, reason } => {
+                rows.entry("(unpack)".into()).or_default().failed += 1;
+                failures.push((locator.to_string(), reason));
+            }
+        });
+    });
+    println!("| kind | files | extracted | failed | objects | seconds |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let (mut files, mut ok) = (0, 0);
+    for (kind, r) in &rows {
+        println!(
+            "| {kind} | {} | {} | {} | {} | {:.2} |",
+            r.files, r.ok, r.failed, r.objects, r.seconds
+        );
+        files += r.files;
+        ok += r.ok;
+    }
+    println!("| **all** | {files} | {ok} | {} | | |", files - ok);
+    for (loc, reason) in &failures {
+        println!("FAILED {loc}: {reason}");
+    }
+    if args.iter().any(|a| a == "--prescan-longest") {
+        if let Some((pages, loc, bytes)) = longest_pdf {
+            let t = Instant::now();
+            let scan = ingest::extractors::prescan_pdf(&bytes).map(|s| s.sections.len());
+            let prescan = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let texts = ingest::extractors::pdf_page_texts(&bytes, 1..=pages).map(|t| t.len());
+            let full = t.elapsed().as_secs_f64();
+            println!(
+                "longest PDF {loc}: {pages} pages; pre-scan {prescan:.3} s ({scan:?} sections), full text {full:.3} s ({texts:?} pages): {:.1} %",
+                100.0 * prescan / full
+            );
+        }
+    }
+}

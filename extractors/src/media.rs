@@ -1,0 +1,392 @@
+//! Images, audio and video: one object each, with what the headers tell cheaply.
+//!
+//! Images: format and pixel size (imagesize reads only headers; SVG from its root element).
+//! Audio: duration, sample rate and channels from WAV/FLAC/Ogg headers, and an estimate for
+//! MP3 from its first frame. Video: duration and size from MP4 (`mvhd`/`tkhd`) and AVI
+//! (`avih`). Nothing is decoded; a header we cannot read leaves the field out.
+
+use serde_json::{json, Map, Value};
+
+use crate::model::{ContentType, Structure};
+use crate::objects::{ObjectSink, Place};
+use crate::{ExtractError, ExtractInput, Extraction, Extractor, FileKind};
+
+pub(crate) struct Media;
+
+impl Extractor for Media {
+    fn name(&self) -> &'static str {
+        "media"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        let b = input.bytes;
+        let mime = input.detected.mime.as_str();
+        let mut meta = Map::new();
+        meta.insert("mime".into(), json!(mime));
+        meta.insert("size".into(), json!(b.len()));
+        let content_type = match input.detected.kind {
+            FileKind::Image => {
+                let dims = if mime == "image/svg+xml" {
+                    svg_size(b)
+                } else {
+                    imagesize::blob_size(b)
+                        .ok()
+                        .map(|s| (s.width as f64, s.height as f64))
+                };
+                if let Some((w, h)) = dims {
+                    meta.insert("width".into(), json!(w));
+                    meta.insert("height".into(), json!(h));
+                }
+                ContentType::Image
+            }
+            FileKind::Audio => {
+                let facts = wav(b)
+                    .or_else(|| flac(b))
+                    .or_else(|| ogg(b))
+                    .or_else(|| mp3(b));
+                merge(&mut meta, facts);
+                ContentType::Audiostream
+            }
+            _ => {
+                merge(&mut meta, mp4(b).or_else(|| avi(b)));
+                ContentType::Videostream
+            }
+        };
+        let mut sink = ObjectSink::new(input.locator, input.file_hash);
+        sink.push(
+            content_type,
+            String::new(),
+            Place {
+                label: Some(input.locator.file_name().to_string()),
+                ..Place::default()
+            },
+            Value::Object(meta),
+        );
+        Ok(Extraction {
+            objects: sink.objects,
+            structure: Structure::default(),
+        })
+    }
+}
+
+fn merge(meta: &mut Map<String, Value>, facts: Option<Value>) {
+    if let Some(Value::Object(m)) = facts {
+        meta.extend(m);
+    }
+}
+
+fn u16le(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32le(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u32be(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64be(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+fn u64le(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// `width`/`height` attributes of the root `<svg>`, else its `viewBox`.
+fn svg_size(b: &[u8]) -> Option<(f64, f64)> {
+    let mut reader = quick_xml::Reader::from_reader(b);
+    let mut buf = Vec::new();
+    for _ in 0..64 {
+        match reader.read_event_into(&mut buf).ok()? {
+            quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e)
+                if e.local_name().as_ref() == b"svg" =>
+            {
+                let attr = |name: &[u8]| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.local_name().as_ref() == name)
+                        .map(|a| String::from_utf8_lossy(&a.value).into_owned())
+                };
+                let num = |s: String| {
+                    s.trim_end_matches(|c: char| c.is_alphabetic() || c == '%')
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                };
+                if let (Some(w), Some(h)) =
+                    (attr(b"width").and_then(num), attr(b"height").and_then(num))
+                {
+                    return Some((w, h));
+                }
+                let vb: Vec<f64> = attr(b"viewBox")?
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter_map(|p| p.parse().ok())
+                    .collect();
+                return Some((*vb.get(2)?, *vb.get(3)?));
+            }
+            quick_xml::events::Event::Eof => return None,
+            _ => {}
+        }
+        buf.clear();
+    }
+    None
+}
+
+/// RIFF/WAVE: `fmt ` gives rate and channels, `data` the length.
+fn wav(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != b"RIFF" || b.get(8..12)? != b"WAVE" {
+        return None;
+    }
+    let (mut at, mut fmt, mut data) = (12usize, None, None);
+    while at + 8 <= b.len() {
+        let id = b.get(at..at + 4)?;
+        let len = u32le(b, at + 4)? as usize;
+        match id {
+            b"fmt " => fmt = Some((u16le(b, at + 10)?, u32le(b, at + 12)?, u32le(b, at + 16)?)),
+            b"data" => data = Some(len),
+            _ => {}
+        }
+        at = at.checked_add(8 + len + (len & 1))?;
+    }
+    let (channels, rate, byte_rate) = fmt?;
+    let mut facts = json!({ "sample_rate": rate, "channels": channels });
+    if let (Some(len), true) = (data, byte_rate > 0) {
+        facts["duration_seconds"] = json!(round3(len as f64 / f64::from(byte_rate)));
+    }
+    Some(facts)
+}
+
+/// FLAC STREAMINFO: sample rate (20 bits), channels (3), total samples (36).
+fn flac(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != b"fLaC" {
+        return None;
+    }
+    let si = b.get(8..8 + 34)?;
+    let rate = (u32::from(*si.get(10)?) << 12)
+        | (u32::from(*si.get(11)?) << 4)
+        | (u32::from(*si.get(12)?) >> 4);
+    let channels = ((si.get(12)? >> 1) & 0x7) + 1;
+    let total = (u64::from(si.get(13)? & 0x0F) << 32) | u64::from(u32be(si, 14)?);
+    let mut facts = json!({ "sample_rate": rate, "channels": channels });
+    if rate > 0 && total > 0 {
+        facts["duration_seconds"] = json!(round3(total as f64 / f64::from(rate)));
+    }
+    Some(facts)
+}
+
+/// Ogg Vorbis/Opus: rate and channels from the identification header, duration from the last
+/// page's granule position.
+fn ogg(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != b"OggS" {
+        return None;
+    }
+    let segments = usize::from(*b.get(26)?);
+    let body = 27 + segments;
+    let (rate, channels, skip) = if b.get(body..body + 7)? == b"\x01vorbis" {
+        (u32le(b, body + 12)?, *b.get(body + 11)?, 0u64)
+    } else if b.get(body..body + 8)? == b"OpusHead" {
+        (48_000, *b.get(body + 9)?, u64::from(u16le(b, body + 10)?))
+    } else if b.get(body..body + 7)? == b"\x80theora" {
+        return Some(json!({ "codec": "theora" }));
+    } else {
+        return None;
+    };
+    let tail_from = b.len().saturating_sub(64 * 1024);
+    let tail = b.get(tail_from..)?;
+    let last = tail.windows(4).rposition(|w| w == b"OggS")?;
+    let granule = u64le(tail, last + 6)?;
+    let mut facts = json!({ "sample_rate": rate, "channels": channels });
+    if rate > 0 && granule != u64::MAX {
+        facts["duration_seconds"] = json!(round3(
+            granule.saturating_sub(skip) as f64 / f64::from(rate)
+        ));
+    }
+    Some(facts)
+}
+
+/// MP3: the first frame header after any ID3v2 tag; duration estimated as constant bitrate.
+fn mp3(b: &[u8]) -> Option<Value> {
+    let mut at = 0usize;
+    if b.get(0..3)? == b"ID3" {
+        let size = b
+            .get(6..10)?
+            .iter()
+            .fold(0usize, |acc, x| (acc << 7) | usize::from(x & 0x7f));
+        at = 10 + size;
+    }
+    let end = (at + 64 * 1024).min(b.len());
+    let window = b.get(at..end)?;
+    let off = window
+        .windows(2)
+        .position(|w| w.first() == Some(&0xFF) && w.get(1).is_some_and(|x| x & 0xE0 == 0xE0))?;
+    let h = window.get(off..off + 4)?;
+    let version = (h.get(1)? >> 3) & 0x3; // 3 = MPEG1
+    let bitrate_idx = usize::from(h.get(2)? >> 4);
+    let rate_idx = usize::from((h.get(2)? >> 2) & 0x3);
+    let channels = if (h.get(3)? >> 6) == 3 { 1 } else { 2 };
+    let kbps = if version == 3 {
+        [
+            0u32, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0,
+        ]
+    } else {
+        [
+            0u32, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 0,
+        ]
+    };
+    let rates = match version {
+        3 => [44_100, 48_000, 32_000],
+        2 => [22_050, 24_000, 16_000],
+        _ => [11_025, 12_000, 8_000],
+    };
+    let bitrate = *kbps.get(bitrate_idx)? * 1000;
+    let rate = *rates.get(rate_idx)?;
+    let audio_bytes = b.len().saturating_sub(at + off);
+    let mut facts = json!({ "sample_rate": rate, "channels": channels, "bitrate": bitrate });
+    if bitrate > 0 {
+        facts["duration_seconds"] = json!(round3(audio_bytes as f64 * 8.0 / f64::from(bitrate)));
+        facts["duration_estimated"] = json!(true);
+    }
+    Some(facts)
+}
+
+/// MP4/QuickTime: `moov/mvhd` (timescale, duration) and the first `trak/tkhd` with a size.
+fn mp4(b: &[u8]) -> Option<Value> {
+    if b.get(4..8)? != b"ftyp" {
+        return None;
+    }
+    let mut facts = json!({});
+    let mut stack = vec![(0usize, b.len(), 0u8)];
+    let mut visited = 0;
+    while let Some((mut at, end, depth)) = stack.pop() {
+        while at + 8 <= end && visited < 10_000 {
+            visited += 1;
+            let mut size = u32be(b, at)? as usize;
+            let kind = b.get(at + 4..at + 8)?;
+            let mut header = 8;
+            if size == 1 {
+                size = usize::try_from(u64be(b, at + 8)?).ok()?;
+                header = 16;
+            } else if size == 0 {
+                size = end - at;
+            }
+            if size < header || at + size > end {
+                break;
+            }
+            match kind {
+                b"moov" | b"trak" if depth < 4 => stack.push((at + header, at + size, depth + 1)),
+                b"mvhd" => {
+                    let v = *b.get(at + header)?;
+                    let (scale, duration) = if v == 1 {
+                        (u32be(b, at + header + 20)?, u64be(b, at + header + 24)?)
+                    } else {
+                        (
+                            u32be(b, at + header + 12)?,
+                            u64::from(u32be(b, at + header + 16)?),
+                        )
+                    };
+                    if scale > 0 {
+                        facts["duration_seconds"] =
+                            json!(round3(duration as f64 / f64::from(scale)));
+                    }
+                }
+                b"tkhd" if facts.get("width").is_none() => {
+                    let v = *b.get(at + header)?;
+                    let wh = at + header + if v == 1 { 88 } else { 76 };
+                    let (w, h) = (u32be(b, wh)? >> 16, u32be(b, wh + 4)? >> 16);
+                    if w > 0 && h > 0 {
+                        facts["width"] = json!(w);
+                        facts["height"] = json!(h);
+                    }
+                }
+                _ => {}
+            }
+            at += size;
+        }
+    }
+    Some(facts)
+}
+
+/// AVI: the `avih` main header (microseconds per frame, frames, size).
+fn avi(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != b"RIFF" || b.get(8..12)? != b"AVI " {
+        return None;
+    }
+    let at = b
+        .get(..4096.min(b.len()))?
+        .windows(4)
+        .position(|w| w == b"avih")?
+        + 8;
+    let us_per_frame = u32le(b, at)?;
+    let frames = u32le(b, at + 16)?;
+    let (w, h) = (u32le(b, at + 32)?, u32le(b, at + 36)?);
+    Some(json!({
+        "duration_seconds": round3(f64::from(frames) * f64::from(us_per_frame) / 1e6),
+        "width": w,
+        "height": h,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{detect, Locator};
+
+    fn meta(name: &str, bytes: &[u8]) -> Map<String, Value> {
+        let loc = Locator::root(name);
+        let det = detect(bytes, name);
+        let e = crate::extract(&ExtractInput {
+            bytes,
+            locator: &loc,
+            file_hash: "ab",
+            detected: &det,
+        })
+        .unwrap();
+        e.objects[0].metadata.clone()
+    }
+
+    #[test]
+    fn wav_duration_and_format() {
+        let rate = 8000u32;
+        let data = vec![0u8; 16_000]; // 2 s of 8-bit mono
+        let mut w = Vec::new();
+        w.extend(b"RIFF");
+        w.extend(&(36 + data.len() as u32).to_le_bytes());
+        w.extend(b"WAVEfmt ");
+        w.extend(&16u32.to_le_bytes());
+        w.extend(&1u16.to_le_bytes());
+        w.extend(&1u16.to_le_bytes());
+        w.extend(&rate.to_le_bytes());
+        w.extend(&rate.to_le_bytes());
+        w.extend(&1u16.to_le_bytes());
+        w.extend(&8u16.to_le_bytes());
+        w.extend(b"data");
+        w.extend(&(data.len() as u32).to_le_bytes());
+        w.extend(&data);
+        let m = meta("tone.wav", &w);
+        assert_eq!(m["duration_seconds"], 2.0);
+        assert_eq!(m["sample_rate"], 8000);
+        assert_eq!(m["channels"], 1);
+    }
+
+    #[test]
+    fn image_and_svg_sizes() {
+        // A 3x2 PNG header is enough for imagesize.
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend(&3u32.to_be_bytes());
+        png.extend(&2u32.to_be_bytes());
+        png.extend(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+        let m = meta("a.png", &png);
+        assert_eq!(
+            (m["width"].clone(), m["height"].clone()),
+            (json!(3.0), json!(2.0))
+        );
+        let m = meta("a.svg", b"<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 120 80\"></svg>");
+        assert_eq!(
+            (m["width"].clone(), m["height"].clone()),
+            (json!(120.0), json!(80.0))
+        );
+    }
+}

@@ -1,0 +1,709 @@
+//! Presentations and OpenDocument text: PPTX, ODP and ODT, read straight from their ZIP
+//! parts with quick-xml.
+//!
+//! A slide becomes one text object (title first, then body text) plus one for its speaker
+//! notes, both at `#slide=N` with the slide title as their section. ODT headings
+//! (`text:h` with their outline level) open sections as in Markdown; paragraphs and table
+//! rows between them are grouped into objects. Parts are read through a size cap, never
+//! trusting declared sizes.
+
+use std::collections::HashMap;
+use std::io::{Cursor, Read};
+
+use quick_xml::events::Event;
+use serde_json::json;
+
+use crate::model::{ContentType, Structure, StructureNode};
+use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
+use crate::text::BLOCK_CHARS;
+use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
+
+pub(crate) struct Pptx;
+pub(crate) struct Odp;
+pub(crate) struct Odt;
+
+/// Largest XML part read from an office file.
+const MAX_PART: u64 = 64 * 1024 * 1024;
+
+type Zip<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
+
+fn malformed(format: &str, reason: impl ToString) -> ExtractError {
+    ExtractError::Malformed {
+        format: format.into(),
+        reason: reason.to_string(),
+    }
+}
+
+fn open<'a>(format: &str, bytes: &'a [u8]) -> Result<Zip<'a>, ExtractError> {
+    zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| malformed(format, e))
+}
+
+/// A part's bytes, or `None` when it is missing, unreadable or larger than [`MAX_PART`].
+fn part(zip: &mut Zip<'_>, name: &str) -> Option<Vec<u8>> {
+    let file = zip.by_name(name).ok()?;
+    let mut out = Vec::new();
+    #[allow(clippy::disallowed_methods)] // bounded by `take`
+    file.take(MAX_PART + 1).read_to_end(&mut out).ok()?;
+    (out.len() as u64 <= MAX_PART).then_some(out)
+}
+
+/// Text of one XML part, paragraph by paragraph, with the placeholder/class of the shape
+/// each paragraph sits in. `para` names paragraph elements, `text` the text runs, `shape`
+/// the shape element and `kind` reads a shape's role from an element's attributes.
+struct Paragraph {
+    role: String,
+    text: String,
+}
+
+fn local(name: &[u8]) -> &[u8] {
+    name.rsplit(|b| *b == b':').next().unwrap_or(name)
+}
+
+fn attr(e: &quick_xml::events::BytesStart<'_>, key: &[u8]) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.as_ref() == key || local(a.key.as_ref()) == key)
+        .map(|a| String::from_utf8_lossy(&a.value).into_owned())
+}
+
+/// PPTX slide or notes XML: paragraphs (`a:p`) of runs (`a:t`), each tagged with its shape's
+/// placeholder type (`p:ph type=…`, "body" when absent).
+fn drawingml_paragraphs(xml: &[u8]) -> Vec<Paragraph> {
+    let mut reader = quick_xml::Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let (mut role, mut current, mut in_text) = (String::from("body"), String::new(), false);
+    loop {
+        let event = match reader.read_event_into(&mut buf) {
+            Ok(e) => e,
+            Err(_) => break,
+        };
+        match event {
+            Event::Start(e) | Event::Empty(e) => match local(e.name().as_ref()) {
+                b"sp" => role = "body".into(),
+                b"ph" => role = attr(&e, b"type").unwrap_or_else(|| "body".into()),
+                b"t" => in_text = true,
+                b"br" => current.push('\n'),
+                _ => {}
+            },
+            Event::End(e) => match local(e.name().as_ref()) {
+                b"t" => in_text = false,
+                b"p" => {
+                    let text = current.trim().to_string();
+                    if !text.is_empty() {
+                        out.push(Paragraph {
+                            role: role.clone(),
+                            text,
+                        });
+                    }
+                    current.clear();
+                }
+                _ => {}
+            },
+            Event::Text(t) if in_text => {
+                if let Ok(s) = t.decode() {
+                    current.push_str(&s);
+                }
+            }
+            Event::GeneralRef(r) if in_text => current.push_str(&resolve(&r)),
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    out
+}
+
+fn resolve(r: &quick_xml::events::BytesRef<'_>) -> String {
+    match r.resolve_char_ref() {
+        Ok(Some(c)) => c.to_string(),
+        _ => r
+            .decode()
+            .ok()
+            .and_then(|n| quick_xml::escape::resolve_predefined_entity(&n).map(String::from))
+            .unwrap_or_default(),
+    }
+}
+
+/// `Id → Target` of a `.rels` part.
+fn relationships(xml: &[u8]) -> HashMap<String, (String, String)> {
+    let mut reader = quick_xml::Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    let mut out = HashMap::new();
+    while let Ok(event) = reader.read_event_into(&mut buf) {
+        match event {
+            Event::Start(e) | Event::Empty(e) if local(e.name().as_ref()) == b"Relationship" => {
+                if let (Some(id), Some(target)) = (attr(&e, b"Id"), attr(&e, b"Target")) {
+                    out.insert(id, (target, attr(&e, b"Type").unwrap_or_default()));
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    out
+}
+
+/// Resolve `target` relative to the folder of `base` (`ppt/slides/slide1.xml` + `../x` …).
+fn join(base: &str, target: &str) -> String {
+    if let Some(abs) = target.strip_prefix('/') {
+        return abs.to_string();
+    }
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for seg in target.split('/') {
+        match seg {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
+}
+
+/// Slide part names in presentation order.
+fn pptx_slide_order(zip: &mut Zip<'_>) -> Vec<String> {
+    let rels = part(zip, "ppt/_rels/presentation.xml.rels")
+        .map(|x| relationships(&x))
+        .unwrap_or_default();
+    let mut ordered = Vec::new();
+    if let Some(xml) = part(zip, "ppt/presentation.xml") {
+        let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
+        let mut buf = Vec::new();
+        while let Ok(event) = reader.read_event_into(&mut buf) {
+            match event {
+                Event::Start(e) | Event::Empty(e) if local(e.name().as_ref()) == b"sldId" => {
+                    if let Some((target, _)) = attr(&e, b"id").and_then(|id| rels.get(&id)) {
+                        ordered.push(join("ppt/presentation.xml", target));
+                    }
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+            buf.clear();
+        }
+    }
+    if ordered.is_empty() {
+        // No readable presentation part: fall back to slide numbers.
+        let mut numbered: Vec<(u32, String)> = zip
+            .file_names()
+            .filter_map(|n| {
+                let n = n.ok()?;
+                let num = n
+                    .strip_prefix("ppt/slides/slide")?
+                    .strip_suffix(".xml")?
+                    .parse()
+                    .ok()?;
+                Some((num, n.to_string()))
+            })
+            .collect();
+        numbered.sort();
+        ordered = numbered.into_iter().map(|(_, n)| n).collect();
+    }
+    ordered
+}
+
+struct SlideText {
+    title: Option<String>,
+    body: Vec<String>,
+    notes: Vec<String>,
+}
+
+fn push_slides(input: &ExtractInput<'_>, slides: Vec<SlideText>) -> Extraction {
+    let mut sink = ObjectSink::new(input.locator, input.file_hash);
+    let mut nodes = Vec::new();
+    for (i, s) in slides.into_iter().enumerate() {
+        let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let fragment = Fragment {
+            slide: Some(n),
+            ..Fragment::default()
+        };
+        let before = sink.objects.len();
+        let title = s.title.clone().unwrap_or_else(|| format!("Slide {n}"));
+        let mut text = s.title.iter().cloned().collect::<Vec<_>>();
+        text.extend(s.body);
+        if !text.is_empty() {
+            sink.push(
+                ContentType::Text,
+                text.join("\n"),
+                Place {
+                    fragment: fragment.clone(),
+                    label: Some(format!("slide {n}")),
+                    section: Some(title.clone()),
+                },
+                json!({ "part": "slide" }),
+            );
+        }
+        if !s.notes.is_empty() {
+            sink.push(
+                ContentType::Text,
+                s.notes.join("\n"),
+                Place {
+                    fragment: fragment.clone(),
+                    label: Some(format!("slide {n} notes")),
+                    section: Some(title.clone()),
+                },
+                json!({ "part": "notes" }),
+            );
+        }
+        nodes.push(StructureNode {
+            kind: "slide".into(),
+            title,
+            level: 1,
+            locator: input.locator.with_fragment(fragment).to_string(),
+            objects: u32::try_from(sink.objects.len() - before).unwrap_or(0),
+            pages: None,
+        });
+    }
+    Extraction {
+        objects: sink.objects,
+        structure: Structure {
+            nodes,
+            ..Structure::default()
+        },
+    }
+}
+
+impl Extractor for Pptx {
+    fn name(&self) -> &'static str {
+        "pptx"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        let mut zip = open("pptx", input.bytes)?;
+        let order = pptx_slide_order(&mut zip);
+        if order.is_empty() && zip.by_name("ppt/presentation.xml").is_err() {
+            return Err(malformed("pptx", "no presentation part"));
+        }
+        let mut slides = Vec::new();
+        for name in order {
+            let Some(xml) = part(&mut zip, &name) else {
+                continue;
+            };
+            let paragraphs = drawingml_paragraphs(&xml);
+            let is_title = |p: &Paragraph| p.role == "title" || p.role == "ctrTitle";
+            let title = paragraphs
+                .iter()
+                .filter(|p| is_title(p))
+                .map(|p| p.text.clone())
+                .collect::<Vec<_>>();
+            let body = paragraphs
+                .iter()
+                .filter(|p| {
+                    !is_title(p) && !matches!(p.role.as_str(), "sldNum" | "dt" | "ftr" | "hdr")
+                })
+                .map(|p| p.text.clone())
+                .collect();
+            let rels_name = join(
+                &name,
+                &format!("_rels/{}.rels", name.rsplit('/').next().unwrap_or("")),
+            );
+            let notes_part = part(&mut zip, &rels_name).and_then(|r| {
+                relationships(&r)
+                    .into_values()
+                    .find(|(_, kind)| kind.ends_with("/notesSlide"))
+                    .map(|(target, _)| join(&name, &target))
+            });
+            let notes = notes_part
+                .and_then(|n| part(&mut zip, &n))
+                .map(|xml| {
+                    drawingml_paragraphs(&xml)
+                        .into_iter()
+                        .filter(|p| p.role == "body")
+                        .map(|p| p.text)
+                        .collect()
+                })
+                .unwrap_or_default();
+            slides.push(SlideText {
+                title: (!title.is_empty()).then(|| title.join(" ")),
+                body,
+                notes,
+            });
+        }
+        Ok(push_slides(input, slides))
+    }
+}
+
+/// Walk an ODF `content.xml`, calling `visit` with (event kind, element local name, its
+/// attributes' lookup, text) for the elements the ODF extractors care about.
+fn odf_content(format: &str, bytes: &[u8]) -> Result<Vec<u8>, ExtractError> {
+    let mut zip = open(format, bytes)?;
+    part(&mut zip, "content.xml").ok_or_else(|| malformed(format, "no readable content.xml"))
+}
+
+impl Extractor for Odp {
+    fn name(&self) -> &'static str {
+        "odp"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        let xml = odf_content("odp", input.bytes)?;
+        let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
+        let mut buf = Vec::new();
+        let mut slides: Vec<SlideText> = Vec::new();
+        let (mut in_notes, mut frame_class, mut para, mut depth_p) =
+            (false, String::new(), String::new(), 0u32);
+        loop {
+            let event = reader
+                .read_event_into(&mut buf)
+                .map_err(|e| malformed("odp", e))?;
+            match event {
+                Event::Start(e) => match local(e.name().as_ref()) {
+                    b"page" if e.name().as_ref() == b"draw:page" => slides.push(SlideText {
+                        title: None,
+                        body: Vec::new(),
+                        notes: Vec::new(),
+                    }),
+                    b"notes" => in_notes = true,
+                    b"frame" => frame_class = attr(&e, b"presentation:class").unwrap_or_default(),
+                    b"p" | b"h" => depth_p += 1,
+                    _ => {}
+                },
+                Event::Empty(e)
+                    if matches!(local(e.name().as_ref()), b"s" | b"tab" | b"line-break")
+                        && depth_p > 0 =>
+                {
+                    para.push(' ')
+                }
+                Event::End(e) => match local(e.name().as_ref()) {
+                    b"notes" => in_notes = false,
+                    b"frame" => frame_class.clear(),
+                    b"p" | b"h" => {
+                        depth_p = depth_p.saturating_sub(1);
+                        let text = para.split_whitespace().collect::<Vec<_>>().join(" ");
+                        para.clear();
+                        if let (Some(slide), false) = (slides.last_mut(), text.is_empty()) {
+                            if in_notes {
+                                slide.notes.push(text);
+                            } else if frame_class == "title" && slide.title.is_none() {
+                                slide.title = Some(text);
+                            } else {
+                                slide.body.push(text);
+                            }
+                        }
+                    }
+                    _ => {}
+                },
+                Event::Text(t) if depth_p > 0 => {
+                    if let Ok(s) = t.decode() {
+                        para.push_str(&s);
+                    }
+                }
+                Event::GeneralRef(r) if depth_p > 0 => para.push_str(&resolve(&r)),
+                Event::Eof => break,
+                _ => {}
+            }
+            buf.clear();
+        }
+        Ok(push_slides(input, slides))
+    }
+}
+
+impl Extractor for Odt {
+    fn name(&self) -> &'static str {
+        "odt"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        let xml = odf_content("odt", input.bytes)?;
+        let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
+        let mut buf = Vec::new();
+        let mut sink = ObjectSink::new(input.locator, input.file_hash);
+        let mut nodes: Vec<StructureNode> = Vec::new();
+        let mut path: Vec<(u32, String)> = Vec::new();
+        let (mut block, mut para, mut depth_p, mut in_body) =
+            (String::new(), String::new(), 0u32, false);
+        let mut heading_level: Option<u32> = None;
+        let mut in_cell = false;
+        let mut row: Vec<String> = Vec::new();
+
+        let flush = |sink: &mut ObjectSink<'_>,
+                     block: &mut String,
+                     path: &[(u32, String)],
+                     nodes: &mut [StructureNode]| {
+            if block.trim().is_empty() {
+                block.clear();
+                return;
+            }
+            let section = (!path.is_empty()).then(|| {
+                path.iter()
+                    .map(|(_, t)| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(SECTION_SEPARATOR)
+            });
+            sink.push(
+                ContentType::Text,
+                std::mem::take(block).trim().to_string(),
+                Place {
+                    label: section.clone().or_else(|| Some("body".into())),
+                    section,
+                    ..Place::default()
+                },
+                json!({}),
+            );
+            if let Some(n) = nodes.last_mut() {
+                n.objects += 1;
+            }
+        };
+
+        loop {
+            let event = reader
+                .read_event_into(&mut buf)
+                .map_err(|e| malformed("odt", e))?;
+            match event {
+                Event::Start(e) => match e.name().as_ref() {
+                    b"office:text" => in_body = true,
+                    b"text:h" if in_body => {
+                        flush(&mut sink, &mut block, &path, &mut nodes);
+                        heading_level = Some(
+                            attr(&e, b"text:outline-level")
+                                .and_then(|l| l.parse().ok())
+                                .unwrap_or(1),
+                        );
+                        depth_p += 1;
+                    }
+                    b"text:p" if in_body => depth_p += 1,
+                    b"table:table-cell" => in_cell = true,
+                    _ => {}
+                },
+                Event::Empty(e)
+                    if depth_p > 0
+                        && matches!(
+                            e.name().as_ref(),
+                            b"text:s" | b"text:tab" | b"text:line-break"
+                        ) =>
+                {
+                    para.push(' ')
+                }
+                Event::End(e) => match e.name().as_ref() {
+                    b"office:text" => in_body = false,
+                    b"text:h" | b"text:p" if depth_p > 0 => {
+                        depth_p -= 1;
+                        let text = para.split_whitespace().collect::<Vec<_>>().join(" ");
+                        para.clear();
+                        if let Some(level) = heading_level.take() {
+                            if text.is_empty() {
+                                continue;
+                            }
+                            while path.last().is_some_and(|(l, _)| *l >= level) {
+                                path.pop();
+                            }
+                            path.push((level, text.clone()));
+                            nodes.push(StructureNode {
+                                kind: "section".into(),
+                                title: text.clone(),
+                                level,
+                                locator: input.locator.to_string(),
+                                objects: 0,
+                                pages: None,
+                            });
+                            block.push_str(&text);
+                            block.push('\n');
+                        } else if in_cell {
+                            row.push(text.replace('|', "\\|"));
+                        } else if !text.is_empty() {
+                            block.push_str(&text);
+                            block.push('\n');
+                            if block.len() >= BLOCK_CHARS {
+                                flush(&mut sink, &mut block, &path, &mut nodes);
+                            }
+                        }
+                    }
+                    b"table:table-cell" => in_cell = false,
+                    b"table:table-row" => {
+                        if !row.is_empty() {
+                            block.push_str(&format!("| {} |\n", row.join(" | ")));
+                            row.clear();
+                        }
+                    }
+                    _ => {}
+                },
+                Event::Text(t) if depth_p > 0 => {
+                    if let Ok(s) = t.decode() {
+                        para.push_str(&s);
+                    }
+                }
+                Event::GeneralRef(r) if depth_p > 0 => para.push_str(&resolve(&r)),
+                Event::Eof => break,
+                _ => {}
+            }
+            buf.clear();
+        }
+        flush(&mut sink, &mut block, &path, &mut nodes);
+        Ok(Extraction {
+            objects: sink.objects,
+            structure: Structure {
+                nodes,
+                ..Structure::default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::{detect, Locator};
+    use std::io::Write;
+
+    pub(crate) fn zip_parts(parts: &[(&str, &str)]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, body) in parts {
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(body.as_bytes()).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn sp(ph: Option<&str>, text: &str) -> String {
+        let ph = ph
+            .map(|t| format!("<p:nvSpPr><p:nvPr><p:ph type=\"{t}\"/></p:nvPr></p:nvSpPr>"))
+            .unwrap_or_default();
+        format!("<p:sp>{ph}<p:txBody><a:p><a:r><a:t>{text}</a:t></a:r></a:p></p:txBody></p:sp>")
+    }
+
+    /// A PPTX with (title, body, notes) slides.
+    pub(crate) fn pptx_fixture(slides: &[(&str, &str, &str)]) -> Vec<u8> {
+        let ns = "xmlns:p=\"p\" xmlns:a=\"a\" xmlns:r=\"r\"";
+        let mut parts: Vec<(String, String)> = vec![(
+            "[Content_Types].xml".into(),
+            "<Types><Override PartName=\"/ppt/presentation.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml\"/></Types>".into(),
+        )];
+        let mut ids = String::new();
+        let mut rels = String::new();
+        for (i, (title, body, notes)) in slides.iter().enumerate() {
+            let n = i + 1;
+            ids.push_str(&format!("<p:sldId id=\"{}\" r:id=\"rId{n}\"/>", 255 + n));
+            rels.push_str(&format!(
+                "<Relationship Id=\"rId{n}\" Type=\"slide\" Target=\"slides/slide{n}.xml\"/>"
+            ));
+            parts.push((
+                format!("ppt/slides/slide{n}.xml"),
+                format!(
+                    "<p:sld {ns}><p:cSld><p:spTree>{}{}</p:spTree></p:cSld></p:sld>",
+                    sp(Some("title"), title),
+                    sp(None, body)
+                ),
+            ));
+            parts.push((
+                format!("ppt/slides/_rels/slide{n}.xml.rels"),
+                format!("<Relationships><Relationship Id=\"rId1\" Type=\"http://schemas/notesSlide\" Target=\"../notesSlides/notesSlide{n}.xml\"/></Relationships>"),
+            ));
+            parts.push((
+                format!("ppt/notesSlides/notesSlide{n}.xml"),
+                format!(
+                    "<p:notes {ns}><p:cSld><p:spTree>{}{}</p:spTree></p:cSld></p:notes>",
+                    sp(Some("sldNum"), "7"),
+                    sp(Some("body"), notes)
+                ),
+            ));
+        }
+        parts.push((
+            "ppt/presentation.xml".into(),
+            format!("<p:presentation {ns}><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>"),
+        ));
+        parts.push((
+            "ppt/_rels/presentation.xml.rels".into(),
+            format!("<Relationships>{rels}</Relationships>"),
+        ));
+        let refs: Vec<(&str, &str)> = parts
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        zip_parts(&refs)
+    }
+
+    fn run(name: &str, bytes: &[u8], kind: crate::DocumentKind) -> Extraction {
+        let loc = Locator::root(name);
+        let mut det = detect(bytes, name);
+        det.kind = crate::FileKind::Document(kind);
+        crate::extract(&ExtractInput {
+            bytes,
+            locator: &loc,
+            file_hash: "ab",
+            detected: &det,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn pptx_slides_titles_bodies_and_notes() {
+        let deck = pptx_fixture(&[
+            ("Q3 results", "Revenue grew 12 %", "Mention the new store"),
+            ("Outlook", "Hiring &amp; training", ""),
+        ]);
+        let e = run("deck.pptx", &deck, crate::DocumentKind::Pptx);
+        let got: Vec<_> = e
+            .objects
+            .iter()
+            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("deck.pptx#slide=1", "Q3 results\nRevenue grew 12 %"),
+                ("deck.pptx#slide=1", "Mention the new store"),
+                ("deck.pptx#slide=2", "Outlook\nHiring & training"),
+            ]
+        );
+        assert_eq!(e.structure.nodes[1].title, "Outlook");
+    }
+
+    #[test]
+    fn odt_headings_make_sections() {
+        let content = "<office:document-content xmlns:office=\"o\" xmlns:text=\"t\"><office:body><office:text>\
+            <text:h text:outline-level=\"1\">Intro</text:h><text:p>Hello <text:span>world</text:span></text:p>\
+            <text:h text:outline-level=\"2\">Detail</text:h><text:p>Fine print</text:p>\
+            </office:text></office:body></office:document-content>";
+        let odt = zip_parts(&[
+            ("mimetype", "application/vnd.oasis.opendocument.text"),
+            ("content.xml", content),
+        ]);
+        let e = run("a.odt", &odt, crate::DocumentKind::Odt);
+        let got: Vec<_> = e
+            .objects
+            .iter()
+            .map(|o| (o.context_ref.section_id.as_deref(), o.data.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some("Intro"), "Intro\nHello world"),
+                (Some("Intro › Detail"), "Detail\nFine print")
+            ]
+        );
+    }
+
+    #[test]
+    fn odp_pages_become_slides() {
+        let content = "<office:document-content xmlns:office=\"o\" xmlns:draw=\"d\" xmlns:text=\"t\" xmlns:presentation=\"p\"><office:body><office:presentation>\
+            <draw:page draw:name=\"p1\"><draw:frame presentation:class=\"title\"><draw:text-box><text:p>Welcome</text:p></draw:text-box></draw:frame>\
+            <draw:frame presentation:class=\"outline\"><draw:text-box><text:p>First point</text:p></draw:text-box></draw:frame>\
+            <presentation:notes><draw:frame><draw:text-box><text:p>Say hello</text:p></draw:text-box></draw:frame></presentation:notes></draw:page>\
+            </office:presentation></office:body></office:document-content>";
+        let odp = zip_parts(&[
+            (
+                "mimetype",
+                "application/vnd.oasis.opendocument.presentation",
+            ),
+            ("content.xml", content),
+        ]);
+        let e = run("a.odp", &odp, crate::DocumentKind::Odp);
+        let got: Vec<_> = e
+            .objects
+            .iter()
+            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a.odp#slide=1", "Welcome\nFirst point"),
+                ("a.odp#slide=1", "Say hello")
+            ]
+        );
+    }
+}
