@@ -56,6 +56,30 @@ fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
                 &[("One", 1, 1), ("Two", 1, 2)],
             ),
         ),
+        (
+            "a.pptx",
+            FileKind::Document(DocumentKind::Pptx),
+            crate::slides::tests::pptx_fixture(&[("Title", "Body", "Notes")]),
+        ),
+        (
+            "a.odt",
+            FileKind::Document(DocumentKind::Odt),
+            crate::slides::tests::zip_parts(&[(
+                "content.xml",
+                "<office:document-content><office:body><office:text><text:h text:outline-level=\"1\">H</text:h><text:p>Body</text:p></office:text></office:body></office:document-content>",
+            )]),
+        ),
+        (
+            "a.odp",
+            FileKind::Document(DocumentKind::Odp),
+            crate::slides::tests::zip_parts(&[(
+                "content.xml",
+                "<office:document-content><office:body><office:presentation><draw:page><text:p>Slide text</text:p></draw:page></office:presentation></office:body></office:document-content>",
+            )]),
+        ),
+        ("a.svg", FileKind::Image, b"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"2\"/>".to_vec()),
+        ("a.wav", FileKind::Audio, b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x40\x1f\0\0\x40\x1f\0\0\x01\0\x08\0data\0\0\0\0".to_vec()),
+        ("a.mp4", FileKind::Video, b"\0\0\0\x10ftypisom\0\0\0\0".to_vec()),
         ("a.bin", FileKind::Other, vec![0, 1, 2, 3, 255, 254]),
     ]
 }
