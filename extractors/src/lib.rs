@@ -29,7 +29,7 @@ pub use model::{
     Scope, Structure, StructureNode,
 };
 pub use objects::SECTION_SEPARATOR;
-pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PdfScan};
+pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PageTextResult, PdfScan};
 
 use serde::{Deserialize, Serialize};
 

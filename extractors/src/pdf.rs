@@ -622,12 +622,15 @@ impl pdf_extract::OutputDev for PageText {
     }
 }
 
+/// One page's text, or why it could not be read.
+pub type PageTextResult = (u32, Result<String, String>);
+
 /// The text of each page in `pages` (1-based), page by page: a page that fails or panics
 /// yields `Err(reason)` and the others go on.
 pub fn pdf_page_texts(
     bytes: &[u8],
     pages: RangeInclusive<u32>,
-) -> Result<Vec<(u32, Result<String, String>)>, ExtractError> {
+) -> Result<Vec<PageTextResult>, ExtractError> {
     let mut doc = pdf_extract::Document::load_mem(bytes).map_err(malformed)?;
     if doc.is_encrypted() {
         doc.decrypt("")

@@ -73,11 +73,7 @@ fn drawingml_paragraphs(xml: &[u8]) -> Vec<Paragraph> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     let (mut role, mut current, mut in_text) = (String::from("body"), String::new(), false);
-    loop {
-        let event = match reader.read_event_into(&mut buf) {
-            Ok(e) => e,
-            Err(_) => break,
-        };
+    while let Ok(event) = reader.read_event_into(&mut buf) {
         match event {
             Event::Start(e) | Event::Empty(e) => match local(e.name().as_ref()) {
                 b"sp" => role = "body".into(),
@@ -513,11 +509,9 @@ impl Extractor for Odt {
                         }
                     }
                     b"table:table-cell" => in_cell = false,
-                    b"table:table-row" => {
-                        if !row.is_empty() {
-                            block.push_str(&format!("| {} |\n", row.join(" | ")));
-                            row.clear();
-                        }
+                    b"table:table-row" if !row.is_empty() => {
+                        block.push_str(&format!("| {} |\n", row.join(" | ")));
+                        row.clear();
                     }
                     _ => {}
                 },
