@@ -39,3 +39,12 @@ fixtures:
 
 bench: models
 	cargo bench --locked --bench pipeline
+
+## Rebuild fixtures/formats/ (one sample file per document format) and tests/expected/formats.json with
+## scripts/make-format-fixtures.py, in a venv holding the pinned Pillow and xlwt; needs ffmpeg.
+.PHONY: format-fixtures
+format-fixtures:
+	@test -x .venv-fixtures/bin/python || python3 -m venv .venv-fixtures
+	.venv-fixtures/bin/python -m pip install -q Pillow==13.0.0 xlwt==1.3.0
+	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || { apt-get update -qq && apt-get install -y -qq ffmpeg >/dev/null; }
+	.venv-fixtures/bin/python scripts/make-format-fixtures.py

@@ -4,7 +4,10 @@
 //! section boundary (those are object boundaries) and keeps its object's context reference,
 //! narrowed to the lines or rows it covers. Cuts fall at word starts, preferably after a line
 //! or sentence end, and consecutive chunks overlap by a few tokens. Tables repeat their header
-//! in every chunk.
+//! in every chunk and hold only a few rows each, without overlap: mean-pooled embeddings of a
+//! small model average their tokens, so a cell's text is found when its row is most of the
+//! chunk (an exact-phrase query scores 0.57 against header + 1 row, 0.29 against header +
+//! 3 rows and 0.12 against header + 5 rows with all-MiniLM-L6-v2).
 
 use extractors::{ContentObject, ContentType, ContextRef, Fragment, Locator};
 use serde::{Deserialize, Serialize};
@@ -34,6 +37,7 @@ pub struct Chunker {
     tokenizer: tokenizers::Tokenizer,
     max_tokens: usize,
     overlap: usize,
+    table_rows_tokens: usize,
 }
 
 impl Chunker {
@@ -46,6 +50,7 @@ impl Chunker {
             tokenizer,
             max_tokens,
             overlap: config.overlap_tokens.min(max_tokens / 2),
+            table_rows_tokens: config.table_rows_tokens.clamp(1, max_tokens),
         }
     }
 
@@ -97,7 +102,15 @@ impl Chunker {
             body
         };
         let body_offset = object.data.len() - body.len();
-        let budget = self.max_tokens - header_tokens;
+        let is_table = header_lines > 0;
+        let budget = if is_table {
+            self.table_rows_tokens
+                .min(self.max_tokens - header_tokens)
+                .max(1)
+        } else {
+            self.max_tokens - header_tokens
+        };
+        let overlap = if is_table { 0 } else { self.overlap };
         let offsets = self.offsets(body);
         let n = offsets.len();
         let mut start = 0usize;
@@ -127,8 +140,8 @@ impl Chunker {
             if end >= n {
                 break;
             }
-            let from = end.saturating_sub(self.overlap).max(start + 1);
-            start = next_start(body, &offsets, from, end, header_lines > 0);
+            let from = end.saturating_sub(overlap).max(start + 1);
+            start = next_start(body, &offsets, from, end, is_table);
         }
     }
 }
@@ -261,6 +274,7 @@ mod tests {
             &ChunkingConfig {
                 max_tokens,
                 overlap_tokens,
+                table_rows_tokens: 24,
             },
         )
     }

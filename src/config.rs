@@ -45,6 +45,8 @@ pub struct ChunkingConfig {
     pub max_tokens: usize,
     /// Tokens repeated from the end of one chunk at the start of the next.
     pub overlap_tokens: usize,
+    /// Body tokens (rows, header excluded) per chunk of a table; tables do not overlap.
+    pub table_rows_tokens: usize,
 }
 
 impl Default for ChunkingConfig {
@@ -52,6 +54,7 @@ impl Default for ChunkingConfig {
         ChunkingConfig {
             max_tokens: 250,
             overlap_tokens: 32,
+            table_rows_tokens: 48,
         }
     }
 }

@@ -267,7 +267,12 @@ impl<'a> Unpacker<'a> {
             Ok(h) => h,
             Err(e) => return fail(sink, format!("cannot read: {e}")),
         };
-        let detected = detect(&head, locator.file_name());
+        let mut detected = detect(&head, locator.file_name());
+        if detected.kind == FileKind::Container(ContainerKind::Zip) {
+            if let Some(document) = office_package(&source) {
+                detected = document;
+            }
+        }
         let FileKind::Container(kind) = detected.kind else {
             return self.leaf(source, locator, detected, sink);
         };
@@ -543,6 +548,22 @@ impl<'a> Unpacker<'a> {
         self.member_done(member, read, sink);
         Ok(())
     }
+}
+
+/// An OOXML/ODF document that the first bytes did not reveal (its parts come in another
+/// order than Office's), told by the central directory's part names or the `mimetype` member.
+fn office_package(source: &Source) -> Option<Detected> {
+    let mut archive = zip::ZipArchive::new(source.open().ok()?).ok()?;
+    let mimetype = archive
+        .by_name("mimetype")
+        .ok()
+        .and_then(|m| read_at_most(m, 256).ok())
+        .map(|m| String::from_utf8_lossy(&m).into_owned());
+    let names: Vec<String> = archive
+        .file_names()
+        .filter_map(|n| n.ok().map(|n| n.into_owned()))
+        .collect();
+    extractors::package_kind(names.iter().map(String::as_str), mimetype.as_deref())
 }
 
 /// Read at most `limit` bytes of `reader`.

@@ -1,14 +1,44 @@
 //! The conformance harness every extractor passes: hostile and degenerate inputs give a clean
 //! `Ok` or `Err` (never a panic), output is deterministic, and every object's locator parses
-//! and points back into its file.
+//! and points back into its file. The samples are small documents built in code plus every
+//! file of `fixtures/formats/` (one per supported format, from
+//! `scripts/make-format-fixtures.py`).
 
 use crate::{
     detect, extract, ContentType, DocumentKind, ExtractInput, Extraction, FileKind, Locator,
     TextKind,
 };
 
+/// The sample documents in `fixtures/formats/`, with their detected kinds.
+pub(crate) fn fixture_files() -> Vec<(String, FileKind, Vec<u8>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/formats");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let bytes = std::fs::read(&path).unwrap();
+            let kind = detect(&bytes, &name).kind;
+            (name, kind, bytes)
+        })
+        .collect()
+}
+
 /// One sample per extractor kind: (file name, kind, a valid document of that kind).
-fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
+fn samples() -> Vec<(String, FileKind, Vec<u8>)> {
+    let mut all: Vec<(String, FileKind, Vec<u8>)> = built_samples()
+        .into_iter()
+        .map(|(n, k, b)| (n.to_string(), k, b))
+        .collect();
+    all.extend(fixture_files());
+    all
+}
+
+fn built_samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
     vec![
         (
             "a.txt",
@@ -64,7 +94,7 @@ fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
         (
             "a.odt",
             FileKind::Document(DocumentKind::Odt),
-            crate::slides::tests::zip_parts(&[(
+            crate::testing::zip_parts(&[(
                 "content.xml",
                 "<office:document-content><office:body><office:text><text:h text:outline-level=\"1\">H</text:h><text:p>Body</text:p></office:text></office:body></office:document-content>",
             )]),
@@ -72,9 +102,31 @@ fn samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
         (
             "a.odp",
             FileKind::Document(DocumentKind::Odp),
-            crate::slides::tests::zip_parts(&[(
+            crate::testing::zip_parts(&[(
                 "content.xml",
                 "<office:document-content><office:body><office:presentation><draw:page><text:p>Slide text</text:p></draw:page></office:presentation></office:body></office:document-content>",
+            )]),
+        ),
+        (
+            "a.docx",
+            FileKind::Document(DocumentKind::Docx),
+            crate::docx::tests::docx_fixture(&format!(
+                "{}{}",
+                crate::docx::tests::p(Some("Heading1"), "H"),
+                crate::docx::tests::p(None, "Body")
+            )),
+        ),
+        (
+            "a.xlsx",
+            FileKind::Document(DocumentKind::Xlsx),
+            crate::sheets::tests::xlsx_fixture(&[("S", &[("A1", "h"), ("A2", "v")])]),
+        ),
+        (
+            "a.ods",
+            FileKind::Document(DocumentKind::Ods),
+            crate::testing::zip_parts(&[(
+                "content.xml",
+                "<office:document-content><office:body><office:spreadsheet><table:table table:name=\"S\"><table:table-row><table:table-cell><text:p>h</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell><text:p>v</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document-content>",
             )]),
         ),
         ("a.svg", FileKind::Image, b"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"2\"/>".to_vec()),
@@ -119,10 +171,28 @@ fn check_locators(name: &str, e: &Extraction) {
 
 #[test]
 fn valid_samples_extract_with_sound_locators() {
-    for (name, kind, bytes) in samples() {
-        let e = run(name, kind, &bytes).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let samples = samples();
+    let kinds: std::collections::HashSet<FileKind> = samples.iter().map(|s| s.1).collect();
+    for (name, kind, bytes) in samples {
+        let e = run(&name, kind, &bytes).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(!e.objects.is_empty(), "{name}: no objects");
-        check_locators(name, &e);
+        check_locators(&name, &e);
+    }
+    // Every document kind with an extractor has a sample here.
+    for doc in [
+        DocumentKind::Pdf,
+        DocumentKind::Docx,
+        DocumentKind::Xlsx,
+        DocumentKind::Xls,
+        DocumentKind::Ods,
+        DocumentKind::Pptx,
+        DocumentKind::Odp,
+        DocumentKind::Odt,
+    ] {
+        assert!(
+            kinds.contains(&FileKind::Document(doc)),
+            "no {doc:?} sample"
+        );
     }
 }
 
@@ -141,8 +211,8 @@ fn empty_truncated_garbage_and_non_utf8_inputs_never_panic() {
             inputs.push(bytes.get(..cut).unwrap_or(&[]).to_vec());
         }
         for input in inputs {
-            if let Ok(e) = run(name, kind, &input) {
-                check_locators(name, &e);
+            if let Ok(e) = run(&name, kind, &input) {
+                check_locators(&name, &e);
             }
         }
     }
@@ -151,8 +221,8 @@ fn empty_truncated_garbage_and_non_utf8_inputs_never_panic() {
 #[test]
 fn extraction_is_deterministic() {
     for (name, kind, bytes) in samples() {
-        let a = run(name, kind, &bytes);
-        let b = run(name, kind, &bytes);
+        let a = run(&name, kind, &bytes);
+        let b = run(&name, kind, &bytes);
         assert_eq!(a, b, "{name}");
     }
 }

@@ -107,7 +107,8 @@ impl Extractor for Csv {
     }
 }
 
-fn cell(s: &str) -> String {
+/// A cell's text for a Markdown table: pipes escaped, on one line.
+pub(crate) fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ").trim().to_string()
 }
 

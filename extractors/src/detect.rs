@@ -134,38 +134,104 @@ fn extension(name: &str) -> String {
     }
 }
 
-/// A ZIP file may be an OOXML/ODF document or a plain archive. The first local header's name
-/// (and, for ODF, the stored `mimetype` member) tell which, without reading the directory.
+/// A ZIP file may be an OOXML/ODF document or a plain archive. ODF stores its `mimetype`
+/// member first and uncompressed (infer reads it); OOXML is told by its part names, read from
+/// the local headers found in `head` (the unpacker confirms with the central directory, see
+/// [`package_kind`]).
 fn detect_zip_based(head: &[u8]) -> Detected {
     let d = |kind, mime: &str| Detected {
         kind,
         mime: mime.to_string(),
     };
     if let Some(t) = infer::get(head) {
-        let doc = match t.mime_type() {
-            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => {
-                Some(DocumentKind::Docx)
-            }
-            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => {
-                Some(DocumentKind::Xlsx)
-            }
-            "application/vnd.openxmlformats-officedocument.presentationml.presentation" => {
-                Some(DocumentKind::Pptx)
-            }
-            "application/vnd.oasis.opendocument.text" => Some(DocumentKind::Odt),
-            "application/vnd.oasis.opendocument.spreadsheet" => Some(DocumentKind::Ods),
-            "application/vnd.oasis.opendocument.presentation" => Some(DocumentKind::Odp),
-            _ => None,
-        };
-        if let Some(doc) = doc {
-            return d(FileKind::Document(doc), t.mime_type());
+        let mime = t.mime_type();
+        if let Some(found) = package_kind(std::iter::empty(), Some(mime)) {
+            return found;
         }
-        if t.mime_type() != "application/zip" {
+        if mime != "application/zip" {
             // epub, jar, apk, ...: a zip, but a document of its own kind; keep it whole.
-            return d(FileKind::Other, t.mime_type());
+            return d(FileKind::Other, mime);
         }
     }
-    d(FileKind::Container(ContainerKind::Zip), "application/zip")
+    let names = local_header_names(head);
+    package_kind(names.iter().map(String::as_str), None)
+        .unwrap_or_else(|| d(FileKind::Container(ContainerKind::Zip), "application/zip"))
+}
+
+/// Names of the ZIP local file headers that start inside `head`.
+fn local_header_names(head: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut at = 0;
+    while let Some(pos) = head
+        .get(at..)
+        .and_then(|rest| rest.windows(4).position(|w| w == b"PK\x03\x04"))
+    {
+        let start = at + pos;
+        let len = head
+            .get(start + 26..start + 28)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, |b: [u8; 2]| usize::from(u16::from_le_bytes(b)));
+        if let Some(name) = head.get(start + 30..start + 30 + len) {
+            names.push(String::from_utf8_lossy(name).into_owned());
+        }
+        at = start + 4;
+    }
+    names
+}
+
+/// The office document kind of a ZIP package, from its member `names` or an ODF `mimetype`
+/// (or a MIME type already sniffed). `None` for a plain archive.
+pub fn package_kind<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    mimetype: Option<&str>,
+) -> Option<Detected> {
+    const KINDS: [(&str, DocumentKind, &str); 6] = [
+        (
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            DocumentKind::Docx,
+            "word/document.xml",
+        ),
+        (
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            DocumentKind::Xlsx,
+            "xl/workbook.xml",
+        ),
+        (
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+            DocumentKind::Pptx,
+            "ppt/presentation.xml",
+        ),
+        (
+            "application/vnd.oasis.opendocument.text",
+            DocumentKind::Odt,
+            "",
+        ),
+        (
+            "application/vnd.oasis.opendocument.spreadsheet",
+            DocumentKind::Ods,
+            "",
+        ),
+        (
+            "application/vnd.oasis.opendocument.presentation",
+            DocumentKind::Odp,
+            "",
+        ),
+    ];
+    let found = |(mime, kind, _): &(&str, DocumentKind, &str)| Detected {
+        kind: FileKind::Document(*kind),
+        mime: (*mime).to_string(),
+    };
+    if let Some(m) = mimetype.map(str::trim) {
+        if let Some(k) = KINDS.iter().find(|(mime, ..)| *mime == m) {
+            return Some(found(k));
+        }
+    }
+    let names: Vec<&str> = names.into_iter().collect();
+    KINDS
+        .iter()
+        .filter(|(.., main)| !main.is_empty())
+        .find(|(.., main)| names.contains(main))
+        .map(found)
 }
 
 /// POSIX/GNU tar: "ustar" magic at 257, or (old v7 archives) a valid header checksum.

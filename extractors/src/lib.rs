@@ -9,19 +9,26 @@
 
 mod csv_table;
 mod detect;
+mod docx;
+mod flow;
 mod locator;
 mod markup;
 mod media;
 mod model;
 mod objects;
+mod odt;
 mod other;
+mod package;
 mod pdf;
+mod sheets;
 mod slides;
 mod text;
 mod textcodec;
+mod xmlutil;
 
 pub use detect::{
-    detect, looks_like_text, ContainerKind, Detected, DocumentKind, FileKind, TextKind, SNIFF_LEN,
+    detect, looks_like_text, package_kind, ContainerKind, Detected, DocumentKind, FileKind,
+    TextKind, SNIFF_LEN,
 };
 pub use locator::{Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
 pub use model::{
@@ -60,6 +67,15 @@ pub enum ExtractError {
     Container(String),
 }
 
+impl ExtractError {
+    pub(crate) fn malformed(format: &str, reason: impl ToString) -> Self {
+        ExtractError::Malformed {
+            format: format.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// One extractor per format family. Implementations are stateless and cheap to share.
 pub trait Extractor: Send + Sync {
     /// A short name for logs and reports.
@@ -81,32 +97,62 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
         FileKind::Document(DocumentKind::Pdf) => &pdf::Pdf,
         FileKind::Document(DocumentKind::Pptx) => &slides::Pptx,
         FileKind::Document(DocumentKind::Odp) => &slides::Odp,
-        FileKind::Document(DocumentKind::Odt) => &slides::Odt,
+        FileKind::Document(DocumentKind::Odt) => &odt::Odt,
+        FileKind::Document(DocumentKind::Docx) => &docx::Docx,
+        FileKind::Document(DocumentKind::Xlsx) => &sheets::Xlsx,
+        FileKind::Document(DocumentKind::Xls) => &sheets::Xls,
+        FileKind::Document(DocumentKind::Ods) => &sheets::Ods,
         FileKind::Container(_) => &other::ContainerRefusal,
         FileKind::Image | FileKind::Audio | FileKind::Video => &media::Media,
-        FileKind::Document(_) => &other::Opaque,
         FileKind::Other => &other::Opaque,
     }
 }
 
 /// Run the extractor that matches `input.detected`.
+///
+/// A panic inside a parser (a bug that malformed input reaches) becomes an error for this
+/// file. Aborts, stack overflows and hangs cannot be caught in-process; the pipeline runs
+/// extraction in isolated worker processes for those.
 pub fn extract(input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-    extractor_for(input.detected.kind).extract(input)
+    let extractor = extractor_for(input.detected.kind);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extractor.extract(input)))
+        .unwrap_or_else(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(ExtractError::malformed(
+                extractor.name(),
+                format!("parser panicked: {message}"),
+            ))
+        })
 }
 
 /// Summaries of `objects` for a [`FileContentIndex`].
 pub fn summarize(objects: &[ContentObject]) -> Vec<ObjectSummary> {
     objects
         .iter()
-        .map(|o| ObjectSummary {
-            id: o.id.clone(),
-            content_type: o.content_type,
-            location: o.context_ref.location.clone(),
-            label: o.context_ref.label.clone(),
-            char_count: o.data.chars().count() as u64,
+        .map(|o| {
+            let number = |key: &str| o.metadata.get(key).and_then(serde_json::Value::as_f64);
+            let dimension = |key: &str| number(key).filter(|v| *v >= 0.0).map(|v| v.round() as u64);
+            ObjectSummary {
+                id: o.id.clone(),
+                content_type: o.content_type,
+                location: o.context_ref.location.clone(),
+                label: o.context_ref.label.clone(),
+                section: o.context_ref.section_id.clone(),
+                char_count: o.data.chars().count() as u64,
+                dimensions: dimension("width").zip(dimension("height")),
+                duration_seconds: number("duration_seconds"),
+            }
         })
         .collect()
 }
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod fixture_expectations;
+#[cfg(test)]
+mod testing;

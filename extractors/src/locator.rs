@@ -4,6 +4,7 @@
 //! outer.zip!/docs/inner.tar.gz!/report.pdf#page=12
 //! book.xlsx#sheet=Q3&rows=1-40
 //! notes.md#line=10-42
+//! handbook.docx#para=12-19
 //! ```
 //!
 //! The path part is the chain of containers: the first segment is the path the user gave, each
@@ -39,6 +40,9 @@ pub struct Fragment {
     pub lines: Option<(u64, u64)>,
     /// 1-based inclusive row range (CSV, sheets).
     pub rows: Option<(u64, u64)>,
+    /// 1-based inclusive range of body blocks (paragraphs, headings, tables) of a flowing
+    /// document (DOCX, ODT), in document order.
+    pub paras: Option<(u64, u64)>,
 }
 
 impl Fragment {
@@ -56,7 +60,7 @@ pub enum LocatorError {
     EmptySegment,
     #[error("bad percent-escape in locator: {0:?}")]
     BadEscape(String),
-    #[error("unknown fragment key {0:?} (expected page, sheet, slide, line or rows)")]
+    #[error("unknown fragment key {0:?} (expected page, sheet, slide, line, rows or para)")]
     UnknownKey(String),
     #[error("bad value for fragment key {key}: {value:?}")]
     BadValue { key: String, value: String },
@@ -223,6 +227,7 @@ impl FromStr for Fragment {
                 "sheet" => set_once(&mut f.sheet, key, value)?,
                 "line" => set_once(&mut f.lines, key, parse_range(key, &value)?)?,
                 "rows" => set_once(&mut f.rows, key, parse_range(key, &value)?)?,
+                "para" => set_once(&mut f.paras, key, parse_range(key, &value)?)?,
                 other => return Err(LocatorError::UnknownKey(other.to_string())),
             }
         }
@@ -249,6 +254,9 @@ impl fmt::Display for Fragment {
         }
         if let Some((a, b)) = self.rows {
             parts.push(format!("rows={}", range(a, b)));
+        }
+        if let Some((a, b)) = self.paras {
+            parts.push(format!("para={}", range(a, b)));
         }
         f.write_str(&parts.join("&"))
     }
@@ -332,6 +340,7 @@ mod tests {
         round_trip("book.xlsx#sheet=Q3&rows=1-40");
         round_trip("deck.pptx#slide=4");
         round_trip("notes.md#line=10-42");
+        round_trip("handbook.docx#para=3-9");
         round_trip("/abs/path/file.txt");
     }
 

@@ -1,9 +1,11 @@
 //! Images, audio and video: one object each, with what the headers tell cheaply.
 //!
-//! Images: format and pixel size (imagesize reads only headers; SVG from its root element).
+//! Images: format and pixel size (imagesize reads only headers; SVG from its root element,
+//! plus its title, description and text labels as line-addressed text).
 //! Audio: duration, sample rate and channels from WAV/FLAC/Ogg headers, and an estimate for
-//! MP3 from its first frame. Video: duration and size from MP4 (`mvhd`/`tkhd`) and AVI
-//! (`avih`). Nothing is decoded; a header we cannot read leaves the field out.
+//! MP3 from its first frame. Video: duration and size from MP4 (`mvhd`/`tkhd`), AVI (`avih`),
+//! WebM/Matroska (`Info`, `Tracks`) and MPEG program streams (video time stamps and the
+//! sequence header). Nothing is decoded; a header we cannot read leaves the field out.
 
 use serde_json::{json, Map, Value};
 
@@ -48,7 +50,13 @@ impl Extractor for Media {
                 ContentType::Audiostream
             }
             _ => {
-                merge(&mut meta, mp4(b).or_else(|| avi(b)));
+                merge(
+                    &mut meta,
+                    mp4(b)
+                        .or_else(|| avi(b))
+                        .or_else(|| matroska(b))
+                        .or_else(|| mpeg_ps(b)),
+                );
                 ContentType::Videostream
             }
         };
@@ -62,6 +70,12 @@ impl Extractor for Media {
             },
             Value::Object(meta),
         );
+        if mime == "image/svg+xml" {
+            // Titles, descriptions and labels of a drawing are text worth finding.
+            if let Ok(text) = crate::markup::Xml.extract(input) {
+                sink.append(text.objects);
+            }
+        }
         Ok(Extraction {
             objects: sink.objects,
             structure: Structure::default(),
@@ -327,6 +341,197 @@ fn avi(b: &[u8]) -> Option<Value> {
         "width": w,
         "height": h,
     }))
+}
+
+/// An EBML variable-length integer at `at`: (value, length). `None` when malformed; the
+/// all-ones "unknown size" comes back as `u64::MAX`.
+fn vint(b: &[u8], at: usize, keep_marker: bool) -> Option<(u64, usize)> {
+    let first = *b.get(at)?;
+    let len = first.leading_zeros() as usize + 1;
+    if len > 8 {
+        return None;
+    }
+    let mut value = if keep_marker {
+        u64::from(first)
+    } else {
+        u64::from(first) & ((1u64 << (8 - len)) - 1)
+    };
+    let mut all_ones = value == (1u64 << (8 - len)) - 1;
+    for i in 1..len {
+        let byte = *b.get(at + i)?;
+        all_ones &= byte == 0xFF;
+        value = (value << 8) | u64::from(byte);
+    }
+    Some((
+        if all_ones && !keep_marker {
+            u64::MAX
+        } else {
+            value
+        },
+        len,
+    ))
+}
+
+fn ebml_uint(data: &[u8]) -> Option<u64> {
+    (data.len() <= 8).then(|| data.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x)))
+}
+
+fn ebml_float(data: &[u8]) -> Option<f64> {
+    match data.len() {
+        4 => Some(f64::from(f32::from_be_bytes(data.try_into().ok()?))),
+        8 => Some(f64::from_be_bytes(data.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// WebM/Matroska: `Segment/Info` (timestamp scale, duration) and the first video and audio
+/// `TrackEntry` (pixel size, sampling rate, channels). Clusters are skipped by size.
+fn matroska(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != [0x1A, 0x45, 0xDF, 0xA3] {
+        return None;
+    }
+    const SEGMENT: u64 = 0x1853_8067;
+    const INFO: u64 = 0x1549_A966;
+    const TRACKS: u64 = 0x1654_AE6B;
+    const TRACK_ENTRY: u64 = 0xAE;
+    const VIDEO: u64 = 0xE0;
+    const AUDIO: u64 = 0xE1;
+    let (mut scale, mut duration) = (1_000_000u64, None);
+    let mut facts = json!({});
+    // (start, end) of the element bodies still to walk; masters are walked in place.
+    let mut stack = vec![(0usize, b.len())];
+    let mut visited = 0;
+    while let Some((mut at, end)) = stack.pop() {
+        while at < end && visited < 100_000 {
+            visited += 1;
+            let (id, id_len) = vint(b, at, true)?;
+            let (size, size_len) = vint(b, at + id_len, false)?;
+            let body = at + id_len + size_len;
+            let body_end = if size == u64::MAX {
+                end
+            } else {
+                body.checked_add(usize::try_from(size).ok()?)?.min(end)
+            };
+            let data = b.get(body..body_end).unwrap_or(&[]);
+            match id {
+                SEGMENT | INFO | TRACKS | TRACK_ENTRY | VIDEO | AUDIO => {
+                    // Walk the master's children next, then go on after it.
+                    if body_end < end {
+                        stack.push((body_end, end));
+                    }
+                    stack.push((body, body_end));
+                    break;
+                }
+                0x2A_D7B1 => scale = ebml_uint(data).filter(|s| *s > 0).unwrap_or(scale),
+                0x4489 => duration = ebml_float(data),
+                0xB0 if facts.get("width").is_none() => facts["width"] = json!(ebml_uint(data)?),
+                0xBA if facts.get("height").is_none() => facts["height"] = json!(ebml_uint(data)?),
+                0xB5 if facts.get("sample_rate").is_none() => {
+                    facts["sample_rate"] = json!(ebml_float(data)?)
+                }
+                0x9F if facts.get("channels").is_none() => {
+                    facts["channels"] = json!(ebml_uint(data)?)
+                }
+                // A cluster of unknown size runs to the end: nothing after it is a header.
+                0x1F43_B675 if size == u64::MAX => break,
+                _ => {}
+            }
+            at = body_end;
+        }
+    }
+    if let Some(d) = duration.filter(|d| d.is_finite() && *d >= 0.0) {
+        facts["duration_seconds"] = json!(round3(d * scale as f64 / 1e9));
+    }
+    Some(facts)
+}
+
+/// The presentation time stamp (90 kHz) of the PES packet starting at `at`, MPEG-1 or
+/// MPEG-2 syntax.
+fn pes_pts(b: &[u8], at: usize) -> Option<u64> {
+    let mut p = at + 6;
+    let pts_at = if b.get(p)? & 0xC0 == 0x80 {
+        // MPEG-2: flags, then the header data with the PTS first.
+        (b.get(p + 1)? & 0x80 != 0).then_some(p + 3)?
+    } else {
+        // MPEG-1: stuffing, an optional buffer size, then the PTS marker.
+        let mut stuffing = 0;
+        while *b.get(p)? == 0xFF && stuffing < 16 {
+            p += 1;
+            stuffing += 1;
+        }
+        if b.get(p)? & 0xC0 == 0x40 {
+            p += 2;
+        }
+        (b.get(p)? & 0xE0 == 0x20).then_some(p)?
+    };
+    let &[b0, b1, b2, b3, b4] = b.get(pts_at..pts_at + 5)? else {
+        return None;
+    };
+    let [b0, b1, b2, b3, b4] = [b0, b1, b2, b3, b4].map(u64::from);
+    Some(((b0 >> 1) & 7) << 30 | b1 << 22 | (b2 >> 1) << 15 | b3 << 7 | b4 >> 1)
+}
+
+/// MPEG program stream: duration from the video packets' time stamps (first to last, plus
+/// one frame), size and frame rate from the sequence header. Only the first and last
+/// 256 KiB are searched.
+fn mpeg_ps(b: &[u8]) -> Option<Value> {
+    if b.get(0..4)? != [0, 0, 1, 0xBA] {
+        return None;
+    }
+    const WINDOW: usize = 256 * 1024;
+    let starts = |from: usize, to: usize| {
+        let window = b.get(from..to).unwrap_or(&[]);
+        window
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| {
+                w.get(..3) == Some(&[0, 0, 1]) && w.get(3).is_some_and(|c| c & 0xF0 == 0xE0)
+            })
+            .map(move |(i, _)| from + i)
+    };
+    let mut facts = json!({});
+    let head_end = b.len().min(WINDOW);
+    let mut frame_rate = None;
+    if let Some(at) = b
+        .get(..head_end)?
+        .windows(4)
+        .position(|w| w == [0, 0, 1, 0xB3])
+    {
+        if let Some(&[s0, s1, s2, s3]) = b.get(at + 4..at + 8) {
+            let [s0, s1, s2] = [s0, s1, s2].map(u32::from);
+            facts["width"] = json!((s0 << 4) | (s1 >> 4));
+            facts["height"] = json!(((s1 & 0x0F) << 8) | s2);
+            const RATES: [f64; 9] = [
+                0.0,
+                24_000.0 / 1001.0,
+                24.0,
+                25.0,
+                30_000.0 / 1001.0,
+                30.0,
+                50.0,
+                60_000.0 / 1001.0,
+                60.0,
+            ];
+            frame_rate = RATES
+                .get(usize::from(s3 & 0x0F))
+                .copied()
+                .filter(|r| *r > 0.0);
+        }
+    }
+    let first = starts(0, head_end).filter_map(|at| pes_pts(b, at)).min();
+    let last = starts(b.len().saturating_sub(WINDOW), b.len())
+        .filter_map(|at| pes_pts(b, at))
+        .max();
+    if let (Some(first), Some(last)) = (first, last) {
+        if last >= first {
+            let frame = frame_rate.map_or(0.0, |r| 1.0 / r);
+            facts["duration_seconds"] = json!(round3((last - first) as f64 / 90_000.0 + frame));
+            if let Some(r) = frame_rate {
+                facts["frame_rate"] = json!(round3(r));
+            }
+        }
+    }
+    Some(facts)
 }
 
 #[cfg(test)]

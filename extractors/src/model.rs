@@ -178,7 +178,16 @@ pub struct ObjectSummary {
     pub location: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The section path, as in the object's context reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     pub char_count: u64,
+    /// Pixel width and height (images, video, pictures in documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<(u64, u64)>,
+    /// Seconds (audio and video).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
 }
 
 /// The per-file content index: what a file is and what is inside it.

@@ -43,9 +43,8 @@ impl<'a> ObjectSink<'a> {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        let prefix = self.file_hash.get(..16).unwrap_or(self.file_hash);
         self.objects.push(ContentObject {
-            id: format!("{prefix}:{sequence}"),
+            id: self.id(sequence),
             file_id: self.file_hash.to_string(),
             content_type,
             data,
@@ -53,6 +52,23 @@ impl<'a> ObjectSink<'a> {
             metadata,
             sequence,
         });
+    }
+}
+
+impl ObjectSink<'_> {
+    fn id(&self, sequence: u32) -> String {
+        let prefix = self.file_hash.get(..16).unwrap_or(self.file_hash);
+        format!("{prefix}:{sequence}")
+    }
+
+    /// Add objects another extractor made for the same file, renumbered after ours.
+    pub fn append(&mut self, objects: Vec<ContentObject>) {
+        for mut o in objects {
+            let sequence = u32::try_from(self.objects.len()).unwrap_or(u32::MAX);
+            o.sequence = sequence;
+            o.id = self.id(sequence);
+            self.objects.push(o);
+        }
     }
 }
 

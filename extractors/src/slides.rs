@@ -1,69 +1,25 @@
-//! Presentations and OpenDocument text: PPTX, ODP and ODT, read straight from their ZIP
-//! parts with quick-xml.
+//! Presentations: PPTX and ODP, read straight from their checked ZIP parts with quick-xml.
 //!
 //! A slide becomes one text object (title first, then body text) plus one for its speaker
-//! notes, both at `#slide=N` with the slide title as their section. ODT headings
-//! (`text:h` with their outline level) open sections as in Markdown; paragraphs and table
-//! rows between them are grouped into objects. Parts are read through a size cap, never
-//! trusting declared sizes.
-
-use std::collections::HashMap;
-use std::io::{Cursor, Read};
+//! notes, both at `#slide=N` with the slide title as their section. Parts are read through a
+//! size cap, never trusting declared sizes.
 
 use quick_xml::events::Event;
 use serde_json::json;
 
 use crate::model::{ContentType, Structure, StructureNode};
-use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
-use crate::text::BLOCK_CHARS;
+use crate::objects::{ObjectSink, Place};
+use crate::package::{join, odf_content, open_package, part, relationships, Zip};
+use crate::xmlutil::{attr, local, resolve};
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
 
 pub(crate) struct Pptx;
 pub(crate) struct Odp;
-pub(crate) struct Odt;
 
-/// Largest XML part read from an office file.
-const MAX_PART: u64 = 64 * 1024 * 1024;
-
-type Zip<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
-
-fn malformed(format: &str, reason: impl ToString) -> ExtractError {
-    ExtractError::Malformed {
-        format: format.into(),
-        reason: reason.to_string(),
-    }
-}
-
-fn open<'a>(format: &str, bytes: &'a [u8]) -> Result<Zip<'a>, ExtractError> {
-    zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| malformed(format, e))
-}
-
-/// A part's bytes, or `None` when it is missing, unreadable or larger than [`MAX_PART`].
-fn part(zip: &mut Zip<'_>, name: &str) -> Option<Vec<u8>> {
-    let file = zip.by_name(name).ok()?;
-    let mut out = Vec::new();
-    #[allow(clippy::disallowed_methods)] // bounded by `take`
-    file.take(MAX_PART + 1).read_to_end(&mut out).ok()?;
-    (out.len() as u64 <= MAX_PART).then_some(out)
-}
-
-/// Text of one XML part, paragraph by paragraph, with the placeholder/class of the shape
-/// each paragraph sits in. `para` names paragraph elements, `text` the text runs, `shape`
-/// the shape element and `kind` reads a shape's role from an element's attributes.
+/// One paragraph of a slide or notes part, with the placeholder role of its shape.
 struct Paragraph {
     role: String,
     text: String,
-}
-
-fn local(name: &[u8]) -> &[u8] {
-    name.rsplit(|b| *b == b':').next().unwrap_or(name)
-}
-
-fn attr(e: &quick_xml::events::BytesStart<'_>, key: &[u8]) -> Option<String> {
-    e.attributes()
-        .flatten()
-        .find(|a| a.key.as_ref() == key || local(a.key.as_ref()) == key)
-        .map(|a| String::from_utf8_lossy(&a.value).into_owned())
 }
 
 /// PPTX slide or notes XML: paragraphs (`a:p`) of runs (`a:t`), each tagged with its shape's
@@ -108,56 +64,6 @@ fn drawingml_paragraphs(xml: &[u8]) -> Vec<Paragraph> {
         buf.clear();
     }
     out
-}
-
-fn resolve(r: &quick_xml::events::BytesRef<'_>) -> String {
-    match r.resolve_char_ref() {
-        Ok(Some(c)) => c.to_string(),
-        _ => r
-            .decode()
-            .ok()
-            .and_then(|n| quick_xml::escape::resolve_predefined_entity(&n).map(String::from))
-            .unwrap_or_default(),
-    }
-}
-
-/// `Id → Target` of a `.rels` part.
-fn relationships(xml: &[u8]) -> HashMap<String, (String, String)> {
-    let mut reader = quick_xml::Reader::from_reader(xml);
-    let mut buf = Vec::new();
-    let mut out = HashMap::new();
-    while let Ok(event) = reader.read_event_into(&mut buf) {
-        match event {
-            Event::Start(e) | Event::Empty(e) if local(e.name().as_ref()) == b"Relationship" => {
-                if let (Some(id), Some(target)) = (attr(&e, b"Id"), attr(&e, b"Target")) {
-                    out.insert(id, (target, attr(&e, b"Type").unwrap_or_default()));
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-        buf.clear();
-    }
-    out
-}
-
-/// Resolve `target` relative to the folder of `base` (`ppt/slides/slide1.xml` + `../x` …).
-fn join(base: &str, target: &str) -> String {
-    if let Some(abs) = target.strip_prefix('/') {
-        return abs.to_string();
-    }
-    let mut parts: Vec<&str> = base.split('/').collect();
-    parts.pop();
-    for seg in target.split('/') {
-        match seg {
-            ".." => {
-                parts.pop();
-            }
-            "." | "" => {}
-            s => parts.push(s),
-        }
-    }
-    parts.join("/")
 }
 
 /// Slide part names in presentation order.
@@ -269,10 +175,10 @@ impl Extractor for Pptx {
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-        let mut zip = open("pptx", input.bytes)?;
+        let mut zip = open_package("pptx", input.bytes)?;
         let order = pptx_slide_order(&mut zip);
         if order.is_empty() && zip.by_name("ppt/presentation.xml").is_err() {
-            return Err(malformed("pptx", "no presentation part"));
+            return Err(ExtractError::malformed("pptx", "no presentation part"));
         }
         let mut slides = Vec::new();
         for name in order {
@@ -323,13 +229,6 @@ impl Extractor for Pptx {
     }
 }
 
-/// Walk an ODF `content.xml`, calling `visit` with (event kind, element local name, its
-/// attributes' lookup, text) for the elements the ODF extractors care about.
-fn odf_content(format: &str, bytes: &[u8]) -> Result<Vec<u8>, ExtractError> {
-    let mut zip = open(format, bytes)?;
-    part(&mut zip, "content.xml").ok_or_else(|| malformed(format, "no readable content.xml"))
-}
-
 impl Extractor for Odp {
     fn name(&self) -> &'static str {
         "odp"
@@ -345,7 +244,7 @@ impl Extractor for Odp {
         loop {
             let event = reader
                 .read_event_into(&mut buf)
-                .map_err(|e| malformed("odp", e))?;
+                .map_err(|e| ExtractError::malformed("odp", e))?;
             match event {
                 Event::Start(e) => match local(e.name().as_ref()) {
                     b"page" if e.name().as_ref() == b"draw:page" => slides.push(SlideText {
@@ -398,160 +297,10 @@ impl Extractor for Odp {
     }
 }
 
-impl Extractor for Odt {
-    fn name(&self) -> &'static str {
-        "odt"
-    }
-
-    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-        let xml = odf_content("odt", input.bytes)?;
-        let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
-        let mut buf = Vec::new();
-        let mut sink = ObjectSink::new(input.locator, input.file_hash);
-        let mut nodes: Vec<StructureNode> = Vec::new();
-        let mut path: Vec<(u32, String)> = Vec::new();
-        let (mut block, mut para, mut depth_p, mut in_body) =
-            (String::new(), String::new(), 0u32, false);
-        let mut heading_level: Option<u32> = None;
-        let mut in_cell = false;
-        let mut row: Vec<String> = Vec::new();
-
-        let flush = |sink: &mut ObjectSink<'_>,
-                     block: &mut String,
-                     path: &[(u32, String)],
-                     nodes: &mut [StructureNode]| {
-            if block.trim().is_empty() {
-                block.clear();
-                return;
-            }
-            let section = (!path.is_empty()).then(|| {
-                path.iter()
-                    .map(|(_, t)| t.as_str())
-                    .collect::<Vec<_>>()
-                    .join(SECTION_SEPARATOR)
-            });
-            sink.push(
-                ContentType::Text,
-                std::mem::take(block).trim().to_string(),
-                Place {
-                    label: section.clone().or_else(|| Some("body".into())),
-                    section,
-                    ..Place::default()
-                },
-                json!({}),
-            );
-            if let Some(n) = nodes.last_mut() {
-                n.objects += 1;
-            }
-        };
-
-        loop {
-            let event = reader
-                .read_event_into(&mut buf)
-                .map_err(|e| malformed("odt", e))?;
-            match event {
-                Event::Start(e) => match e.name().as_ref() {
-                    b"office:text" => in_body = true,
-                    b"text:h" if in_body => {
-                        flush(&mut sink, &mut block, &path, &mut nodes);
-                        heading_level = Some(
-                            attr(&e, b"text:outline-level")
-                                .and_then(|l| l.parse().ok())
-                                .unwrap_or(1),
-                        );
-                        depth_p += 1;
-                    }
-                    b"text:p" if in_body => depth_p += 1,
-                    b"table:table-cell" => in_cell = true,
-                    _ => {}
-                },
-                Event::Empty(e)
-                    if depth_p > 0
-                        && matches!(
-                            e.name().as_ref(),
-                            b"text:s" | b"text:tab" | b"text:line-break"
-                        ) =>
-                {
-                    para.push(' ')
-                }
-                Event::End(e) => match e.name().as_ref() {
-                    b"office:text" => in_body = false,
-                    b"text:h" | b"text:p" if depth_p > 0 => {
-                        depth_p -= 1;
-                        let text = para.split_whitespace().collect::<Vec<_>>().join(" ");
-                        para.clear();
-                        if let Some(level) = heading_level.take() {
-                            if text.is_empty() {
-                                continue;
-                            }
-                            while path.last().is_some_and(|(l, _)| *l >= level) {
-                                path.pop();
-                            }
-                            path.push((level, text.clone()));
-                            nodes.push(StructureNode {
-                                kind: "section".into(),
-                                title: text.clone(),
-                                level,
-                                locator: input.locator.to_string(),
-                                objects: 0,
-                                pages: None,
-                            });
-                            block.push_str(&text);
-                            block.push('\n');
-                        } else if in_cell {
-                            row.push(text.replace('|', "\\|"));
-                        } else if !text.is_empty() {
-                            block.push_str(&text);
-                            block.push('\n');
-                            if block.len() >= BLOCK_CHARS {
-                                flush(&mut sink, &mut block, &path, &mut nodes);
-                            }
-                        }
-                    }
-                    b"table:table-cell" => in_cell = false,
-                    b"table:table-row" if !row.is_empty() => {
-                        block.push_str(&format!("| {} |\n", row.join(" | ")));
-                        row.clear();
-                    }
-                    _ => {}
-                },
-                Event::Text(t) if depth_p > 0 => {
-                    if let Ok(s) = t.decode() {
-                        para.push_str(&s);
-                    }
-                }
-                Event::GeneralRef(r) if depth_p > 0 => para.push_str(&resolve(&r)),
-                Event::Eof => break,
-                _ => {}
-            }
-            buf.clear();
-        }
-        flush(&mut sink, &mut block, &path, &mut nodes);
-        Ok(Extraction {
-            objects: sink.objects,
-            structure: Structure {
-                nodes,
-                ..Structure::default()
-            },
-        })
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::{detect, Locator};
-    use std::io::Write;
-
-    pub(crate) fn zip_parts(parts: &[(&str, &str)]) -> Vec<u8> {
-        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        for (name, body) in parts {
-            w.start_file(*name, zip::write::SimpleFileOptions::default())
-                .unwrap();
-            w.write_all(body.as_bytes()).unwrap();
-        }
-        w.finish().unwrap().into_inner()
-    }
+    use crate::testing::{extract_as, zip_parts};
 
     fn sp(ph: Option<&str>, text: &str) -> String {
         let ph = ph
@@ -612,16 +361,7 @@ pub(crate) mod tests {
     }
 
     fn run(name: &str, bytes: &[u8], kind: crate::DocumentKind) -> Extraction {
-        let loc = Locator::root(name);
-        let mut det = detect(bytes, name);
-        det.kind = crate::FileKind::Document(kind);
-        crate::extract(&ExtractInput {
-            bytes,
-            locator: &loc,
-            file_hash: "ab",
-            detected: &det,
-        })
-        .unwrap()
+        extract_as(name, bytes, Some(crate::FileKind::Document(kind))).unwrap()
     }
 
     #[test]
@@ -645,31 +385,6 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(e.structure.nodes[1].title, "Outlook");
-    }
-
-    #[test]
-    fn odt_headings_make_sections() {
-        let content = "<office:document-content xmlns:office=\"o\" xmlns:text=\"t\"><office:body><office:text>\
-            <text:h text:outline-level=\"1\">Intro</text:h><text:p>Hello <text:span>world</text:span></text:p>\
-            <text:h text:outline-level=\"2\">Detail</text:h><text:p>Fine print</text:p>\
-            </office:text></office:body></office:document-content>";
-        let odt = zip_parts(&[
-            ("mimetype", "application/vnd.oasis.opendocument.text"),
-            ("content.xml", content),
-        ]);
-        let e = run("a.odt", &odt, crate::DocumentKind::Odt);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.section_id.as_deref(), o.data.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                (Some("Intro"), "Intro\nHello world"),
-                (Some("Intro › Detail"), "Detail\nFine print")
-            ]
-        );
     }
 
     #[test]

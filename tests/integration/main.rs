@@ -2,5 +2,6 @@
 //! One test binary; helpers live in `util.rs`.
 
 mod cli;
+mod formats;
 mod library;
 mod util;

@@ -1,0 +1,49 @@
+//! Helpers shared by the unit tests of the extractors.
+
+use std::io::{Cursor, Write};
+
+use crate::{detect, extract, ExtractError, ExtractInput, Extraction, FileKind, Locator};
+
+/// Extract `bytes` as a file named `name`, as the detected kind or as `kind` when given.
+pub(crate) fn extract_as(
+    name: &str,
+    bytes: &[u8],
+    kind: Option<FileKind>,
+) -> Result<Extraction, ExtractError> {
+    let locator = Locator::root(name);
+    let mut detected = detect(bytes, name);
+    if let Some(kind) = kind {
+        detected.kind = kind;
+    }
+    extract(&ExtractInput {
+        bytes,
+        locator: &locator,
+        file_hash: "0123456789abcdef",
+        detected: &detected,
+    })
+}
+
+/// Each object as (locator, section path, text): what most tests compare.
+pub(crate) fn placed(e: &Extraction) -> Vec<(&str, Option<&str>, &str)> {
+    e.objects
+        .iter()
+        .map(|o| {
+            (
+                o.context_ref.location.as_str(),
+                o.context_ref.section_id.as_deref(),
+                o.data.as_str(),
+            )
+        })
+        .collect()
+}
+
+/// A ZIP package of (part name, text) entries, deflated.
+pub(crate) fn zip_parts(parts: &[(&str, &str)]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, body) in parts {
+        w.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(body.as_bytes()).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
