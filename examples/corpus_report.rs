@@ -37,6 +37,8 @@ fn main() {
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     let mut failures: Vec<(String, String)> = Vec::new();
     let mut longest_pdf: Option<(u32, String, Vec<u8>)> = None;
+    // PDF pages whose text could not be read, per file.
+    let mut failed_pages: Vec<(String, u64, u32)> = Vec::new();
     walk(std::path::Path::new(dir), &mut |entry| {
         let DiskEntry::File(f) = entry else { return };
         Unpacker::new(&limits).expand_file(&f.path, &f.locator, &mut |leaf| match leaf {
@@ -62,6 +64,14 @@ fn main() {
                     Ok(Ok(e)) => {
                         row.ok += 1;
                         row.objects += e.objects.len() as u64;
+                        let lost = e
+                            .objects
+                            .first()
+                            .and_then(|o| o.metadata.get("failed_pages"))
+                            .and_then(serde_json::Value::as_u64);
+                        if let (Some(lost), Some(pages)) = (lost, e.structure.page_count) {
+                            failed_pages.push((locator.to_string(), lost, pages));
+                        }
                         if let Some(pages) = e.structure.page_count {
                             if longest_pdf.as_ref().is_none_or(|(p, _, _)| pages > *p) {
                                 longest_pdf = Some((pages, locator.to_string(), bytes.clone()));
@@ -98,6 +108,9 @@ fn main() {
     println!("| **all** | {files} | {ok} | {} | | |", files - ok);
     for (loc, reason) in &failures {
         println!("FAILED {loc}: {reason}");
+    }
+    for (loc, lost, pages) in &failed_pages {
+        println!("PAGES WITHOUT TEXT {loc}: {lost} of {pages}");
     }
     if args.iter().any(|a| a == "--prescan-longest") {
         if let Some((pages, loc, bytes)) = longest_pdf {

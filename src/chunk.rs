@@ -117,7 +117,12 @@ impl Chunker {
         while start < n {
             let mut end = (start + budget).min(n);
             if end < n {
-                end = best_cut(body, &offsets, start, end);
+                end = if is_table {
+                    let limit = (start + self.max_tokens - header_tokens).min(n);
+                    row_cut(body, &offsets, start, end, limit)
+                } else {
+                    best_cut(body, &offsets, start, end)
+                };
             }
             let (Some(first), Some(last)) = (offsets.get(start), offsets.get(end - 1)) else {
                 break;
@@ -173,6 +178,37 @@ fn is_word_start(text: &str, offsets: &[(usize, usize)], i: usize) -> bool {
             .is_some_and(char::is_whitespace)
 }
 
+/// Whether token `i` is the first of a line.
+fn is_line_start(text: &str, offsets: &[(usize, usize)], i: usize) -> bool {
+    offsets
+        .get(i)
+        .and_then(|&(a, _)| text.get(..a))
+        .is_some_and(|before| before.trim_end_matches([' ', '\t']).ends_with('\n'))
+}
+
+/// Where to end a table chunk that would end at `end`: after the last whole row before `end`,
+/// else after the first row (a row longer than the budget is kept whole up to `limit`),
+/// else at a word.
+fn row_cut(
+    text: &str,
+    offsets: &[(usize, usize)],
+    start: usize,
+    end: usize,
+    limit: usize,
+) -> usize {
+    ((start + 1)..=end)
+        .rev()
+        .find(|&i| is_line_start(text, offsets, i))
+        .or_else(|| ((end + 1)..=limit).find(|&i| is_line_start(text, offsets, i)))
+        .unwrap_or_else(|| {
+            if limit >= offsets.len() {
+                offsets.len()
+            } else {
+                best_cut(text, offsets, start, limit)
+            }
+        })
+}
+
 /// Where the next chunk starts, given the overlap window `from..end`: the first line start in
 /// it, else (except for tables, which overlap by whole rows or not at all) the first word
 /// start, else `end`.
@@ -183,14 +219,8 @@ fn next_start(
     end: usize,
     rows_only: bool,
 ) -> usize {
-    let after_newline = |i: usize| {
-        offsets
-            .get(i)
-            .and_then(|&(a, _)| text.get(..a))
-            .is_some_and(|before| before.trim_end_matches([' ', '\t']).ends_with('\n'))
-    };
     (from..end)
-        .find(|&i| after_newline(i))
+        .find(|&i| is_line_start(text, offsets, i))
         .or_else(|| {
             (!rows_only)
                 .then(|| (from..end).find(|&i| is_word_start(text, offsets, i)))
@@ -348,6 +378,27 @@ mod tests {
                 "rows {a}-{b}: {}",
                 ch.text
             );
+        }
+    }
+
+    #[test]
+    fn a_row_wider_than_the_table_budget_stays_whole() {
+        let c = chunker(250, 32);
+        let wide: Vec<String> = (0..30).map(|i| format!("word{i}")).collect();
+        let mut csv = String::from("key,text,tail\n");
+        for i in 1..=4 {
+            csv.push_str(&format!("r{i},{},end{i}\n", wide.join(" ")));
+        }
+        let chunks = c.chunk_objects(&objects("wide.csv", &csv));
+        assert_eq!(chunks.len(), 4, "{chunks:#?}");
+        for (i, ch) in chunks.iter().enumerate() {
+            let row = ch.text.lines().nth(2).unwrap();
+            assert!(row.starts_with(&format!("| r{} |", i + 1)), "{}", ch.text);
+            assert!(row.ends_with(&format!("| end{} |", i + 1)), "{}", ch.text);
+            assert!(ch
+                .context_ref
+                .location
+                .ends_with(&format!("#rows={}", i + 2)));
         }
     }
 

@@ -662,6 +662,15 @@ pub fn pdf_page_texts(
     Ok(out)
 }
 
+/// A page's text through lopdf's own (plainer) extraction, for pages pdf-extract fails on.
+fn lopdf_page_text(doc: &Document, page: u32) -> Option<String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| doc.extract_text(&[page])))
+        .ok()?
+        .ok()
+        .map(|t| tidy(&t))
+        .filter(|t| !t.is_empty())
+}
+
 /// Trim trailing spaces and collapse runs of blank lines.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -711,13 +720,26 @@ pub fn extract_pdf(
         }
     };
     let mut failed_pages = Vec::new();
+    // Loaded only if pdf-extract fails on a page: lopdf's plainer text beats none.
+    let mut fallback: Option<Option<Document>> = None;
     for (page, text) in texts {
         match text {
             Ok(t) if !t.is_empty() => {
                 sink.push(ContentType::Text, t, page_place(page, &scan), json!({}))
             }
             Ok(_) => {}
-            Err(reason) => failed_pages.push(json!({ "page": page, "reason": reason })),
+            Err(reason) => {
+                let doc = fallback.get_or_insert_with(|| Document::load_mem(input.bytes).ok());
+                match doc.as_ref().and_then(|d| lopdf_page_text(d, page)) {
+                    Some(t) => sink.push(
+                        ContentType::Text,
+                        t,
+                        page_place(page, &scan),
+                        json!({ "text_source": "lopdf", "pdf_extract_error": reason }),
+                    ),
+                    None => failed_pages.push(json!({ "page": page, "reason": reason })),
+                }
+            }
         }
         for (w, h) in scan
             .page_images
