@@ -20,9 +20,9 @@ deps:
 build:
 	cargo build --release --locked
 
-## Ingest the bundled fixtures into $(DATA), then run a sample search.
+## Ingest the bundled fixtures (not the hostile ones) into $(DATA), then run a sample search.
 demo: models build
-	$(BIN) --data-dir $(DATA) fixtures; test $$? -le 2
+	$(BIN) --data-dir $(DATA) fixtures/docs fixtures/archives fixtures/formats; test $$? -le 2
 	$(BIN) search --data-dir $(DATA) "$(QUERY)"
 
 lint:
@@ -48,3 +48,9 @@ format-fixtures:
 	.venv-fixtures/bin/python -m pip install -q Pillow==13.0.0 xlwt==1.3.0
 	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || { apt-get update -qq && apt-get install -y -qq ffmpeg >/dev/null; }
 	.venv-fixtures/bin/python scripts/make-format-fixtures.py
+
+## Rebuild fixtures/hostile/ (archive bombs, lying headers, quine, links, odd names) and
+## tests/expected/hostile.json with scripts/make-hostile-fixtures.py (stdlib only).
+.PHONY: hostile-fixtures
+hostile-fixtures:
+	python3 scripts/make-hostile-fixtures.py

@@ -88,10 +88,13 @@ fn main() {
                     }
                 }
             }
-            Leaf::Skipped { locator, reason } | Leaf::Failed { locator, reason } => {
+            Leaf::Skipped { locator, reason }
+            | Leaf::Failed { locator, reason }
+            | Leaf::Shadowed { locator, reason } => {
                 rows.entry("(unpack)".into()).or_default().failed += 1;
                 failures.push((locator.to_string(), reason));
             }
+            Leaf::Container { .. } => rows.entry("(archives)".into()).or_default().ok += 1,
         });
     });
     println!("| kind | files | extracted | failed | objects | seconds |");

@@ -7,6 +7,9 @@
 use ingest::{Config, Ingestor, Scope};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Documents are parsed in worker processes started from this same executable: let such
+    // a process serve its jobs instead of running the handler.
+    ingest::run_worker_if_requested();
     let data_dir = std::env::args().nth(1).unwrap_or_else(|| {
         std::env::temp_dir()
             .join("ingest-example")

@@ -46,6 +46,17 @@ pub struct CatalogEntry {
     pub chunks: u32,
 }
 
+impl CatalogEntry {
+    /// The content this locator holds in the index, with its chunk count: only indexed
+    /// files hold content (an archive's hash names the archive, not indexed content).
+    pub fn content(&self) -> Option<(String, u32)> {
+        match (self.status, &self.hash) {
+            (EntryStatus::Indexed, Some(h)) => Some((h.clone(), self.chunks)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ScopeEntries {
     scope: Scope,

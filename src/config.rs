@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+use crate::isolation::{Isolation, IsolationConfig};
 
 /// Hard limits applied to one container tree (a top-level archive and everything nested in
 /// it). Sizes are counted on bytes actually decompressed, never on declared sizes.
@@ -75,6 +76,8 @@ pub struct Config {
     pub extract_threads: usize,
     /// Capacity, in items, of each bounded channel between stages.
     pub channel_capacity: usize,
+    /// Where documents are parsed: isolated worker processes (default) or in-process.
+    pub isolation: IsolationConfig,
 }
 
 impl Default for Config {
@@ -87,6 +90,7 @@ impl Default for Config {
             embed_batch: 16,
             extract_threads: 0,
             channel_capacity: 16,
+            isolation: IsolationConfig::default(),
         }
     }
 }
@@ -120,6 +124,29 @@ impl Config {
         }
         if self.limits.max_ratio == 0 {
             return bad("limits.max_ratio must be at least 1");
+        }
+        let iso = &self.isolation;
+        if iso.memory_bytes < 64 * 1024 * 1024 {
+            return bad("isolation.memory_bytes must be at least 64 MiB");
+        }
+        if iso.cpu_seconds == 0 || iso.deadline.is_zero() {
+            return bad("isolation.cpu_seconds and isolation.deadline must be positive");
+        }
+        if iso.mode == Isolation::Processes {
+            match iso.command() {
+                Ok((program, _)) if program.is_file() => {}
+                Ok((program, _)) => {
+                    return Err(Error::Config(format!(
+                        "extraction worker program {} does not exist",
+                        program.display()
+                    )))
+                }
+                Err(e) => {
+                    return Err(Error::Config(format!(
+                        "cannot find the extraction worker program: {e}"
+                    )))
+                }
+            }
         }
         Ok(())
     }

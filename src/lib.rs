@@ -33,6 +33,7 @@ mod chunk;
 mod config;
 mod embed;
 mod error;
+pub mod isolation;
 mod pipeline;
 mod report;
 mod store;
@@ -43,6 +44,9 @@ pub use chunk::{Chunk, Chunker};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
 pub use error::{Error, Result};
+pub use isolation::{
+    run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
+};
 pub use pipeline::{Ingestor, Input};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use store::{point_id, Hit, VectorStore};

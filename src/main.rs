@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use ingest::{Config, FileReport, FileStatus, Ingestor, Input, Scope};
+use ingest::{Config, FileReport, FileStatus, Ingestor, Input, Isolation, Scope};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -63,6 +63,16 @@ struct IngestArgs {
     /// Mark ingested content as shared within the mandate.
     #[arg(long)]
     shared: bool,
+    /// Memory (address space) of each extraction worker, in MiB.
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    extract_memory_mb: u64,
+    /// Seconds one file's extraction may take (wall clock and CPU) before it is abandoned.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    extract_timeout: u64,
+    /// Parse documents in this process instead of isolated workers (trusted input only: a
+    /// parser that aborts takes the whole run down).
+    #[arg(long)]
+    in_process: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -95,13 +105,24 @@ fn scope(common: &Common, shared: bool) -> Scope {
     }
 }
 
-fn open(common: &Common) -> anyhow::Result<Ingestor> {
+fn open(common: &Common, ingest: Option<&IngestArgs>) -> anyhow::Result<Ingestor> {
     let mut config = Config::new(&common.data_dir);
     config.model_dir = common.model_dir.clone();
+    if let Some(args) = ingest {
+        let iso = &mut config.isolation;
+        iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
+        iso.cpu_seconds = args.extract_timeout;
+        iso.deadline = std::time::Duration::from_secs(args.extract_timeout);
+        if args.in_process {
+            iso.mode = Isolation::InProcess;
+        }
+    }
     Ingestor::open(config).with_context(|| format!("opening {}", common.data_dir.display()))
 }
 
 fn main() -> ExitCode {
+    // A worker process started by the pipeline to parse documents in isolation.
+    ingest::run_worker_if_requested();
     let cli = Cli::parse();
     let filter = match cli.common.verbose {
         0 => "warn,qdrant_edge=error",
@@ -133,7 +154,7 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
     if args.paths.is_empty() {
         anyhow::bail!("nothing to ingest: give files, folders or archives (see `ingest --help`)");
     }
-    let ingestor = open(common)?;
+    let ingestor = open(common, Some(args))?;
     let scope = scope(common, args.shared);
     // Fail fast, in one line, when the model is missing (loading itself waits for first use).
     ingest::find_model_dir(common.model_dir.as_deref())?;
@@ -157,7 +178,7 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
         } else if matches!(r.status, FileStatus::Failed | FileStatus::Skipped) {
             let line = format!(
                 "{:<8} {}  ({})",
-                status_word(r.status),
+                r.status.as_str(),
                 r.locator,
                 r.reason.as_deref().unwrap_or("")
             );
@@ -185,8 +206,8 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::json!({ "summary": s }));
     } else {
         println!(
-            "{} files: {} indexed, {} unchanged, {} skipped, {} failed; {} chunks embedded",
-            s.files, s.indexed, s.unchanged, s.skipped, s.failed, s.chunks_embedded
+            "{} files ({} archives): {} indexed, {} unchanged, {} duplicate, {} skipped, {} failed; {} chunks embedded",
+            s.files, s.archives, s.indexed, s.unchanged, s.duplicate, s.skipped, s.failed, s.chunks_embedded
         );
         let t = &s.seconds;
         println!(
@@ -201,15 +222,6 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn status_word(s: FileStatus) -> &'static str {
-    match s {
-        FileStatus::Indexed => "indexed",
-        FileStatus::Unchanged => "unchanged",
-        FileStatus::Skipped => "skipped",
-        FileStatus::Failed => "failed",
-    }
-}
-
 fn snippet(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(max) {
@@ -219,7 +231,7 @@ fn snippet(text: &str, max: usize) -> String {
 }
 
 fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    let ingestor = open(common)?;
+    let ingestor = open(common, None)?;
     let query = args.query.join(" ");
     let hits = ingestor.search(&query, &scope(common, false), args.limit, args.min_score)?;
     let mut out = std::io::stdout().lock();
@@ -244,7 +256,7 @@ fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn status(common: &Common) -> anyhow::Result<ExitCode> {
-    let ingestor = open(common)?;
+    let ingestor = open(common, None)?;
     let stats = ingestor.stats(None);
     let points = if common.data_dir.join("shard").is_dir() {
         ingestor.store()?.count(None)?

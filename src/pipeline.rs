@@ -46,6 +46,8 @@ pub struct Ingestor {
     catalog: Mutex<Catalog>,
     embedder: Mutex<Option<Arc<Embedder>>>,
     store: Mutex<Option<Arc<VectorStore>>>,
+    /// Parses documents: a pool of isolated workers, or in-process.
+    extractor: Box<dyn extractors::Extractor>,
     run_lock: Mutex<()>,
 }
 
@@ -166,14 +168,19 @@ impl Run<'_> {
         chunks: u32,
         hash: Option<String>,
     ) {
+        self.send_report(FileReport {
+            locator: locator.to_string(),
+            status,
+            reason,
+            chunks,
+            hash,
+            archive: false,
+        });
+    }
+
+    fn send_report(&self, report: FileReport) {
         if let Some(tx) = lock(&self.reports).as_ref() {
-            let _ = tx.send(FileReport {
-                locator: locator.to_string(),
-                status,
-                reason,
-                chunks,
-                hash,
-            });
+            let _ = tx.send(report);
         }
     }
 
@@ -211,6 +218,41 @@ impl Run<'_> {
         }
     }
 
+    /// Record a member that holds no content of its own (skipped, failed, or an archive):
+    /// whatever content the locator held before is released.
+    fn record_without_content(
+        &self,
+        loc: &str,
+        parent: Option<&str>,
+        status: EntryStatus,
+        reason: &str,
+        archive_hash: Option<&str>,
+    ) {
+        let previous = {
+            let mut cat = lock(&self.ing.catalog);
+            let previous = cat.get(self.scope, loc).and_then(CatalogEntry::content);
+            cat.put(
+                self.scope,
+                CatalogEntry {
+                    locator: loc.to_string(),
+                    parent: parent.map(str::to_string),
+                    hash: archive_hash.map(str::to_string),
+                    size: 0,
+                    mtime_ns: 0,
+                    status,
+                    reason: Some(reason.to_string()),
+                    chunks: 0,
+                },
+            );
+            previous
+        };
+        if let Some((hash, chunks)) = previous {
+            if let Err(e) = self.release(&hash, chunks) {
+                self.fail_run(e);
+            }
+        }
+    }
+
     /// Record a member that was not extracted (skipped or failed) and report it.
     fn record_unread(
         &self,
@@ -225,31 +267,7 @@ impl Run<'_> {
         } else {
             EntryStatus::Failed
         };
-        let previous = {
-            let mut cat = lock(&self.ing.catalog);
-            let previous = cat
-                .get(self.scope, &loc)
-                .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)));
-            cat.put(
-                self.scope,
-                CatalogEntry {
-                    locator: loc.clone(),
-                    parent: parent.map(str::to_string),
-                    hash: None,
-                    size: 0,
-                    mtime_ns: 0,
-                    status: entry_status,
-                    reason: Some(reason.clone()),
-                    chunks: 0,
-                },
-            );
-            previous
-        };
-        if let Some((hash, chunks)) = previous {
-            if let Err(e) = self.release(&hash, chunks) {
-                self.fail_run(e);
-            }
-        }
+        self.record_without_content(&loc, parent, entry_status, &reason, None);
         self.report(&loc, status, Some(reason), 0, None);
     }
 }
@@ -262,6 +280,7 @@ impl Ingestor {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
         let catalog = Catalog::load(&config.data_dir)?;
         Ok(Ingestor {
+            extractor: crate::isolation::build(&config.isolation),
             config,
             catalog: Mutex::new(catalog),
             embedder: Mutex::new(None),
@@ -422,18 +441,15 @@ impl Ingestor {
             let members = lock(&self.catalog).members_of(run.scope, &entry.locator);
             for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
                 let removed = lock(&self.catalog).remove(run.scope, &gone.locator);
-                if let Some(CatalogEntry {
-                    hash: Some(hash),
-                    chunks,
-                    ..
-                }) = removed
-                {
+                if let Some((hash, chunks)) = removed.as_ref().and_then(CatalogEntry::content) {
                     run.release(&hash, chunks)?;
                 }
             }
             let complete = {
                 let cat = lock(&self.catalog);
-                seen.iter().all(|m| cat.get(run.scope, m).is_some())
+                seen.iter()
+                    .filter(|m| **m != entry.locator)
+                    .all(|m| cat.get(run.scope, m).is_some())
             };
             if complete {
                 // A file that used to be indexed as a plain file and is now an archive.
@@ -441,7 +457,7 @@ impl Ingestor {
                     let mut cat = lock(&self.catalog);
                     let old = cat
                         .get(run.scope, &entry.locator)
-                        .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)));
+                        .and_then(CatalogEntry::content);
                     cat.put(run.scope, entry);
                     old
                 };
@@ -469,7 +485,7 @@ impl Run<'_> {
                     let t = Instant::now();
                     let mut seen = Vec::new();
                     Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut seen);
+                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut seen, &mut None);
                     });
                     *lock(&self.timings.unpack) += t.elapsed();
                 }
@@ -508,21 +524,29 @@ impl Run<'_> {
         }
         let t = Instant::now();
         let mut seen = Vec::new();
+        let mut opened = None;
         Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
-            self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut seen);
+            self.route_leaf(
+                leaf,
+                &f.locator,
+                f.size,
+                f.mtime_ns,
+                leaves,
+                &mut seen,
+                &mut opened,
+            );
         });
         *lock(&self.timings.unpack) += t.elapsed();
-        let was_container = seen.iter().any(|m| m != &loc);
-        if was_container {
+        if let Some((hash, reason)) = opened {
             lock(&self.containers).push((
                 CatalogEntry {
                     locator: loc.clone(),
                     parent: None,
-                    hash: None,
+                    hash: Some(hash),
                     size: f.size,
                     mtime_ns: f.mtime_ns,
                     status: EntryStatus::Container,
-                    reason: None,
+                    reason: Some(reason),
                     chunks: 0,
                 },
                 seen,
@@ -539,30 +563,34 @@ impl Run<'_> {
         }
     }
 
-    /// Report a file (or every member of an archive) whose size and mtime did not change.
+    /// Report a file (or an archive and every member of it) whose size and mtime did not
+    /// change.
     fn replay_unchanged(&self, e: &CatalogEntry) {
-        let entries = if e.status == EntryStatus::Container {
-            lock(&self.ing.catalog).members_of(self.scope, &e.locator)
-        } else {
-            vec![e.clone()]
-        };
+        let mut entries = vec![e.clone()];
+        if e.status == EntryStatus::Container {
+            entries.extend(lock(&self.ing.catalog).members_of(self.scope, &e.locator));
+        }
         for m in entries {
             let status = match m.status {
                 EntryStatus::Indexed | EntryStatus::Container => FileStatus::Unchanged,
                 EntryStatus::Failed => FileStatus::Failed,
                 EntryStatus::Skipped => FileStatus::Skipped,
             };
-            self.report(
-                &m.locator,
+            self.send_report(FileReport {
+                locator: m.locator.clone(),
                 status,
-                m.reason.clone(),
-                m.chunks,
-                m.hash.clone(),
-            );
+                reason: m.reason.clone(),
+                chunks: m.chunks,
+                hash: m.hash.clone(),
+                archive: m.status == EntryStatus::Container,
+            });
         }
     }
 
     /// Send a file leaf to extraction (blocking while the stage is busy); record the rest.
+    /// `seen` collects the locators met; `opened` gets the top-level archive's hash and
+    /// summary when `top` turns out to be one.
+    #[allow(clippy::too_many_arguments)]
     fn route_leaf(
         &self,
         leaf: Leaf,
@@ -571,6 +599,7 @@ impl Run<'_> {
         mtime_ns: u64,
         leaves: &Sender<Work>,
         seen: &mut Vec<String>,
+        opened: &mut Option<(String, String)>,
     ) {
         let top_str = top.to_string();
         let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
@@ -612,6 +641,55 @@ impl Run<'_> {
                     reason,
                 );
             }
+            Leaf::Shadowed { locator, reason } => {
+                // Its locator names an earlier member: reported, not catalogued.
+                self.report(
+                    &locator.to_string(),
+                    FileStatus::Skipped,
+                    Some(reason),
+                    0,
+                    None,
+                );
+            }
+            Leaf::Container {
+                locator,
+                members,
+                hash,
+            } => {
+                let loc = locator.to_string();
+                seen.push(loc.clone());
+                let reason = format!("archive: {members} members");
+                // The same archive as last time: its members said whether they changed.
+                let same = lock(&self.ing.catalog)
+                    .get(self.scope, &loc)
+                    .is_some_and(|e| {
+                        e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)
+                    });
+                if &locator == top {
+                    // Recorded when the run ends, if all its members made it.
+                    *opened = Some((hash.clone(), reason.clone()));
+                } else {
+                    self.record_without_content(
+                        &loc,
+                        Some(&top_str),
+                        EntryStatus::Container,
+                        &reason,
+                        Some(&hash),
+                    );
+                }
+                self.send_report(FileReport {
+                    locator: loc,
+                    status: if same {
+                        FileStatus::Unchanged
+                    } else {
+                        FileStatus::Indexed
+                    },
+                    reason: Some(reason),
+                    chunks: 0,
+                    hash: Some(hash),
+                    archive: true,
+                });
+            }
         }
     }
 
@@ -640,7 +718,7 @@ impl Run<'_> {
         let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
         let previous = known
             .as_ref()
-            .and_then(|e| e.hash.clone().map(|h| (h, e.chunks)))
+            .and_then(CatalogEntry::content)
             .filter(|(h, _)| h != &hash);
         if let Some(e) = known
             .as_ref()
@@ -679,14 +757,8 @@ impl Run<'_> {
                 file_hash: &hash,
                 detected: &work.detected,
             };
-            // Extractors return errors for bad input; a panic is a bug, contained to the file.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extractors::extract(&input)))
-                .unwrap_or_else(|_| {
-                    Err(extractors::ExtractError::Malformed {
-                        format: work.detected.mime.clone(),
-                        reason: "extractor panicked".into(),
-                    })
-                })
+            // Errors, panics, aborts and hangs of a parser are all this file's failure.
+            self.ing.extractor.extract(&input)
         });
         let extraction = match extracted {
             Ok(x) => x,
@@ -907,13 +979,9 @@ impl Run<'_> {
                 }
                 StoreItem::Other(IndexItem::Removed { locator }) => {
                     let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
-                    match removed {
-                        Some(CatalogEntry {
-                            hash: Some(h),
-                            chunks,
-                            ..
-                        }) => self.release(&h, chunks),
-                        _ => Ok(()),
+                    match removed.as_ref().and_then(CatalogEntry::content) {
+                        Some((h, chunks)) => self.release(&h, chunks),
+                        None => Ok(()),
                     }
                 }
                 StoreItem::Other(IndexItem::Content { .. }) => Ok(()),
@@ -988,10 +1056,16 @@ impl Run<'_> {
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
         }
+        // Another file holds the same bytes (else it adopted content a moved file left).
+        let status = if original.is_some() {
+            FileStatus::Duplicate
+        } else {
+            FileStatus::Indexed
+        };
         self.report(
             &meta.locator,
-            FileStatus::Indexed,
-            original.map(|o| format!("same content as {o}")),
+            status,
+            original.map(|o| format!("of {o}")),
             chunks,
             Some(meta.hash),
         );

@@ -14,6 +14,22 @@ pub enum FileStatus {
     Skipped,
     /// Could not be read or extracted.
     Failed,
+    /// The same bytes as another file in the index (named in the reason): found under both
+    /// names, extracted and embedded once.
+    Duplicate,
+}
+
+impl FileStatus {
+    /// The lowercase word used in JSON and on the terminal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileStatus::Indexed => "indexed",
+            FileStatus::Unchanged => "unchanged",
+            FileStatus::Skipped => "skipped",
+            FileStatus::Failed => "failed",
+            FileStatus::Duplicate => "duplicate",
+        }
+    }
 }
 
 /// One line of the ledger.
@@ -26,6 +42,9 @@ pub struct FileReport {
     pub chunks: u32,
     /// Content hash (blake3, hex), when the bytes were read.
     pub hash: Option<String>,
+    /// The line is an archive's own (its members have lines of their own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archive: bool,
 }
 
 /// Busy seconds per stage (summed over the threads of a stage).
@@ -48,6 +67,9 @@ pub struct Summary {
     pub unchanged: u64,
     pub skipped: u64,
     pub failed: u64,
+    pub duplicate: u64,
+    /// Lines that are archives (the other lines are files).
+    pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
     pub chunks_embedded: u64,
     pub seconds: StageSeconds,
@@ -61,6 +83,10 @@ impl Summary {
             FileStatus::Unchanged => self.unchanged += 1,
             FileStatus::Skipped => self.skipped += 1,
             FileStatus::Failed => self.failed += 1,
+            FileStatus::Duplicate => self.duplicate += 1,
+        }
+        if r.archive {
+            self.archives += 1;
         }
     }
 

@@ -1,12 +1,22 @@
 //! Container unpacking: folders, ZIP, TAR, GZ (every member) and TAR.GZ/TGZ, nested, under one
 //! [`Budget`] per top-level tree.
 //!
-//! Nothing is ever written to disk: member names only become locator segments, never paths.
-//! Sizes are counted on bytes actually produced by the decoders, and every container's total
-//! output is capped at `max_ratio` times its own size, so lying headers, overlapping entries
-//! and nested bombs all run into a limit. A member that hits a limit is reported as skipped
-//! with the limit's name, and its siblings go on. Links and special files are reported, never
-//! followed.
+//! Nothing is ever written to disk: member names only become locator segments, never paths,
+//! and are kept raw (`../x`, `/abs`, bytes that are not UTF-8 are escaped, not dropped). Sizes
+//! are counted on bytes actually produced by the decoders, and every container's total output
+//! is capped at `max_ratio` times its own size, so lying headers and nested bombs run into a
+//! limit. A member that hits a limit is reported as skipped with the limit's name, and its
+//! siblings go on. On top of that:
+//! - ZIP entries whose bytes overlap an earlier entry's (a non-recursive bomb) are skipped, and
+//!   entries with a name seen before in the same archive are reported, never silently dropped
+//!   (the central directory is walked entry by entry, so duplicates are not lost in a map);
+//! - an archive with the same bytes as one of its ancestors (a quine) is not opened again;
+//! - tar header records (GNU long names, PAX headers) are capped before the tar reader
+//!   buffers them, and sparse members are refused by their expanded size before reading;
+//! - links, devices, FIFOs and encrypted entries are reported as members with the reason.
+//!
+//! Every member yields exactly one [`Leaf`], and every container one more when it is done
+//! ([`Leaf::Container`]) or could not be opened as a whole (skipped or failed).
 
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek};
@@ -14,7 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::UNIX_EPOCH;
 
-use extractors::{detect, ContainerKind, Detected, FileKind, Locator, SNIFF_LEN};
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
+
+use extractors::{
+    detect, segment_from_bytes, ContainerKind, Detected, FileKind, Locator, SNIFF_LEN,
+};
 
 use crate::config::Limits;
 
@@ -26,6 +41,7 @@ pub enum Limit {
     Depth,
     CompressionRatio,
     FileSize,
+    TarHeader,
 }
 
 impl Limit {
@@ -36,6 +52,7 @@ impl Limit {
             Limit::Depth => "depth",
             Limit::CompressionRatio => "compression-ratio",
             Limit::FileSize => "file-size",
+            Limit::TarHeader => "tar-header",
         }
     }
 }
@@ -87,6 +104,17 @@ pub enum Leaf {
     Skipped { locator: Locator, reason: String },
     /// Could not be read: a corrupt container or member.
     Failed { locator: Locator, reason: String },
+    /// A member whose name an earlier member of the same archive already has: reported, not
+    /// read (its locator would name the other one).
+    Shadowed { locator: Locator, reason: String },
+    /// A container whose members were all reported (they come before it).
+    Container {
+        locator: Locator,
+        /// Direct members reported (nested containers count as one each).
+        members: u64,
+        /// blake3 of the container's bytes.
+        hash: String,
+    },
 }
 
 /// A regular file found on disk by [`walk`].
@@ -122,7 +150,7 @@ pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
     };
     let mut stack = vec![root];
     while let Some(path) = stack.pop() {
-        let locator = Locator::root(path.to_string_lossy());
+        let locator = Locator::root(segment_from_bytes(path.as_os_str().as_bytes()));
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) => {
@@ -234,7 +262,25 @@ impl Source {
     fn head(&self) -> io::Result<Vec<u8>> {
         read_at_most(self.open()?, SNIFF_LEN as u64)
     }
+
+    /// blake3 of the whole source (streamed for a file on disk).
+    fn hash(&self) -> io::Result<blake3::Hash> {
+        match self {
+            Source::Memory(b) => Ok(blake3::hash(b)),
+            Source::Disk(p) => {
+                let mut hasher = blake3::Hasher::new();
+                hasher.update_reader(File::open(p)?)?;
+                Ok(hasher.finalize())
+            }
+        }
+    }
 }
+
+/// The archives enclosing the one being opened: (blake3 of its bytes, locator).
+type Ancestors = Vec<(blake3::Hash, String)>;
+
+/// Outcome of walking one container: its direct members reported, or why the walk stopped.
+type Walked = Result<u64, String>;
 
 impl<'a> Unpacker<'a> {
     /// An unpacker with a fresh budget: use one per top-level file.
@@ -248,17 +294,34 @@ impl<'a> Unpacker<'a> {
     /// Expand the file at `path`: a container yields its leaves (recursively), any other file
     /// yields itself.
     pub fn expand_file(&self, path: &Path, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
-        self.expand(Source::Disk(path.to_path_buf()), locator, sink);
+        self.expand(
+            Source::Disk(path.to_path_buf()),
+            locator,
+            &mut Vec::new(),
+            sink,
+        );
     }
 
     /// Expand in-memory bytes named by `locator`, as [`Unpacker::expand_file`] does.
     pub fn expand_bytes(&self, bytes: Vec<u8>, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
-        self.expand(Source::Memory(bytes), locator, sink);
+        self.expand(Source::Memory(bytes), locator, &mut Vec::new(), sink);
     }
 
-    fn expand(&self, source: Source, locator: &Locator, sink: &mut dyn FnMut(Leaf)) {
+    fn expand(
+        &self,
+        source: Source,
+        locator: &Locator,
+        ancestors: &mut Ancestors,
+        sink: &mut dyn FnMut(Leaf),
+    ) {
         let fail = |sink: &mut dyn FnMut(Leaf), reason: String| {
             sink(Leaf::Failed {
+                locator: locator.clone(),
+                reason,
+            })
+        };
+        let skip = |sink: &mut dyn FnMut(Leaf), reason: String| {
+            sink(Leaf::Skipped {
                 locator: locator.clone(),
                 reason,
             })
@@ -277,28 +340,38 @@ impl<'a> Unpacker<'a> {
             return self.leaf(source, locator, detected, sink);
         };
         if locator.depth() >= self.limits.max_depth {
-            return sink(Leaf::Skipped {
-                locator: locator.clone(),
-                reason: format!("limit: {}", Limit::Depth.name()),
-            });
+            return skip(sink, format!("limit: {}", Limit::Depth.name()));
         }
-        let result = match kind {
-            ContainerKind::Zip => self.zip(&source, locator, sink),
+        let hash = match source.hash() {
+            Ok(h) => h,
+            Err(e) => return fail(sink, format!("cannot read: {e}")),
+        };
+        if let Some((_, ancestor)) = ancestors.iter().find(|(h, _)| *h == hash) {
+            return skip(
+                sink,
+                format!("recursive archive: same bytes as {ancestor}, not opened again"),
+            );
+        }
+        ancestors.push((hash, locator.to_string()));
+        let walked = match kind {
+            ContainerKind::Zip => self.zip(&source, locator, ancestors, sink),
             ContainerKind::Tar => source
                 .open()
                 .map_err(|e| e.to_string())
-                .and_then(|r| self.tar(r, locator, sink)),
-            ContainerKind::Gzip => self.gzip(&source, locator, sink),
+                .and_then(|r| self.tar(r, locator, ancestors, sink)),
+            ContainerKind::Gzip => self.gzip(&source, locator, ancestors, sink),
         };
-        match result {
-            Ok(()) => {}
+        ancestors.pop();
+        match walked {
+            Ok(members) => sink(Leaf::Container {
+                locator: locator.clone(),
+                members,
+                hash: hash.to_hex().to_string(),
+            }),
             // A limit tripped while walking the container's own stream: the rest of it is
             // skipped, under that limit's name.
             Err(reason) => match reason.find("limit: ") {
-                Some(at) => sink(Leaf::Skipped {
-                    locator: locator.clone(),
-                    reason: reason.get(at..).unwrap_or(&reason).to_string(),
-                }),
+                Some(at) => skip(sink, reason.get(at..).unwrap_or(&reason).to_string()),
                 None => fail(sink, reason),
             },
         }
@@ -394,10 +467,11 @@ impl<'a> Unpacker<'a> {
         &self,
         locator: Locator,
         read: Result<Vec<u8>, String>,
+        ancestors: &mut Ancestors,
         sink: &mut dyn FnMut(Leaf),
     ) {
         match read {
-            Ok(bytes) => self.expand(Source::Memory(bytes), &locator, sink),
+            Ok(bytes) => self.expand(Source::Memory(bytes), &locator, ancestors, sink),
             Err(reason) if reason.starts_with("limit: ") => sink(Leaf::Skipped { locator, reason }),
             Err(reason) => sink(Leaf::Failed { locator, reason }),
         }
@@ -407,52 +481,82 @@ impl<'a> Unpacker<'a> {
         &self,
         source: &Source,
         locator: &Locator,
+        ancestors: &mut Ancestors,
         sink: &mut dyn FnMut(Leaf),
-    ) -> Result<(), String> {
+    ) -> Walked {
         let len = source.len().map_err(|e| e.to_string())?;
         let reader = source.open().map_err(|e| e.to_string())?;
-        let mut archive = zip::ZipArchive::new(reader).map_err(|e| format!("corrupt zip: {e}"))?;
-        // One meter for the whole archive: overlapping entries and lying sizes still add up.
+        let mut archive =
+            zip::unstable::read::ZipIterable::try_new(reader, zip::read::Config::default())
+                .map_err(|e| format!("corrupt zip: {e}"))?;
+        let mut body = source.open().map_err(|e| e.to_string())?;
+        let entries = archive.files().map_err(|e| format!("corrupt zip: {e}"))?;
+        // One meter for the whole archive: lying sizes still add up.
         let mut produced_total = 0u64;
-        for i in 0..archive.len() {
-            let (name, is_dir, is_link, encrypted) = match archive.by_index_raw(i) {
-                Ok(f) => (
-                    f.name().map_or_else(
-                        |_| String::from_utf8_lossy(f.name_raw()).into_owned(),
-                        |n| n.into_owned(),
-                    ),
-                    f.is_dir(),
-                    f.is_symlink(),
-                    f.encrypted(),
-                ),
+        let mut members = 0u64;
+        let mut names: HashSet<String> = HashSet::new();
+        // Byte ranges (local header to end of data) of the entries read so far, by start.
+        let mut ranges: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        for (i, entry) in entries.enumerate() {
+            let entry = match entry {
+                Ok(e) => e,
                 Err(e) => {
-                    sink(Leaf::Failed {
-                        locator: locator.member(format!("#{i}")),
-                        reason: format!("corrupt zip entry: {e}"),
-                    });
-                    continue;
+                    // The central directory cannot be walked further.
+                    return Err(format!("corrupt zip: entry {i}: {e}"));
                 }
             };
-            if is_dir {
+            if entry.is_dir() {
                 continue;
             }
-            let member = locator.member(name.trim_start_matches('/'));
-            if is_link {
-                sink(Leaf::Skipped {
+            members += 1;
+            let utf8_flag = entry.flags().as_u16() & 0x0800 != 0;
+            let raw = entry.name_raw();
+            let name = if utf8_flag || std::str::from_utf8(raw).is_ok() {
+                segment_from_bytes(raw)
+            } else {
+                // No UTF-8 flag: the name is CP437, as the format says.
+                entry
+                    .name()
+                    .map_or_else(|_| segment_from_bytes(raw), |n| n.into_owned())
+            };
+            let member = locator.member(name.clone());
+            let skipped = |reason: String| Leaf::Skipped {
+                locator: member.clone(),
+                reason,
+            };
+            if !names.insert(name.clone()) {
+                sink(Leaf::Shadowed {
                     locator: member,
-                    reason: "link: not followed".into(),
+                    reason: format!(
+                        "duplicate name: entry {} has the same name as an earlier entry",
+                        i + 1
+                    ),
                 });
                 continue;
             }
-            if encrypted {
-                sink(Leaf::Skipped {
-                    locator: member,
-                    reason: "encrypted".into(),
-                });
+            if entry.is_symlink() {
+                sink(skipped("link: not followed".into()));
                 continue;
             }
-            let read = match archive.by_index(i) {
+            if entry.encrypted() {
+                sink(skipped("encrypted".into()));
+                continue;
+            }
+            let header_start = entry.header_start();
+            let compressed = entry.compressed_size();
+            let read = match entry.with_reader(&mut body, zip::read::ZipReadOptions::new()) {
                 Ok(file) => {
+                    let end = file
+                        .data_start()
+                        .unwrap_or(header_start)
+                        .saturating_add(compressed);
+                    if let Some(owner) = overlap(&ranges, header_start, end) {
+                        sink(skipped(format!(
+                            "overlapping entry: shares bytes with {owner} (zip bomb)"
+                        )));
+                        continue;
+                    }
+                    ranges.insert(header_start, (end, name.clone()));
                     let mut meter = self.meter(file, len);
                     meter.produced = produced_total;
                     meter.hard_cap = meter.hard_cap.saturating_add(produced_total);
@@ -462,69 +566,90 @@ impl<'a> Unpacker<'a> {
                 }
                 Err(e) => Err(format!("corrupt zip entry: {e}")),
             };
-            self.member_done(member, read, sink);
+            self.member_done(member, read, ancestors, sink);
         }
-        Ok(())
+        Ok(members)
     }
 
     fn tar(
         &self,
         reader: impl Read,
         locator: &Locator,
+        ancestors: &mut Ancestors,
         sink: &mut dyn FnMut(Leaf),
-    ) -> Result<(), String> {
-        let mut archive = tar::Archive::new(reader);
+    ) -> Walked {
+        let guarded = TarGuard::new(reader, MAX_TAR_RECORD);
+        let mut archive = tar::Archive::new(guarded);
         let entries = archive.entries().map_err(|e| format!("corrupt tar: {e}"))?;
+        let mut members = 0u64;
+        let mut names: HashSet<String> = HashSet::new();
         for entry in entries {
             let mut entry = entry.map_err(|e| format!("corrupt tar: {e}"))?;
-            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-            let member = locator.member(name.trim_start_matches("./").trim_start_matches('/'));
             let kind = entry.header().entry_type();
             use tar::EntryType as T;
+            if matches!(
+                kind,
+                T::Directory | T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink
+            ) {
+                continue;
+            }
+            members += 1;
+            let name = segment_from_bytes(&entry.path_bytes());
+            let name = name.strip_prefix("./").map(str::to_string).unwrap_or(name);
+            let member = locator.member(name.clone());
+            let skipped = |reason: String| Leaf::Skipped {
+                locator: member.clone(),
+                reason,
+            };
+            if !names.insert(name) {
+                sink(Leaf::Shadowed {
+                    locator: member,
+                    reason: "duplicate name: an earlier member has the same name".into(),
+                });
+                continue;
+            }
             match kind {
-                T::Directory | T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink => {
-                    continue
-                }
                 T::Symlink | T::Link => {
-                    sink(Leaf::Skipped {
-                        locator: member,
-                        reason: "link: not followed".into(),
-                    });
+                    sink(skipped("link: not followed".into()));
                     continue;
                 }
                 T::Char | T::Block | T::Fifo => {
-                    sink(Leaf::Skipped {
-                        locator: member,
-                        reason: "special file (device or FIFO)".into(),
-                    });
+                    sink(skipped("special file (device or FIFO)".into()));
                     continue;
                 }
                 _ => {}
             }
+            // Declared sizes can only be trusted to refuse: a sparse member's expanded size
+            // says what reading it would produce.
+            if entry.header().size().unwrap_or(0) > self.limits.max_file_bytes {
+                sink(skipped(format!("limit: {}", Limit::FileSize.name())));
+                continue;
+            }
             let read = self.read_member(&mut entry);
             let corrupt = matches!(&read, Err(r) if !r.starts_with("limit: "));
-            self.member_done(member, read, sink);
+            self.member_done(member, read, ancestors, sink);
             if corrupt {
                 // The stream position is unknown after a failed read: stop this tar.
                 return Err("corrupt tar: truncated member".into());
             }
         }
-        Ok(())
+        Ok(members)
     }
 
     fn gzip(
         &self,
         source: &Source,
         locator: &Locator,
+        ancestors: &mut Ancestors,
         sink: &mut dyn FnMut(Leaf),
-    ) -> Result<(), String> {
+    ) -> Walked {
         let len = source.len().map_err(|e| e.to_string())?;
         let reader = source.open().map_err(|e| e.to_string())?;
         let decoder = flate2::read::MultiGzDecoder::new(reader);
         let inner_name = decoder
             .header()
             .and_then(|h| h.filename())
-            .map(|n| String::from_utf8_lossy(n).into_owned());
+            .map(segment_from_bytes);
         let mut meter = self.meter(decoder, len);
         let head = read_at_most(&mut meter, SNIFF_LEN as u64).map_err(|e| match meter.tripped {
             Some(l) => format!("limit: {}", l.name()),
@@ -537,7 +662,7 @@ impl<'a> Unpacker<'a> {
         let stream = Cursor::new(head).chain(meter);
         if is_tar {
             // A .tar.gz is one container: its members sit directly under the .gz segment.
-            return self.tar(stream, locator, sink);
+            return self.tar(stream, locator, ancestors, sink);
         }
         let name = inner_name
             .filter(|n| !n.is_empty())
@@ -545,8 +670,170 @@ impl<'a> Unpacker<'a> {
         let member = locator.member(name);
         let mut stream = stream;
         let read = self.read_member(&mut stream);
-        self.member_done(member, read, sink);
+        self.member_done(member, read, ancestors, sink);
+        Ok(1)
+    }
+}
+
+/// The name of an earlier entry whose byte range overlaps `start..end`, if any.
+fn overlap(ranges: &BTreeMap<u64, (u64, String)>, start: u64, end: u64) -> Option<String> {
+    let before = ranges
+        .range(..=start)
+        .next_back()
+        .filter(|(_, (e, _))| *e > start);
+    let after = ranges
+        .range(start..)
+        .find(|(s, _)| **s < end)
+        .filter(|(s, _)| **s >= start);
+    before.or(after).map(|(_, (_, name))| name.clone())
+}
+
+/// Largest tar header record (GNU long name or link, PAX extended header) read.
+const MAX_TAR_RECORD: u64 = 1024 * 1024;
+
+/// Follows a tar stream's 512-byte blocks as the tar reader consumes them and refuses header
+/// records larger than a cap (the tar crate buffers a GNU long name whole, so a small .tgz can
+/// make it allocate hundreds of MiB). When the stream stops looking like tar (a header with a
+/// bad checksum), the guard steps aside and the tar reader reports the corruption.
+struct TarGuard<R> {
+    inner: R,
+    cap: u64,
+    header: [u8; 512],
+    filled: usize,
+    /// Bytes of data (or extension headers) still to pass before the next header.
+    skip: u64,
+    /// Sparse extension headers expected before the data.
+    ext_headers: bool,
+    pending_data: u64,
+    synced: bool,
+}
+
+impl<R: Read> TarGuard<R> {
+    fn new(inner: R, cap: u64) -> Self {
+        TarGuard {
+            inner,
+            cap,
+            header: [0; 512],
+            filled: 0,
+            skip: 0,
+            ext_headers: false,
+            pending_data: 0,
+            synced: true,
+        }
+    }
+
+    /// A full 512-byte block arrived where a header or extension header was expected.
+    fn block(&mut self) -> io::Result<()> {
+        let h = &self.header;
+        if self.ext_headers {
+            // GNU sparse extension header: another one follows while byte 504 is set.
+            self.ext_headers = h.get(504).is_some_and(|b| *b != 0);
+            if !self.ext_headers {
+                self.skip = self.pending_data;
+            }
+            return Ok(());
+        }
+        if h.iter().all(|b| *b == 0) {
+            return Ok(()); // end-of-archive padding
+        }
+        if !tar_checksum_ok(h) {
+            self.synced = false;
+            return Ok(());
+        }
+        let size = tar_size(h.get(124..136).unwrap_or(&[]));
+        let typeflag = h.get(156).copied().unwrap_or(0);
+        if matches!(typeflag, b'L' | b'K' | b'x' | b'g') && size > self.cap {
+            return Err(io::Error::other(format!(
+                "limit: {} (a {size}-byte {} record; limit {})",
+                Limit::TarHeader.name(),
+                match typeflag {
+                    b'L' => "GNU long name",
+                    b'K' => "GNU long link",
+                    _ => "PAX header",
+                },
+                self.cap
+            )));
+        }
+        let padded = size.div_ceil(512).saturating_mul(512);
+        if typeflag == b'S' && h.get(482).is_some_and(|b| *b != 0) {
+            self.ext_headers = true;
+            self.pending_data = padded;
+        } else {
+            self.skip = padded;
+        }
         Ok(())
+    }
+}
+
+impl<R: Read> Read for TarGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut data = buf.get(..n).unwrap_or(&[]);
+        while self.synced && !data.is_empty() {
+            if self.skip > 0 {
+                let take = usize::try_from(self.skip)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                self.skip -= take as u64;
+                data = data.get(take..).unwrap_or(&[]);
+                continue;
+            }
+            let take = (512 - self.filled).min(data.len());
+            if let (Some(dst), Some(src)) = (
+                self.header.get_mut(self.filled..self.filled + take),
+                data.get(..take),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            self.filled += take;
+            data = data.get(take..).unwrap_or(&[]);
+            if self.filled == 512 {
+                self.filled = 0;
+                self.block()?;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A tar header's checksum: the sum of its bytes with the checksum field read as spaces.
+fn tar_checksum_ok(h: &[u8; 512]) -> bool {
+    let field = h.get(148..156).unwrap_or(&[]);
+    let digits: String = field
+        .iter()
+        .filter(|b| (b'0'..=b'7').contains(*b))
+        .map(|b| *b as char)
+        .collect();
+    let Ok(stored) = u32::from_str_radix(&digits, 8) else {
+        return false;
+    };
+    let sum: u32 = h
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if (148..156).contains(&i) {
+                u32::from(b' ')
+            } else {
+                u32::from(*b)
+            }
+        })
+        .sum();
+    stored == sum
+}
+
+/// A tar size field: octal digits, or GNU base-256 when the high bit of the first byte is set.
+fn tar_size(field: &[u8]) -> u64 {
+    match field.first() {
+        Some(b) if b & 0x80 != 0 => field.iter().skip(1).fold(u64::from(b & 0x7f), |acc, x| {
+            acc.saturating_mul(256).saturating_add(u64::from(*x))
+        }),
+        _ => field
+            .iter()
+            .skip_while(|b| **b == b' ')
+            .take_while(|b| (b'0'..=b'7').contains(*b))
+            .fold(0u64, |acc, d| {
+                acc.saturating_mul(8).saturating_add(u64::from(d - b'0'))
+            }),
     }
 }
 
@@ -630,6 +917,12 @@ mod tests {
                 Leaf::Failed { locator, reason } => {
                     (locator.to_string(), format!("failed: {reason}"))
                 }
+                Leaf::Shadowed { locator, reason } => {
+                    (locator.to_string(), format!("shadowed: {reason}"))
+                }
+                Leaf::Container {
+                    locator, members, ..
+                } => (locator.to_string(), format!("archive: {members}")),
             })
         });
         out
@@ -648,7 +941,9 @@ mod tests {
                     "alpha".into()
                 ),
                 ("outer.zip!/docs/inner.tar.gz!/b.md".into(), "# beta".into()),
+                ("outer.zip!/docs/inner.tar.gz".into(), "archive: 2".into()),
                 ("outer.zip!/top.txt".into(), "top".into()),
+                ("outer.zip".into(), "archive: 2".into()),
             ]
         );
     }
@@ -664,7 +959,10 @@ mod tests {
         let got = collect(&Limits::default(), "two.txt.gz", data);
         assert_eq!(
             got,
-            vec![("two.txt.gz!/two.txt".into(), "first second".into())]
+            vec![
+                ("two.txt.gz!/two.txt".into(), "first second".into()),
+                ("two.txt.gz".into(), "archive: 1".into())
+            ]
         );
     }
 
@@ -744,6 +1042,7 @@ mod tests {
                     "skipped: special file (device or FIFO)".into()
                 ),
                 ("t.tar!/ok.txt".into(), "ok".into()),
+                ("t.tar".into(), "archive: 3".into()),
             ]
         );
     }

@@ -30,7 +30,7 @@ pub use detect::{
     detect, looks_like_text, package_kind, ContainerKind, Detected, DocumentKind, FileKind,
     TextKind, SNIFF_LEN,
 };
-pub use locator::{Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
+pub use locator::{segment_from_bytes, Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
 pub use model::{
     ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, PageInfo,
     Scope, Structure, StructureNode,
@@ -65,6 +65,9 @@ pub enum ExtractError {
     Malformed { format: String, reason: String },
     #[error("{0} is a container; unpack it instead of extracting it")]
     Container(String),
+    /// The isolated process extracting the file died, was killed or overran a limit.
+    #[error("extraction aborted: {0}")]
+    Aborted(String),
 }
 
 impl ExtractError {

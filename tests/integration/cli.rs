@@ -5,10 +5,22 @@ use crate::util::*;
 #[test]
 fn fixtures_are_indexed_and_search_finds_the_member_inside_the_nested_archive() {
     let sb = Sandbox::new();
-    let (lines, summary, code) = sb.ingest(&[&fixtures()]);
+    let folders = benign_fixtures();
+    let paths: Vec<&std::path::Path> = folders.iter().map(|p| p.as_path()).collect();
+    let (lines, summary, code) = sb.ingest(&paths);
     assert_eq!(code, 0, "{lines:#?}");
     assert_eq!(summary["failed"], 0);
     assert_eq!(summary["files"].as_u64().unwrap() as usize, lines.len());
+    let archives: Vec<_> = lines.iter().filter(|l| l["archive"] == true).collect();
+    assert_eq!(
+        summary["archives"].as_u64().unwrap() as usize,
+        archives.len()
+    );
+    assert_eq!(
+        archives.len(),
+        3,
+        "bundle.zip, its inner.tar.gz, pump-log.txt.gz"
+    );
     for l in &lines {
         assert_eq!(l["status"], "indexed", "{l}");
         assert!(l["hash"].as_str().is_some_and(|h| h.len() == 64), "{l}");
@@ -32,9 +44,11 @@ fn fixtures_are_indexed_and_search_finds_the_member_inside_the_nested_archive() 
 #[test]
 fn a_second_run_reports_every_file_unchanged_and_embeds_nothing() {
     let sb = Sandbox::new();
-    let (first, _, code) = sb.ingest(&[&fixtures()]);
+    let folders = benign_fixtures();
+    let paths: Vec<&std::path::Path> = folders.iter().map(|p| p.as_path()).collect();
+    let (first, _, code) = sb.ingest(&paths);
     assert_eq!(code, 0);
-    let (second, summary, code) = sb.ingest(&[&fixtures()]);
+    let (second, summary, code) = sb.ingest(&paths);
     assert_eq!(code, 0);
     assert_eq!(second.len(), first.len());
     assert!(
@@ -99,7 +113,8 @@ fn archive_members_are_tracked_one_by_one() {
     );
     let (lines, _, code) = sb.ingest(&[&zip]);
     assert_eq!(code, 0);
-    assert_eq!(lines.len(), 3);
+    assert_eq!(files_only(&lines).len(), 3);
+    assert_eq!(by_name(&lines, "pack.zip")["archive"], true);
     // b changes, c disappears.
     std::fs::write(
         &zip,
@@ -111,7 +126,7 @@ fn archive_members_are_tracked_one_by_one() {
     .unwrap();
     let (lines, _, code) = sb.ingest(&[&zip]);
     assert_eq!(code, 0);
-    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(files_only(&lines).len(), 2, "{lines:#?}");
     assert_eq!(by_name(&lines, "pack.zip!/a.txt")["status"], "unchanged");
     assert_eq!(by_name(&lines, "pack.zip!/b.txt")["status"], "indexed");
     let hits = sb.search("cormorant colony", 5);
@@ -155,7 +170,14 @@ fn identical_content_is_embedded_once_and_found_under_both_names() {
     sb.write("twins/two.txt", text);
     let (lines, summary, code) = sb.ingest(&[&sb.path("twins")]);
     assert_eq!(code, 0);
-    assert!(lines.iter().all(|l| l["status"] == "indexed"));
+    assert_eq!(by_name(&lines, "one.txt")["status"], "indexed");
+    let two = by_name(&lines, "two.txt");
+    assert_eq!(two["status"], "duplicate", "{two}");
+    assert!(
+        two["reason"].as_str().unwrap().ends_with("twins/one.txt"),
+        "{two}"
+    );
+    assert_eq!(summary["duplicate"], 1, "{summary}");
     assert_eq!(summary["chunks_embedded"], 1, "{summary}");
     let hits = sb.search("barley seed bank", 5);
     assert_eq!(hits.len(), 1, "{hits:#?}");
@@ -195,7 +217,13 @@ fn two_files_swapping_contents_stay_searchable_without_re_embedding() {
     std::fs::write(&b, owl).unwrap();
     let (lines, summary, code) = sb.ingest(&[&sb.path("swap")]);
     assert_eq!(code, 0, "{lines:#?}");
-    assert!(lines.iter().all(|l| l["status"] == "indexed"), "{lines:#?}");
+    // a.txt meets kelp while b.txt still holds it: a duplicate at that moment.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["status"] == "indexed" || l["status"] == "duplicate"),
+        "{lines:#?}"
+    );
     assert_eq!(summary["chunks_embedded"], 0, "{summary}");
     let owl_hit = &sb.search("where does the snowy owl nest", 1)[0];
     assert!(

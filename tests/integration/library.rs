@@ -1,6 +1,6 @@
 //! The library API an upload handler uses.
 
-use ingest::{Config, FileStatus, Ingestor, Scope};
+use ingest::{FileStatus, Ingestor, Scope};
 
 #[test]
 fn ingest_bytes_then_search_is_scoped() {
@@ -8,7 +8,7 @@ fn ingest_bytes_then_search_is_scoped() {
     shareable::<Ingestor>();
 
     let dir = tempfile::tempdir().unwrap();
-    let ingestor = Ingestor::open(Config::new(dir.path().join("data"))).unwrap();
+    let ingestor = Ingestor::open(crate::util::library_config(&dir.path().join("data"))).unwrap();
     let alice = Scope::user("alice");
     let bob = Scope::user("bob");
     let archive = crate::util::zip_of(&[
@@ -21,13 +21,15 @@ fn ingest_bytes_then_search_is_scoped() {
     let report = ingestor
         .ingest_bytes("upload.zip", archive, &alice)
         .unwrap();
-    assert_eq!(report.files.len(), 2);
+    assert_eq!(report.files.len(), 3, "two members and the archive");
     assert!(
         report.files.iter().all(|f| f.status == FileStatus::Indexed),
         "{report:#?}"
     );
     // The ledger comes back in locator order.
-    assert_eq!(report.files[0].locator, "upload.zip!/q3/memo.md");
+    assert_eq!(report.files[0].locator, "upload.zip");
+    assert!(report.files[0].archive);
+    assert_eq!(report.files[1].locator, "upload.zip!/q3/memo.md");
 
     let hits = ingestor
         .search("which region beat the revenue target", &alice, 3, None)

@@ -46,7 +46,13 @@ impl Sandbox {
 
     /// `ingest --json PATH...`: the per-file lines and the summary.
     pub fn ingest(&self, paths: &[&Path]) -> (Vec<Value>, Value, i32) {
+        self.ingest_with(&[], paths)
+    }
+
+    /// `ingest --json FLAGS... PATH...`.
+    pub fn ingest_with(&self, flags: &[&str], paths: &[&Path]) -> (Vec<Value>, Value, i32) {
         let mut args = vec!["--json".to_string()];
+        args.extend(flags.iter().map(|f| f.to_string()));
         args.extend(paths.iter().map(|p| p.display().to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run(&refs);
@@ -95,6 +101,27 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
 /// The repository's `fixtures/` folder.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The fixture folders that hold ordinary documents (everything but `fixtures/hostile/`).
+pub fn benign_fixtures() -> Vec<PathBuf> {
+    ["docs", "archives", "formats"]
+        .iter()
+        .map(|d| fixtures().join(d))
+        .collect()
+}
+
+/// The ledger lines of files (archives' own lines left out).
+pub fn files_only(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l["archive"] != true).collect()
+}
+
+/// A library configuration whose extraction workers are the built `ingest` binary (a test
+/// binary cannot serve as one).
+pub fn library_config(data_dir: &Path) -> ingest::Config {
+    let mut config = ingest::Config::new(data_dir);
+    config.isolation.program = Some(PathBuf::from(env!("CARGO_BIN_EXE_ingest")));
+    config
 }
 
 /// A ZIP archive of `entries` (name, bytes), deflated.
