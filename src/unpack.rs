@@ -202,8 +202,12 @@ pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
 }
 
 /// Counts what a decoder produces and refuses to go past the container's caps.
-struct Meter<R> {
+/// Bytes it produced are charged to the tree's budget by whoever reads them; the bytes of the
+/// read that trips a cap are charged here, so a bomb's inflated bytes all count and its
+/// siblings find the budget as spent as it really is.
+struct Meter<'b, R> {
     inner: R,
+    budget: &'b Budget,
     produced: u64,
     /// Output allowed before the ratio check applies, and the ratio cap past it.
     ratio_cap: u64,
@@ -211,7 +215,7 @@ struct Meter<R> {
     tripped: Option<Limit>,
 }
 
-impl<R: Read> Read for Meter<R> {
+impl<R: Read> Read for Meter<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.produced += n as u64;
@@ -224,6 +228,7 @@ impl<R: Read> Read for Meter<R> {
         };
         if let Some(l) = limit {
             self.tripped = Some(l);
+            let _ = self.budget.take_bytes(n as u64);
             return Err(io::Error::other(format!("limit: {}", l.name())));
         }
         Ok(n)
@@ -421,13 +426,14 @@ impl<'a> Unpacker<'a> {
     }
 
     /// A meter over `inner` for a container of `container_len` bytes.
-    fn meter<R: Read>(&self, inner: R, container_len: u64) -> Meter<R> {
+    fn meter<R: Read>(&self, inner: R, container_len: u64) -> Meter<'_, R> {
         let remaining = self
             .limits
             .max_total_bytes
             .saturating_sub(self.budget.bytes.load(Ordering::Relaxed));
         Meter {
             inner,
+            budget: &self.budget,
             produced: 0,
             ratio_cap: container_len
                 .saturating_mul(self.limits.max_ratio)

@@ -3,5 +3,6 @@
 
 mod cli;
 mod formats;
+mod hostile;
 mod library;
 mod util;

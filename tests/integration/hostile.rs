@@ -1,0 +1,241 @@
+//! Hostile input, end to end: every fixture of `fixtures/hostile/` (built by
+//! `scripts/make-hostile-fixtures.py`, described in `tests/expected/hostile.json`) is ingested
+//! on its own by the real binary. The process must end normally (0 or 2, never a signal),
+//! within the deadline, under 1 GiB peak RSS (workers included); the ledger must hold exactly
+//! the expected lines with counts that add up; the benign siblings must be searchable and what
+//! must not be read must not be.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Deadline per file used here (the default is 60 s).
+const DEADLINE_SECS: u64 = 5;
+
+fn manifest() -> serde_json::Map<String, Value> {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected/hostile.json"),
+    )
+    .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["fixtures"].as_object().unwrap().clone()
+}
+
+/// Peak resident set size, in KiB, of the largest process this test process has waited for
+/// (directly, or through a child that waited for its own children: the workers).
+fn children_peak_rss_kib() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|u| u.max_rss())
+        .unwrap_or(0)
+}
+
+fn matches(line: &Value, want: &Value) -> bool {
+    let status = line["status"].as_str().unwrap_or_default();
+    let status_ok = match want["status"].as_str().unwrap() {
+        "failed_or_indexed" => status == "failed" || status == "indexed",
+        s => status == s,
+    };
+    let reason_ok = want["reason_contains"].as_str().is_none_or(|r| {
+        line["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains(r))
+    });
+    status_ok && reason_ok
+}
+
+#[test]
+fn every_hostile_fixture_ends_normally_with_the_expected_ledger() {
+    let dir = fixtures().join("hostile");
+    let mut failures = Vec::new();
+    for (name, want) in manifest() {
+        let sb = Sandbox::new();
+        let path = dir.join(&name);
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .arg("--json")
+            .arg(format!("--extract-timeout={DEADLINE_SECS}"))
+            .arg("--data-dir")
+            .arg(sb.data_dir())
+            .arg(&path)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(2)),
+            "{name}: ended with {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // One deadline at most per file that may hang, plus the model and store.
+        assert!(
+            took < Duration::from_secs(DEADLINE_SECS * 3 + 20),
+            "{name}: took {took:?}"
+        );
+        let mut lines = json_lines(&out);
+        let summary = lines.pop().unwrap()["summary"].clone();
+        let root = path.display().to_string();
+        // Counts add up to the lines, and the lines to the members.
+        let total: u64 = ["indexed", "unchanged", "skipped", "failed", "duplicate"]
+            .iter()
+            .map(|k| summary[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            total,
+            summary["files"].as_u64().unwrap(),
+            "{name}: {summary}"
+        );
+        assert_eq!(total as usize, lines.len(), "{name}: {summary}");
+        if let Some(n) = want["lines"].as_u64() {
+            assert_eq!(lines.len() as u64, n, "{name}: {lines:#?}");
+        }
+        for expected in want["ledger"].as_array().unwrap() {
+            let locator = format!("{root}{}", expected["locator"].as_str().unwrap());
+            let found = lines
+                .iter()
+                .any(|l| l["locator"] == locator.as_str() && matches(l, expected));
+            if !found {
+                let got: Vec<_> = lines
+                    .iter()
+                    .filter(|l| l["locator"] == locator.as_str())
+                    .collect();
+                failures.push(format!("{name}: {expected} not met; lines: {got:?}"));
+            }
+        }
+        for phrase in want["benign_phrases"].as_array().unwrap() {
+            let text = phrase["text"].as_str().unwrap();
+            let hits = sb.search(text, 1);
+            let hit = hits
+                .first()
+                .and_then(|h| h["locator"].as_str())
+                .unwrap_or("");
+            let expected = format!("{root}{}", phrase["locator"].as_str().unwrap());
+            if !hit.starts_with(&expected) {
+                failures.push(format!("{name}: {text:?} found at {hit:?}, not {expected}"));
+            }
+        }
+        for phrase in want["absent_phrases"].as_array().into_iter().flatten() {
+            let text = phrase["text"].as_str().unwrap();
+            let leaked = sb
+                .search(text, 3)
+                .iter()
+                .any(|h| h["text"].as_str().is_some_and(|t| t.contains(text)));
+            if leaked {
+                failures.push(format!("{name}: {text:?} should not have been read"));
+            }
+        }
+    }
+    let peak_mib = children_peak_rss_kib() / 1024;
+    assert!(peak_mib < 1024, "peak RSS {peak_mib} MiB");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The process ids of `parent`'s children that are extraction workers, with their CPU time
+/// in clock ticks.
+fn workers_of(parent: u32) -> Vec<(i32, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&cmdline).contains(ingest::WORKER_ARG) {
+            continue;
+        }
+        // Fields after the command name in parentheses: state, ppid, ..., utime (14), stime (15).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ppid: u32 = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+        let cpu: u64 = fields
+            .get(11..13)
+            .map(|f| f.iter().filter_map(|x| x.parse::<u64>().ok()).sum())
+            .unwrap_or(0);
+        if ppid == parent {
+            out.push((pid, cpu));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_worker_killed_mid_job_costs_exactly_that_file() {
+    let sb = Sandbox::new();
+    // A PDF whose forms fan out 30 levels deep: its worker works until it is stopped.
+    let attacks = std::fs::read(fixtures().join("hostile/pdf-attacks.zip")).unwrap();
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(attacks)).unwrap();
+    let mut slow = Vec::new();
+    std::io::copy(&mut zip.by_name("fanout-forms.pdf").unwrap(), &mut slow).unwrap();
+    sb.write("in/slow.pdf", &slow);
+    for (i, text) in [
+        "The tide table is pinned to the door of the ferry office.",
+        "Gulls nest on the roof of the old pilot station every spring.",
+        "The diesel generator at the lighthouse is tested on Mondays.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        sb.write(&format!("in/note-{i}.txt"), text.as_bytes());
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--extract-timeout=300", "--data-dir"])
+        .arg(sb.data_dir())
+        .arg(sb.path("in"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until a worker is busy (burning CPU on the PDF), then kill every worker.
+    let started = Instant::now();
+    let killed = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no busy worker"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let workers = workers_of(child.id());
+        if workers.iter().any(|(_, cpu)| *cpu >= 100) {
+            for (pid, _) in &workers {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            break workers.len();
+        }
+    };
+    assert!(killed >= 1);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the run completes, one file failed"
+    );
+    let mut lines = json_lines(&out);
+    let summary = lines.pop().unwrap()["summary"].clone();
+    assert_eq!(summary["failed"], 1, "{lines:#?}");
+    assert_eq!(summary["indexed"], 3, "{lines:#?}");
+    let slow = by_name(&lines, "in/slow.pdf");
+    assert_eq!(slow["status"], "failed");
+    assert!(
+        slow["reason"]
+            .as_str()
+            .unwrap()
+            .contains("killed (signal 9)"),
+        "{slow}"
+    );
+    let hit = &sb.search("when is the lighthouse generator tested", 1)[0];
+    assert!(
+        hit["locator"].as_str().unwrap().contains("in/note-2.txt#"),
+        "{hit}"
+    );
+}
