@@ -5,8 +5,11 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ingest::extractors::{detect, extract, ExtractInput, Locator};
-use ingest::{find_model_dir, Chunker, ChunkingConfig, Embedder, Leaf, Limits, Unpacker};
+use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
+use ingest::{
+    find_model_dir, Chunker, ChunkingConfig, Embedder, InProcess, IsolationConfig, Leaf, Limits,
+    Unpacker, WorkerPool,
+};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(
@@ -133,5 +136,57 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_extract, bench_unpack, bench_chunk_and_embed);
+/// What isolation costs: every sample document of `fixtures/formats/` extracted in-process and
+/// through a (warm) worker process, which adds a pipe round trip and serde both ways.
+fn bench_isolation(c: &mut Criterion) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .expect("fixtures/formats")
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let bytes = std::fs::read(e.path()).expect("fixture");
+            (name, bytes)
+        })
+        .collect();
+    files.sort();
+    let total: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+    let pool = WorkerPool::new(IsolationConfig {
+        program: Some(env!("CARGO_BIN_EXE_ingest").into()),
+        ..IsolationConfig::default()
+    });
+    let run = |extractor: &dyn Extractor| {
+        let mut objects = 0;
+        for (name, bytes) in &files {
+            let locator = Locator::root(name.as_str());
+            let detected = detect(bytes, name);
+            let input = ExtractInput {
+                bytes,
+                locator: &locator,
+                file_hash: "0000000000000000",
+                detected: &detected,
+            };
+            objects += extractor.extract(&input).map_or(0, |e| e.objects.len());
+        }
+        objects
+    };
+    let mut g = c.benchmark_group("isolation");
+    g.throughput(Throughput::Bytes(total));
+    let n = files.len();
+    g.bench_function(format!("{n} format samples, in-process"), |b| {
+        b.iter(|| black_box(run(&InProcess)))
+    });
+    g.bench_function(format!("{n} format samples, worker process"), |b| {
+        b.iter(|| black_box(run(&pool)))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_extract,
+    bench_unpack,
+    bench_isolation,
+    bench_chunk_and_embed
+);
 criterion_main!(benches);

@@ -143,11 +143,20 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`| head`): nothing left to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
@@ -202,18 +211,21 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
         bar.finish_and_clear();
     }
     let s = &report.summary;
+    let mut out = std::io::stdout().lock();
     if common.json {
-        println!("{}", serde_json::json!({ "summary": s }));
+        writeln!(out, "{}", serde_json::json!({ "summary": s }))?;
     } else {
-        println!(
+        writeln!(
+            out,
             "{} files ({} archives): {} indexed, {} unchanged, {} duplicate, {} skipped, {} failed; {} chunks embedded",
             s.files, s.archives, s.indexed, s.unchanged, s.duplicate, s.skipped, s.failed, s.chunks_embedded
-        );
+        )?;
         let t = &s.seconds;
-        println!(
+        writeln!(
+            out,
             "seconds: unpack {:.2} · extract {:.2} · chunk {:.2} · embed {:.2} · store {:.2} · total {:.2}",
             t.unpack, t.extract, t.chunk, t.embed, t.store, t.total
-        );
+        )?;
     }
     Ok(if s.all_ok() {
         ExitCode::SUCCESS
@@ -263,21 +275,25 @@ fn status(common: &Common) -> anyhow::Result<ExitCode> {
     } else {
         0
     };
+    let mut out = std::io::stdout().lock();
     if common.json {
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::json!({ "data_dir": common.data_dir, "catalog": stats, "points": points })
-        );
+        )?;
     } else {
-        println!("data dir:  {}", common.data_dir.display());
-        println!(
+        writeln!(out, "data dir:  {}", common.data_dir.display())?;
+        writeln!(
+            out,
             "files:     {} ({} indexed, {} failed, {} skipped) in {} archives",
             stats.files, stats.indexed, stats.failed, stats.skipped, stats.containers
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "contents:  {} distinct, {} chunks; {} points in the store",
             stats.distinct_contents, stats.chunks, points
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -525,6 +525,7 @@ impl<'a> Unpacker<'a> {
                     .name()
                     .map_or_else(|_| segment_from_bytes(raw), |n| n.into_owned())
             };
+            let name = unnamed_as_ordinal(name, members);
             let member = locator.member(name.clone());
             let skipped = |reason: String| Leaf::Skipped {
                 locator: member.clone(),
@@ -602,6 +603,7 @@ impl<'a> Unpacker<'a> {
             members += 1;
             let name = segment_from_bytes(&entry.path_bytes());
             let name = name.strip_prefix("./").map(str::to_string).unwrap_or(name);
+            let name = unnamed_as_ordinal(name, members);
             let member = locator.member(name.clone());
             let skipped = |reason: String| Leaf::Skipped {
                 locator: member.clone(),
@@ -678,6 +680,16 @@ impl<'a> Unpacker<'a> {
         let read = self.read_member(&mut stream);
         self.member_done(member, read, ancestors, sink);
         Ok(1)
+    }
+}
+
+/// A member with an empty name is named by its position (`#3`): a locator segment cannot be
+/// empty. Should a real member carry that name too, the later one is reported as a duplicate.
+fn unnamed_as_ordinal(name: String, position: u64) -> String {
+    if name.is_empty() {
+        format!("#{position}")
+    } else {
+        name
     }
 }
 
@@ -1051,6 +1063,17 @@ mod tests {
                 ("t.tar".into(), "archive: 3".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_member_without_a_name_is_named_by_its_position() {
+        // Found by the `unpack` fuzz target: an empty name made an unparsable locator.
+        let z = zip_of(&[("", b"anonymous"), ("b.txt", b"named")]);
+        let got = collect(&Limits::default(), "z.zip", z);
+        assert_eq!(got[0], ("z.zip!/%231".into(), "anonymous".into()));
+        for (loc, _) in &got {
+            assert_eq!(loc.parse::<Locator>().unwrap().to_string(), *loc);
+        }
     }
 
     #[test]

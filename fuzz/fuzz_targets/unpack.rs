@@ -1,0 +1,26 @@
+//! The container resolver: any bytes, as a top-level file, under small limits.
+#![no_main]
+
+use ingest::{Leaf, Limits, Locator, Unpacker};
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let limits = Limits {
+        max_total_bytes: 32 * 1024 * 1024,
+        max_file_bytes: 8 * 1024 * 1024,
+        max_files: 2_000,
+        ..Limits::default()
+    };
+    let top = Locator::root("input.bin");
+    Unpacker::new(&limits).expand_bytes(data.to_vec(), &top, &mut |leaf| {
+        let locator = match &leaf {
+            Leaf::File { locator, .. }
+            | Leaf::Skipped { locator, .. }
+            | Leaf::Failed { locator, .. }
+            | Leaf::Shadowed { locator, .. }
+            | Leaf::Container { locator, .. } => locator,
+        };
+        assert!(locator.is_within(&top));
+        let printed = locator.to_string();
+        assert_eq!(printed.parse::<Locator>().ok().as_ref(), Some(locator));
+    });
+});
