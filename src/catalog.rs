@@ -92,6 +92,16 @@ impl ScopeEntries {
 struct OnDisk {
     version: u32,
     scopes: Vec<ScopeEntries>,
+    #[serde(default)]
+    last_run: Option<LastRun>,
+}
+
+/// When the last run ended and what it did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastRun {
+    /// Seconds since the Unix epoch.
+    pub finished_at: u64,
+    pub summary: crate::report::Summary,
 }
 
 /// The in-memory catalog. Not thread-safe by itself: the ingestor keeps it behind a mutex.
@@ -99,6 +109,7 @@ struct OnDisk {
 pub struct Catalog {
     dir: PathBuf,
     scopes: HashMap<String, ScopeEntries>,
+    last_run: Option<LastRun>,
 }
 
 /// Totals for `ingest status`.
@@ -122,6 +133,7 @@ impl Catalog {
             reason,
         };
         let mut scopes = HashMap::new();
+        let mut last_run = None;
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let disk: OnDisk =
@@ -129,6 +141,7 @@ impl Catalog {
                 if disk.version != VERSION {
                     return Err(err(format!("unsupported catalog version {}", disk.version)));
                 }
+                last_run = disk.last_run;
                 for mut s in disk.scopes {
                     let entries: Vec<CatalogEntry> = s.entries.values().cloned().collect();
                     for e in &entries {
@@ -143,6 +156,7 @@ impl Catalog {
         Ok(Catalog {
             dir: data_dir.to_path_buf(),
             scopes,
+            last_run,
         })
     }
 
@@ -153,7 +167,11 @@ impl Catalog {
         let tmp = self.dir.join(format!("{CATALOG_FILE}.tmp"));
         let mut scopes: Vec<&ScopeEntries> = self.scopes.values().collect();
         scopes.sort_by_key(|s| s.scope.key());
-        let disk = serde_json::json!({ "version": VERSION, "scopes": scopes });
+        let disk = serde_json::json!({
+            "version": VERSION,
+            "scopes": scopes,
+            "last_run": self.last_run,
+        });
         let bytes = serde_json::to_vec(&disk).map_err(|e| Error::Catalog {
             path: path.clone(),
             reason: e.to_string(),
@@ -162,6 +180,15 @@ impl Catalog {
         f.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
         f.sync_all().map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+    }
+
+    /// The last run that ended, if any.
+    pub fn last_run(&self) -> Option<&LastRun> {
+        self.last_run.as_ref()
+    }
+
+    pub fn set_last_run(&mut self, run: LastRun) {
+        self.last_run = Some(run);
     }
 
     pub fn get(&self, scope: &Scope, locator: &str) -> Option<&CatalogEntry> {
@@ -198,6 +225,52 @@ impl Catalog {
             .and_then(|s| s.by_hash.get(hash))
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The scopes with entries.
+    pub fn scopes(&self) -> Vec<Scope> {
+        let mut scopes: Vec<Scope> = self.scopes.values().map(|s| s.scope.clone()).collect();
+        scopes.sort_by_key(Scope::key);
+        scopes
+    }
+
+    /// Every entry of `scope`, in locator order.
+    pub fn entries(&self, scope: &Scope) -> Vec<CatalogEntry> {
+        self.scopes
+            .get(&scope.key())
+            .map(|s| s.entries.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Drop `locator` so the next sync indexes it again; an archive member also drops its
+    /// archive's entry, so that the archive is opened again rather than taken as unchanged.
+    pub fn forget(&mut self, scope: &Scope, locator: &str) {
+        if let Some(e) = self.remove(scope, locator) {
+            if let Some(parent) = e.parent {
+                self.remove(scope, &parent);
+            }
+        }
+    }
+
+    /// Top-level entries (files given on disk, not archive members) at `root` or inside the
+    /// folder `root` (an unescaped path).
+    pub fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
+        let Some(s) = self.scopes.get(&scope.key()) else {
+            return Vec::new();
+        };
+        let folder = format!("{}/", root.trim_end_matches('/'));
+        s.entries
+            .values()
+            .filter(|e| e.parent.is_none())
+            .filter(|e| {
+                e.locator
+                    .parse::<extractors::Locator>()
+                    .ok()
+                    .and_then(|l| l.segments.first().cloned())
+                    .is_some_and(|path| path == root || path.starts_with(&folder))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Entries whose parent is `parent`.

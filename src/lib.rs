@@ -35,11 +35,14 @@ mod embed;
 mod error;
 pub mod isolation;
 mod pipeline;
+mod repair;
 mod report;
+mod serve;
 mod store;
 mod unpack;
+mod watch;
 
-pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus};
+pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun};
 pub use chunk::{Chunk, Chunker};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
@@ -48,8 +51,10 @@ pub use isolation::{
     run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
 };
 pub use pipeline::{Ingestor, Input};
+pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
-pub use store::{point_id, Hit, VectorStore};
+pub use serve::{ask, status_of, Request, Server};
+pub use store::{point_id, Hit, StoredContent, VectorStore};
 pub use unpack::{walk, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
@@ -57,3 +62,4 @@ pub use extractors;
 pub use extractors::{
     ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator, Scope,
 };
+pub use watch::{socket_path, watch, SyncCause, WatchConfig};

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use ingest::{Config, FileReport, FileStatus, Ingestor, Input, Isolation, Scope};
+use ingest::{
+    ask, socket_path, status_of, Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation,
+    Request, Scope, Server, SyncCause, WatchConfig,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -54,15 +57,25 @@ struct Common {
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Logs (on stderr) as JSON lines, for log collectors.
+    #[arg(long, global = true)]
+    log_json: bool,
 }
 
 #[derive(Args, Debug)]
 struct IngestArgs {
-    /// Files, folders and archives to ingest.
+    /// Files, folders and archives to ingest (a folder is synced: files gone from it leave
+    /// the index).
     paths: Vec<PathBuf>,
     /// Mark ingested content as shared within the mandate.
     #[arg(long)]
     shared: bool,
+    #[command(flatten)]
+    extract: ExtractArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ExtractArgs {
     /// Memory (address space) of each extraction worker, in MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     extract_memory_mb: u64,
@@ -79,8 +92,29 @@ struct IngestArgs {
 enum Command {
     /// Semantic search over what the scope may read.
     Search(SearchArgs),
-    /// What the index holds.
+    /// What the index holds (asks the daemon when one runs on this data dir).
     Status,
+    /// Keep folders indexed: sync them now, then follow their changes until SIGINT/SIGTERM.
+    /// While it runs, `ingest search` and `ingest status` ask it.
+    Watch(WatchArgs),
+}
+
+#[derive(Args, Debug)]
+struct WatchArgs {
+    /// Folders (or files) to keep indexed.
+    #[arg(required = true)]
+    folders: Vec<PathBuf>,
+    /// Mark ingested content as shared within the mandate.
+    #[arg(long)]
+    shared: bool,
+    /// Quiet time after a change before syncing, in milliseconds.
+    #[arg(long, default_value_t = 300, value_name = "MS")]
+    debounce_ms: u64,
+    /// Full rescan interval, in seconds (a safety net behind file notifications).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    rescan_secs: u64,
+    #[command(flatten)]
+    extract: ExtractArgs,
 }
 
 #[derive(Args, Debug)]
@@ -105,10 +139,10 @@ fn scope(common: &Common, shared: bool) -> Scope {
     }
 }
 
-fn open(common: &Common, ingest: Option<&IngestArgs>) -> anyhow::Result<Ingestor> {
+fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
     let mut config = Config::new(&common.data_dir);
     config.model_dir = common.model_dir.clone();
-    if let Some(args) = ingest {
+    if let Some(args) = extract {
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
         iso.cpu_seconds = args.extract_timeout;
@@ -129,16 +163,20 @@ fn main() -> ExitCode {
         1 => "info,qdrant_edge=warn",
         _ => "debug",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if cli.common.log_json {
+        logs.json().init();
+    } else {
+        logs.with_ansi(std::io::stderr().is_terminal()).init();
+    }
     let result = match &cli.command {
         Some(Command::Search(args)) => search(&cli.common, args),
         Some(Command::Status) => status(&cli.common),
+        Some(Command::Watch(args)) => watch(&cli.common, args),
         None => ingest(&cli.common, &cli.ingest),
     };
     match result {
@@ -163,7 +201,14 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
     if args.paths.is_empty() {
         anyhow::bail!("nothing to ingest: give files, folders or archives (see `ingest --help`)");
     }
-    let ingestor = open(common, Some(args))?;
+    if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
+        anyhow::bail!(
+            "{} is held by a running `ingest watch` (pid {}): put files in its folders, or stop it first",
+            common.data_dir.display(),
+            daemon["daemon"]["pid"]
+        );
+    }
+    let ingestor = open(common, Some(&args.extract))?;
     let scope = scope(common, args.shared);
     // Fail fast, in one line, when the model is missing (loading itself waits for first use).
     ingest::find_model_dir(common.model_dir.as_deref())?;
@@ -180,17 +225,10 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::sync::Mutex::new(std::io::stdout());
     let observer = |r: &FileReport| {
         if common.json {
-            if let Ok(line) = serde_json::to_string(r) {
-                let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = writeln!(out, "{line}");
-            }
-        } else if matches!(r.status, FileStatus::Failed | FileStatus::Skipped) {
-            let line = format!(
-                "{:<8} {}  ({})",
-                r.status.as_str(),
-                r.locator,
-                r.reason.as_deref().unwrap_or("")
-            );
+            let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = writeln!(out, "{}", print_line(true, r));
+        } else if worth_telling(r) {
+            let line = print_line(false, r);
             match &progress {
                 Some(bar) => bar.println(line),
                 None => eprintln!("{line}"),
@@ -243,9 +281,18 @@ fn snippet(text: &str, max: usize) -> String {
 }
 
 fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    let ingestor = open(common, None)?;
     let query = args.query.join(" ");
-    let hits = ingestor.search(&query, &scope(common, false), args.limit, args.min_score)?;
+    let scope = scope(common, false);
+    let request = Request::Search {
+        query: query.clone(),
+        scope: scope.clone(),
+        limit: args.limit,
+        min_score: args.min_score,
+    };
+    let hits: Vec<Hit> = match ask(&socket_path(&common.data_dir), &request)? {
+        Some(answer) => serde_json::from_value(answer["hits"].clone())?,
+        None => open(common, None)?.search(&query, &scope, args.limit, args.min_score)?,
+    };
     let mut out = std::io::stdout().lock();
     for (i, hit) in hits.iter().enumerate() {
         if common.json {
@@ -268,32 +315,143 @@ fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn status(common: &Common) -> anyhow::Result<ExitCode> {
-    let ingestor = open(common, None)?;
-    let stats = ingestor.stats(None);
-    let points = if common.data_dir.join("shard").is_dir() {
-        ingestor.store()?.count(None)?
-    } else {
-        0
+    let status = match ask(&socket_path(&common.data_dir), &Request::Status)? {
+        Some(answer) => answer,
+        None => status_of(&open(common, None)?)?,
     };
     let mut out = std::io::stdout().lock();
     if common.json {
+        writeln!(out, "{status}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = &status["catalog"];
+    writeln!(out, "data dir:  {}", common.data_dir.display())?;
+    writeln!(
+        out,
+        "files:     {} ({} indexed, {} failed, {} skipped) in {} archives",
+        c["files"], c["indexed"], c["failed"], c["skipped"], c["containers"]
+    )?;
+    writeln!(
+        out,
+        "contents:  {} distinct, {} chunks; {} points in the store",
+        c["distinct_contents"], c["chunks"], status["points"]
+    )?;
+    let run = &status["last_run"];
+    if let Some(at) = run["finished_at"].as_u64() {
+        let s = &run["summary"];
         writeln!(
             out,
-            "{}",
-            serde_json::json!({ "data_dir": common.data_dir, "catalog": stats, "points": points })
-        )?;
-    } else {
-        writeln!(out, "data dir:  {}", common.data_dir.display())?;
-        writeln!(
-            out,
-            "files:     {} ({} indexed, {} failed, {} skipped) in {} archives",
-            stats.files, stats.indexed, stats.failed, stats.skipped, stats.containers
-        )?;
-        writeln!(
-            out,
-            "contents:  {} distinct, {} chunks; {} points in the store",
-            stats.distinct_contents, stats.chunks, points
+            "last run:  {} s ago: {} files, {} indexed, {} removed, {} failed",
+            now_secs().saturating_sub(at),
+            s["files"],
+            s["indexed"],
+            s["removed"],
+            s["failed"]
         )?;
     }
+    let daemon = &status["daemon"];
+    if let Some(pid) = daemon["pid"].as_u64() {
+        writeln!(
+            out,
+            "daemon:    pid {pid}, watching {}, {} syncs",
+            daemon["watching"], daemon["syncs"]
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Lines shown on a terminal: what did not simply go through.
+fn worth_telling(r: &FileReport) -> bool {
+    matches!(
+        r.status,
+        FileStatus::Failed | FileStatus::Skipped | FileStatus::Removed
+    )
+}
+
+/// How a file line is shown: JSON, or a status word, the locator and the reason.
+fn print_line(json: bool, r: &FileReport) -> String {
+    if json {
+        serde_json::to_string(r).unwrap_or_default()
+    } else {
+        format!(
+            "{:<9} {}{}",
+            r.status.as_str(),
+            r.locator,
+            r.reason
+                .as_deref()
+                .map(|x| format!("  ({x})"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+    ingest::find_model_dir(common.model_dir.as_deref())?;
+    let ingestor = Arc::new(open(common, Some(&args.extract))?);
+    // Take the index now: a second daemon, or a running ingest, fails here.
+    ingestor.store().with_context(|| {
+        format!(
+            "{} is in use by another ingest process",
+            common.data_dir.display()
+        )
+    })?;
+    let roots: Vec<PathBuf> = args
+        .folders
+        .iter()
+        .map(|f| std::fs::canonicalize(f).with_context(|| format!("watching {}", f.display())))
+        .collect::<anyhow::Result<_>>()?;
+    let state = Arc::new(Mutex::new(serde_json::json!({
+        "pid": std::process::id(),
+        "started_at": now_secs(),
+        "watching": roots,
+        "syncs": 0,
+        "last_sync": null,
+    })));
+    let _server = Server::start(
+        Arc::clone(&ingestor),
+        &socket_path(&common.data_dir),
+        Arc::clone(&state),
+    )?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let mut config = WatchConfig::new(roots.clone(), scope(common, args.shared));
+    config.debounce = std::time::Duration::from_millis(args.debounce_ms);
+    config.rescan = std::time::Duration::from_secs(args.rescan_secs.max(1));
+    tracing::info!(folders = ?roots, data_dir = %common.data_dir.display(), "watching");
+    let json = common.json;
+    let observer = |r: &FileReport| {
+        if json || worth_telling(r) {
+            let _ = writeln!(std::io::stdout().lock(), "{}", print_line(json, r));
+        }
+    };
+    let mut on_sync = |cause: SyncCause, report: &ingest::IngestReport| {
+        let s = &report.summary;
+        tracing::info!(
+            cause = ?cause,
+            files = s.files,
+            indexed = s.indexed,
+            removed = s.removed,
+            failed = s.failed,
+            chunks_embedded = s.chunks_embedded,
+            seconds = s.seconds.total,
+            "synced"
+        );
+        if let Ok(mut st) = state.lock() {
+            st["syncs"] = serde_json::json!(st["syncs"].as_u64().unwrap_or(0) + 1);
+            st["last_sync"] = serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s });
+        }
+    };
+    ingest::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
+    tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator, Scope};
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus};
+use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun};
 use crate::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
@@ -149,12 +149,20 @@ struct Run<'a> {
     /// Set when a stage hits an error that ends the run (model or store unusable).
     fatal: Mutex<Option<Error>>,
     cancelled: AtomicBool,
+    /// Set from outside to end the run early: no new files are started, what is in flight is
+    /// stored, and the catalog stays true to the store.
+    stop: &'a AtomicBool,
     /// Chunks embedded in this run.
     embedded: AtomicU64,
-    /// Contents no file holds any more (hash → chunks). Their points are deleted when the run
-    /// ends, unless a file with the same bytes turns up later in the run (a move or rename)
-    /// and adopts them.
+    /// Contents no file holds any more but that a file in flight will hold (hash → chunks):
+    /// kept for it to adopt, deleted when the run ends if it does not. Unpinned contents are
+    /// deleted as soon as their last holder lets go.
     orphaned: Mutex<HashMap<String, u32>>,
+    /// Contents a file in flight is about to hold (a duplicate on its way to the store):
+    /// hash → number of such files.
+    pinned: Mutex<HashMap<String, u32>>,
+    /// When the catalog was last saved in this run.
+    saved_at: Mutex<Instant>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
     containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
 }
@@ -185,14 +193,46 @@ impl Run<'_> {
     }
 
     /// A file stopped holding content `hash` (already changed in the catalog): re-point the
-    /// content's chunks at the files that still hold it, or mark it orphaned.
+    /// content's chunks at the files that still hold it; delete them when none does, unless a
+    /// file in flight is about to adopt them.
     fn release(&self, hash: &str, chunks: u32) -> Result<()> {
         let remaining = lock(&self.ing.catalog).locators_with_hash(self.scope, hash);
-        if remaining.is_empty() {
+        if !remaining.is_empty() {
+            return self.ing.store()?.set_locators(self.scope, hash, &remaining);
+        }
+        let wanted = lock(&self.pinned).contains_key(hash) || lock(&self.claimed).contains(hash);
+        if wanted {
             lock(&self.orphaned).insert(hash.to_string(), chunks);
             Ok(())
         } else {
-            self.ing.store()?.set_locators(self.scope, hash, &remaining)
+            self.ing.store()?.delete_content(self.scope, hash)
+        }
+    }
+
+    fn pin(&self, hash: &str) {
+        *lock(&self.pinned).entry(hash.to_string()).or_default() += 1;
+    }
+
+    fn unpin(&self, hash: &str) {
+        let mut pinned = lock(&self.pinned);
+        if let Some(n) = pinned.get_mut(hash) {
+            *n -= 1;
+            if *n == 0 {
+                pinned.remove(hash);
+            }
+        }
+    }
+
+    /// Save the catalog now and then during a long run, so a crash loses little work (what
+    /// the saved catalog and the store disagree on is repaired at the next start).
+    fn checkpoint(&self) {
+        const EVERY: Duration = Duration::from_secs(2);
+        let mut at = lock(&self.saved_at);
+        if at.elapsed() >= EVERY {
+            if let Err(e) = lock(&self.ing.catalog).save() {
+                tracing::warn!("catalog checkpoint: {e}");
+            }
+            *at = Instant::now();
         }
     }
 
@@ -279,18 +319,38 @@ impl Ingestor {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
         let catalog = Catalog::load(&config.data_dir)?;
-        Ok(Ingestor {
+        let ingestor = Ingestor {
             extractor: crate::isolation::build(&config.isolation),
             config,
             catalog: Mutex::new(catalog),
             embedder: Mutex::new(None),
             store: Mutex::new(None),
             run_lock: Mutex::new(()),
-        })
+        };
+        if crate::repair::DirtyMarker::present(&ingestor.config.data_dir) {
+            let report = ingestor.repair()?;
+            tracing::warn!(
+                "the previous run did not finish; repaired the index: {} entries to index again, {} stale contents deleted, {} locator lists fixed",
+                report.entries_forgotten,
+                report.stale_contents_deleted,
+                report.locators_fixed
+            );
+        }
+        Ok(ingestor)
     }
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Make the catalog and the store agree (after a run that did not finish; see
+    /// [`crate::RepairReport`]). Blocks while an ingest runs.
+    pub fn repair(&self) -> Result<crate::RepairReport> {
+        let _one_run_at_a_time = lock(&self.run_lock);
+        let store = self.store()?;
+        let report = crate::repair::repair(&mut lock(&self.catalog), &store)?;
+        crate::repair::DirtyMarker::set(&self.config.data_dir)?.clear()?;
+        Ok(report)
     }
 
     /// The embedding model, loaded on first call.
@@ -357,6 +417,11 @@ impl Ingestor {
         self.store()?.search(scope, vector, limit, min_score)
     }
 
+    /// When the last run ended and what it did.
+    pub fn last_run(&self) -> Option<LastRun> {
+        lock(&self.catalog).last_run().cloned()
+    }
+
     /// Catalog totals, for one scope or all.
     pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
         lock(&self.catalog).stats(scope)
@@ -370,6 +435,19 @@ impl Ingestor {
         scope: &Scope,
         observer: &(dyn Fn(&FileReport) + Sync),
     ) -> Result<IngestReport> {
+        self.ingest_until(inputs, scope, observer, &AtomicBool::new(false))
+    }
+
+    /// [`Ingestor::ingest`], ending early once `stop` is set: files not started by then are
+    /// left for the next run (nothing is removed on the strength of an unfinished walk), files
+    /// in flight are stored. Blocks until done.
+    pub fn ingest_until(
+        &self,
+        inputs: Vec<Input>,
+        scope: &Scope,
+        observer: &(dyn Fn(&FileReport) + Sync),
+        stop: &AtomicBool,
+    ) -> Result<IngestReport> {
         let _one_run_at_a_time = lock(&self.run_lock);
         let started = Instant::now();
         let (report_tx, report_rx) = unbounded::<FileReport>();
@@ -381,10 +459,14 @@ impl Ingestor {
             claimed: Mutex::new(HashSet::new()),
             fatal: Mutex::new(None),
             cancelled: AtomicBool::new(false),
+            stop,
             embedded: AtomicU64::new(0),
             orphaned: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashMap::new()),
+            saved_at: Mutex::new(Instant::now()),
             containers: Mutex::new(Vec::new()),
         };
+        let dirty = crate::repair::DirtyMarker::set(&self.config.data_dir)?;
         let cap = self.config.channel_capacity;
         let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
         let (index_tx, index_rx) = bounded::<IndexItem>(cap);
@@ -414,7 +496,6 @@ impl Ingestor {
         if let Some(store) = lock(&self.store).as_ref() {
             store.flush();
         }
-        lock(&self.catalog).save()?;
         let t = &run.timings;
         report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
         // Observers saw completion order; the returned ledger is in locator order.
@@ -429,6 +510,16 @@ impl Ingestor {
             store: lock(&t.store).as_secs_f64(),
             total: started.elapsed().as_secs_f64(),
         };
+        {
+            let mut catalog = lock(&self.catalog);
+            catalog.set_last_run(LastRun {
+                finished_at: now_secs(),
+                summary: report.summary.clone(),
+            });
+            catalog.save()?;
+        }
+        // Store and catalog agree: nothing to repair at the next start.
+        dirty.clear()?;
         Ok(report)
     }
 
@@ -470,12 +561,33 @@ impl Ingestor {
     }
 }
 
+/// The path string catalog entries are compared with: canonical when it exists, else the
+/// absolute path under its canonical parent (a deleted file).
+fn root_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        match (absolute.parent(), absolute.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or(absolute.clone()),
+            _ => absolute,
+        }
+    });
+    extractors::segment_from_bytes(resolved.as_os_str().as_bytes())
+}
+
 impl Run<'_> {
+    /// Whether to start no new work: the run failed, or was asked to stop.
+    fn halted(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst)
+    }
+
     /// Stage 1: walk inputs, answer unchanged files from the catalog, unpack the rest.
     fn walk_stage(&self, inputs: Vec<Input>, leaves: Sender<Work>, index: Sender<IndexItem>) {
         let limits = &self.ing.config.limits;
         for input in inputs {
-            if self.cancelled.load(Ordering::SeqCst) {
+            if self.halted() {
                 return;
             }
             match input {
@@ -489,21 +601,77 @@ impl Run<'_> {
                     });
                     *lock(&self.timings.unpack) += t.elapsed();
                 }
-                Input::Path(path) => walk(&path, &mut |entry| match entry {
-                    DiskEntry::File(f) => self.disk_file(f, &leaves, &index),
-                    DiskEntry::Skipped { locator, reason } => {
-                        self.record_unread(&locator, None, FileStatus::Skipped, reason)
-                    }
-                    // Not catalogued: a path that cannot be opened is a typo as often as not.
-                    DiskEntry::Failed { locator, reason } => self.report(
+                Input::Path(path) => self.sync_path(&path, &leaves, &index),
+            }
+        }
+    }
+
+    /// Ingest a file or folder and forget what is no longer there: catalogued files at or
+    /// under `path` that the walk did not meet (deleted, renamed away) are removed, except
+    /// under folders that could not be read.
+    fn sync_path(&self, path: &Path, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        let root = root_path(path);
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut unreadable: Vec<String> = Vec::new();
+        if exists {
+            walk(path, &mut |entry| match entry {
+                DiskEntry::File(f) => {
+                    seen.insert(f.locator.to_string());
+                    self.disk_file(f, leaves, index);
+                }
+                DiskEntry::Skipped { locator, reason } => {
+                    seen.insert(locator.to_string());
+                    self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                }
+                // Not catalogued (it may come back); what is under it is not removed.
+                DiskEntry::Failed { locator, reason } => {
+                    unreadable.extend(locator.segments.first().cloned());
+                    self.report(
                         &locator.to_string(),
                         FileStatus::Failed,
                         Some(reason),
                         0,
                         None,
-                    ),
-                }),
+                    );
+                }
+            });
+        }
+        let gone: Vec<CatalogEntry> = lock(&self.ing.catalog)
+            .top_level_under(self.scope, &root)
+            .into_iter()
+            .filter(|e| !seen.contains(&e.locator))
+            .filter(|e| {
+                let path = e
+                    .locator
+                    .parse::<Locator>()
+                    .ok()
+                    .and_then(|l| l.segments.first().cloned())
+                    .unwrap_or_default();
+                !unreadable
+                    .iter()
+                    .any(|u| path == *u || path.starts_with(&format!("{u}/")))
+            })
+            .collect();
+        if self.halted() {
+            return; // an unfinished walk proves nothing about what is gone
+        }
+        if !exists && gone.is_empty() {
+            // Never indexed and not there: most likely a typo.
+            self.report(
+                &Locator::root(root).to_string(),
+                FileStatus::Failed,
+                Some("cannot open: no such file or folder".into()),
+                0,
+                None,
+            );
+        }
+        for e in gone {
+            let members = lock(&self.ing.catalog).members_of(self.scope, &e.locator);
+            for m in members {
+                let _ = index.send(IndexItem::Removed { locator: m.locator });
             }
+            let _ = index.send(IndexItem::Removed { locator: e.locator });
         }
     }
 
@@ -513,7 +681,7 @@ impl Run<'_> {
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
-        if self.cancelled.load(Ordering::SeqCst) {
+        if self.halted() {
             return;
         }
         let loc = f.locator.to_string();
@@ -537,6 +705,9 @@ impl Run<'_> {
             );
         });
         *lock(&self.timings.unpack) += t.elapsed();
+        if self.halted() {
+            return; // members were dropped: the archive is opened again next time
+        }
         if let Some((hash, reason)) = opened {
             lock(&self.containers).push((
                 CatalogEntry {
@@ -705,7 +876,7 @@ impl Run<'_> {
         };
         pool.install(|| {
             leaves.iter().par_bridge().for_each(|work| {
-                if !self.cancelled.load(Ordering::SeqCst) {
+                if !self.halted() {
                     self.extract_one(work, &index);
                 }
             });
@@ -747,6 +918,8 @@ impl Run<'_> {
             .is_empty();
         let newly_claimed = !already_indexed && lock(&self.claimed).insert(hash.clone());
         if !newly_claimed {
+            // Until the store stage records it, the content it shares must not be deleted.
+            self.pin(&hash);
             let _ = index.send(IndexItem::Duplicate { meta });
             return;
         }
@@ -957,6 +1130,7 @@ impl Run<'_> {
                     Ok(())
                 }
                 StoreItem::Other(IndexItem::Duplicate { meta }) => {
+                    self.unpin(&meta.hash);
                     let indexed = !lock(&self.ing.catalog)
                         .locators_with_hash(self.scope, &meta.hash)
                         .is_empty()
@@ -979,6 +1153,16 @@ impl Run<'_> {
                 }
                 StoreItem::Other(IndexItem::Removed { locator }) => {
                     let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
+                    if let Some(e) = &removed {
+                        self.send_report(FileReport {
+                            locator: locator.clone(),
+                            status: FileStatus::Removed,
+                            reason: None,
+                            chunks: 0,
+                            hash: e.hash.clone(),
+                            archive: e.status == EntryStatus::Container,
+                        });
+                    }
                     match removed.as_ref().and_then(CatalogEntry::content) {
                         Some((h, chunks)) => self.release(&h, chunks),
                         None => Ok(()),
@@ -989,6 +1173,7 @@ impl Run<'_> {
             if let Err(e) = result {
                 self.fail_run(e);
             }
+            self.checkpoint();
         }
         for (_, dups) in waiting_dups {
             for dup in dups {

@@ -17,6 +17,9 @@ pub enum FileStatus {
     /// The same bytes as another file in the index (named in the reason): found under both
     /// names, extracted and embedded once.
     Duplicate,
+    /// No longer there (deleted, renamed, or gone from its archive): its points are gone too,
+    /// or re-pointed at the files that still hold the same bytes.
+    Removed,
 }
 
 impl FileStatus {
@@ -28,6 +31,7 @@ impl FileStatus {
             FileStatus::Skipped => "skipped",
             FileStatus::Failed => "failed",
             FileStatus::Duplicate => "duplicate",
+            FileStatus::Removed => "removed",
         }
     }
 }
@@ -68,6 +72,7 @@ pub struct Summary {
     pub skipped: u64,
     pub failed: u64,
     pub duplicate: u64,
+    pub removed: u64,
     /// Lines that are archives (the other lines are files).
     pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
@@ -84,6 +89,7 @@ impl Summary {
             FileStatus::Skipped => self.skipped += 1,
             FileStatus::Failed => self.failed += 1,
             FileStatus::Duplicate => self.duplicate += 1,
+            FileStatus::Removed => self.removed += 1,
         }
         if r.archive {
             self.archives += 1;

@@ -4,6 +4,7 @@
 //! chunk index, so re-ingesting the same bytes rewrites the same points, and identical bytes
 //! in one scope are stored once: the payload's `locators` lists every file that holds them.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use qdrant_edge::{
@@ -32,6 +33,13 @@ pub struct StoredChunk {
     pub vector: Vec<f32>,
     pub content_hash: String,
     /// Every file locator holding these bytes in this scope; the first is shown in results.
+    pub locators: Vec<String>,
+}
+
+/// What the shard holds of one content.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredContent {
+    pub chunk_indexes: BTreeSet<u32>,
     pub locators: Vec<String>,
 }
 
@@ -225,9 +233,81 @@ impl VectorStore {
 
     /// Delete every chunk of content `hash` in `scope`.
     pub fn delete_content(&self, scope: &Scope, hash: &str) -> Result<()> {
+        self.delete_content_by_key(&scope.key(), hash)
+    }
+
+    /// Delete every chunk of content `hash` in the scope whose key is `scope_key`.
+    pub fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()> {
         self.update(UpdateOperation::PointOperation(
-            PointOperations::DeletePointsByFilter(content_filter(&scope.key(), hash)?),
+            PointOperations::DeletePointsByFilter(content_filter(scope_key, hash)?),
         ))
+    }
+
+    /// What the shard holds, content by content: (scope key, content hash) → the chunk
+    /// indexes present and the locators of the first point read. Scrolls every point, reading
+    /// only those payload fields; used to reconcile the store with the catalog after a crash.
+    pub fn inventory(&self) -> Result<HashMap<(String, String), StoredContent>> {
+        let fields = ["scope_key", "content_hash", "chunk_index", "locators"]
+            .iter()
+            .map(|f| f.parse())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| Error::Store {
+                path: self.path.clone(),
+                reason: "bad payload field name".into(),
+            })?;
+        let mut out: HashMap<(String, String), StoredContent> = HashMap::new();
+        let mut offset = None;
+        loop {
+            let (records, next) = self
+                .shard
+                .scroll(qdrant_edge::ScrollRequest {
+                    offset,
+                    limit: Some(1000),
+                    filter: None,
+                    with_payload: Some(WithPayloadInterface::Fields(fields.clone())),
+                    with_vector: WithVector::Bool(false),
+                    order_by: None,
+                })
+                .map_err(|e| Error::Store {
+                    path: self.path.clone(),
+                    reason: e.to_string(),
+                })?;
+            for r in records {
+                let payload = r.payload.map(|p| p.0).unwrap_or_default();
+                let text = |k: &str| {
+                    payload
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                let entry = out
+                    .entry((text("scope_key"), text("content_hash")))
+                    .or_insert_with(|| StoredContent {
+                        chunk_indexes: BTreeSet::new(),
+                        locators: payload
+                            .get("locators")
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|v| v.as_str().map(str::to_string))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    });
+                if let Some(i) = payload
+                    .get("chunk_index")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| u32::try_from(i).ok())
+                {
+                    entry.chunk_indexes.insert(i);
+                }
+            }
+            match next {
+                Some(n) => offset = Some(n),
+                None => return Ok(out),
+            }
+        }
     }
 
     /// Number of points visible to `scope`, or all points with `None`.

@@ -1,0 +1,108 @@
+//! Crash recovery: making the catalog and the vector store agree again.
+//!
+//! A run writes to two places, the shard and the catalog, and a process can be killed between
+//! any two writes. Rather than a two-phase commit, every writing run leaves a marker file while
+//! it works ([`DirtyMarker`]); if a run did not end cleanly, the next start reconciles:
+//! - a content the catalog says is indexed but whose points are missing or incomplete is
+//!   forgotten (its files, and the archives holding them, are indexed again by the next sync);
+//! - points of contents no catalog entry holds (upserted before the crash, or left over from
+//!   an old version) are deleted;
+//! - the `locators` payload of every content is set to the files that hold it.
+//!
+//! Point ids derive from (scope, content hash, chunk index), so upserting again never creates
+//! a second copy of a point: after a repair and a sync, the index is exactly the folder's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::store::VectorStore;
+
+const MARKER: &str = "run-in-progress";
+
+/// Present in the data directory while a run writes; removed when it ends with store and
+/// catalog in agreement.
+#[derive(Debug)]
+pub(crate) struct DirtyMarker {
+    path: PathBuf,
+}
+
+impl DirtyMarker {
+    /// Whether a previous run did not finish.
+    pub fn present(data_dir: &Path) -> bool {
+        data_dir.join(MARKER).exists()
+    }
+
+    /// Mark the data directory as being written (durably, before the first write).
+    pub fn set(data_dir: &Path) -> Result<Self> {
+        let path = data_dir.join(MARKER);
+        let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        file.sync_all().map_err(|e| Error::io(&path, e))?;
+        Ok(DirtyMarker { path })
+    }
+
+    /// The run ended cleanly.
+    pub fn clear(self) -> Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&self.path, e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What a repair changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairReport {
+    /// Catalog entries dropped because their points were missing (they are indexed again).
+    pub entries_forgotten: u64,
+    /// Contents whose points no catalog entry held, deleted.
+    pub stale_contents_deleted: u64,
+    /// Contents whose `locators` payload was out of date.
+    pub locators_fixed: u64,
+}
+
+/// Reconcile `catalog` with `store` (see the module docs), then save both.
+pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<RepairReport> {
+    let mut stored = store.inventory()?;
+    let mut report = RepairReport::default();
+    for scope in catalog.scopes() {
+        let key = scope.key();
+        // content hash → (chunks, the locators holding it, in locator order)
+        let mut held: BTreeMap<String, (u32, Vec<String>)> = BTreeMap::new();
+        for e in catalog.entries(&scope) {
+            if let Some((hash, chunks)) = e.content() {
+                held.entry(hash)
+                    .or_insert((chunks, Vec::new()))
+                    .1
+                    .push(e.locator);
+            }
+        }
+        for (hash, (chunks, holders)) in held {
+            let points = stored.remove(&(key.clone(), hash.clone()));
+            let complete = match &points {
+                None => chunks == 0,
+                Some(p) => p.chunk_indexes.iter().copied().eq(0..chunks),
+            };
+            if !complete {
+                for locator in &holders {
+                    catalog.forget(&scope, locator);
+                }
+                if points.is_some() {
+                    store.delete_content(&scope, &hash)?;
+                }
+                report.entries_forgotten += holders.len() as u64;
+            } else if points.is_some_and(|p| p.locators != holders) {
+                store.set_locators(&scope, &hash, &holders)?;
+                report.locators_fixed += 1;
+            }
+        }
+    }
+    for (scope_key, hash) in stored.into_keys() {
+        store.delete_content_by_key(&scope_key, &hash)?;
+        report.stale_contents_deleted += 1;
+    }
+    store.flush();
+    catalog.save()?;
+    Ok(report)
+}

@@ -1,0 +1,190 @@
+//! The watch-folder daemon: keep the index equal to a set of folders, forever.
+//!
+//! On start it reconciles every folder with the catalog (catching what changed while it was
+//! down), then follows OS file notifications. Changes are collected until the folders have been
+//! quiet for a short while (editors and copies write in bursts), reduced to the outermost
+//! changed paths, and synced in one run: a path that exists is ingested (unchanged files cost
+//! a stat), a path that is gone takes its files out of the index, a rename is both. A periodic
+//! rescan catches what notifications miss (overflowing queues, network filesystems). A stop
+//! request (SIGINT/SIGTERM) lets the current run drain what is in flight and end cleanly.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::Watcher as _;
+
+use crate::error::{Error, Result};
+use crate::pipeline::{Ingestor, Input};
+use crate::report::{FileReport, IngestReport};
+use extractors::Scope;
+
+/// How the daemon watches.
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// Folders (or files) to keep indexed.
+    pub roots: Vec<PathBuf>,
+    pub scope: Scope,
+    /// Quiet time after the last change before a sync starts.
+    pub debounce: Duration,
+    /// Longest a change waits while changes keep coming.
+    pub max_delay: Duration,
+    /// Full rescan interval (a safety net behind notifications).
+    pub rescan: Duration,
+}
+
+impl WatchConfig {
+    pub fn new(roots: Vec<PathBuf>, scope: Scope) -> Self {
+        WatchConfig {
+            roots,
+            scope,
+            debounce: Duration::from_millis(300),
+            max_delay: Duration::from_secs(3),
+            rescan: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What a sync was started by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncCause {
+    Start,
+    Changes,
+    Rescan,
+}
+
+/// Watch `config.roots` until `stop` is set, syncing changes into `ingestor`. Blocks.
+/// `on_sync` is called after every sync with its cause and report; `on_file` with each file
+/// line as it is decided.
+pub fn watch(
+    ingestor: &Ingestor,
+    config: &WatchConfig,
+    stop: &AtomicBool,
+    on_file: &(dyn Fn(&FileReport) + Sync),
+    on_sync: &mut dyn FnMut(SyncCause, &IngestReport),
+) -> Result<()> {
+    if config.roots.is_empty() {
+        return Err(Error::Config("nothing to watch".into()));
+    }
+    let roots: Vec<PathBuf> = config
+        .roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).map_err(|e| Error::io(r, e)))
+        .collect::<Result<_>>()?;
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(tx)
+        .map_err(|e| Error::Pipeline(format!("file notifications: {e}")))?;
+    for root in &roots {
+        watcher
+            .watch(root, notify::RecursiveMode::Recursive)
+            .map_err(|e| Error::Pipeline(format!("watching {}: {e}", root.display())))?;
+    }
+    // Notifications are on before the first sync, so nothing slips between the two.
+    let sync = |paths: &[PathBuf]| {
+        let inputs = paths.iter().cloned().map(Input::Path).collect();
+        ingestor.ingest_until(inputs, &config.scope, on_file, stop)
+    };
+    let report = sync(&roots)?;
+    on_sync(SyncCause::Start, &report);
+
+    let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut first_change: Option<Instant> = None;
+    let mut last_change = Instant::now();
+    let mut last_rescan = Instant::now();
+    let mut rescan_now = false;
+    while !stop.load(Ordering::SeqCst) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Ok(event)) => {
+                if event.need_rescan() {
+                    rescan_now = true;
+                }
+                if !matches!(event.kind, notify::EventKind::Access(_)) {
+                    pending.extend(event.paths);
+                    first_change.get_or_insert_with(Instant::now);
+                    last_change = Instant::now();
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("file notifications: {e}; rescanning");
+                rescan_now = true;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::Pipeline("file notifications stopped".into()));
+            }
+        }
+        if rescan_now || last_rescan.elapsed() >= config.rescan {
+            rescan_now = false;
+            pending.clear();
+            first_change = None;
+            last_rescan = Instant::now();
+            let report = sync(&roots)?;
+            on_sync(SyncCause::Rescan, &report);
+            continue;
+        }
+        let due = first_change.is_some_and(|first| {
+            last_change.elapsed() >= config.debounce || first.elapsed() >= config.max_delay
+        });
+        if due {
+            let paths = outermost(std::mem::take(&mut pending), &roots);
+            first_change = None;
+            if !paths.is_empty() {
+                let report = sync(&paths)?;
+                on_sync(SyncCause::Changes, &report);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The changed paths that are not inside another changed path, limited to the roots.
+fn outermost(paths: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        if !roots.iter().any(|r| p.starts_with(r)) {
+            continue;
+        }
+        // Sorted, so an enclosing path comes first.
+        if out.last().is_some_and(|last| p.starts_with(last)) {
+            continue;
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// The socket the daemon answers searches and status requests on.
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("daemon.sock")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_reduce_to_their_outermost_paths_inside_the_roots() {
+        let roots = vec![PathBuf::from("/w")];
+        let paths: BTreeSet<PathBuf> = [
+            "/w/a/b.txt",
+            "/w/a",
+            "/w/c.txt",
+            "/w/ab.txt",
+            "/elsewhere/x",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(
+            outermost(paths, &roots),
+            vec![
+                PathBuf::from("/w/a"),
+                PathBuf::from("/w/ab.txt"),
+                PathBuf::from("/w/c.txt")
+            ]
+        );
+    }
+}
