@@ -53,7 +53,7 @@ pub use isolation::{
 pub use pipeline::{Ingestor, Input};
 pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
-pub use serve::{ask, status_of, Request, Server};
+pub use serve::{ask, status_of, Listening, Request, Server};
 pub use store::{point_id, Hit, StoredContent, VectorStore};
 pub use unpack::{walk, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
 

@@ -391,18 +391,47 @@ fn print_line(json: bool, r: &FileReport) -> String {
     }
 }
 
+/// Open the data directory and its store, waiting a while for a short-lived command (a
+/// `search` or `status` that opened it just before this daemon listened) to let go.
+fn take_index(common: &Common, extract: &ExtractArgs) -> anyhow::Result<Ingestor> {
+    let started = std::time::Instant::now();
+    loop {
+        let attempt = open(common, Some(extract)).and_then(|i| {
+            i.store()?;
+            Ok(i)
+        });
+        match attempt {
+            Ok(i) => return Ok(i),
+            Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => {
+                return Err(e.context(format!(
+                    "{} is in use by another ingest process",
+                    common.data_dir.display()
+                )))
+            }
+        }
+    }
+}
+
 fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
     ingest::find_model_dir(common.model_dir.as_deref())?;
-    let ingestor = Arc::new(open(common, Some(&args.extract))?);
-    // Take the index now: a second daemon, or a running ingest, fails here.
-    ingestor.store().with_context(|| {
-        format!(
-            "{} is in use by another ingest process",
-            common.data_dir.display()
-        )
-    })?;
+    let socket = socket_path(&common.data_dir);
+    if let Ok(Some(daemon)) = ask(&socket, &Request::Status) {
+        anyhow::bail!(
+            "{} is already watched by a running `ingest watch` (pid {})",
+            common.data_dir.display(),
+            daemon["daemon"]["pid"]
+        );
+    }
+    // Listen before taking the index: from now on, `ingest search` and `ingest status` wait
+    // for this daemon instead of opening the data directory themselves.
+    std::fs::create_dir_all(&common.data_dir)?;
+    let listener = Server::bind(&socket)?;
+    let ingestor = Arc::new(take_index(common, &args.extract)?);
     let roots: Vec<PathBuf> = args
         .folders
         .iter()
@@ -415,11 +444,7 @@ fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         "syncs": 0,
         "last_sync": null,
     })));
-    let _server = Server::start(
-        Arc::clone(&ingestor),
-        &socket_path(&common.data_dir),
-        Arc::clone(&state),
-    )?;
+    let _server = listener.serve(Arc::clone(&ingestor), Arc::clone(&state))?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;

@@ -36,16 +36,51 @@ pub struct Server {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A bound socket that does not answer yet: clients that connect wait in its backlog until
+/// [`Listening::serve`] starts. Dropped unserved, it removes its socket file.
+pub struct Listening {
+    /// `None` once handed to the server, which then owns the socket file.
+    listener: Option<UnixListener>,
+    path: PathBuf,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if self.listener.is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Listening {
+    /// Answer requests with `ingestor`; `status` is merged into status answers.
+    pub fn serve(mut self, ingestor: Arc<Ingestor>, status: Arc<Mutex<Value>>) -> Result<Server> {
+        let listener = self
+            .listener
+            .take()
+            .ok_or_else(|| Error::Pipeline("socket already served".into()))?;
+        Server::start(ingestor, listener, &self.path, status)
+    }
+}
+
 impl Server {
-    /// Listen on `path` (a stale socket file there is replaced; the caller holds the index,
-    /// so no other daemon is alive). `status` is merged into status answers.
-    pub fn start(
+    /// Bind `path` (a stale socket file there, left by a daemon that was killed, is replaced:
+    /// the caller has checked that no daemon answers on it).
+    pub fn bind(path: &Path) -> Result<Listening> {
+        let _ = std::fs::remove_file(path);
+        let listener = UnixListener::bind(path).map_err(|e| Error::io(path, e))?;
+        Ok(Listening {
+            listener: Some(listener),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn start(
         ingestor: Arc<Ingestor>,
+        listener: UnixListener,
         path: &Path,
         status: Arc<Mutex<Value>>,
     ) -> Result<Server> {
-        let _ = std::fs::remove_file(path);
-        let listener = UnixListener::bind(path).map_err(|e| Error::io(path, e))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io(path, e))?;

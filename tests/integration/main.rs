@@ -6,3 +6,4 @@ mod formats;
 mod hostile;
 mod library;
 mod util;
+mod watch;

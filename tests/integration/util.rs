@@ -78,6 +78,22 @@ impl Sandbox {
         json_lines(&out)
     }
 
+    /// `ingest search --json QUERY`, or `None` if it could not run (the index is busy).
+    pub fn try_search(&self, query: &str, limit: usize) -> Option<Vec<Value>> {
+        let limit = limit.to_string();
+        let out = self.run(&["search", "--json", "--limit", &limit, query]);
+        out.status.success().then(|| json_lines(&out))
+    }
+
+    /// `ingest status --json`, or `None` if it could not run.
+    pub fn try_status(&self) -> Option<Value> {
+        let out = self.run(&["status", "--json"]);
+        out.status
+            .success()
+            .then(|| json_lines(&out).pop())
+            .flatten()
+    }
+
     /// `ingest status --json`.
     pub fn status(&self) -> Value {
         let out = self.run(&["status", "--json"]);
@@ -147,4 +163,81 @@ pub fn by_name<'a>(lines: &'a [Value], suffix: &str) -> &'a Value {
 pub fn assert_store_matches_catalog(sb: &Sandbox) {
     let st = sb.status();
     assert_eq!(st["points"], st["catalog"]["chunks"], "status: {st}");
+}
+
+/// An `ingest watch` process on a sandbox's data directory; killed when dropped.
+pub struct Daemon {
+    pub child: std::process::Child,
+}
+
+impl Daemon {
+    /// Start `ingest watch --json FOLDERS` with a short debounce; output goes to files in the
+    /// sandbox (a full pipe would block the daemon).
+    pub fn start(sb: &Sandbox, folders: &[&Path]) -> Daemon {
+        let log = |name: &str| std::fs::File::create(sb.path(name)).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["watch", "--json", "--debounce-ms=150", "--data-dir"])
+            .arg(sb.data_dir())
+            .args(folders)
+            .stdout(log("daemon.out"))
+            .stderr(log("daemon.err"))
+            .spawn()
+            .expect("start ingest watch");
+        Daemon { child }
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap_or(0)
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal);
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(mut self) {
+        self.signal(nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        self.child.wait().expect("daemon exit")
+    }
+
+    /// Resident memory of the daemon process, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Poll `check` every 50 ms until it holds; how long that took, or `None` after `limit`.
+pub fn wait_for(
+    limit: std::time::Duration,
+    mut check: impl FnMut() -> bool,
+) -> Option<std::time::Duration> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    None
 }
