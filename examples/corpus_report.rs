@@ -112,7 +112,11 @@ fn main() {
                 rows.entry("(unpack)".into()).or_default().failed += 1;
                 failures.push((locator.to_string(), reason));
             }
-            Leaf::Container { .. } => rows.entry("(archives)".into()).or_default().ok += 1,
+            Leaf::Container { .. } => {
+                let row = rows.entry("(archives)".into()).or_default();
+                row.files += 1;
+                row.ok += 1;
+            }
         });
     });
     println!("| kind | files | extracted | failed | objects | seconds |");
