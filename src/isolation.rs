@@ -71,7 +71,11 @@ impl IsolationConfig {
     pub(crate) fn command(&self) -> io::Result<(PathBuf, Vec<OsString>)> {
         let program = match &self.program {
             Some(p) => p.clone(),
-            None => std::env::current_exe()?,
+            // The running executable itself, even after its file was replaced (an upgrade
+            // while a daemon runs): `/proc/self/exe` names the inode, not the path.
+            None => Some(PathBuf::from("/proc/self/exe"))
+                .filter(|p| p.metadata().is_ok_and(|m| m.is_file()))
+                .map_or_else(std::env::current_exe, Ok)?,
         };
         let args = vec![
             OsString::from(WORKER_ARG),

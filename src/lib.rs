@@ -55,7 +55,7 @@ pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server};
 pub use store::{point_id, Hit, StoredContent, VectorStore};
-pub use unpack::{walk, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
+pub use unpack::{walk, walk_except, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;

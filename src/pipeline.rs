@@ -26,7 +26,7 @@ use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
 use crate::store::{Hit, StoredChunk, VectorStore};
-use crate::unpack::{walk, DiskEntry, Leaf, Unpacker};
+use crate::unpack::{walk_except, DiskEntry, Leaf, Unpacker};
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -614,8 +614,12 @@ impl Run<'_> {
         let root = root_path(path);
         let mut seen: HashSet<String> = HashSet::new();
         let mut unreadable: Vec<String> = Vec::new();
+        // The index's own files are never ingested, even when it lives in the folder.
+        let except: Vec<PathBuf> = std::fs::canonicalize(&self.ing.config.data_dir)
+            .into_iter()
+            .collect();
         if exists {
-            walk(path, &mut |entry| match entry {
+            walk_except(path, &except, &mut |entry| match entry {
                 DiskEntry::File(f) => {
                     seen.insert(f.locator.to_string());
                     self.disk_file(f, leaves, index);

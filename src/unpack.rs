@@ -138,6 +138,12 @@ pub enum DiskEntry {
 /// Walk a file or folder without following links, depth-first in name order, calling `visit`
 /// for every entry. Runs in constant memory per directory level.
 pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
+    walk_except(root, &[], visit);
+}
+
+/// [`walk`], leaving out the folders in `except` (canonical paths) and everything in them:
+/// the index's own data directory, when it lies inside what is ingested.
+pub fn walk_except(root: &Path, except: &[PathBuf], visit: &mut dyn FnMut(DiskEntry)) {
     let root = match std::fs::canonicalize(root) {
         Ok(p) => p,
         Err(e) => {
@@ -170,8 +176,10 @@ pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
         } else if ft.is_dir() {
             match std::fs::read_dir(&path) {
                 Ok(rd) => {
-                    let mut children: Vec<PathBuf> =
-                        rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                    let mut children: Vec<PathBuf> = rd
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| !except.contains(p))
+                        .collect();
                     children.sort();
                     stack.extend(children.into_iter().rev());
                 }

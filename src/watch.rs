@@ -74,6 +74,9 @@ pub fn watch(
         .iter()
         .map(|r| std::fs::canonicalize(r).map_err(|e| Error::io(r, e)))
         .collect::<Result<_>>()?;
+    // The index writes into its data directory: when that lies inside a watched folder, its
+    // own writes must not count as changes.
+    let data_dir = std::fs::canonicalize(&ingestor.config().data_dir).ok();
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(tx)
         .map_err(|e| Error::Pipeline(format!("file notifications: {e}")))?;
@@ -101,8 +104,13 @@ pub fn watch(
                 if event.need_rescan() {
                     rescan_now = true;
                 }
-                if !matches!(event.kind, notify::EventKind::Access(_)) {
-                    pending.extend(event.paths);
+                let paths: Vec<PathBuf> = event
+                    .paths
+                    .into_iter()
+                    .filter(|p| data_dir.as_ref().is_none_or(|d| !p.starts_with(d)))
+                    .collect();
+                if !matches!(event.kind, notify::EventKind::Access(_)) && !paths.is_empty() {
+                    pending.extend(paths);
                     first_change.get_or_insert_with(Instant::now);
                     last_change = Instant::now();
                 }

@@ -243,3 +243,29 @@ fn two_files_swapping_contents_stay_searchable() {
     );
     assert_store_matches_catalog(&sb);
 }
+
+#[test]
+fn an_index_inside_the_ingested_folder_is_not_ingested() {
+    let sb = Sandbox::new();
+    sb.write(
+        "docs/a.txt",
+        b"The breakwater was extended by forty metres in 1987.\n",
+    );
+    let data = sb.path("docs/.ingest");
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["--json", "--data-dir"])
+            .arg(&data)
+            .arg(sb.path("docs"))
+            .output()
+            .unwrap();
+        let mut lines = json_lines(&out);
+        lines.pop();
+        lines
+    };
+    let first = run();
+    assert_eq!(first.len(), 1, "{first:#?}");
+    let second = run();
+    assert_eq!(second.len(), 1, "{second:#?}");
+    assert_eq!(second[0]["status"], "unchanged");
+}
