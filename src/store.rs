@@ -256,6 +256,47 @@ impl VectorStore {
                 reason: "bad payload field name".into(),
             })?;
         let mut out: HashMap<(String, String), StoredContent> = HashMap::new();
+        self.scroll(None, WithPayloadInterface::Fields(fields), &mut |r| {
+            let payload = r.payload.map(|p| p.0).unwrap_or_default();
+            let text = |k: &str| {
+                payload
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let entry = out
+                .entry((text("scope_key"), text("content_hash")))
+                .or_insert_with(|| StoredContent {
+                    chunk_indexes: BTreeSet::new(),
+                    locators: payload
+                        .get("locators")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| v.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                });
+            if let Some(i) = payload
+                .get("chunk_index")
+                .and_then(Value::as_u64)
+                .and_then(|i| u32::try_from(i).ok())
+            {
+                entry.chunk_indexes.insert(i);
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Visit every point matching `filter`, a page at a time.
+    fn scroll(
+        &self,
+        filter: Option<Filter>,
+        with_payload: WithPayloadInterface,
+        visit: &mut dyn FnMut(qdrant_edge::Record),
+    ) -> Result<()> {
         let mut offset = None;
         loop {
             let (records, next) = self
@@ -263,8 +304,8 @@ impl VectorStore {
                 .scroll(qdrant_edge::ScrollRequest {
                     offset,
                     limit: Some(1000),
-                    filter: None,
-                    with_payload: Some(WithPayloadInterface::Fields(fields.clone())),
+                    filter: filter.clone(),
+                    with_payload: Some(with_payload.clone()),
                     with_vector: WithVector::Bool(false),
                     order_by: None,
                 })
@@ -272,40 +313,10 @@ impl VectorStore {
                     path: self.path.clone(),
                     reason: e.to_string(),
                 })?;
-            for r in records {
-                let payload = r.payload.map(|p| p.0).unwrap_or_default();
-                let text = |k: &str| {
-                    payload
-                        .get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                let entry = out
-                    .entry((text("scope_key"), text("content_hash")))
-                    .or_insert_with(|| StoredContent {
-                        chunk_indexes: BTreeSet::new(),
-                        locators: payload
-                            .get("locators")
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(|v| v.as_str().map(str::to_string))
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    });
-                if let Some(i) = payload
-                    .get("chunk_index")
-                    .and_then(Value::as_u64)
-                    .and_then(|i| u32::try_from(i).ok())
-                {
-                    entry.chunk_indexes.insert(i);
-                }
-            }
+            records.into_iter().for_each(&mut *visit);
             match next {
                 Some(n) => offset = Some(n),
-                None => return Ok(out),
+                None => return Ok(()),
             }
         }
     }
@@ -397,27 +408,11 @@ impl VectorStore {
     /// Every point id for `scope` (used by tests and consistency checks).
     pub fn point_ids(&self, scope: &Scope) -> Result<Vec<PointId>> {
         let mut ids = Vec::new();
-        let mut offset = None;
-        loop {
-            let (records, next) = self
-                .shard
-                .scroll(qdrant_edge::ScrollRequest {
-                    offset,
-                    limit: Some(1000),
-                    filter: Some(scope_filter(scope)?),
-                    with_payload: Some(WithPayloadInterface::Bool(false)),
-                    with_vector: WithVector::Bool(false),
-                    order_by: None,
-                })
-                .map_err(|e| Error::Store {
-                    path: self.path.clone(),
-                    reason: e.to_string(),
-                })?;
-            ids.extend(records.into_iter().map(|r| r.id));
-            match next {
-                Some(n) => offset = Some(n),
-                None => return Ok(ids),
-            }
-        }
+        self.scroll(
+            Some(scope_filter(scope)?),
+            WithPayloadInterface::Bool(false),
+            &mut |r| ids.push(r.id),
+        )?;
+        Ok(ids)
     }
 }

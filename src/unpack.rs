@@ -762,7 +762,7 @@ impl<R: Read> TarGuard<R> {
         if h.iter().all(|b| *b == 0) {
             return Ok(()); // end-of-archive padding
         }
-        if !tar_checksum_ok(h) {
+        if !extractors::tar_checksum_ok(h) {
             self.synced = false;
             return Ok(());
         }
@@ -820,31 +820,6 @@ impl<R: Read> Read for TarGuard<R> {
         }
         Ok(n)
     }
-}
-
-/// A tar header's checksum: the sum of its bytes with the checksum field read as spaces.
-fn tar_checksum_ok(h: &[u8; 512]) -> bool {
-    let field = h.get(148..156).unwrap_or(&[]);
-    let digits: String = field
-        .iter()
-        .filter(|b| (b'0'..=b'7').contains(*b))
-        .map(|b| *b as char)
-        .collect();
-    let Ok(stored) = u32::from_str_radix(&digits, 8) else {
-        return false;
-    };
-    let sum: u32 = h
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            if (148..156).contains(&i) {
-                u32::from(b' ')
-            } else {
-                u32::from(*b)
-            }
-        })
-        .sum();
-    stored == sum
 }
 
 /// A tar size field: octal digits, or GNU base-256 when the high bit of the first byte is set.

@@ -242,6 +242,13 @@ fn is_tar(head: &[u8]) -> bool {
     if header.get(257..262) == Some(b"ustar") {
         return true;
     }
+    // An all-zero block has checksum 256 of spaces only; require a name too.
+    tar_checksum_ok(header) && header.first().is_some_and(|b| *b != 0)
+}
+
+/// Whether a 512-byte tar header's stored checksum matches the sum of its bytes (the checksum
+/// field itself counted as spaces).
+pub fn tar_checksum_ok(header: &[u8]) -> bool {
     let Some(field) = header.get(148..156) else {
         return false;
     };
@@ -256,6 +263,7 @@ fn is_tar(head: &[u8]) -> bool {
     };
     let sum: u32 = header
         .iter()
+        .take(512)
         .enumerate()
         .map(|(i, b)| {
             if (148..156).contains(&i) {
@@ -265,8 +273,7 @@ fn is_tar(head: &[u8]) -> bool {
             }
         })
         .sum();
-    // An all-zero block has checksum 256 of spaces only; require a name too.
-    stored == sum && header.first().is_some_and(|b| *b != 0)
+    stored == sum
 }
 
 /// Text if it has no NUL bytes and decodes as UTF-8 (a sequence cut at the end of the sniffed

@@ -27,8 +27,8 @@ mod textcodec;
 mod xmlutil;
 
 pub use detect::{
-    detect, looks_like_text, package_kind, ContainerKind, Detected, DocumentKind, FileKind,
-    TextKind, SNIFF_LEN,
+    detect, looks_like_text, package_kind, tar_checksum_ok, ContainerKind, Detected, DocumentKind,
+    FileKind, TextKind, SNIFF_LEN,
 };
 pub use locator::{segment_from_bytes, Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
 pub use model::{
