@@ -176,8 +176,6 @@ fn cpu_used() -> Duration {
 
 /// Largest request header (locator, hash, type) accepted.
 const MAX_HEADER: u64 = 16 * 1024 * 1024;
-/// Largest response accepted from a worker: it cannot produce more within its memory cap.
-const MAX_RESPONSE: u64 = 4 * 1024 * 1024 * 1024;
 /// Bytes of a worker's stderr kept to explain its death.
 const STDERR_TAIL: usize = 4096;
 
@@ -280,9 +278,11 @@ impl Worker {
         self.stdin.flush()
     }
 
-    fn receive(&mut self) -> io::Result<Result<Extraction, ExtractError>> {
+    /// The worker's answer; a frame longer than the worker could hold in memory (`max`) is
+    /// corrupt and refused before anything is allocated for it.
+    fn receive(&mut self, max: u64) -> io::Result<Result<Extraction, ExtractError>> {
         let len = read_u64(&mut self.stdout)?;
-        let body = read_exact_vec(&mut self.stdout, len, MAX_RESPONSE)?;
+        let body = read_exact_vec(&mut self.stdout, len, max)?;
         serde_json::from_slice(&body).map_err(io::Error::other)
     }
 
@@ -516,7 +516,7 @@ impl WorkerPool {
         let job = self.next_job.fetch_add(1, Ordering::Relaxed);
         self.watchdog
             .watch(job, w.pid(), Instant::now() + self.config.deadline);
-        let answer = w.receive();
+        let answer = w.receive(self.config.memory_bytes);
         let expired = self.watchdog.release(job);
         match answer {
             Ok(result) if !expired => {

@@ -36,6 +36,19 @@ pub struct StoredChunk {
     pub locators: Vec<String>,
 }
 
+/// The `locators` list of a point's payload (the files holding its content).
+fn payload_locators(payload: &serde_json::Map<String, Value>) -> Vec<String> {
+    payload
+        .get("locators")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What the shard holds of one content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredContent {
@@ -269,15 +282,7 @@ impl VectorStore {
                 .entry((text("scope_key"), text("content_hash")))
                 .or_insert_with(|| StoredContent {
                     chunk_indexes: BTreeSet::new(),
-                    locators: payload
-                        .get("locators")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|v| v.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    locators: payload_locators(&payload),
                 });
             if let Some(i) = payload
                 .get("chunk_index")
@@ -365,15 +370,7 @@ impl VectorStore {
             .map(|p| {
                 let payload = p.payload.map(|p| p.0).unwrap_or_default();
                 let s = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_string);
-                let locators: Vec<String> = payload
-                    .get("locators")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let locators: Vec<String> = payload_locators(&payload);
                 let file = locators.first().cloned().unwrap_or_default();
                 let locator = match s("fragment").filter(|f| !f.is_empty()) {
                     Some(f) => format!("{file}#{f}"),

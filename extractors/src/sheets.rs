@@ -629,13 +629,8 @@ pub(crate) mod tests {
             ),
         ]);
         let e = run("b.xlsx", &book, DocumentKind::Xlsx);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            crate::testing::located(&e),
             vec![
                 (
                     "b.xlsx#sheet=Q3&rows=2",
@@ -680,13 +675,8 @@ pub(crate) mod tests {
     fn short_gaps_stay_in_one_table_so_rows_map_to_lines() {
         let book = xlsx_fixture(&[("S", &[("A1", "h"), ("A2", "a"), ("A4", "b"), ("A20", "c")])]);
         let e = run("g.xlsx", &book, DocumentKind::Xlsx);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            crate::testing::located(&e),
             vec![
                 (
                     "g.xlsx#sheet=S&rows=2-4",
@@ -710,13 +700,8 @@ pub(crate) mod tests {
             ("content.xml", content),
         ]);
         let e = run("b.ods", &ods, DocumentKind::Ods);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            crate::testing::located(&e),
             vec![(
                 "b.ods#sheet=Q4&rows=1000002",
                 "| Item | B | C |\n|---|---|---|\n| 3 | Rope coil | Rope coil |\n"

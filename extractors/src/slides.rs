@@ -371,13 +371,8 @@ pub(crate) mod tests {
             ("Outlook", "Hiring &amp; training", ""),
         ]);
         let e = run("deck.pptx", &deck, crate::DocumentKind::Pptx);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            crate::testing::located(&e),
             vec![
                 ("deck.pptx#slide=1", "Q3 results\nRevenue grew 12 %"),
                 ("deck.pptx#slide=1", "Mention the new store"),
@@ -402,13 +397,8 @@ pub(crate) mod tests {
             ("content.xml", content),
         ]);
         let e = run("a.odp", &odp, crate::DocumentKind::Odp);
-        let got: Vec<_> = e
-            .objects
-            .iter()
-            .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            crate::testing::located(&e),
             vec![
                 ("a.odp#slide=1", "Welcome\nFirst point"),
                 ("a.odp#slide=1", "Say hello")

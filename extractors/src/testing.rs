@@ -37,6 +37,14 @@ pub(crate) fn placed(e: &Extraction) -> Vec<(&str, Option<&str>, &str)> {
         .collect()
 }
 
+/// Each object as (locator, text).
+pub(crate) fn located(e: &Extraction) -> Vec<(&str, &str)> {
+    e.objects
+        .iter()
+        .map(|o| (o.context_ref.location.as_str(), o.data.as_str()))
+        .collect()
+}
+
 /// A ZIP package of (part name, text) entries, deflated.
 pub(crate) fn zip_parts(parts: &[(&str, &str)]) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
