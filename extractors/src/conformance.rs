@@ -11,7 +11,7 @@ use crate::{
 
 /// The sample documents in `fixtures/formats/`, with their detected kinds.
 pub(crate) fn fixture_files() -> Vec<(String, FileKind, Vec<u8>)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/formats");
+    let dir = crate::testing::crate_dir().join("../fixtures/formats");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())

@@ -9,8 +9,7 @@ use crate::conformance::fixture_files;
 use crate::{extract, ContentType, ExtractInput, Extraction, FileKind, Locator};
 
 fn expected() -> serde_json::Map<String, Value> {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/expected/formats.json");
+    let path = crate::testing::crate_dir().join("../tests/expected/formats.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }

@@ -4,6 +4,14 @@ use std::io::{Cursor, Write};
 
 use crate::{detect, extract, ExtractError, ExtractInput, Extraction, FileKind, Locator};
 
+/// The `extractors` crate's folder. Read at run time (cargo and nextest set it for every
+/// test): the value compiled in goes stale when a shared target dir serves two checkouts.
+pub(crate) fn crate_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}
+
 /// Extract `bytes` as a file named `name`, as the detected kind or as `kind` when given.
 pub(crate) fn extract_as(
     name: &str,

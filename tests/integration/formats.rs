@@ -13,10 +13,8 @@ fn a_search_for_each_phrase_finds_its_file_and_place() {
     assert_eq!(code, 0, "{lines:#?}");
     assert_eq!(summary["failed"], 0);
     let expected: serde_json::Map<String, Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected/formats.json"),
-        )
-        .unwrap(),
+        &std::fs::read_to_string(crate::util::repo_dir().join("tests/expected/formats.json"))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(lines.len(), expected.len(), "one ledger line per fixture");

@@ -5,7 +5,6 @@
 //! the expected lines with counts that add up; the benign siblings must be searchable and what
 //! must not be read must not be.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,10 +16,7 @@ use crate::util::*;
 const DEADLINE_SECS: u64 = 5;
 
 fn manifest() -> serde_json::Map<String, Value> {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected/hostile.json"),
-    )
-    .unwrap();
+    let text = std::fs::read_to_string(repo_dir().join("tests/expected/hostile.json")).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     v["fixtures"].as_object().unwrap().clone()
 }

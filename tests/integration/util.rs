@@ -114,9 +114,17 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The repository's root. Read at run time (cargo and nextest set it for every test): the
+/// value compiled in goes stale when a shared target dir serves two checkouts.
+pub fn repo_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}
+
 /// The repository's `fixtures/` folder.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    repo_dir().join("fixtures")
 }
 
 /// The fixture folders that hold ordinary documents (everything but `fixtures/hostile/`).
