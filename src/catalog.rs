@@ -44,6 +44,18 @@ pub struct CatalogEntry {
     pub reason: Option<String>,
     #[serde(default)]
     pub chunks: u32,
+    /// For a top-level archive: its members hidden by an earlier member of the same name.
+    /// They are not catalogued (their locator is the earlier member's), but their ledger
+    /// lines are replayed when the unchanged archive is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadowed: Vec<ShadowedMember>,
+}
+
+/// A ledger line for an archive member that shares its name with an earlier member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowedMember {
+    pub locator: String,
+    pub reason: String,
 }
 
 impl CatalogEntry {
@@ -360,6 +372,7 @@ mod tests {
             status: EntryStatus::Indexed,
             reason: None,
             chunks: 2,
+            shadowed: Vec::new(),
         }
     }
 

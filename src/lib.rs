@@ -42,7 +42,7 @@ mod store;
 mod unpack;
 mod watch;
 
-pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun};
+pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
 pub use chunk::{Chunk, Chunker};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};

@@ -19,7 +19,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator, Scope};
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun};
+use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
 use crate::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
@@ -80,6 +80,17 @@ struct Work {
     parent: Option<String>,
     size: u64,
     mtime_ns: u64,
+}
+
+/// What expanding one top-level input met, beyond the files sent to extraction.
+#[derive(Default)]
+struct Expansion {
+    /// Every locator catalogued (files, unread members, nested archives).
+    seen: Vec<String>,
+    /// The top-level input's hash and summary, when it turned out to be an archive.
+    opened: Option<(String, String)>,
+    /// Members hidden by an earlier member of the same name.
+    shadowed: Vec<ShadowedMember>,
 }
 
 /// A file's facts as they go into the catalog once it is stored.
@@ -282,6 +293,7 @@ impl Run<'_> {
                     status,
                     reason: Some(reason.to_string()),
                     chunks: 0,
+                    shadowed: Vec::new(),
                 },
             );
             previous
@@ -595,9 +607,9 @@ impl Run<'_> {
                     let locator = Locator::root(name);
                     let size = bytes.len() as u64;
                     let t = Instant::now();
-                    let mut seen = Vec::new();
+                    let mut expansion = Expansion::default();
                     Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut seen, &mut None);
+                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
                     });
                     *lock(&self.timings.unpack) += t.elapsed();
                 }
@@ -695,24 +707,15 @@ impl Run<'_> {
             return;
         }
         let t = Instant::now();
-        let mut seen = Vec::new();
-        let mut opened = None;
+        let mut expansion = Expansion::default();
         Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
-            self.route_leaf(
-                leaf,
-                &f.locator,
-                f.size,
-                f.mtime_ns,
-                leaves,
-                &mut seen,
-                &mut opened,
-            );
+            self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
         });
         *lock(&self.timings.unpack) += t.elapsed();
         if self.halted() {
             return; // members were dropped: the archive is opened again next time
         }
-        if let Some((hash, reason)) = opened {
+        if let Some((hash, reason)) = expansion.opened {
             lock(&self.containers).push((
                 CatalogEntry {
                     locator: loc.clone(),
@@ -723,8 +726,9 @@ impl Run<'_> {
                     status: EntryStatus::Container,
                     reason: Some(reason),
                     chunks: 0,
+                    shadowed: expansion.shadowed,
                 },
-                seen,
+                expansion.seen,
             ));
         } else if let Some(previous) = lock(&self.ing.catalog)
             .get(self.scope, &loc)
@@ -745,6 +749,15 @@ impl Run<'_> {
         if e.status == EntryStatus::Container {
             entries.extend(lock(&self.ing.catalog).members_of(self.scope, &e.locator));
         }
+        for s in &e.shadowed {
+            self.report(
+                &s.locator,
+                FileStatus::Skipped,
+                Some(s.reason.clone()),
+                0,
+                None,
+            );
+        }
         for m in entries {
             let status = match m.status {
                 EntryStatus::Indexed | EntryStatus::Container => FileStatus::Unchanged,
@@ -762,10 +775,8 @@ impl Run<'_> {
         }
     }
 
-    /// Send a file leaf to extraction (blocking while the stage is busy); record the rest.
-    /// `seen` collects the locators met; `opened` gets the top-level archive's hash and
-    /// summary when `top` turns out to be one.
-    #[allow(clippy::too_many_arguments)]
+    /// Send a file leaf to extraction (blocking while the stage is busy); record the rest
+    /// and note it in `expansion`.
     fn route_leaf(
         &self,
         leaf: Leaf,
@@ -773,9 +784,13 @@ impl Run<'_> {
         size: u64,
         mtime_ns: u64,
         leaves: &Sender<Work>,
-        seen: &mut Vec<String>,
-        opened: &mut Option<(String, String)>,
+        expansion: &mut Expansion,
     ) {
+        let Expansion {
+            seen,
+            opened,
+            shadowed,
+        } = expansion;
         let top_str = top.to_string();
         let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
         match leaf {
@@ -818,13 +833,9 @@ impl Run<'_> {
             }
             Leaf::Shadowed { locator, reason } => {
                 // Its locator names an earlier member: reported, not catalogued.
-                self.report(
-                    &locator.to_string(),
-                    FileStatus::Skipped,
-                    Some(reason),
-                    0,
-                    None,
-                );
+                let locator = locator.to_string();
+                self.report(&locator, FileStatus::Skipped, Some(reason.clone()), 0, None);
+                shadowed.push(ShadowedMember { locator, reason });
             }
             Leaf::Container {
                 locator,
@@ -990,6 +1001,7 @@ impl Run<'_> {
                 status: EntryStatus::Failed,
                 reason: Some(reason.to_string()),
                 chunks: 0,
+                shadowed: Vec::new(),
             },
         );
         if let Some((hash, chunks)) = &meta.previous {
@@ -1201,6 +1213,7 @@ impl Run<'_> {
                 status: EntryStatus::Indexed,
                 reason: None,
                 chunks,
+                shadowed: Vec::new(),
             },
         );
     }

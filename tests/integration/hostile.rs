@@ -50,15 +50,18 @@ fn every_hostile_fixture_ends_normally_with_the_expected_ledger() {
     for (name, want) in manifest() {
         let sb = Sandbox::new();
         let path = dir.join(&name);
+        let ingest = || {
+            Command::new(env!("CARGO_BIN_EXE_ingest"))
+                .arg("--json")
+                .arg(format!("--extract-timeout={DEADLINE_SECS}"))
+                .arg("--data-dir")
+                .arg(sb.data_dir())
+                .arg(&path)
+                .output()
+                .unwrap()
+        };
         let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
-            .arg("--json")
-            .arg(format!("--extract-timeout={DEADLINE_SECS}"))
-            .arg("--data-dir")
-            .arg(sb.data_dir())
-            .arg(&path)
-            .output()
-            .unwrap();
+        let out = ingest();
         let took = started.elapsed();
         let code = out.status.code();
         assert!(
@@ -123,6 +126,28 @@ fn every_hostile_fixture_ends_normally_with_the_expected_ledger() {
             if leaked {
                 failures.push(format!("{name}: {text:?} should not have been read"));
             }
+        }
+        // Unchanged, the same input gets the same ledger, answered from the catalog.
+        let mut again = json_lines(&ingest());
+        let summary_again = again.pop().unwrap()["summary"].clone();
+        let statuses = |lines: &[Value]| {
+            let mut s: Vec<String> = lines
+                .iter()
+                .map(|l| {
+                    let status = match l["status"].as_str().unwrap() {
+                        "indexed" | "duplicate" => "unchanged",
+                        other => other,
+                    };
+                    format!("{} {status}", l["locator"].as_str().unwrap())
+                })
+                .collect();
+            s.sort();
+            s
+        };
+        if statuses(&again) != statuses(&lines) || summary_again["indexed"] != 0 {
+            failures.push(format!(
+                "{name}: the second run's ledger differs: {summary_again} vs {summary}"
+            ));
         }
     }
     let peak_mib = children_peak_rss_kib() / 1024;
