@@ -7,8 +7,8 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
 use ingest::{
-    find_model_dir, Chunker, ChunkingConfig, Embedder, InProcess, IsolationConfig, Leaf, Limits,
-    Unpacker, WorkerPool,
+    find_model_dir, Catalog, CatalogEntry, Chunker, ChunkingConfig, Embedder, EntryStatus,
+    InProcess, IsolationConfig, Leaf, Limits, Scope, Unpacker, WorkerPool,
 };
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -182,8 +182,42 @@ fn bench_isolation(c: &mut Criterion) {
     g.finish();
 }
 
+/// A catalog of 100 000 files in 1 000 folders: what a checkpoint (a whole save) and a
+/// watch sync's lookup of one folder cost.
+fn bench_catalog(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scope = Scope::user("bench");
+    let mut catalog = Catalog::load(dir.path()).expect("catalog");
+    for i in 0..100_000u32 {
+        catalog.put(
+            &scope,
+            CatalogEntry {
+                locator: format!("/srv/uploads/folder-{:04}/report-{i:06}.pdf", i % 1000),
+                parent: None,
+                hash: Some(blake3::hash(&i.to_le_bytes()).to_hex().to_string()),
+                size: 123_456,
+                mtime_ns: 1_700_000_000_000_000_000,
+                status: EntryStatus::Indexed,
+                reason: None,
+                chunks: 12,
+                shadowed: Vec::new(),
+            },
+        );
+    }
+    let mut g = c.benchmark_group("catalog of 100k files");
+    g.sample_size(10);
+    g.bench_function("save (checkpoint)", |b| {
+        b.iter(|| catalog.save().expect("save"))
+    });
+    g.bench_function("top-level entries under one folder", |b| {
+        b.iter(|| black_box(catalog.top_level_under(&scope, "/srv/uploads/folder-0500")))
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_catalog,
     bench_extract,
     bench_unpack,
     bench_isolation,

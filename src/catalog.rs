@@ -108,6 +108,14 @@ struct OnDisk {
     last_run: Option<LastRun>,
 }
 
+/// [`OnDisk`] borrowed from the live catalog, so saving copies nothing.
+#[derive(Serialize)]
+struct OnDiskRef<'a> {
+    version: u32,
+    scopes: Vec<&'a ScopeEntries>,
+    last_run: Option<&'a LastRun>,
+}
+
 /// When the last run ended and what it did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastRun {
@@ -174,22 +182,24 @@ impl Catalog {
 
     /// Write the catalog atomically (temporary file, fsync, rename).
     pub fn save(&self) -> Result<()> {
-        use std::io::Write;
         let path = self.dir.join(CATALOG_FILE);
         let tmp = self.dir.join(format!("{CATALOG_FILE}.tmp"));
         let mut scopes: Vec<&ScopeEntries> = self.scopes.values().collect();
         scopes.sort_by_key(|s| s.scope.key());
-        let disk = serde_json::json!({
-            "version": VERSION,
-            "scopes": scopes,
-            "last_run": self.last_run,
-        });
-        let bytes = serde_json::to_vec(&disk).map_err(|e| Error::Catalog {
+        let disk = OnDiskRef {
+            version: VERSION,
+            scopes,
+            last_run: self.last_run.as_ref(),
+        };
+        let f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        serde_json::to_writer(&mut w, &disk).map_err(|e| Error::Catalog {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
+        let f = w
+            .into_inner()
+            .map_err(|e| Error::io(&tmp, e.into_error()))?;
         f.sync_all().map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
     }
@@ -271,8 +281,14 @@ impl Catalog {
             return Vec::new();
         };
         let folder = format!("{}/", root.trim_end_matches('/'));
+        // Locators are escaped character by character, so every locator under `root` starts
+        // with its escaped form (but for a final `!`, escaped only when a `/` follows).
+        let escaped = extractors::Locator::root(root.trim_end_matches('/')).to_string();
+        let prefix = escaped.trim_end_matches('!').to_string();
         s.entries
-            .values()
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, e)| e)
             .filter(|e| e.parent.is_none())
             .filter(|e| {
                 e.locator
@@ -393,5 +409,39 @@ mod tests {
         assert_eq!(c.locators_with_hash(&scope, "h1"), vec!["a.zip!/y.txt"]);
         assert_eq!(c.stats(None).chunks, 4);
         assert!(c.get(&Scope::user("other"), "a.zipper").is_none());
+    }
+
+    #[test]
+    fn top_level_entries_under_a_folder_and_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = Scope::user("u");
+        let mut c = Catalog::load(dir.path()).unwrap();
+        for (loc, parent) in [
+            ("/in/a.txt", None),
+            ("/in/sub/b.txt", None),
+            ("/in/c.zip", None),
+            ("/in/c.zip!/m.txt", Some("/in/c.zip")),
+            ("/inbox/d.txt", None),
+            ("/in!/e.txt", None),
+            ("/i/g.txt", None),
+        ] {
+            // Top-level locators are paths, escaped: a folder named `in!` is `in%21/`.
+            let loc = match parent {
+                None => extractors::Locator::root(loc).to_string(),
+                Some(_) => loc.to_string(),
+            };
+            c.put(&scope, entry(&loc, "h", parent));
+        }
+        let under = |root: &str| -> Vec<String> {
+            c.top_level_under(&scope, root)
+                .into_iter()
+                .map(|e| e.locator)
+                .collect()
+        };
+        assert_eq!(under("/in"), ["/in/a.txt", "/in/c.zip", "/in/sub/b.txt"]);
+        assert_eq!(under("/in/"), under("/in"));
+        assert_eq!(under("/in/a.txt"), ["/in/a.txt"]);
+        assert_eq!(under("/in!"), ["/in%21/e.txt"]);
+        assert!(under("/nowhere").is_empty());
     }
 }

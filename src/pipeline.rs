@@ -172,8 +172,8 @@ struct Run<'a> {
     /// Contents a file in flight is about to hold (a duplicate on its way to the store):
     /// hash → number of such files.
     pinned: Mutex<HashMap<String, u32>>,
-    /// When the catalog was last saved in this run.
-    saved_at: Mutex<Instant>,
+    /// When the catalog was last checkpointed, and how long that took.
+    saved_at: Mutex<(Instant, Duration)>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
     containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
 }
@@ -235,15 +235,19 @@ impl Run<'_> {
     }
 
     /// Save the catalog now and then during a long run, so a crash loses little work (what
-    /// the saved catalog and the store disagree on is repaired at the next start).
+    /// the saved catalog and the store disagree on is repaired at the next start). Every 2 s,
+    /// or less often for a catalog so large that saving it would take over 5 % of the run.
     fn checkpoint(&self) {
         const EVERY: Duration = Duration::from_secs(2);
-        let mut at = lock(&self.saved_at);
-        if at.elapsed() >= EVERY {
+        const COST_SHARE: u32 = 20;
+        let mut saved = lock(&self.saved_at);
+        let (at, cost) = *saved;
+        if at.elapsed() >= EVERY.max(cost * COST_SHARE) {
+            let started = Instant::now();
             if let Err(e) = lock(&self.ing.catalog).save() {
                 tracing::warn!("catalog checkpoint: {e}");
             }
-            *at = Instant::now();
+            *saved = (Instant::now(), started.elapsed());
         }
     }
 
@@ -475,7 +479,7 @@ impl Ingestor {
             embedded: AtomicU64::new(0),
             orphaned: Mutex::new(HashMap::new()),
             pinned: Mutex::new(HashMap::new()),
-            saved_at: Mutex::new(Instant::now()),
+            saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
             containers: Mutex::new(Vec::new()),
         };
         let dirty = crate::repair::DirtyMarker::set(&self.config.data_dir)?;
