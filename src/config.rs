@@ -78,6 +78,9 @@ pub struct Config {
     pub channel_capacity: usize,
     /// Where documents are parsed: isolated worker processes (default) or in-process.
     pub isolation: IsolationConfig,
+    /// Ingest files and folders inside a walked folder whose names start with `.`. Off by
+    /// default: each such entry gets one `skipped` line and nothing under it is read.
+    pub include_hidden: bool,
 }
 
 impl Default for Config {
@@ -91,6 +94,7 @@ impl Default for Config {
             extract_threads: 0,
             channel_capacity: 16,
             isolation: IsolationConfig::default(),
+            include_hidden: false,
         }
     }
 }

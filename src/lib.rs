@@ -55,7 +55,9 @@ pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server};
 pub use store::{point_id, Hit, StoredContent, VectorStore};
-pub use unpack::{walk, walk_except, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker};
+pub use unpack::{
+    is_hidden, walk, walk_with, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker, WalkOptions,
+};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;

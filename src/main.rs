@@ -86,6 +86,10 @@ struct ExtractArgs {
     /// parser that aborts takes the whole run down).
     #[arg(long)]
     in_process: bool,
+    /// Also ingest files and folders whose names start with `.` inside the folders given
+    /// (by default each gets one `skipped` line and nothing under it is read).
+    #[arg(long)]
+    hidden: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -143,6 +147,7 @@ fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingest
     let mut config = Config::new(&common.data_dir);
     config.model_dir = common.model_dir.clone();
     if let Some(args) = extract {
+        config.include_hidden = args.hidden;
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
         iso.cpu_seconds = args.extract_timeout;
@@ -258,6 +263,13 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
             "{} files ({} archives): {} indexed, {} unchanged, {} duplicate, {} skipped, {} failed; {} chunks embedded",
             s.files, s.archives, s.indexed, s.unchanged, s.duplicate, s.skipped, s.failed, s.chunks_embedded
         )?;
+        if s.removed + s.ignored > 0 {
+            writeln!(
+                out,
+                "{} removed from the index, {} hidden entries ignored (--hidden ingests them)",
+                s.removed, s.ignored
+            )?;
+        }
         let t = &s.seconds;
         writeln!(
             out,

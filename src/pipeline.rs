@@ -26,7 +26,7 @@ use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
 use crate::store::{Hit, StoredChunk, VectorStore};
-use crate::unpack::{walk_except, DiskEntry, Leaf, Unpacker};
+use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -631,11 +631,14 @@ impl Run<'_> {
         let mut seen: HashSet<String> = HashSet::new();
         let mut unreadable: Vec<String> = Vec::new();
         // The index's own files are never ingested, even when it lives in the folder.
-        let except: Vec<PathBuf> = std::fs::canonicalize(&self.ing.config.data_dir)
-            .into_iter()
-            .collect();
+        let options = WalkOptions {
+            except: std::fs::canonicalize(&self.ing.config.data_dir)
+                .into_iter()
+                .collect(),
+            include_hidden: self.ing.config.include_hidden,
+        };
         if exists {
-            walk_except(path, &except, &mut |entry| match entry {
+            walk_with(path, &options, &mut |entry| match entry {
                 DiskEntry::File(f) => {
                     seen.insert(f.locator.to_string());
                     self.disk_file(f, leaves, index);
@@ -643,6 +646,17 @@ impl Run<'_> {
                 DiskEntry::Skipped { locator, reason } => {
                     seen.insert(locator.to_string());
                     self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                }
+                // Not catalogued: what was indexed under it (with --hidden) is removed.
+                DiskEntry::Hidden { locator } => {
+                    let reason = HIDDEN_REASON.to_string();
+                    self.report(
+                        &locator.to_string(),
+                        FileStatus::Ignored,
+                        Some(reason),
+                        0,
+                        None,
+                    );
                 }
                 // Not catalogued (it may come back); what is under it is not removed.
                 DiskEntry::Failed { locator, reason } => {

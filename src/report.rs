@@ -20,6 +20,9 @@ pub enum FileStatus {
     /// No longer there (deleted, renamed, or gone from its archive): its points are gone too,
     /// or re-pointed at the files that still hold the same bytes.
     Removed,
+    /// Left out by the walk's rules, not by a problem: a hidden file or folder (name starting
+    /// with `.`; `--hidden` ingests them). Nothing under it was read. Not an error.
+    Ignored,
 }
 
 impl FileStatus {
@@ -32,6 +35,7 @@ impl FileStatus {
             FileStatus::Failed => "failed",
             FileStatus::Duplicate => "duplicate",
             FileStatus::Removed => "removed",
+            FileStatus::Ignored => "ignored",
         }
     }
 }
@@ -73,6 +77,8 @@ pub struct Summary {
     pub failed: u64,
     pub duplicate: u64,
     pub removed: u64,
+    #[serde(default)]
+    pub ignored: u64,
     /// Lines that are archives (the other lines are files).
     pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
@@ -90,13 +96,14 @@ impl Summary {
             FileStatus::Failed => self.failed += 1,
             FileStatus::Duplicate => self.duplicate += 1,
             FileStatus::Removed => self.removed += 1,
+            FileStatus::Ignored => self.ignored += 1,
         }
         if r.archive {
             self.archives += 1;
         }
     }
 
-    /// Whether every file went through (nothing failed or skipped).
+    /// Whether every file went through (nothing failed or skipped; ignored is by choice).
     pub fn all_ok(&self) -> bool {
         self.failed == 0 && self.skipped == 0
     }

@@ -19,6 +19,7 @@ use notify::Watcher as _;
 use crate::error::{Error, Result};
 use crate::pipeline::{Ingestor, Input};
 use crate::report::{FileReport, IngestReport};
+use crate::unpack::is_hidden;
 use extractors::Scope;
 
 /// How the daemon watches.
@@ -77,6 +78,7 @@ pub fn watch(
     // The index writes into its data directory: when that lies inside a watched folder, its
     // own writes must not count as changes.
     let data_dir = std::fs::canonicalize(&ingestor.config().data_dir).ok();
+    let include_hidden = ingestor.config().include_hidden;
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(tx)
         .map_err(|e| Error::Pipeline(format!("file notifications: {e}")))?;
@@ -108,6 +110,7 @@ pub fn watch(
                     .paths
                     .into_iter()
                     .filter(|p| data_dir.as_ref().is_none_or(|d| !p.starts_with(d)))
+                    .filter(|p| include_hidden || !hidden_below_roots(p, &roots))
                     .collect();
                 if !matches!(event.kind, notify::EventKind::Access(_)) && !paths.is_empty() {
                     pending.extend(paths);
@@ -148,6 +151,15 @@ pub fn watch(
     Ok(())
 }
 
+/// Whether `path` is, or lies inside, a hidden entry below the root that holds it: a sync
+/// would skip it, so its changes need none (the periodic rescan notes new hidden entries).
+fn hidden_below_roots(path: &Path, roots: &[PathBuf]) -> bool {
+    roots
+        .iter()
+        .filter_map(|r| path.strip_prefix(r).ok())
+        .any(|rel| rel.components().any(|c| is_hidden(c.as_os_str())))
+}
+
 /// The changed paths that are not inside another changed path, limited to the roots.
 fn outermost(paths: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
@@ -172,6 +184,16 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_means_hidden_below_the_root() {
+        let roots = vec![PathBuf::from("/home/u/.inbox")];
+        let hidden = |p: &str| hidden_below_roots(Path::new(p), &roots);
+        assert!(!hidden("/home/u/.inbox/report.pdf"));
+        assert!(!hidden("/home/u/.inbox"));
+        assert!(hidden("/home/u/.inbox/.git/index"));
+        assert!(hidden("/home/u/.inbox/notes/.report.md.swp"));
+    }
 
     #[test]
     fn changes_reduce_to_their_outermost_paths_inside_the_roots() {

@@ -277,3 +277,48 @@ fn an_index_inside_the_ingested_folder_is_not_ingested() {
     assert_eq!(second.len(), 1, "{second:#?}");
     assert_eq!(second[0]["status"], "unchanged");
 }
+
+#[test]
+fn hidden_entries_are_one_ignored_line_unless_asked_for() {
+    let sb = Sandbox::new();
+    sb.write("box/notes.md", b"# Notes\nThe ferry leaves at dawn.\n");
+    sb.write(
+        "box/.git/config",
+        b"[core]\nThe ferry timetable is in git.\n",
+    );
+    sb.write("box/.git/HEAD", b"ref: refs/heads/main\n");
+    let folder = sb.path("box");
+    let (lines, summary, code) = sb.ingest(&[&folder]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(by_name(&lines, "box/notes.md")["status"], "indexed");
+    let git = by_name(&lines, "box/.git");
+    assert_eq!(git["status"], "ignored", "{git}");
+    assert!(
+        git["reason"].as_str().unwrap().contains("--hidden"),
+        "{git}"
+    );
+    assert_eq!(summary["ignored"], 1, "{summary}");
+    assert_eq!(summary["skipped"], 0, "{summary}");
+
+    let (lines, summary, code) = sb.ingest_with(&["--hidden"], &[&folder]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(by_name(&lines, "box/.git/config")["status"], "indexed");
+    assert_eq!(by_name(&lines, "box/.git/HEAD")["status"], "indexed");
+    assert_eq!(by_name(&lines, "box/notes.md")["status"], "unchanged");
+    assert_eq!(summary["indexed"], 2, "{summary}");
+    let hits = sb.search("ferry timetable in git", 1);
+    assert!(
+        hits[0]["locator"]
+            .as_str()
+            .unwrap()
+            .contains("box/.git/config"),
+        "{hits:#?}"
+    );
+
+    // Without the flag again, what was under the hidden folder leaves the index.
+    let (lines, _, code) = sb.ingest(&[&folder]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(by_name(&lines, "box/.git/config")["status"], "removed");
+    assert_store_matches_catalog(&sb);
+}
