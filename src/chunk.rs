@@ -50,7 +50,7 @@ impl Chunker {
             tokenizer,
             max_tokens,
             overlap: config.overlap_tokens.min(max_tokens / 2),
-            table_rows_tokens: config.table_rows_tokens.clamp(1, max_tokens),
+            table_rows_tokens: config.table_rows_tokens.min(max_tokens).max(1),
         }
     }
 

@@ -19,10 +19,12 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use extractors::{Detected, ExtractError, ExtractInput, Extraction, Extractor, Locator};
+
+use crate::lock;
 use serde::{Deserialize, Serialize};
 
 /// The first argument that turns a process into an extraction worker.
@@ -208,14 +210,13 @@ fn read_exact_vec(r: &mut impl Read, len: u64, max: u64) -> io::Result<Vec<u8>> 
             format!("frame of {len} bytes (limit {max})"),
         ));
     }
-    let len = usize::try_from(len).map_err(io::Error::other)?;
-    let mut out = vec![0u8; len];
-    r.read_exact(&mut out)?;
+    // Grown as bytes arrive, not reserved from the declared length.
+    let mut out = Vec::new();
+    io::copy(&mut r.take(len), &mut out)?;
+    if out.len() as u64 != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     Ok(out)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One live worker process.
@@ -226,6 +227,8 @@ struct Worker {
     /// The end of what the worker wrote to stderr (a panic message, "memory allocation of …
     /// failed", "has overflowed its stack").
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// The thread filling `stderr`; it ends when the worker's stderr closes.
+    stderr_thread: std::thread::JoinHandle<()>,
 }
 
 impl Worker {
@@ -247,7 +250,7 @@ impl Worker {
         };
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
         let sink = Arc::clone(&tail);
-        std::thread::Builder::new()
+        let stderr_thread = std::thread::Builder::new()
             .name("worker-stderr".into())
             .spawn(move || drain_stderr(stderr, &sink))?;
         Ok(Worker {
@@ -255,6 +258,7 @@ impl Worker {
             stdin: BufWriter::new(stdin),
             stdout: BufReader::new(stdout),
             stderr: tail,
+            stderr_thread,
         })
     }
 
@@ -291,8 +295,11 @@ impl Worker {
         use std::os::unix::process::ExitStatusExt;
         let _ = self.child.kill();
         let status = self.child.wait();
-        // Give the stderr thread a moment to take the last bytes.
-        std::thread::sleep(Duration::from_millis(20));
+        if let Some(limit) = timed_out {
+            return format!("timed out after {} s", limit.as_secs_f64());
+        }
+        // The worker is gone, so its stderr is closed: the thread ends with the last bytes.
+        let _ = self.stderr_thread.join();
         let said: String = {
             let tail = lock(&self.stderr);
             let bytes: Vec<u8> = tail.iter().copied().collect();
@@ -308,9 +315,6 @@ impl Worker {
                     || l.contains("extraction worker:")
             })
             .map(|l| l.trim().to_string());
-        if let Some(limit) = timed_out {
-            return format!("timed out after {} s", limit.as_secs_f64());
-        }
         let how = match status {
             Ok(s) => match (s.signal(), s.code()) {
                 (Some(24), _) => format!("exceeded the CPU time limit of {cpu_seconds} s"),
@@ -342,9 +346,8 @@ fn drain_stderr(mut stderr: impl Read, tail: &Mutex<VecDeque<u8>>) {
             Ok(n) => {
                 let mut t = lock(tail);
                 t.extend(buf.get(..n).unwrap_or(&[]));
-                while t.len() > STDERR_TAIL {
-                    t.pop_front();
-                }
+                let excess = t.len().saturating_sub(STDERR_TAIL);
+                t.drain(..excess);
             }
         }
     }

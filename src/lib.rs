@@ -65,3 +65,10 @@ pub use extractors::{
     ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator, Scope,
 };
 pub use watch::{socket_path, watch, SyncCause, WatchConfig};
+
+/// Lock a mutex, poisoned or not: a panic while holding one of the crate's locks leaves
+/// consistent data behind (every update is a single insert/remove or assignment), so
+/// poisoning is not a reason to stop.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

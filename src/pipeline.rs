@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -24,6 +24,7 @@ use crate::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
+use crate::lock;
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
 use crate::store::{Hit, StoredChunk, VectorStore};
 use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
@@ -57,12 +58,6 @@ impl std::fmt::Debug for Ingestor {
             .field("data_dir", &self.config.data_dir)
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves consistent data behind (every update
-    // is a single insert/remove), so poisoning is not a reason to stop.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn now_secs() -> u64 {
@@ -946,16 +941,20 @@ impl Run<'_> {
             mtime_ns: work.mtime_ns,
             previous,
         };
+        // Pinned before looking: the store stage may release the last holder meanwhile, and
+        // must not delete content this file is about to share.
+        self.pin(&hash);
         let already_indexed = !lock(&self.ing.catalog)
             .locators_with_hash(self.scope, &hash)
             .is_empty();
         let newly_claimed = !already_indexed && lock(&self.claimed).insert(hash.clone());
         if !newly_claimed {
-            // Until the store stage records it, the content it shares must not be deleted.
-            self.pin(&hash);
+            // Pinned until the store stage records it.
             let _ = index.send(IndexItem::Duplicate { meta });
             return;
         }
+        // Claimed now: the claim protects it.
+        self.unpin(&hash);
         let extracted = timed(&self.timings.extract, || {
             let input = ExtractInput {
                 bytes: &work.bytes,

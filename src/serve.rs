@@ -2,7 +2,7 @@
 //! one writer), so `ingest search` and `ingest status` ask the daemon instead of opening the
 //! data directory: one JSON request per connection, one JSON answer.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::lock;
 use crate::pipeline::Ingestor;
 use extractors::Scope;
+
+/// The longest request line a client may send (a query and its scope).
+const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
 /// What a client asks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -130,9 +134,10 @@ impl Drop for Server {
 fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    // One request line, of bounded size: a client cannot make the daemon buffer without end.
     let mut line = String::new();
-    let mut reader = BufReader::new(&stream);
-    if reader.read_line(&mut line).is_err() {
+    let mut reader = BufReader::new(Read::take(&stream, MAX_REQUEST_BYTES));
+    if reader.read_line(&mut line).is_err() || !line.ends_with('\n') {
         return;
     }
     let reply = match serde_json::from_str::<Request>(&line) {
@@ -146,7 +151,7 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
             Err(e) => json!({ "error": e.to_string() }),
         },
         Ok(Request::Status) => {
-            let daemon = status.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+            let daemon = lock(status).clone();
             match status_of(ingestor) {
                 Ok(mut v) => {
                     v["daemon"] = daemon;

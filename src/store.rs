@@ -23,6 +23,9 @@ use extractors::Scope;
 /// The shard's folder inside the data directory.
 pub const SHARD_DIR: &str = "shard";
 
+/// The most hits one search returns, whatever its `limit`.
+pub const MAX_SEARCH_HITS: usize = 1000;
+
 /// Payload fields with a keyword index: everything search filters on.
 const KEYWORD_FIELDS: &[&str] = &["scope_key", "content_hash", "user_id", "mandate_id"];
 
@@ -340,7 +343,8 @@ impl VectorStore {
             })
     }
 
-    /// The `limit` nearest chunks to `vector` that `scope` may read, best first.
+    /// The `limit` nearest chunks to `vector` that `scope` may read, best first; at most
+    /// [`MAX_SEARCH_HITS`], whatever is asked (the engine reserves room for `limit` hits).
     pub fn search(
         &self,
         scope: &Scope,
@@ -355,7 +359,7 @@ impl VectorStore {
             ))),
             filter: Some(scope_filter(scope)?),
             score_threshold: min_score.map(Into::into),
-            limit,
+            limit: limit.min(MAX_SEARCH_HITS),
             offset: 0,
             params: None,
             with_vector: WithVector::Bool(false),

@@ -19,15 +19,7 @@ fn squash(s: &str) -> String {
 }
 
 fn extracted(name: &str, bytes: &[u8]) -> Extraction {
-    let locator = Locator::root(name);
-    let detected = crate::detect(bytes, name);
-    extract(&ExtractInput {
-        bytes,
-        locator: &locator,
-        file_hash: "0123456789abcdef",
-        detected: &detected,
-    })
-    .unwrap_or_else(|e| panic!("{name}: {e}"))
+    crate::testing::extract_as(name, bytes, None).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn check_phrase(name: &str, e: &Extraction, phrase: &Value) {

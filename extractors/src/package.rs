@@ -181,16 +181,9 @@ pub(crate) fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     fn package(parts: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        for (name, body) in parts {
-            w.start_file(*name, zip::write::SimpleFileOptions::default())
-                .unwrap();
-            w.write_all(body).unwrap();
-        }
-        w.finish().unwrap().into_inner()
+        crate::testing::zip_parts(parts)
     }
 
     #[test]

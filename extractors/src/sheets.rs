@@ -381,6 +381,7 @@ impl Extractor for Xls {
                 let row: Row = dense
                     .iter()
                     .enumerate()
+                    .filter(|(_, v)| !matches!(v, Data::Empty))
                     .filter_map(|(j, v)| {
                         let text = escape_cell(&data_text(v));
                         let col = c0.saturating_add(u32::try_from(j).ok()?);
@@ -498,7 +499,10 @@ impl Extractor for Ods {
                                     if !out.take_cells(row.len() as u64) {
                                         break;
                                     }
-                                    writer.row(&mut out.sink, first + k, row.clone());
+                                    let Some(number) = first.checked_add(k) else {
+                                        break;
+                                    };
+                                    writer.row(&mut out.sink, number, row.clone());
                                 }
                             }
                         }
@@ -537,7 +541,7 @@ fn place(at: &mut OdsCursor, n: u64, value: &str) {
     if !value.is_empty() {
         let copies = n.min(MAX_COLUMNS as u64);
         for k in 0..copies {
-            if let Ok(c) = u32::try_from(at.col + k) {
+            if let Some(c) = at.col.checked_add(k).and_then(|c| u32::try_from(c).ok()) {
                 at.row.insert(c, value.clone());
             }
         }
@@ -592,11 +596,7 @@ pub(crate) mod tests {
             "xl/_rels/workbook.xml.rels".into(),
             format!("<Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">{rels}</Relationships>"),
         ));
-        let refs: Vec<(&str, &str)> = parts
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
-        zip_parts(&refs)
+        zip_parts(&parts)
     }
 
     fn run(name: &str, bytes: &[u8], kind: DocumentKind) -> Extraction {

@@ -72,14 +72,25 @@ fn pptx_slide_order(zip: &mut Zip<'_>) -> Vec<String> {
         .map(|x| relationships(&x))
         .unwrap_or_default();
     let mut ordered = Vec::new();
+    let mut listed = std::collections::HashSet::new();
     if let Some(xml) = part(zip, "ppt/presentation.xml") {
         let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
         let mut buf = Vec::new();
         while let Ok(event) = reader.read_event_into(&mut buf) {
             match event {
                 Event::Start(e) | Event::Empty(e) if local(e.name().as_ref()) == b"sldId" => {
-                    if let Some((target, _)) = attr(&e, b"id").and_then(|id| rels.get(&id)) {
-                        ordered.push(join("ppt/presentation.xml", target));
+                    // The relationship id is the prefixed `r:id`; the plain `id` is a number.
+                    let rel_id = e
+                        .attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() != b"id" && local(a.key.as_ref()) == b"id")
+                        .map(|a| String::from_utf8_lossy(&a.value).into_owned());
+                    if let Some((target, _)) = rel_id.and_then(|id| rels.get(&id)) {
+                        let slide = join("ppt/presentation.xml", target);
+                        // A part listed twice is read once: repeats would re-inflate it.
+                        if listed.insert(slide.clone()) {
+                            ordered.push(slide);
+                        }
                     }
                 }
                 Event::Eof => break,
@@ -181,6 +192,9 @@ impl Extractor for Pptx {
             return Err(ExtractError::malformed("pptx", "no presentation part"));
         }
         let mut slides = Vec::new();
+        // Each notes part is read once, however many slides point at it: repeats would
+        // re-inflate it past what the package check measured.
+        let mut notes_read = std::collections::HashSet::new();
         for name in order {
             let Some(xml) = part(&mut zip, &name) else {
                 continue;
@@ -210,6 +224,7 @@ impl Extractor for Pptx {
                     .map(|(target, _)| join(&name, &target))
             });
             let notes = notes_part
+                .filter(|n| notes_read.insert(n.clone()))
                 .and_then(|n| part(&mut zip, &n))
                 .map(|xml| {
                     drawingml_paragraphs(&xml)
@@ -311,6 +326,12 @@ pub(crate) mod tests {
 
     /// A PPTX with (title, body, notes) slides.
     pub(crate) fn pptx_fixture(slides: &[(&str, &str, &str)]) -> Vec<u8> {
+        let order: Vec<usize> = (1..=slides.len()).collect();
+        pptx_in_order(slides, &order)
+    }
+
+    /// A PPTX whose slide parts are numbered as given, presented in `order` (part numbers).
+    fn pptx_in_order(slides: &[(&str, &str, &str)], order: &[usize]) -> Vec<u8> {
         let ns = "xmlns:p=\"p\" xmlns:a=\"a\" xmlns:r=\"r\"";
         let mut parts: Vec<(String, String)> = vec![(
             "[Content_Types].xml".into(),
@@ -320,7 +341,6 @@ pub(crate) mod tests {
         let mut rels = String::new();
         for (i, (title, body, notes)) in slides.iter().enumerate() {
             let n = i + 1;
-            ids.push_str(&format!("<p:sldId id=\"{}\" r:id=\"rId{n}\"/>", 255 + n));
             rels.push_str(&format!(
                 "<Relationship Id=\"rId{n}\" Type=\"slide\" Target=\"slides/slide{n}.xml\"/>"
             ));
@@ -345,6 +365,9 @@ pub(crate) mod tests {
                 ),
             ));
         }
+        for n in order {
+            ids.push_str(&format!("<p:sldId id=\"{}\" r:id=\"rId{n}\"/>", 255 + n));
+        }
         parts.push((
             "ppt/presentation.xml".into(),
             format!("<p:presentation {ns}><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>"),
@@ -353,11 +376,7 @@ pub(crate) mod tests {
             "ppt/_rels/presentation.xml.rels".into(),
             format!("<Relationships>{rels}</Relationships>"),
         ));
-        let refs: Vec<(&str, &str)> = parts
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
-        zip_parts(&refs)
+        zip_parts(&parts)
     }
 
     fn run(name: &str, bytes: &[u8], kind: crate::DocumentKind) -> Extraction {
@@ -380,6 +399,19 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(e.structure.nodes[1].title, "Outlook");
+    }
+
+    #[test]
+    fn pptx_slides_follow_the_presentation_order_not_part_numbers() {
+        let deck = pptx_in_order(&[("Second", "b", ""), ("First", "a", "")], &[2, 1]);
+        let e = run("deck.pptx", &deck, crate::DocumentKind::Pptx);
+        assert_eq!(
+            crate::testing::located(&e),
+            vec![
+                ("deck.pptx#slide=1", "First\na"),
+                ("deck.pptx#slide=2", "Second\nb"),
+            ]
+        );
     }
 
     #[test]

@@ -53,13 +53,13 @@ pub(crate) fn located(e: &Extraction) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// A ZIP package of (part name, text) entries, deflated.
-pub(crate) fn zip_parts(parts: &[(&str, &str)]) -> Vec<u8> {
+/// A ZIP package of (part name, body) entries, deflated.
+pub(crate) fn zip_parts<N: AsRef<str>, B: AsRef<[u8]>>(parts: &[(N, B)]) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
     for (name, body) in parts {
-        w.start_file(*name, zip::write::SimpleFileOptions::default())
+        w.start_file(name.as_ref(), zip::write::SimpleFileOptions::default())
             .unwrap();
-        w.write_all(body.as_bytes()).unwrap();
+        w.write_all(body.as_ref()).unwrap();
     }
     w.finish().unwrap().into_inner()
 }

@@ -224,7 +224,7 @@ impl Daemon {
                     .and_then(|l| l.split_whitespace().nth(1))
                     .and_then(|v| v.parse().ok())
             })
-            .unwrap_or(0)
+            .expect("the daemon is alive and reports VmRSS")
     }
 }
 

@@ -307,11 +307,19 @@ fn sigkill_at_random_moments_loses_nothing_and_leaves_nothing_stale() {
         next_id += 1;
     }
     let mut kills = 0;
+    // Kills that landed while a sync was writing: some files had their line, not all.
+    let mut mid_sync = 0;
     for round in 0..22 {
         let daemon = Daemon::start(&sb, &[&dir]);
         std::thread::sleep(Duration::from_millis(300 + rng.below(2200)));
+        let lines = std::fs::read_to_string(sb.path("daemon.out"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
         daemon.kill();
         kills += 1;
+        if lines > 0 && lines < files.len() {
+            mid_sync += 1;
+        }
         // While it is down, the folder changes: a file edited, one deleted, one added.
         if round % 3 == 2 {
             let ids: Vec<u64> = files.keys().copied().collect();
@@ -330,6 +338,8 @@ fn sigkill_at_random_moments_loses_nothing_and_leaves_nothing_stale() {
         }
     }
     assert!(kills >= 20);
+    eprintln!("{kills} kills, {mid_sync} of them mid-sync");
+    assert!(mid_sync >= 5, "only {mid_sync} kills landed during a sync");
     // Let a daemon finish the job, then stop it cleanly.
     let daemon = Daemon::start(&sb, &[&dir]);
     let settled = wait_for(Duration::from_secs(240), || {
