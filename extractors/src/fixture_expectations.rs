@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::conformance::fixture_files;
-use crate::{extract, ContentType, ExtractInput, Extraction, FileKind, Locator};
+use crate::{ContentType, Extraction, FileKind, Locator};
 
 fn expected() -> serde_json::Map<String, Value> {
     let path = crate::testing::crate_dir().join("../tests/expected/formats.json");
