@@ -201,7 +201,9 @@ impl Catalog {
             .into_inner()
             .map_err(|e| Error::io(&tmp, e.into_error()))?;
         f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        crate::failpoint::hit("catalog.save");
+        Ok(())
     }
 
     /// The last run that ended, if any.
@@ -364,7 +366,9 @@ impl Catalog {
         })?;
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        crate::failpoint::hit("content.written");
+        Ok(())
     }
 
     /// The stored content index of `hash`, if any.

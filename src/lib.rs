@@ -33,6 +33,7 @@ mod chunk;
 mod config;
 mod embed;
 mod error;
+mod failpoint;
 pub mod isolation;
 mod pipeline;
 mod repair;

@@ -230,14 +230,15 @@ impl Run<'_> {
     }
 
     /// Save the catalog now and then during a long run, so a crash loses little work (what
-    /// the saved catalog and the store disagree on is repaired at the next start). Every 2 s,
-    /// or less often for a catalog so large that saving it would take over 5 % of the run.
+    /// the saved catalog and the store disagree on is repaired at the next start). Every
+    /// `checkpoint_interval` (2 s), or less often for a catalog so large that saving it would
+    /// take over 5 % of the run; after every item when the interval is zero.
     fn checkpoint(&self) {
-        const EVERY: Duration = Duration::from_secs(2);
         const COST_SHARE: u32 = 20;
+        let every = self.ing.config.checkpoint_interval;
         let mut saved = lock(&self.saved_at);
         let (at, cost) = *saved;
-        if at.elapsed() >= EVERY.max(cost * COST_SHARE) {
+        if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
             let started = Instant::now();
             if let Err(e) = lock(&self.ing.catalog).save() {
                 tracing::warn!("catalog checkpoint: {e}");

@@ -39,6 +39,7 @@ impl DirtyMarker {
         let path = data_dir.join(MARKER);
         let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
         file.sync_all().map_err(|e| Error::io(&path, e))?;
+        crate::failpoint::hit("run.marked");
         Ok(DirtyMarker { path })
     }
 
@@ -103,6 +104,7 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<Repai
         report.stale_contents_deleted += 1;
     }
     store.flush();
+    crate::failpoint::hit("repair.store");
     catalog.save()?;
     Ok(report)
 }

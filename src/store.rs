@@ -230,7 +230,9 @@ impl VectorStore {
             .collect();
         self.update(UpdateOperation::PointOperation(
             PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
-        ))
+        ))?;
+        crate::failpoint::hit("store.upsert");
+        Ok(())
     }
 
     /// Point every chunk of content `hash` in `scope` at the files in `locators`.
@@ -244,7 +246,9 @@ impl VectorStore {
                 filter: Some(content_filter(&scope.key(), hash)?),
                 key: None,
             },
-        )))
+        )))?;
+        crate::failpoint::hit("store.set_locators");
+        Ok(())
     }
 
     /// Delete every chunk of content `hash` in `scope`.
@@ -256,7 +260,9 @@ impl VectorStore {
     pub fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()> {
         self.update(UpdateOperation::PointOperation(
             PointOperations::DeletePointsByFilter(content_filter(scope_key, hash)?),
-        ))
+        ))?;
+        crate::failpoint::hit("store.delete");
+        Ok(())
     }
 
     /// What the shard holds, content by content: (scope key, content hash) → the chunk
@@ -396,6 +402,7 @@ impl VectorStore {
     /// Persist everything to disk (WAL and segments).
     pub fn flush(&self) {
         self.shard.flush();
+        crate::failpoint::hit("store.flush");
     }
 
     /// Compact segments and build the vector index; worth it after a large ingest.

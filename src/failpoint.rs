@@ -1,0 +1,126 @@
+//! Failpoints: named places on the write path where a test stops the process exactly as a
+//! crash would, so crash safety is tested at chosen points instead of random moments.
+//!
+//! `INGEST_FAILPOINTS="store.upsert=3"` kills the process with SIGKILL right after the third
+//! upsert; `site=N:panic` panics there instead (for panic boundaries). Several are separated by
+//! commas. Without the variable a failpoint costs one load of an initialised `OnceLock`.
+//!
+//! Sites (each right *after* the write it names has completed):
+//!
+//! | site | write |
+//! |---|---|
+//! | `run.marked` | the run-in-progress marker, before any other write |
+//! | `content.written` | a content index file (`content/<hash>.json`) |
+//! | `store.upsert` | a batch of points upserted |
+//! | `store.set_locators` | a content's `locators` payload re-pointed |
+//! | `store.delete` | a content's points deleted |
+//! | `catalog.save` | the catalog saved (checkpoints and the final save) |
+//! | `store.flush` | the shard flushed at the end of a run |
+//! | `repair.store` | a repair's store changes made, catalog not yet saved |
+//!
+//! Every site is listed in [`SITES`]; the crash tests iterate over all of them.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// The environment variable that arms failpoints.
+pub const ENV: &str = "INGEST_FAILPOINTS";
+
+/// Every failpoint site, in the order a run meets them.
+pub const SITES: &[&str] = &[
+    "run.marked",
+    "content.written",
+    "store.upsert",
+    "store.set_locators",
+    "store.delete",
+    "catalog.save",
+    "store.flush",
+    "repair.store",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Kill,
+    Panic,
+}
+
+#[derive(Debug)]
+struct Armed {
+    /// site → (fire at this hit, action)
+    points: HashMap<String, (u64, Action)>,
+    hits: Mutex<HashMap<&'static str, u64>>,
+}
+
+fn armed() -> Option<&'static Armed> {
+    static ARMED: OnceLock<Option<Armed>> = OnceLock::new();
+    ARMED
+        .get_or_init(|| parse(&std::env::var(ENV).ok()?))
+        .as_ref()
+}
+
+/// `site=N[:kill|:panic],...`; malformed entries are ignored with a warning.
+fn parse(spec: &str) -> Option<Armed> {
+    let mut points = HashMap::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let parsed = item.split_once('=').and_then(|(site, rest)| {
+            let (n, action) = match rest.split_once(':') {
+                Some((n, "panic")) => (n, Action::Panic),
+                Some((n, "kill")) | Some((n, "")) => (n, Action::Kill),
+                Some(_) => return None,
+                None => (rest, Action::Kill),
+            };
+            Some((site.to_string(), (n.parse::<u64>().ok()?, action)))
+        });
+        match parsed {
+            Some((site, point)) => {
+                points.insert(site, point);
+            }
+            None => tracing::warn!("{ENV}: ignoring malformed entry {item:?}"),
+        }
+    }
+    (!points.is_empty()).then(|| Armed {
+        points,
+        hits: Mutex::new(HashMap::new()),
+    })
+}
+
+/// Count a pass through `site`; when it is armed for this pass, crash (or panic).
+pub(crate) fn hit(site: &'static str) {
+    let Some(armed) = armed() else { return };
+    let Some(&(at, action)) = armed.points.get(site) else {
+        return;
+    };
+    let n = {
+        let mut hits = crate::lock(&armed.hits);
+        let n = hits.entry(site).or_default();
+        *n += 1;
+        *n
+    };
+    if n != at {
+        return;
+    }
+    match action {
+        Action::Panic => panic!("failpoint {site} (hit {n})"),
+        Action::Kill => {
+            eprintln!("failpoint {site} (hit {n}): SIGKILL");
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+            // SIGKILL cannot be caught; should raise fail, still end without cleanup.
+            std::process::abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_malformed_entries_are_dropped() {
+        let armed = parse("store.upsert=3, catalog.save=1:panic,bad,x=y,z=2:explode").unwrap();
+        assert_eq!(armed.points.len(), 2);
+        assert_eq!(armed.points["store.upsert"], (3, Action::Kill));
+        assert_eq!(armed.points["catalog.save"], (1, Action::Panic));
+        assert!(parse("").is_none());
+        assert!(parse("nonsense").is_none());
+    }
+}
