@@ -55,7 +55,13 @@ pub use pipeline::{Ingestor, Input};
 pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server};
-pub use store::{point_id, Hit, StoredContent, VectorStore};
+pub use store::{point_id, Hit, PointRecord, StoredContent, VectorStore};
+
+/// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
+}
 pub use unpack::{
     is_hidden, walk, walk_with, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker, WalkOptions,
 };

@@ -59,6 +59,15 @@ pub struct StoredContent {
     pub locators: Vec<String>,
 }
 
+/// One stored point: whose, which chunk of which content, and the files holding it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PointRecord {
+    pub scope_key: String,
+    pub content_hash: String,
+    pub chunk_index: Option<u32>,
+    pub locators: Vec<String>,
+}
+
 /// One search result, straight from the payload.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Hit {
@@ -269,6 +278,31 @@ impl VectorStore {
     /// indexes present and the locators of the first point read. Scrolls every point, reading
     /// only those payload fields; used to reconcile the store with the catalog after a crash.
     pub fn inventory(&self) -> Result<HashMap<(String, String), StoredContent>> {
+        let mut out: HashMap<(String, String), StoredContent> = HashMap::new();
+        self.each_point(&mut |p| {
+            let entry = out
+                .entry((p.scope_key, p.content_hash))
+                .or_insert_with(|| StoredContent {
+                    chunk_indexes: BTreeSet::new(),
+                    locators: p.locators,
+                });
+            if let Some(i) = p.chunk_index {
+                entry.chunk_indexes.insert(i);
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Every point's identity and locators, in no particular order (for consistency checks
+    /// and tests: [`VectorStore::inventory`] keeps only one locator list per content).
+    pub fn point_records(&self) -> Result<Vec<PointRecord>> {
+        let mut out = Vec::new();
+        self.each_point(&mut |p| out.push(p))?;
+        Ok(out)
+    }
+
+    /// Visit every point, reading only the fields of a [`PointRecord`].
+    fn each_point(&self, visit: &mut dyn FnMut(PointRecord)) -> Result<()> {
         let fields = ["scope_key", "content_hash", "chunk_index", "locators"]
             .iter()
             .map(|f| f.parse())
@@ -277,7 +311,6 @@ impl VectorStore {
                 path: self.path.clone(),
                 reason: "bad payload field name".into(),
             })?;
-        let mut out: HashMap<(String, String), StoredContent> = HashMap::new();
         self.scroll(None, WithPayloadInterface::Fields(fields), &mut |r| {
             let payload = r.payload.map(|p| p.0).unwrap_or_default();
             let text = |k: &str| {
@@ -287,21 +320,16 @@ impl VectorStore {
                     .unwrap_or_default()
                     .to_string()
             };
-            let entry = out
-                .entry((text("scope_key"), text("content_hash")))
-                .or_insert_with(|| StoredContent {
-                    chunk_indexes: BTreeSet::new(),
-                    locators: payload_locators(&payload),
-                });
-            if let Some(i) = payload
-                .get("chunk_index")
-                .and_then(Value::as_u64)
-                .and_then(|i| u32::try_from(i).ok())
-            {
-                entry.chunk_indexes.insert(i);
-            }
-        })?;
-        Ok(out)
+            visit(PointRecord {
+                scope_key: text("scope_key"),
+                content_hash: text("content_hash"),
+                chunk_index: payload
+                    .get("chunk_index")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| u32::try_from(i).ok()),
+                locators: payload_locators(&payload),
+            });
+        })
     }
 
     /// Visit every point matching `filter`, a page at a time.

@@ -2,6 +2,7 @@
 //! One test binary; helpers live in `util.rs`.
 
 mod cli;
+mod crash;
 mod formats;
 mod hostile;
 mod library;

@@ -182,11 +182,24 @@ impl Daemon {
     /// Start `ingest watch --json FOLDERS` with a short debounce; output goes to files in the
     /// sandbox (a full pipe would block the daemon).
     pub fn start(sb: &Sandbox, folders: &[&Path]) -> Daemon {
+        Daemon::start_with(sb, folders, &[], &[])
+    }
+
+    /// [`Daemon::start`] with extra arguments and environment variables.
+    pub fn start_with(
+        sb: &Sandbox,
+        folders: &[&Path],
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let log = |name: &str| std::fs::File::create(sb.path(name)).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_ingest"))
             .args(["watch", "--json", "--debounce-ms=150", "--data-dir"])
             .arg(sb.data_dir())
+            .args(args)
             .args(folders)
+            .env_remove(ingest::testing::FAILPOINTS_ENV)
+            .envs(env.iter().copied())
             .stdout(log("daemon.out"))
             .stderr(log("daemon.err"))
             .spawn()
@@ -248,4 +261,97 @@ pub fn wait_for(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     None
+}
+
+/// A small deterministic generator (no test randomness that cannot be replayed).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const NAMES: &[&str] = &[
+    "Ingrid", "Tormod", "Solveig", "Magnus", "Astrid", "Leif", "Kari", "Bjorn", "Sigrid",
+    "Halvard", "Ragnhild", "Eirik", "Gunnhild", "Arne", "Liv", "Odd", "Turid", "Sverre", "Marit",
+    "Knut", "Hedda", "Olav", "Brit", "Anders", "Synnove", "Per", "Tove", "Jostein", "Randi",
+    "Ivar",
+];
+const PLACES: &[&str] = &[
+    "Skerry Point",
+    "Vennesund harbour",
+    "the north pier",
+    "Gull Island",
+    "the ferry quay",
+    "Ravnsvik bay",
+    "the signal house",
+    "Storholmen",
+    "the fish market",
+    "Kvalvik beach",
+];
+const OBJECTS: &[&str] = &[
+    "copper weathervane",
+    "foghorn valve",
+    "tide gauge float",
+    "mooring winch",
+    "lantern lens",
+    "rain collector",
+    "radio mast",
+    "boat ramp rails",
+    "anemometer cups",
+    "slipway chain",
+    "bell rope",
+    "chart table",
+    "solar panel",
+    "bilge pump",
+    "flag halyard",
+    "diesel tank",
+    "storm shutters",
+    "rowing boat",
+    "first aid kit",
+    "barometer",
+    "life raft",
+    "crab pots",
+    "ice grips",
+    "marker buoy",
+];
+const ACTIONS: &[&str] = &[
+    "repainted",
+    "inspected",
+    "repaired",
+    "moved",
+    "cleaned",
+    "tested",
+    "replaced",
+    "greased",
+];
+
+/// A file's text: a distinctive opening sentence (its search key: each file has its own
+/// object and place), then lines about the same object and place, so that every chunk of the
+/// file is recognisably its own.
+pub fn document(id: u64, version: u64, rng: &mut Lcg) -> (String, String) {
+    let i = id as usize;
+    let name = NAMES[i % NAMES.len()];
+    let object = OBJECTS[i % OBJECTS.len()];
+    let place = PLACES[(i / OBJECTS.len()) % PLACES.len()];
+    let key = format!(
+        "{name} {} the {object} at {place} in revision {version}.",
+        ACTIONS[(i + version as usize) % ACTIONS.len()],
+    );
+    let mut text = format!("{key}\n\n");
+    for _ in 0..(2 + rng.below(30)) {
+        text.push_str(&format!(
+            "Later the {object} at {place} was {} again and written in the ledger.\n",
+            ACTIONS[rng.below(ACTIONS.len() as u64) as usize],
+        ));
+    }
+    (key, text)
 }
