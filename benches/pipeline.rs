@@ -1,6 +1,9 @@
 //! Throughput of each pipeline stage on the bundled fixtures and on generated text.
 //! Run with `make bench` (needs the provisioned model for chunking and embedding).
 
+// A benchmark whose setup fails has nothing to measure: it stops, like a test.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::hint::black_box;
 use std::path::Path;
 

@@ -100,6 +100,8 @@ pub(crate) fn hit(site: &'static str) {
         return;
     }
     match action {
+        // A panic is what this failpoint is armed for (testing panic boundaries).
+        #[allow(clippy::panic)]
         Action::Panic => panic!("failpoint {site} (hit {n})"),
         Action::Kill => {
             eprintln!("failpoint {site} (hit {n}): SIGKILL");

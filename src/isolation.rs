@@ -184,8 +184,8 @@ const STDERR_TAIL: usize = 4096;
 fn read_u32_or_eof(r: &mut impl Read) -> io::Result<Option<u32>> {
     let mut b = [0u8; 4];
     let mut got = 0;
-    while got < 4 {
-        match r.read(&mut b[got..]) {
+    while let Some(rest) = b.get_mut(got..).filter(|rest| !rest.is_empty()) {
+        match r.read(rest) {
             Ok(0) if got == 0 => return Ok(None),
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,

@@ -215,7 +215,7 @@ fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{} is held by a running `ingest watch` (pid {}): put files in its folders, or stop it first",
             common.data_dir.display(),
-            daemon["daemon"]["pid"]
+            field(&daemon, "/daemon/pid")
         );
     }
     let ingestor = open(common, Some(&args.extract))?;
@@ -307,7 +307,7 @@ fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
         min_score: args.min_score,
     };
     let hits: Vec<Hit> = match ask(&socket_path(&common.data_dir), &request)? {
-        Some(answer) => serde_json::from_value(answer["hits"].clone())?,
+        Some(answer) => serde_json::from_value(field(&answer, "/hits").clone())?,
         None => open(common, None)?.search(&query, &scope, args.limit, args.min_score)?,
     };
     let mut out = std::io::stdout().lock();
@@ -341,40 +341,52 @@ fn status(common: &Common) -> anyhow::Result<ExitCode> {
         writeln!(out, "{status}")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let c = &status["catalog"];
+    let c = field(&status, "/catalog");
     writeln!(out, "data dir:  {}", common.data_dir.display())?;
     writeln!(
         out,
         "files:     {} ({} indexed, {} failed, {} skipped) in {} archives",
-        c["files"], c["indexed"], c["failed"], c["skipped"], c["containers"]
+        field(c, "/files"),
+        field(c, "/indexed"),
+        field(c, "/failed"),
+        field(c, "/skipped"),
+        field(c, "/containers")
     )?;
     writeln!(
         out,
         "contents:  {} distinct, {} chunks; {} points in the store",
-        c["distinct_contents"], c["chunks"], status["points"]
+        field(c, "/distinct_contents"),
+        field(c, "/chunks"),
+        field(&status, "/points")
     )?;
-    let run = &status["last_run"];
-    if let Some(at) = run["finished_at"].as_u64() {
-        let s = &run["summary"];
+    let run = field(&status, "/last_run");
+    if let Some(at) = field(run, "/finished_at").as_u64() {
+        let s = field(run, "/summary");
         writeln!(
             out,
             "last run:  {} s ago: {} files, {} indexed, {} removed, {} failed",
             now_secs().saturating_sub(at),
-            s["files"],
-            s["indexed"],
-            s["removed"],
-            s["failed"]
+            field(s, "/files"),
+            field(s, "/indexed"),
+            field(s, "/removed"),
+            field(s, "/failed")
         )?;
     }
-    let daemon = &status["daemon"];
-    if let Some(pid) = daemon["pid"].as_u64() {
+    let daemon = field(&status, "/daemon");
+    if let Some(pid) = field(daemon, "/pid").as_u64() {
         writeln!(
             out,
             "daemon:    pid {pid}, watching {}, {} syncs",
-            daemon["watching"], daemon["syncs"]
+            field(daemon, "/watching"),
+            field(daemon, "/syncs")
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The value at a JSON pointer (`/a/b`), or null: reading an answer's fields without indexing.
+fn field<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a serde_json::Value {
+    value.pointer(pointer).unwrap_or(&serde_json::Value::Null)
 }
 
 fn now_secs() -> u64 {
@@ -441,7 +453,7 @@ fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{} is already watched by a running `ingest watch` (pid {})",
             common.data_dir.display(),
-            daemon["daemon"]["pid"]
+            field(&daemon, "/daemon/pid")
         );
     }
     // Listen before taking the index: from now on, `ingest search` and `ingest status` wait
@@ -489,8 +501,14 @@ fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
             "synced"
         );
         if let Ok(mut st) = state.lock() {
-            st["syncs"] = serde_json::json!(st["syncs"].as_u64().unwrap_or(0) + 1);
-            st["last_sync"] = serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s });
+            let syncs = field(&st, "/syncs").as_u64().unwrap_or(0) + 1;
+            if let Some(st) = st.as_object_mut() {
+                st.insert("syncs".into(), serde_json::json!(syncs));
+                st.insert(
+                    "last_sync".into(),
+                    serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s }),
+                );
+            }
         }
     };
     ingest::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;

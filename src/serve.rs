@@ -154,7 +154,9 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
             let daemon = lock(status).clone();
             match status_of(ingestor) {
                 Ok(mut v) => {
-                    v["daemon"] = daemon;
+                    if let Some(map) = v.as_object_mut() {
+                        map.insert("daemon".into(), daemon);
+                    }
                     v
                 }
                 Err(e) => json!({ "error": e.to_string() }),

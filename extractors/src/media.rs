@@ -105,6 +105,13 @@ fn u64le(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
+/// `facts[key] = value` for a facts object (indexing a `Value` could panic on a non-object).
+fn set(facts: &mut Value, key: &str, value: Value) {
+    if let Some(map) = facts.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -168,7 +175,11 @@ fn wav(b: &[u8]) -> Option<Value> {
     let (channels, rate, byte_rate) = fmt?;
     let mut facts = json!({ "sample_rate": rate, "channels": channels });
     if let (Some(len), true) = (data, byte_rate > 0) {
-        facts["duration_seconds"] = json!(round3(len as f64 / f64::from(byte_rate)));
+        set(
+            &mut facts,
+            "duration_seconds",
+            json!(round3(len as f64 / f64::from(byte_rate))),
+        );
     }
     Some(facts)
 }
@@ -186,7 +197,11 @@ fn flac(b: &[u8]) -> Option<Value> {
     let total = (u64::from(si.get(13)? & 0x0F) << 32) | u64::from(u32be(si, 14)?);
     let mut facts = json!({ "sample_rate": rate, "channels": channels });
     if rate > 0 && total > 0 {
-        facts["duration_seconds"] = json!(round3(total as f64 / f64::from(rate)));
+        set(
+            &mut facts,
+            "duration_seconds",
+            json!(round3(total as f64 / f64::from(rate))),
+        );
     }
     Some(facts)
 }
@@ -214,9 +229,13 @@ fn ogg(b: &[u8]) -> Option<Value> {
     let granule = u64le(tail, last + 6)?;
     let mut facts = json!({ "sample_rate": rate, "channels": channels });
     if rate > 0 && granule != u64::MAX {
-        facts["duration_seconds"] = json!(round3(
-            granule.saturating_sub(skip) as f64 / f64::from(rate)
-        ));
+        set(
+            &mut facts,
+            "duration_seconds",
+            json!(round3(
+                granule.saturating_sub(skip) as f64 / f64::from(rate)
+            )),
+        );
     }
     Some(facts)
 }
@@ -260,8 +279,12 @@ fn mp3(b: &[u8]) -> Option<Value> {
     let audio_bytes = b.len().saturating_sub(at + off);
     let mut facts = json!({ "sample_rate": rate, "channels": channels, "bitrate": bitrate });
     if bitrate > 0 {
-        facts["duration_seconds"] = json!(round3(audio_bytes as f64 * 8.0 / f64::from(bitrate)));
-        facts["duration_estimated"] = json!(true);
+        set(
+            &mut facts,
+            "duration_seconds",
+            json!(round3(audio_bytes as f64 * 8.0 / f64::from(bitrate))),
+        );
+        set(&mut facts, "duration_estimated", json!(true));
     }
     Some(facts)
 }
@@ -302,8 +325,11 @@ fn mp4(b: &[u8]) -> Option<Value> {
                         )
                     };
                     if scale > 0 {
-                        facts["duration_seconds"] =
-                            json!(round3(duration as f64 / f64::from(scale)));
+                        set(
+                            &mut facts,
+                            "duration_seconds",
+                            json!(round3(duration as f64 / f64::from(scale))),
+                        );
                     }
                 }
                 b"tkhd" if facts.get("width").is_none() => {
@@ -311,8 +337,8 @@ fn mp4(b: &[u8]) -> Option<Value> {
                     let wh = at + header + if v == 1 { 88 } else { 76 };
                     let (w, h) = (u32be(b, wh)? >> 16, u32be(b, wh + 4)? >> 16);
                     if w > 0 && h > 0 {
-                        facts["width"] = json!(w);
-                        facts["height"] = json!(h);
+                        set(&mut facts, "width", json!(w));
+                        set(&mut facts, "height", json!(h));
                     }
                 }
                 _ => {}
@@ -424,13 +450,17 @@ fn matroska(b: &[u8]) -> Option<Value> {
                 }
                 0x2A_D7B1 => scale = ebml_uint(data).filter(|s| *s > 0).unwrap_or(scale),
                 0x4489 => duration = ebml_float(data),
-                0xB0 if facts.get("width").is_none() => facts["width"] = json!(ebml_uint(data)?),
-                0xBA if facts.get("height").is_none() => facts["height"] = json!(ebml_uint(data)?),
+                0xB0 if facts.get("width").is_none() => {
+                    set(&mut facts, "width", json!(ebml_uint(data)?))
+                }
+                0xBA if facts.get("height").is_none() => {
+                    set(&mut facts, "height", json!(ebml_uint(data)?))
+                }
                 0xB5 if facts.get("sample_rate").is_none() => {
-                    facts["sample_rate"] = json!(ebml_float(data)?)
+                    set(&mut facts, "sample_rate", json!(ebml_float(data)?))
                 }
                 0x9F if facts.get("channels").is_none() => {
-                    facts["channels"] = json!(ebml_uint(data)?)
+                    set(&mut facts, "channels", json!(ebml_uint(data)?))
                 }
                 // A cluster of unknown size runs to the end: nothing after it is a header.
                 0x1F43_B675 if size == u64::MAX => break,
@@ -440,7 +470,11 @@ fn matroska(b: &[u8]) -> Option<Value> {
         }
     }
     if let Some(d) = duration.filter(|d| d.is_finite() && *d >= 0.0) {
-        facts["duration_seconds"] = json!(round3(d * scale as f64 / 1e9));
+        set(
+            &mut facts,
+            "duration_seconds",
+            json!(round3(d * scale as f64 / 1e9)),
+        );
     }
     Some(facts)
 }
@@ -499,8 +533,8 @@ fn mpeg_ps(b: &[u8]) -> Option<Value> {
     {
         if let Some(&[s0, s1, s2, s3]) = b.get(at + 4..at + 8) {
             let [s0, s1, s2] = [s0, s1, s2].map(u32::from);
-            facts["width"] = json!((s0 << 4) | (s1 >> 4));
-            facts["height"] = json!(((s1 & 0x0F) << 8) | s2);
+            set(&mut facts, "width", json!((s0 << 4) | (s1 >> 4)));
+            set(&mut facts, "height", json!(((s1 & 0x0F) << 8) | s2));
             const RATES: [f64; 9] = [
                 0.0,
                 24_000.0 / 1001.0,
@@ -525,9 +559,13 @@ fn mpeg_ps(b: &[u8]) -> Option<Value> {
     if let (Some(first), Some(last)) = (first, last) {
         if last >= first {
             let frame = frame_rate.map_or(0.0, |r| 1.0 / r);
-            facts["duration_seconds"] = json!(round3((last - first) as f64 / 90_000.0 + frame));
+            set(
+                &mut facts,
+                "duration_seconds",
+                json!(round3((last - first) as f64 / 90_000.0 + frame)),
+            );
             if let Some(r) = frame_rate {
-                facts["frame_rate"] = json!(round3(r));
+                set(&mut facts, "frame_rate", json!(round3(r)));
             }
         }
     }

@@ -1,6 +1,14 @@
 //! Integration tests: the real `ingest` binary, the real model and the real Qdrant Edge store.
 //! One test binary; helpers live in `util.rs`.
 
+// Test code (helpers included) stops at the first surprise.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
 mod cli;
 mod crash;
 mod formats;
