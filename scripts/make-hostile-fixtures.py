@@ -97,6 +97,11 @@ zip-links-and-encrypted.zip
     A Unix symlink entry (external attributes 0o120777, created by Unix) pointing at
     /etc/passwd, a ZipCrypto (traditional PKWARE) encrypted entry implemented here (12-byte
     header, key schedule; password "harbour") and a benign entry.
+tar-link-flood.tgz
+    benign.txt, then 20 000 symlink headers (l00000 .. l19999 -> /etc/passwd), then late.txt:
+    a ~100 KB file whose headers alone would make 20 002 ledger lines. Every member (links
+    included) counts against the 10 000-member limit; the member that would pass it ends the
+    walk, and the archive's own line says how many members were read.
 names-not-utf8.tar / names-not-utf8.zip
     tar members whose names are raw Latin-1 bytes (caf\\xe9.txt, na\\xefve/\\xfcber.md); a zip
     entry with the UTF-8 flag (bit 11) set but name bytes bad\\xff\\xfe.txt that are not UTF-8,
@@ -713,7 +718,8 @@ def simulate(root, count_container_bytes=True):
     """Walk the model depth-first in member order applying the default limits. Returns the
     ledger (relative locators). Limits: each member read costs one file and its inflated bytes
     (also the bytes of a limit-tripping member inflated before the trip); a member trips the
-    first of total-bytes / compression-ratio / file-size its bytes would cross."""
+    first of total-bytes / compression-ratio / file-size its bytes would cross; the member past
+    the file limit ends its container's walk and its ancestors' (their lines say file-count)."""
     ledger = []
     state = {"bytes": 0, "files": 0, "margin": None}
 
@@ -727,15 +733,18 @@ def simulate(root, count_container_bytes=True):
         if depth >= MAX_DEPTH:
             ledger.append(line(loc, "skipped", "limit: depth"))
             return
+        own = len(ledger)
         ledger.append(line(loc, "indexed"))
         out = 0
         cap = max(MAX_RATIO * node.size, RATIO_GRACE)
-        for name, child in node.members:
+        for listed, (name, child) in enumerate(node.members):
             cloc = f"{loc}!/{esc(name)}"
             state["files"] += 1
             if state["files"] > MAX_FILES:
-                ledger.append(line(cloc, "skipped", "limit: file-count"))
-                continue
+                # The member past the limit ends the walk: no line for it or what follows;
+                # the container's own line says so (and its ancestors', at their next member).
+                ledger[own] = line(loc, "skipped", f"limit: file-count ({listed} members read")
+                return
             counts = count_container_bytes or child.members is None
             rooms = sorted([
                 ((MAX_TOTAL - state["bytes"]) if counts else float("inf"), "total-bytes"),
@@ -1257,6 +1266,40 @@ def tar_links_devices():
           "reported, never followed or resolved; devices and FIFOs are never opened.")
 
 
+def tar_link_flood():
+    fx = "tar-link-flood.tgz"
+    sentence = "The harbour wall lantern is lit half an hour before sunset all year."
+    late = "This note sits behind twenty thousand links and is never listed."
+    links = 20_000
+
+    def stream():
+        yield tar_file("benign.txt", (sentence + "\n").encode())
+        for i in range(links):
+            yield tar_header(f"l{i:05d}", typeflag=b"2", linkname="/etc/passwd", mode=0o777)
+        yield tar_file("late.txt", (late + "\n").encode())
+        yield TAR_END
+
+    data = gzip_member(stream())
+    read = MAX_FILES - 1  # links listed: benign.txt is the first member
+    write(fx, data,
+          f"{links} symlink headers in a small .tgz (one ledger line each without a member limit)",
+          [line("", "skipped", f"limit: file-count ({MAX_FILES} members read"),
+           indexed_leaf(fx, "!/benign.txt", (sentence + "\n").encode()),
+           line("!/l00000", "skipped", "link: not followed"),
+           line(f"!/l{read - 1:05d}", "skipped", "link: not followed")],
+          [phrase(fx, sentence, "!/benign.txt")],
+          f"gzip of a tar stream: benign.txt, {links} symlinks l00000..l{links - 1:05d} (typeflag "
+          "2 -> /etc/passwd, old-GNU headers), late.txt, end blocks. Links, devices, duplicate "
+          "names, encrypted and overlapping entries count against the member limit like files "
+          f"({MAX_FILES}); the member that would pass it ends the walk. Expected ledger "
+          f"({MAX_FILES + 1} lines, only four of them listed here): benign.txt indexed, "
+          f"l00000..l{read - 1:05d} skipped (link: not followed), the .tgz's own line skipped "
+          f"with 'limit: file-count ({MAX_FILES} members read, the rest not listed)'; "
+          f"l{read:05d} and later, late.txt included, get no line.",
+          lines=MAX_FILES + 1,
+          absent=[absent_phrase(fx, late, None)])
+
+
 # ---------------------------------------------------------------------------------------------
 # 13. zip-links-and-encrypted.zip
 # ---------------------------------------------------------------------------------------------
@@ -1390,6 +1433,7 @@ def main():
     zip_duplicate_names()
     zip_path_tricks()
     tar_links_devices()
+    tar_link_flood()
     zip_links_encrypted()
     names_not_utf8()
     manifest = {"limits": "defaults", "fixtures": dict(sorted(FIXTURES.items()))}

@@ -12,7 +12,10 @@ use crate::isolation::{Isolation, IsolationConfig};
 pub struct Limits {
     /// Decompressed bytes, summed over the whole tree.
     pub max_total_bytes: u64,
-    /// Members, summed over the whole tree.
+    /// Members, summed over the whole tree: every entry counts (links, devices, duplicate
+    /// names, encrypted and overlapping entries too). The member past it ends the walk and
+    /// its archive's line says `limit: file-count`, so a tree yields at most `max_files + 1`
+    /// ledger lines.
     pub max_files: u64,
     /// Nesting depth: a member of a member of a top-level archive is at depth 2.
     pub max_depth: usize,

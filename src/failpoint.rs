@@ -18,7 +18,12 @@
 //! | `store.flush` | the shard flushed at the end of a run |
 //! | `repair.store` | a repair's store changes made, catalog not yet saved |
 //!
-//! Every site is listed in [`SITES`]; the crash tests iterate over all of them.
+//! Every site above is listed in [`SITES`]; the crash tests iterate over all of them. Sites
+//! that are not writes (for the panic tests), not in [`SITES`]:
+//!
+//! | site | place |
+//! |---|---|
+//! | `unpack.member` | an archive member charged to the member limit, before it is read |
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

@@ -606,12 +606,12 @@ impl Run<'_> {
                 Input::Bytes { name, bytes } => {
                     let locator = Locator::root(name);
                     let size = bytes.len() as u64;
-                    let t = Instant::now();
                     let mut expansion = Expansion::default();
-                    Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                        self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                    self.unpack_contained(&locator, || {
+                        Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
+                            self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                        });
                     });
-                    *lock(&self.timings.unpack) += t.elapsed();
                 }
                 Input::Path(path) => self.sync_path(&path, &leaves, &index),
             }
@@ -720,13 +720,13 @@ impl Run<'_> {
             self.replay_unchanged(&e);
             return;
         }
-        let t = Instant::now();
         let mut expansion = Expansion::default();
-        Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
-            self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
+        let unpacked = self.unpack_contained(&f.locator, || {
+            Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
+                self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
+            });
         });
-        *lock(&self.timings.unpack) += t.elapsed();
-        if self.halted() {
+        if !unpacked || self.halted() {
             return; // members were dropped: the archive is opened again next time
         }
         if let Some((hash, reason)) = expansion.opened {
@@ -754,6 +754,27 @@ impl Run<'_> {
                 let _ = index.send(IndexItem::Removed { locator: m.locator });
             }
         }
+    }
+
+    /// Unpack one top-level input behind a panic boundary: a decoder (zip, tar, flate2) that
+    /// panics costs that input one `failed` line, not the run. Members routed before the panic
+    /// keep their lines and entries; the input is recorded as failed (not as an archive), so it
+    /// is opened again next run. Returns whether unpacking ended normally.
+    fn unpack_contained(&self, top: &Locator, unpack: impl FnOnce()) -> bool {
+        let t = Instant::now();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(unpack));
+        *lock(&self.timings.unpack) += t.elapsed();
+        let Err(panic) = outcome else {
+            return true;
+        };
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        let reason = format!("unpacking panicked: {message}");
+        self.record_unread(top, None, FileStatus::Failed, reason);
+        false
     }
 
     /// Report a file (or an archive and every member of it) whose size and mtime did not

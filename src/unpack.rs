@@ -13,10 +13,17 @@
 //! - an archive with the same bytes as one of its ancestors (a quine) is not opened again;
 //! - tar header records (GNU long names, PAX headers) are capped before the tar reader
 //!   buffers them, and sparse members are refused by their expanded size before reading;
-//! - links, devices, FIFOs and encrypted entries are reported as members with the reason.
+//! - links, devices, FIFOs and encrypted entries are reported as members with the reason;
+//! - every member (links, devices, duplicate names, encrypted and overlapping entries
+//!   included) is charged to the tree's member limit before anything else is done with it;
+//!   the member that would go past the limit ends its container's walk (and its enclosing
+//!   containers' walks), whose own line then says `limit: file-count (N members read, the
+//!   rest not listed)`. Members already reported stay, and no listing is collected first, so a
+//!   small archive of a million headers costs `max_files` lines and no more.
 //!
 //! Every member yields exactly one [`Leaf`], and every container one more when it is done
-//! ([`Leaf::Container`]) or could not be opened as a whole (skipped or failed).
+//! ([`Leaf::Container`]) or could not be opened as a whole (skipped or failed). A tree thus
+//! yields at most `max_files + 1` leaves.
 
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek};
@@ -391,7 +398,7 @@ impl<'a> Unpacker<'a> {
         };
         let mut detected = detect(&head, locator.file_name());
         if detected.kind == FileKind::Container(ContainerKind::Zip) {
-            if let Some(document) = office_package(&source) {
+            if let Some(document) = office_package(&source, self.limits.max_files) {
                 detected = document;
             }
         }
@@ -497,11 +504,24 @@ impl<'a> Unpacker<'a> {
         }
     }
 
-    /// Read one member's bytes through `reader`, charging the budget; `Err` names the limit.
+    /// Charge one member to the tree's member limit, before anything else is done with it.
+    /// `Err` (the limit's reason, naming the `listed` members of this container) ends the
+    /// container's walk: past the limit no member gets a line, so a ledger never grows past
+    /// it however many headers a small archive holds.
+    fn take_member(&self, listed: u64) -> Result<(), String> {
+        self.budget.take_file().map_err(|l| {
+            format!(
+                "limit: {} ({listed} members read, the rest not listed)",
+                l.name()
+            )
+        })?;
+        crate::failpoint::hit("unpack.member");
+        Ok(())
+    }
+
+    /// Read one member's bytes (already charged by [`Unpacker::take_member`]) through
+    /// `reader`, charging the budget; `Err` names the limit.
     fn read_member(&self, reader: &mut dyn Read) -> Result<Vec<u8>, String> {
-        self.budget
-            .take_file()
-            .map_err(|l| format!("limit: {}", l.name()))?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -568,6 +588,7 @@ impl<'a> Unpacker<'a> {
             if entry.is_dir() {
                 continue;
             }
+            self.take_member(members)?;
             members += 1;
             let utf8_flag = entry.flags().as_u16() & 0x0800 != 0;
             let raw = entry.name_raw();
@@ -654,6 +675,7 @@ impl<'a> Unpacker<'a> {
             ) {
                 continue;
             }
+            self.take_member(members)?;
             members += 1;
             let name = segment_from_bytes(&entry.path_bytes());
             let name = name.strip_prefix("./").map(str::to_string).unwrap_or(name);
@@ -730,6 +752,7 @@ impl<'a> Unpacker<'a> {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| gunzipped_name(locator.file_name()));
         let member = locator.member(name);
+        self.take_member(0)?;
         let mut stream = stream;
         let read = self.read_member(&mut stream);
         self.member_done(member, read, ancestors, sink);
@@ -886,17 +909,30 @@ fn tar_size(field: &[u8]) -> u64 {
 
 /// An OOXML/ODF document that the first bytes did not reveal (its parts come in another
 /// order than Office's), told by the central directory's part names or the `mimetype` member.
-fn office_package(source: &Source) -> Option<Detected> {
-    let mut archive = zip::ZipArchive::new(source.open().ok()?).ok()?;
-    let mimetype = archive
-        .by_name("mimetype")
-        .ok()
-        .and_then(|m| read_at_most(m, 256).ok())
-        .map(|m| String::from_utf8_lossy(&m).into_owned());
-    let names: Vec<String> = archive
-        .file_names()
-        .filter_map(|n| n.ok().map(|n| n.into_owned()))
-        .collect();
+/// Looks at the first `max_parts` entries only, one at a time: the listing of a zip holding
+/// a million names is never collected.
+fn office_package(source: &Source, max_parts: u64) -> Option<Detected> {
+    let mut archive = zip::unstable::read::ZipIterable::try_new(
+        source.open().ok()?,
+        zip::read::Config::default(),
+    )
+    .ok()?;
+    let mut body = source.open().ok()?;
+    let mut names: Vec<String> = Vec::new();
+    let mut mimetype: Option<String> = None;
+    let cap = usize::try_from(max_parts).unwrap_or(usize::MAX);
+    for entry in archive.files().ok()?.take(cap) {
+        let Ok(entry) = entry else { break };
+        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        if mimetype.is_none() && name == "mimetype" {
+            mimetype = entry
+                .with_reader(&mut body, zip::read::ZipReadOptions::new())
+                .ok()
+                .and_then(|m| read_at_most(m, 256).ok())
+                .map(|m| String::from_utf8_lossy(&m).into_owned());
+        }
+        names.push(name);
+    }
     extractors::package_kind(names.iter().map(String::as_str), mimetype.as_deref())
 }
 
@@ -1022,8 +1058,15 @@ mod tests {
         let z = zip_of(&[("a.txt", b"a"), ("b.txt", b"b"), ("c.txt", b"c")]);
         let got = collect(&limits, "z.zip", z);
         assert_eq!(
-            got[2],
-            ("z.zip!/c.txt".into(), "skipped: limit: file-count".into())
+            got,
+            vec![
+                ("z.zip!/a.txt".into(), "a".into()),
+                ("z.zip!/b.txt".into(), "b".into()),
+                (
+                    "z.zip".into(),
+                    "skipped: limit: file-count (2 members read, the rest not listed)".into()
+                ),
+            ]
         );
 
         let limits = Limits {
@@ -1042,6 +1085,290 @@ mod tests {
                 "skipped: limit: compression-ratio".into()
             )
         );
+    }
+
+    /// A zip laid out by hand: stored entries, each with its own local header unless `at`
+    /// points its central entry at an earlier entry's header (an overlap).
+    struct RawEntry<'a> {
+        name: &'a str,
+        data: &'a [u8],
+        flags: u16,
+        unix_mode: Option<u32>,
+        at: Option<usize>,
+    }
+
+    fn raw(name: &'static str, data: &'static [u8]) -> RawEntry<'static> {
+        RawEntry {
+            name,
+            data,
+            flags: 0,
+            unix_mode: None,
+            at: None,
+        }
+    }
+
+    fn crc(data: &[u8]) -> u32 {
+        let mut c = flate2::Crc::new();
+        c.update(data);
+        c.sum()
+    }
+
+    fn raw_zip(entries: &[RawEntry<'_>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut offsets = Vec::new();
+        for e in entries {
+            offsets.push(out.len() as u32);
+            if e.at.is_some() {
+                continue;
+            }
+            out.extend(0x0403_4b50u32.to_le_bytes());
+            out.extend(20u16.to_le_bytes());
+            out.extend(e.flags.to_le_bytes());
+            out.extend([0u8; 6]); // stored, time, date
+            out.extend(crc(e.data).to_le_bytes());
+            out.extend((e.data.len() as u32).to_le_bytes());
+            out.extend((e.data.len() as u32).to_le_bytes());
+            out.extend((e.name.len() as u16).to_le_bytes());
+            out.extend(0u16.to_le_bytes());
+            out.extend(e.name.as_bytes());
+            out.extend(e.data);
+        }
+        let cd_start = out.len() as u32;
+        for (i, e) in entries.iter().enumerate() {
+            let (data, offset) = match e.at {
+                Some(j) => (entries[j].data, offsets[j]),
+                None => (e.data, offsets[i]),
+            };
+            out.extend(0x0201_4b50u32.to_le_bytes());
+            let made_by: u16 = if e.unix_mode.is_some() {
+                3 << 8 | 20
+            } else {
+                20
+            };
+            out.extend(made_by.to_le_bytes());
+            out.extend(20u16.to_le_bytes());
+            out.extend(e.flags.to_le_bytes());
+            out.extend([0u8; 6]);
+            out.extend(crc(data).to_le_bytes());
+            out.extend((data.len() as u32).to_le_bytes());
+            out.extend((data.len() as u32).to_le_bytes());
+            out.extend((e.name.len() as u16).to_le_bytes());
+            out.extend([0u8; 8]); // extra, comment, disk, internal attributes
+            out.extend((e.unix_mode.unwrap_or(0) << 16).to_le_bytes());
+            out.extend(offset.to_le_bytes());
+            out.extend(e.name.as_bytes());
+        }
+        let cd_size = out.len() as u32 - cd_start;
+        out.extend(0x0605_4b50u32.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend((entries.len() as u16).to_le_bytes());
+        out.extend((entries.len() as u16).to_le_bytes());
+        out.extend(cd_size.to_le_bytes());
+        out.extend(cd_start.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn links_encrypted_duplicate_and_overlapping_zip_entries_count_as_members() {
+        let entries = [
+            raw("a.txt", b"alpha"),
+            RawEntry {
+                unix_mode: Some(0o120_777),
+                ..raw("link", b"/etc/passwd")
+            },
+            RawEntry {
+                flags: 1,
+                ..raw("sealed.txt", b"not really encrypted")
+            },
+            raw("a.txt", b"second a"),
+            RawEntry {
+                at: Some(0),
+                ..raw("copy.txt", b"")
+            },
+            raw("late.txt", b"late"),
+        ];
+        let z = raw_zip(&entries);
+        let listed = |limits: &Limits| collect(limits, "z.zip", z.clone());
+        let first_five: Vec<(String, String)> = vec![
+            ("z.zip!/a.txt".into(), "alpha".into()),
+            ("z.zip!/link".into(), "skipped: link: not followed".into()),
+            ("z.zip!/sealed.txt".into(), "skipped: encrypted".into()),
+            (
+                "z.zip!/a.txt".into(),
+                "shadowed: duplicate name: entry 4 has the same name as an earlier entry".into(),
+            ),
+            (
+                "z.zip!/copy.txt".into(),
+                "skipped: overlapping entry: shares bytes with a.txt (zip bomb)".into(),
+            ),
+        ];
+        let mut all = first_five.clone();
+        all.push(("z.zip!/late.txt".into(), "late".into()));
+        all.push(("z.zip".into(), "archive: 6".into()));
+        assert_eq!(listed(&Limits::default()), all);
+        let five = Limits {
+            max_files: 5,
+            ..Limits::default()
+        };
+        let mut capped = first_five;
+        capped.push((
+            "z.zip".into(),
+            "skipped: limit: file-count (5 members read, the rest not listed)".into(),
+        ));
+        assert_eq!(listed(&five), capped);
+    }
+
+    #[test]
+    fn links_devices_and_duplicate_tar_members_count_as_members() {
+        let mut b = tar::Builder::new(Vec::new());
+        let file = |b: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]| {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_cksum();
+            b.append_data(&mut h, name, data).unwrap();
+        };
+        file(&mut b, "a.txt", b"alpha");
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        b.append_link(&mut h, "sym", "/etc/passwd").unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Link);
+        h.set_size(0);
+        b.append_link(&mut h, "hard", "a.txt").unwrap();
+        for (name, kind) in [
+            ("null", tar::EntryType::Char),
+            ("loop0", tar::EntryType::Block),
+            ("pipe", tar::EntryType::Fifo),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_size(0);
+            h.set_cksum();
+            b.append_data(&mut h, name, &b""[..]).unwrap();
+        }
+        file(&mut b, "a.txt", b"second a");
+        file(&mut b, "late.txt", b"late");
+        let t = b.into_inner().unwrap();
+        let special = "skipped: special file (device or FIFO)";
+        let mut want: Vec<(String, String)> = vec![
+            ("t.tar!/a.txt".into(), "alpha".into()),
+            ("t.tar!/sym".into(), "skipped: link: not followed".into()),
+            ("t.tar!/hard".into(), "skipped: link: not followed".into()),
+            ("t.tar!/null".into(), special.into()),
+            ("t.tar!/loop0".into(), special.into()),
+            ("t.tar!/pipe".into(), special.into()),
+            (
+                "t.tar!/a.txt".into(),
+                "shadowed: duplicate name: an earlier member has the same name".into(),
+            ),
+        ];
+        let seven = Limits {
+            max_files: 7,
+            ..Limits::default()
+        };
+        let mut all = want.clone();
+        all.push(("t.tar!/late.txt".into(), "late".into()));
+        all.push(("t.tar".into(), "archive: 8".into()));
+        assert_eq!(collect(&Limits::default(), "t.tar", t.clone()), all);
+        want.push((
+            "t.tar".into(),
+            "skipped: limit: file-count (7 members read, the rest not listed)".into(),
+        ));
+        assert_eq!(collect(&seven, "t.tar", t), want);
+    }
+
+    fn symlink_flood_tar(links: usize, last: (&str, &[u8])) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for i in 0..links {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_link(&mut h, format!("l{i}"), "/etc/passwd")
+                .unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_size(last.1.len() as u64);
+        h.set_cksum();
+        b.append_data(&mut h, last.0, last.1).unwrap();
+        b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_tar_of_many_more_headers_than_the_limit_yields_at_most_limit_plus_one_leaves() {
+        let limits = Limits {
+            max_files: 100,
+            ..Limits::default()
+        };
+        let tar = symlink_flood_tar(5_000, ("late.txt", b"late"));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar).unwrap();
+        let got = collect(&limits, "flood.tar.gz", gz.finish().unwrap());
+        assert_eq!(got.len(), 101, "{:?}", got.get(..3));
+        assert_eq!(got[99].0, "flood.tar.gz!/l99");
+        assert_eq!(
+            got[100],
+            (
+                "flood.tar.gz".into(),
+                "skipped: limit: file-count (100 members read, the rest not listed)".into()
+            )
+        );
+
+        // Nested: the inner tar uses up the tree's allowance; the outer zip stops at its
+        // next member, and each says how far it got.
+        let inner = symlink_flood_tar(5_000, ("inner-late.txt", b"inner late"));
+        let outer = zip_of(&[
+            ("first.txt", b"first"),
+            ("inner.tar", &inner),
+            ("after.txt", b"after"),
+        ]);
+        let got = collect(&limits, "o.zip", outer);
+        assert_eq!(got.len(), 101, "{:?}", &got[95..]);
+        assert_eq!(
+            got[99],
+            (
+                "o.zip!/inner.tar".into(),
+                "skipped: limit: file-count (98 members read, the rest not listed)".into()
+            )
+        );
+        assert_eq!(
+            got[100],
+            (
+                "o.zip".into(),
+                "skipped: limit: file-count (2 members read, the rest not listed)".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_zip_of_sixty_thousand_members_stops_listing_at_the_limit() {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for i in 0..60_000 {
+            w.start_file(format!("m{i}.txt"), stored).unwrap();
+            w.write_all(format!("{i}").as_bytes()).unwrap();
+        }
+        let z = w.finish().unwrap().into_inner();
+        let limits = Limits::default();
+        let mut leaves = 0u64;
+        let mut last = None;
+        Unpacker::new(&limits).expand_bytes(z, &Locator::root("big.zip"), &mut |leaf| {
+            leaves += 1;
+            last = Some(leaf);
+        });
+        assert_eq!(leaves, limits.max_files + 1);
+        match last {
+            Some(Leaf::Skipped { locator, reason }) => {
+                assert_eq!(locator.to_string(), "big.zip");
+                assert_eq!(
+                    reason,
+                    "limit: file-count (10000 members read, the rest not listed)"
+                );
+            }
+            other => panic!("last leaf: {other:?}"),
+        }
     }
 
     #[test]

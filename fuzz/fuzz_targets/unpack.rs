@@ -11,7 +11,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         ..Limits::default()
     };
     let top = Locator::root("input.bin");
+    let mut leaves = 0u64;
     Unpacker::new(&limits).expand_bytes(data.to_vec(), &top, &mut |leaf| {
+        leaves += 1;
         let locator = match &leaf {
             Leaf::File { locator, .. }
             | Leaf::Skipped { locator, .. }
@@ -23,4 +25,6 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         let printed = locator.to_string();
         assert_eq!(printed.parse::<Locator>().ok().as_ref(), Some(locator));
     });
+    // Every member is charged to the member limit: one line each, plus the top's.
+    assert!(leaves <= limits.max_files + 1, "{leaves} leaves");
 });

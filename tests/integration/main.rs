@@ -14,5 +14,6 @@ mod crash;
 mod formats;
 mod hostile;
 mod library;
+mod unpack_panic;
 mod util;
 mod watch;
