@@ -6,5 +6,6 @@ mod crash;
 mod formats;
 mod hostile;
 mod library;
+mod privacy;
 mod util;
 mod watch;
