@@ -255,3 +255,28 @@ fn the_daemon_answers_a_bounded_number_of_clients() {
     wait_for(WITHIN, || daemon_status(&sb).is_some()).expect("answers again");
     assert!(daemon.stop().success());
 }
+
+#[test]
+fn a_repair_deletes_content_indexes_no_entry_holds() {
+    let sb = Sandbox::new();
+    let docs = sb.path("docs");
+    sb.write("docs/a.txt", b"The harbour master keeps the tide tables.\n");
+    sb.write("docs/b.txt", b"The lighthouse keeper winds the clock.\n");
+    // Killed right after the first content index is written, before anything holds it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .arg("--data-dir")
+        .arg(sb.data_dir())
+        .arg(&docs)
+        .env(ingest::testing::FAILPOINTS_ENV, "content.written=1")
+        .output()
+        .expect("run ingest");
+    assert!(!out.status.success(), "the failpoint did not fire");
+    assert_eq!(content_files(&sb), 1);
+    // The next open repairs: no catalog entry holds that content, so its index goes.
+    let st = sb.status();
+    assert_eq!(st["catalog"]["distinct_contents"], 0, "{st}");
+    assert_eq!(content_files(&sb), 0);
+    let (_, summary, code) = sb.ingest(&[&docs]);
+    assert_eq!((code, summary["indexed"].as_u64()), (0, Some(2)));
+    assert_eq!(content_files(&sb), 2);
+}
