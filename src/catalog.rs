@@ -191,7 +191,7 @@ impl Catalog {
             scopes,
             last_run: self.last_run.as_ref(),
         };
-        let f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let f = crate::perms::create_file(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         serde_json::to_writer(&mut w, &disk).map_err(|e| Error::Catalog {
             path: path.clone(),
@@ -358,17 +358,68 @@ impl Catalog {
         if path.is_file() {
             return Ok(());
         }
-        let dir = self.dir.join(CONTENT_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        crate::perms::create_dir(&self.dir.join(CONTENT_DIR))?;
         let bytes = serde_json::to_vec(index).map_err(|e| Error::Catalog {
             path: path.clone(),
             reason: e.to_string(),
         })?;
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+        crate::perms::write_file(&tmp, &bytes)?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
         crate::failpoint::hit("content.written");
         Ok(())
+    }
+
+    /// Whether an entry of any scope holds content `hash` (content indexes are shared by
+    /// every scope with the same bytes).
+    pub fn held_anywhere(&self, hash: &str) -> bool {
+        self.scopes.values().any(|s| s.by_hash.contains_key(hash))
+    }
+
+    /// Delete the content index of `hash` unless an entry of some scope still holds it;
+    /// whether a file was deleted. Called wherever a content's points are deleted, so that
+    /// content indexes do not outlive their content.
+    pub fn drop_content_index(&self, hash: &str) -> Result<bool> {
+        if self.held_anywhere(hash) {
+            return Ok(false);
+        }
+        let path = self.content_path(hash);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Delete every content index no entry holds, and temporary files a crash left in
+    /// `content/`; how many files were deleted.
+    pub fn drop_unheld_content_indexes(&self) -> Result<u64> {
+        let dir = self.dir.join(CONTENT_DIR);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io(&dir, e)),
+        };
+        let mut deleted = 0;
+        for entry in entries {
+            let path = entry.map_err(|e| Error::io(&dir, e))?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let stale = match name.strip_suffix(".json") {
+                Some(hash) => !self.held_anywhere(hash),
+                None => name.ends_with(".json.tmp"),
+            };
+            if stale {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => deleted += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&path, e)),
+                }
+            }
+        }
+        Ok(deleted)
     }
 
     /// The stored content index of `hash`, if any.
@@ -413,6 +464,34 @@ mod tests {
         assert_eq!(c.locators_with_hash(&scope, "h1"), vec!["a.zip!/y.txt"]);
         assert_eq!(c.stats(None).chunks, 4);
         assert!(c.get(&Scope::user("other"), "a.zipper").is_none());
+    }
+
+    #[test]
+    fn content_indexes_go_when_no_scope_holds_their_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (Scope::user("a"), Scope::user("b"));
+        let mut c = Catalog::load(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join("content")).unwrap();
+        for h in ["h1", "h2", "h3"] {
+            std::fs::write(dir.path().join(format!("content/{h}.json")), b"{}").unwrap();
+        }
+        std::fs::write(dir.path().join("content/h9.json.tmp"), b"partial").unwrap();
+        c.put(&a, entry("/a.txt", "h1", None));
+        c.put(&b, entry("/b.txt", "h1", None));
+        c.put(&a, entry("/c.txt", "h2", None));
+        let present = |h: &str| dir.path().join(format!("content/{h}.json")).is_file();
+        // Held by scope b still.
+        c.remove(&a, "/a.txt");
+        assert!(!c.drop_content_index("h1").unwrap());
+        assert!(present("h1"));
+        c.remove(&b, "/b.txt");
+        assert!(c.drop_content_index("h1").unwrap());
+        assert!(!present("h1"));
+        assert!(!c.drop_content_index("h1").unwrap(), "already gone");
+        // The sweep: h3 (no holder) and the leftover temporary file go, h2 stays.
+        assert_eq!(c.drop_unheld_content_indexes().unwrap(), 2);
+        assert!(present("h2") && !present("h3"));
+        assert!(!dir.path().join("content/h9.json.tmp").exists());
     }
 
     #[test]

@@ -29,6 +29,11 @@ pub enum Error {
     },
     #[error("the data directory {0} is in use by another ingest process")]
     Locked(PathBuf),
+    #[error(
+        "the data directory {path} belongs to another user (uid {owner}); it holds their \
+         documents, so it is not used"
+    )]
+    NotOwner { path: PathBuf, owner: u32 },
     #[error("pipeline stage failed: {0}")]
     Pipeline(String),
 }

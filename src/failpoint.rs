@@ -2,8 +2,10 @@
 //! crash would, so crash safety is tested at chosen points instead of random moments.
 //!
 //! `INGEST_FAILPOINTS="store.upsert=3"` kills the process with SIGKILL right after the third
-//! upsert; `site=N:panic` panics there instead (for panic boundaries). Several are separated by
-//! commas. Without the variable a failpoint costs one load of an initialised `OnceLock`.
+//! upsert; `site=N:panic` panics there instead (for panic boundaries); `site=N:error` makes the
+//! operation at a [`check`] site return an error (at a write site it is ignored). Several are
+//! separated by commas. Without the variable a failpoint costs one load of an initialised
+//! `OnceLock`.
 //!
 //! Sites (each right *after* the write it names has completed):
 //!
@@ -19,11 +21,12 @@
 //! | `repair.store` | a repair's store changes made, catalog not yet saved |
 //!
 //! Every site above is listed in [`SITES`]; the crash tests iterate over all of them. Sites
-//! that are not writes (for the panic tests), not in [`SITES`]:
+//! that are not writes, not in [`SITES`]:
 //!
 //! | site | place |
 //! |---|---|
-//! | `unpack.member` | an archive member charged to the member limit, before it is read |
+//! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
+//! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -47,6 +50,7 @@ pub const SITES: &[&str] = &[
 enum Action {
     Kill,
     Panic,
+    Error,
 }
 
 #[derive(Debug)]
@@ -63,13 +67,14 @@ fn armed() -> Option<&'static Armed> {
         .as_ref()
 }
 
-/// `site=N[:kill|:panic],...`; malformed entries are ignored with a warning.
+/// `site=N[:kill|:panic|:error],...`; malformed entries are ignored with a warning.
 fn parse(spec: &str) -> Option<Armed> {
     let mut points = HashMap::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let parsed = item.split_once('=').and_then(|(site, rest)| {
             let (n, action) = match rest.split_once(':') {
                 Some((n, "panic")) => (n, Action::Panic),
+                Some((n, "error")) => (n, Action::Error),
                 Some((n, "kill")) | Some((n, "")) => (n, Action::Kill),
                 Some(_) => return None,
                 None => (rest, Action::Kill),
@@ -89,21 +94,42 @@ fn parse(spec: &str) -> Option<Armed> {
     })
 }
 
-/// Count a pass through `site`; when it is armed for this pass, crash (or panic).
-pub(crate) fn hit(site: &'static str) {
-    let Some(armed) = armed() else { return };
-    let Some(&(at, action)) = armed.points.get(site) else {
-        return;
-    };
+/// Count a pass through `site`; the action when it is armed for this pass.
+fn pass(site: &'static str) -> Option<(u64, Action)> {
+    let armed = armed()?;
+    let &(at, action) = armed.points.get(site)?;
     let n = {
         let mut hits = crate::lock(&armed.hits);
         let n = hits.entry(site).or_default();
         *n += 1;
         *n
     };
-    if n != at {
-        return;
+    (n == at).then_some((n, action))
+}
+
+/// Count a pass through `site`; when it is armed for this pass, crash (or panic).
+pub(crate) fn hit(site: &'static str) {
+    if let Some((n, action)) = pass(site) {
+        fire(site, n, action);
     }
+}
+
+/// Count a pass through `site`; when it is armed for this pass, fail with an error (or crash,
+/// or panic).
+pub(crate) fn check(site: &'static str) -> crate::Result<()> {
+    match pass(site) {
+        Some((n, Action::Error)) => Err(crate::Error::Pipeline(format!(
+            "failpoint {site} (hit {n})"
+        ))),
+        Some((n, action)) => {
+            fire(site, n, action);
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
+fn fire(site: &str, n: u64, action: Action) {
     match action {
         // A panic is what this failpoint is armed for (testing panic boundaries).
         #[allow(clippy::panic)]
@@ -114,6 +140,9 @@ pub(crate) fn hit(site: &'static str) {
             // SIGKILL cannot be caught; should raise fail, still end without cleanup.
             std::process::abort();
         }
+        Action::Error => {
+            tracing::warn!("failpoint {site} (hit {n}): `error` only acts at check sites")
+        }
     }
 }
 
@@ -123,8 +152,11 @@ mod tests {
 
     #[test]
     fn specs_parse_and_malformed_entries_are_dropped() {
-        let armed = parse("store.upsert=3, catalog.save=1:panic,bad,x=y,z=2:explode").unwrap();
-        assert_eq!(armed.points.len(), 2);
+        let armed =
+            parse("store.upsert=3, catalog.save=1:panic,sync.start=2:error,bad,x=y,z=2:explode")
+                .unwrap();
+        assert_eq!(armed.points.len(), 3);
+        assert_eq!(armed.points["sync.start"], (2, Action::Error));
         assert_eq!(armed.points["store.upsert"], (3, Action::Kill));
         assert_eq!(armed.points["catalog.save"], (1, Action::Panic));
         assert!(parse("").is_none());

@@ -35,6 +35,7 @@ mod embed;
 mod error;
 mod failpoint;
 pub mod isolation;
+mod perms;
 mod pipeline;
 mod repair;
 mod report;
@@ -51,10 +52,11 @@ pub use error::{Error, Result};
 pub use isolation::{
     run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
 };
+pub use perms::{owner_only_umask, prepare_data_dir};
 pub use pipeline::{Ingestor, Input};
 pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
-pub use serve::{ask, status_of, Listening, Request, Server};
+pub use serve::{ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT};
 pub use store::{point_id, Hit, PointRecord, StoredContent, VectorStore};
 
 /// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).

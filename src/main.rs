@@ -167,6 +167,8 @@ fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingest
 fn main() -> ExitCode {
     // A worker process started by the pipeline to parse documents in isolation.
     ingest::run_worker_if_requested();
+    // Everything this process creates (the store's files included) is the user's alone.
+    ingest::owner_only_umask();
     let cli = Cli::parse();
     let filter = match cli.common.verbose {
         0 => "warn,qdrant_edge=error",
@@ -458,7 +460,8 @@ fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     // Listen before taking the index: from now on, `ingest search` and `ingest status` wait
     // for this daemon instead of opening the data directory themselves.
-    std::fs::create_dir_all(&common.data_dir)?;
+    ingest::prepare_data_dir(&common.data_dir)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let listener = Server::bind(&socket)?;
     let ingestor = Arc::new(take_index(common, &args.extract)?);
     let roots: Vec<PathBuf> = args

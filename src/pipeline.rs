@@ -211,8 +211,18 @@ impl Run<'_> {
             lock(&self.orphaned).insert(hash.to_string(), chunks);
             Ok(())
         } else {
-            self.ing.store()?.delete_content(self.scope, hash)
+            self.delete_content(hash)
         }
+    }
+
+    /// Delete content `hash` of this scope: its points, and its content index unless another
+    /// scope holds the same bytes. Every deletion of a content in a run goes through here.
+    fn delete_content(&self, hash: &str) -> Result<()> {
+        self.ing.store()?.delete_content(self.scope, hash)?;
+        if let Err(e) = lock(&self.ing.catalog).drop_content_index(hash) {
+            tracing::warn!("content index of {hash}: {e}");
+        }
+        Ok(())
     }
 
     fn pin(&self, hash: &str) {
@@ -255,7 +265,7 @@ impl Run<'_> {
                 .locators_with_hash(self.scope, &hash)
                 .is_empty();
             if unheld {
-                self.ing.store()?.delete_content(self.scope, &hash)?;
+                self.delete_content(&hash)?;
             }
         }
         Ok(())
@@ -329,7 +339,7 @@ impl Ingestor {
     /// store are opened on first use, so opening is cheap.
     pub fn open(config: Config) -> Result<Self> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::io(&config.data_dir, e))?;
+        crate::perms::prepare_data_dir(&config.data_dir)?;
         let catalog = Catalog::load(&config.data_dir)?;
         let ingestor = Ingestor {
             extractor: crate::isolation::build(&config.isolation),

@@ -7,7 +7,8 @@
 //!   forgotten (its files, and the archives holding them, are indexed again by the next sync);
 //! - points of contents no catalog entry holds (upserted before the crash, or left over from
 //!   an old version) are deleted;
-//! - the `locators` payload of every content is set to the files that hold it.
+//! - the `locators` payload of every content is set to the files that hold it;
+//! - content indexes (`content/<hash>.json`) of contents no scope holds are deleted.
 //!
 //! Point ids derive from (scope, content hash, chunk index), so upserting again never creates
 //! a second copy of a point: after a repair and a sync, the index is exactly the folder's.
@@ -37,7 +38,7 @@ impl DirtyMarker {
     /// Mark the data directory as being written (durably, before the first write).
     pub fn set(data_dir: &Path) -> Result<Self> {
         let path = data_dir.join(MARKER);
-        let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let file = crate::perms::create_file(&path)?;
         file.sync_all().map_err(|e| Error::io(&path, e))?;
         crate::failpoint::hit("run.marked");
         Ok(DirtyMarker { path })
@@ -61,6 +62,8 @@ pub struct RepairReport {
     pub stale_contents_deleted: u64,
     /// Contents whose `locators` payload was out of date.
     pub locators_fixed: u64,
+    /// Content index files (`content/<hash>.json`) of contents no scope holds, deleted.
+    pub content_indexes_deleted: u64,
 }
 
 /// Reconcile `catalog` with `store` (see the module docs), then save both.
@@ -106,5 +109,7 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<Repai
     store.flush();
     crate::failpoint::hit("repair.store");
     catalog.save()?;
+    // After the save: a content index is only deleted once no saved entry holds it.
+    report.content_indexes_deleted = catalog.drop_unheld_content_indexes()?;
     Ok(report)
 }

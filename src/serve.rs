@@ -1,11 +1,16 @@
 //! The daemon's local socket. While `ingest watch` runs it holds the index (the store allows
 //! one writer), so `ingest search` and `ingest status` ask the daemon instead of opening the
 //! data directory: one JSON request per connection, one JSON answer.
+//!
+//! The socket is owner-only (`0600`, in the owner-only data directory); at most
+//! [`MAX_CONNECTIONS`] are answered at a time (one more gets a `busy` error and is closed),
+//! and a client that does not send its request within [`REQUEST_TIMEOUT`] is dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +24,12 @@ use extractors::Scope;
 
 /// The longest request line a client may send (a query and its scope).
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+
+/// Connections answered at the same time; more are told the daemon is busy.
+pub const MAX_CONNECTIONS: usize = 32;
+
+/// How long a client has to send its request (and to take its answer).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a client asks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,6 +84,10 @@ impl Server {
     pub fn bind(path: &Path) -> Result<Listening> {
         let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path).map_err(|e| Error::io(path, e))?;
+        // Owner-only. Between bind and chmod the socket has the umask's mode, but it lies in the
+        // owner-only data directory, which no one else can enter.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Error::io(path, e))?;
         Ok(Listening {
             listener: Some(listener),
             path: path.to_path_buf(),
@@ -93,14 +108,26 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("daemon-socket".into())
             .spawn(move || {
+                let active = Arc::new(AtomicUsize::new(0));
                 while !flag.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((stream, _)) => {
+                            if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                                refuse_busy(&stream);
+                                continue;
+                            }
+                            let slot = Slot::take(&active);
                             let ingestor = Arc::clone(&ingestor);
                             let status = Arc::clone(&status);
-                            let _ = std::thread::Builder::new()
+                            let spawned = std::thread::Builder::new()
                                 .name("daemon-client".into())
-                                .spawn(move || answer(stream, &ingestor, &status));
+                                .spawn(move || {
+                                    let _slot = slot;
+                                    answer(stream, &ingestor, &status)
+                                });
+                            if let Err(e) = spawned {
+                                tracing::warn!("daemon socket: no thread for a client: {e}");
+                            }
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             std::thread::sleep(Duration::from_millis(50));
@@ -131,9 +158,41 @@ impl Drop for Server {
     }
 }
 
+/// One of the [`MAX_CONNECTIONS`] places, given back when the client's thread ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(active: &Arc<AtomicUsize>) -> Slot {
+        active.fetch_add(1, Ordering::SeqCst);
+        Slot(Arc::clone(active))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Tell a client over the limit to come back later, and close. Its request is read first
+/// (briefly: this runs on the accepting thread), so that closing does not reset the
+/// connection before the client has read the answer.
+fn refuse_busy(stream: &UnixStream) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+    let mut line = String::new();
+    let _ = BufReader::new(Read::take(stream, MAX_REQUEST_BYTES)).read_line(&mut line);
+    let mut writer = stream;
+    let reply =
+        json!({ "error": format!("busy: {MAX_CONNECTIONS} requests in progress, try again") });
+    let _ = writeln!(writer, "{reply}");
+}
+
 fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
     // One request line, of bounded size: a client cannot make the daemon buffer without end.
     let mut line = String::new();
     let mut reader = BufReader::new(Read::take(&stream, MAX_REQUEST_BYTES));

@@ -153,7 +153,9 @@ impl VectorStore {
             path: path.clone(),
             reason,
         };
-        std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+        // Owner-only like the data directory; the files Qdrant Edge creates in it follow the
+        // process umask (see `crate::perms`).
+        crate::perms::create_dir(&path)?;
         let existing = path.join("edge_config.json").is_file();
         let shard = if existing {
             EdgeShard::load(&path, None).map_err(|e| err(e.to_string()))?

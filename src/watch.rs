@@ -7,6 +7,11 @@
 //! a stat), a path that is gone takes its files out of the index, a rename is both. A periodic
 //! rescan catches what notifications miss (overflowing queues, network filesystems). A stop
 //! request (SIGINT/SIGTERM) lets the current run drain what is in flight and end cleanly.
+//!
+//! A sync that fails (the store or the model unusable for a moment, a full disk) does not end
+//! the daemon: the error is logged and, after a pause that doubles from 1 s up to 60 s while
+//! failures go on, the index is repaired (as after a crash) and every folder synced again.
+//! Only a stop request ends it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -55,6 +60,37 @@ pub enum SyncCause {
     Start,
     Changes,
     Rescan,
+    /// A full sync after one that failed.
+    Retry,
+}
+
+/// The pause before retrying a failed sync: doubles from `first` to at most `max`.
+#[derive(Debug)]
+struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new(first: Duration, max: Duration) -> Self {
+        Backoff {
+            first,
+            max,
+            next: first,
+        }
+    }
+
+    /// The pause before the next retry.
+    fn failed(&mut self) -> Duration {
+        let pause = self.next;
+        self.next = (self.next * 2).min(self.max);
+        pause
+    }
+
+    fn succeeded(&mut self) {
+        self.next = self.first;
+    }
 }
 
 /// Watch `config.roots` until `stop` is set, syncing changes into `ingestor`. Blocks.
@@ -89,11 +125,39 @@ pub fn watch(
     }
     // Notifications are on before the first sync, so nothing slips between the two.
     let sync = |paths: &[PathBuf]| {
+        crate::failpoint::check("sync.start")?;
         let inputs = paths.iter().cloned().map(Input::Path).collect();
         ingestor.ingest_until(inputs, &config.scope, on_file, stop)
     };
-    let report = sync(&roots)?;
-    on_sync(SyncCause::Start, &report);
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+    // When a sync failed: when to try again. Until then changes are only collected (the
+    // retry syncs every folder).
+    let mut retry_at: Option<Instant> = None;
+    let mut run = |cause: SyncCause, paths: &[PathBuf], retry_at: &mut Option<Instant>| {
+        let result = if cause == SyncCause::Retry {
+            // A failed run leaves store and catalog as a crash would: reconcile them first.
+            ingestor.repair().and_then(|_| sync(paths))
+        } else {
+            sync(paths)
+        };
+        match result {
+            Ok(report) => {
+                backoff.succeeded();
+                *retry_at = None;
+                on_sync(cause, &report);
+            }
+            Err(e) => {
+                let pause = backoff.failed();
+                tracing::error!(
+                    cause = ?cause,
+                    retry_in_secs = pause.as_secs_f64(),
+                    "sync failed: {e}; retrying"
+                );
+                *retry_at = Some(Instant::now() + pause);
+            }
+        }
+    };
+    run(SyncCause::Start, &roots, &mut retry_at);
 
     let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
     let mut first_change: Option<Instant> = None;
@@ -127,13 +191,22 @@ pub fn watch(
                 return Err(Error::Pipeline("file notifications stopped".into()));
             }
         }
+        if let Some(at) = retry_at {
+            if Instant::now() >= at && !stop.load(Ordering::SeqCst) {
+                pending.clear();
+                first_change = None;
+                rescan_now = false;
+                last_rescan = Instant::now();
+                run(SyncCause::Retry, &roots, &mut retry_at);
+            }
+            continue;
+        }
         if rescan_now || last_rescan.elapsed() >= config.rescan {
             rescan_now = false;
             pending.clear();
             first_change = None;
             last_rescan = Instant::now();
-            let report = sync(&roots)?;
-            on_sync(SyncCause::Rescan, &report);
+            run(SyncCause::Rescan, &roots, &mut retry_at);
             continue;
         }
         let due = first_change.is_some_and(|first| {
@@ -143,8 +216,7 @@ pub fn watch(
             let paths = outermost(std::mem::take(&mut pending), &roots);
             first_change = None;
             if !paths.is_empty() {
-                let report = sync(&paths)?;
-                on_sync(SyncCause::Changes, &report);
+                run(SyncCause::Changes, &paths, &mut retry_at);
             }
         }
     }
@@ -184,6 +256,15 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_back_off_from_one_second_to_a_minute() {
+        let mut b = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+        let pauses: Vec<u64> = (0..8).map(|_| b.failed().as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 32, 60, 60]);
+        b.succeeded();
+        assert_eq!(b.failed(), Duration::from_secs(1));
+    }
 
     #[test]
     fn hidden_means_hidden_below_the_root() {

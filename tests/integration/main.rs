@@ -14,6 +14,7 @@ mod crash;
 mod formats;
 mod hostile;
 mod library;
+mod privacy;
 mod unpack_panic;
 mod util;
 mod watch;
