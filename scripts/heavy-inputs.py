@@ -22,7 +22,9 @@ whole in memory. Generated files belong in OUTDIR only: never commit them.
 `/usr/bin/time -v` and `timeout` (600 s by default), samples the main process's VmHWM from
 /proc while it runs, and prints: case, size, seconds, peak RSS of the whole process tree
 (time -v: the largest of the main process and its extraction workers), peak RSS of the main
-process, exit code, and the file's ledger status and reason. BIN defaults to
+process, exit code, and the file's ledger status and reason; plus the run's busy seconds per
+stage (unpack/extract/chunk/embed, from the summary): with the per-file chunk limit, chunking
+stops at the limit, so extraction is the part that must grow linearly with size. BIN defaults to
 $CARGO_TARGET_DIR/release/ingest (else ~/.cache/ingest-target/release/ingest).
 """
 
@@ -256,7 +258,9 @@ def measure(binary, path, limit):
         reason = (reason + "; " if reason else "") + counts + f"; chunks {summary.get('chunks_embedded', 0)}"
     if status == "-" and stderr.strip():
         reason = stderr.strip().splitlines()[0][:80]
-    return seconds, tree_rss, main_hwm / 1024, code, status, reason
+    stages = (summary or {}).get("seconds") or {}
+    busy = "/".join(f"{stages.get(k, 0):.1f}" for k in ("unpack", "extract", "chunk", "embed"))
+    return seconds, tree_rss, main_hwm / 1024, code, status, reason, busy
 
 
 def find_ingest_pid(time_pid, binary):
@@ -292,7 +296,10 @@ def main():
     for label, scale in sizes:
         for case, path in generate(os.path.join(args.outdir, label), scale, args.only):
             files[(case, label)] = path
-    header = f"{'case':<5} {'size':>5} {'MB':>7} {'seconds':>8} {'tree RSS MiB':>12} {'main RSS MiB':>12} {'exit':>4}  ledger"
+    header = (
+        f"{'case':<5} {'size':>5} {'MB':>7} {'seconds':>8} {'unpack/extract/chunk/embed s':>29}"
+        f" {'tree RSS MiB':>12} {'main RSS MiB':>12} {'exit':>4}  ledger"
+    )
     print(header)
     print("-" * len(header))
     for case, _, _ in CASES:
@@ -300,10 +307,10 @@ def main():
             path = files.get((case, label))
             if not path:
                 continue
-            secs, tree, main_rss, code, status, reason = measure(args.bin, path, args.timeout)
+            secs, tree, main_rss, code, status, reason, busy = measure(args.bin, path, args.timeout)
             mb = os.path.getsize(path) / MB
             print(
-                f"{case:<5} {label:>5} {mb:>7.1f} {secs:>8.1f} {tree:>12.0f} {main_rss:>12.0f} {code:>4}  {status}: {reason}",
+                f"{case:<5} {label:>5} {mb:>7.1f} {secs:>8.1f} {busy:>29} {tree:>12.0f} {main_rss:>12.0f} {code:>4}  {status}: {reason}",
                 flush=True,
             )
 

@@ -92,7 +92,7 @@ struct ExtractArgs {
     hidden: bool,
     /// Most chunks one file may have: a file that needs more is skipped with
     /// `limit: chunks` before any of it is embedded (embedding runs at 12–40 chunks/s).
-    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
     max_chunks: usize,
     /// Catalog checkpoint interval in milliseconds; 0 saves after every stored item (crash
     /// tests use it to reach every state between two writes).
