@@ -6,7 +6,9 @@
 //! ```
 //!
 //! Every channel is bounded, so memory stays flat however large the input: a slow embedder
-//! slows extraction down instead of letting extracted text pile up. Reports flow back to the
+//! slows extraction down instead of letting extracted text pile up. Items differ in size by
+//! orders of magnitude, so the bytes in flight from reading to embedding are budgeted too
+//! ([`Config::in_flight_bytes`], see `crate::gate`). Reports flow back to the
 //! caller as files finish. A file counts as indexed only once all its chunks are stored.
 
 use std::collections::{HashMap, HashSet};
