@@ -68,17 +68,34 @@ impl Chunker {
 
     /// Chunk every text object of a file, numbering chunks from 0.
     pub fn chunk_objects(&self, objects: &[ContentObject]) -> Vec<Chunk> {
+        // Without a limit there is no error.
+        self.chunk_objects_limited(objects, usize::MAX)
+            .unwrap_or_default()
+    }
+
+    /// [`Chunker::chunk_objects`], giving up as soon as the file needs more than `max_chunks`
+    /// chunks: the work done is bounded by the limit, not by the file's size.
+    pub fn chunk_objects_limited(
+        &self,
+        objects: &[ContentObject],
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, TooManyChunks> {
         let mut chunks = Vec::new();
         for object in objects {
             if object.content_type != ContentType::Text || object.data.trim().is_empty() {
                 continue;
             }
-            self.chunk_object(object, &mut chunks);
+            self.chunk_object(object, &mut chunks, max_chunks)?;
         }
-        chunks
+        Ok(chunks)
     }
 
-    fn chunk_object(&self, object: &ContentObject, out: &mut Vec<Chunk>) {
+    fn chunk_object(
+        &self,
+        object: &ContentObject,
+        out: &mut Vec<Chunk>,
+        max_chunks: usize,
+    ) -> Result<(), TooManyChunks> {
         let header_lines = object
             .metadata
             .get("header_lines")
@@ -87,11 +104,13 @@ impl Chunker {
         let (header, body) = split_lines(&object.data, header_lines);
         let header_tokens = if header.is_empty() {
             0
+        } else if header.len() > WINDOW_BYTES {
+            usize::MAX // never tokenized whole; not repeated either
         } else {
             self.count_tokens(header)
         };
         // A header that eats more than half the window is not repeated.
-        let (header, header_tokens) = if header_tokens * 2 > self.max_tokens {
+        let (header, header_tokens) = if header_tokens.saturating_mul(2) > self.max_tokens {
             ("", 0)
         } else {
             (header, header_tokens)
@@ -101,17 +120,57 @@ impl Chunker {
         } else {
             body
         };
-        let body_offset = object.data.len() - body.len();
         let is_table = header_lines > 0;
-        let budget = if is_table {
-            self.table_rows_tokens
-                .min(self.max_tokens - header_tokens)
-                .max(1)
-        } else {
-            self.max_tokens - header_tokens
+        let shape = Shape {
+            header,
+            header_tokens,
+            header_lines,
+            budget: if is_table {
+                self.table_rows_tokens
+                    .min(self.max_tokens - header_tokens)
+                    .max(1)
+            } else {
+                self.max_tokens - header_tokens
+            },
+            is_table,
+            overlap: if is_table { 0 } else { self.overlap },
         };
-        let overlap = if is_table { 0 } else { self.overlap };
-        let offsets = self.offsets(body);
+        // The tokenizer never sees more than one window of the body: a huge object costs
+        // memory bounded by the window and time linear in its length.
+        let mut cursor = LineCursor::default();
+        let mut offset = object.data.len() - body.len();
+        let mut rest = body;
+        while !rest.is_empty() {
+            let cut = extractors::cut_point(rest, WINDOW_BYTES);
+            let (window, tail) = rest.split_at(cut);
+            self.chunk_window(object, window, offset, &shape, &mut cursor, out, max_chunks)?;
+            offset += cut;
+            rest = tail;
+        }
+        Ok(())
+    }
+
+    /// Chunk `text`, which sits at byte `offset` of `object`'s data.
+    #[allow(clippy::too_many_arguments)]
+    fn chunk_window(
+        &self,
+        object: &ContentObject,
+        text: &str,
+        offset: usize,
+        shape: &Shape<'_>,
+        cursor: &mut LineCursor,
+        out: &mut Vec<Chunk>,
+        max_chunks: usize,
+    ) -> Result<(), TooManyChunks> {
+        let Shape {
+            header,
+            header_tokens,
+            header_lines,
+            budget,
+            is_table,
+            overlap,
+        } = *shape;
+        let offsets = self.offsets(text);
         let n = offsets.len();
         let mut start = 0usize;
         while start < n {
@@ -119,17 +178,20 @@ impl Chunker {
             if end < n {
                 end = if is_table {
                     let limit = (start + self.max_tokens - header_tokens).min(n);
-                    row_cut(body, &offsets, start, end, limit)
+                    row_cut(text, &offsets, start, end, limit)
                 } else {
-                    best_cut(body, &offsets, start, end)
+                    best_cut(text, &offsets, start, end)
                 };
             }
             let (Some(first), Some(last)) = (offsets.get(start), offsets.get(end - 1)) else {
                 break;
             };
             let (a, b) = (first.0, last.1);
-            let Some(piece) = body.get(a..b) else { break };
-            let text = if header.is_empty() {
+            let Some(piece) = text.get(a..b) else { break };
+            if out.len() >= max_chunks {
+                return Err(TooManyChunks { max: max_chunks });
+            }
+            let text_out = if header.is_empty() {
                 piece.to_string()
             } else {
                 format!("{header}{piece}")
@@ -137,8 +199,8 @@ impl Chunker {
             out.push(Chunk {
                 index: u32::try_from(out.len()).unwrap_or(u32::MAX),
                 tokens: header_tokens + (end - start),
-                context_ref: narrow(object, body_offset + a, body_offset + b, header_lines),
-                text,
+                context_ref: narrow(object, offset + a, offset + b, header_lines, cursor),
+                text: text_out,
                 object_id: object.id.clone(),
                 content_type: object.content_type,
             });
@@ -146,8 +208,55 @@ impl Chunker {
                 break;
             }
             let from = end.saturating_sub(overlap).max(start + 1);
-            start = next_start(body, &offsets, from, end, is_table);
+            start = next_start(text, &offsets, from, end, is_table);
         }
+        Ok(())
+    }
+}
+
+/// Longest stretch of an object's text handed to the tokenizer at once, in bytes. Longer text
+/// is cut into windows (at a line end or a space when there is one, see
+/// [`extractors::cut_point`]) chunked one after the other; chunks never span two windows.
+pub const WINDOW_BYTES: usize = 32 * 1024;
+
+/// A file needs more chunks than [`ChunkingConfig::max_file_chunks`] allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("limit: chunks (more than {max} in one file)")]
+pub struct TooManyChunks {
+    pub max: usize,
+}
+
+/// How one object's text is cut: the same for all its windows.
+#[derive(Clone, Copy)]
+struct Shape<'h> {
+    header: &'h str,
+    header_tokens: usize,
+    header_lines: usize,
+    budget: usize,
+    is_table: bool,
+    overlap: usize,
+}
+
+/// Line numbers of growing byte offsets in one text, counted incrementally.
+#[derive(Default)]
+struct LineCursor {
+    pos: usize,
+    /// Newlines before `pos`.
+    line: u64,
+}
+
+impl LineCursor {
+    /// Newlines in `text` before byte `pos`.
+    fn line_at(&mut self, text: &str, pos: usize) -> u64 {
+        if pos < self.pos {
+            *self = LineCursor::default();
+        }
+        self.line += text
+            .as_bytes()
+            .get(self.pos..pos)
+            .map_or(0, |s| s.iter().filter(|c| **c == b'\n').count()) as u64;
+        self.pos = pos;
+        self.line
     }
 }
 
@@ -255,18 +364,24 @@ fn best_cut(text: &str, offsets: &[(usize, usize)], start: usize, end: usize) ->
 
 /// The object's context reference narrowed to bytes `a..b` of its text: line ranges for
 /// verbatim line-addressed objects, row ranges for tables.
-fn narrow(object: &ContentObject, a: usize, b: usize, header_lines: usize) -> ContextRef {
+fn narrow(
+    object: &ContentObject,
+    a: usize,
+    b: usize,
+    header_lines: usize,
+    cursor: &mut LineCursor,
+) -> ContextRef {
     let mut ctx = object.context_ref.clone();
     let Ok(locator) = ctx.location.parse::<Locator>() else {
         return ctx;
     };
-    let line_of = |pos: usize| {
-        object
+    let la = cursor.line_at(&object.data, a);
+    let lb = la
+        + object
             .data
-            .get(..pos)
-            .map_or(0, |s| s.bytes().filter(|c| *c == b'\n').count()) as u64
-    };
-    let (la, lb) = (line_of(a), line_of(b.saturating_sub(1).max(a)));
+            .as_bytes()
+            .get(a..b.saturating_sub(1).max(a))
+            .map_or(0, |s| s.iter().filter(|c| **c == b'\n').count()) as u64;
     let exact = object
         .metadata
         .get("line_exact")
@@ -305,6 +420,7 @@ mod tests {
                 max_tokens,
                 overlap_tokens,
                 table_rows_tokens: 24,
+                ..ChunkingConfig::default()
             },
         )
     }
@@ -400,6 +516,101 @@ mod tests {
                 .location
                 .ends_with(&format!("#rows={}", i + 2)));
         }
+    }
+
+    /// One text object holding `data` at lines `1-n` (built directly: no extractor split).
+    fn one_object(data: String) -> ContentObject {
+        let lines = data.lines().count().max(1) as u64;
+        let mut o = objects("x.txt", "placeholder\n").remove(0);
+        o.context_ref.location = format!("x.txt#line=1-{lines}");
+        o.data = data;
+        o
+    }
+
+    /// `n` bytes of base64-looking text: no whitespace, `+` and `/` now and then.
+    fn base64ish(n: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ALPHABET[(x % 64) as usize] as char
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_huge_string_without_spaces_is_tokenized_in_windows() {
+        let c = chunker(250, 32);
+        let blob = base64ish(1_000_000);
+        let chunks = c.chunk_objects(&[one_object(blob.clone())]);
+        assert!(chunks.len() > 100, "{}", chunks.len());
+        for ch in &chunks {
+            assert!(ch.tokens <= 250, "{} tokens", ch.tokens);
+            // Cut between word pieces, a chunk may tokenize a little differently on its own:
+            // it must still fit the model's window.
+            let tokens = c.count_tokens(&ch.text);
+            assert!(tokens + SPECIAL_TOKENS <= MAX_SEQ_TOKENS, "{tokens} tokens");
+        }
+        assert!(blob.starts_with(&chunks[0].text));
+        assert!(blob.ends_with(&chunks[chunks.len() - 1].text));
+
+        // One 200 kB "word" is a single unknown token to the model: still cut per window.
+        let word = "0123456789abcdef".repeat(12_500);
+        let chunks = c.chunk_objects(&[one_object(word.clone())]);
+        assert!(
+            chunks.len() >= word.len() / WINDOW_BYTES,
+            "{}",
+            chunks.len()
+        );
+        assert!(chunks.iter().all(|ch| ch.text.len() <= WINDOW_BYTES));
+    }
+
+    #[test]
+    fn lines_stay_exact_across_windows_of_a_huge_object() {
+        let c = chunker(250, 32);
+        let text: String = (1..=40_000)
+            .map(|i| format!("Line {i} says the survey boat anchored near buoy {i}.\n"))
+            .collect();
+        assert!(text.len() > 4 * WINDOW_BYTES);
+        let chunks = c.chunk_objects(&[one_object(text.clone())]);
+        let source: Vec<&str> = text.lines().collect();
+        let mut last_start = 0;
+        for ch in &chunks {
+            let loc: Locator = ch.context_ref.location.parse().unwrap();
+            let (a, b) = loc.fragment.lines.unwrap();
+            assert!(a >= last_start, "chunks go forward");
+            last_start = a;
+            let lines = source[(a - 1) as usize..b as usize].join("\n");
+            assert!(
+                lines.contains(ch.text.trim()),
+                "{} not in lines {a}-{b}",
+                ch.text
+            );
+            assert!(ch.tokens <= 250);
+        }
+        assert!(last_start > 39_000, "{last_start}");
+    }
+
+    #[test]
+    fn chunking_stops_at_the_file_limit() {
+        let c = chunker(64, 8);
+        let text: String = (1..=2000)
+            .map(|i| format!("Sentence number {i} is about tides.\n"))
+            .collect();
+        let objs = [one_object(text)];
+        let all = c.chunk_objects(&objs).len();
+        assert!(all > 20, "{all}");
+        assert_eq!(
+            c.chunk_objects_limited(&objs, 20),
+            Err(TooManyChunks { max: 20 })
+        );
+        assert_eq!(
+            c.chunk_objects_limited(&objs, all).map(|v| v.len()),
+            Ok(all)
+        );
     }
 
     #[test]

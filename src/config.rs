@@ -51,6 +51,11 @@ pub struct ChunkingConfig {
     pub overlap_tokens: usize,
     /// Body tokens (rows, header excluded) per chunk of a table; tables do not overlap.
     pub table_rows_tokens: usize,
+    /// Most chunks one file may have. A file that needs more is `skipped` with
+    /// `limit: chunks` before anything of it is embedded. The default (about 2.5 M tokens,
+    /// some 4000 pages of prose) takes 4–14 minutes to embed at 12–40 chunks/s; chunking stops
+    /// at the limit, so refusing a 100 MB one-line text costs seconds, not hours.
+    pub max_file_chunks: usize,
 }
 
 impl Default for ChunkingConfig {
@@ -59,6 +64,7 @@ impl Default for ChunkingConfig {
             max_tokens: 250,
             overlap_tokens: 32,
             table_rows_tokens: 48,
+            max_file_chunks: 10_000,
         }
     }
 }
@@ -79,6 +85,11 @@ pub struct Config {
     pub extract_threads: usize,
     /// Capacity, in items, of each bounded channel between stages.
     pub channel_capacity: usize,
+    /// Bytes in flight between reading a file and embedding it: a file's bytes from when it
+    /// is read until it is extracted, then its chunks' text until the embed stage takes them.
+    /// Reading waits while the budget is spent; a single file larger than the budget goes
+    /// through alone. This, not the number of items, is what bounds the pipeline's memory.
+    pub in_flight_bytes: u64,
     /// Where documents are parsed: isolated worker processes (default) or in-process.
     pub isolation: IsolationConfig,
     /// Ingest files and folders inside a walked folder whose names start with `.`. Off by
@@ -100,6 +111,7 @@ impl Default for Config {
             embed_batch: 16,
             extract_threads: 0,
             channel_capacity: 16,
+            in_flight_bytes: 256 * 1024 * 1024,
             isolation: IsolationConfig::default(),
             include_hidden: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
@@ -130,6 +142,12 @@ impl Config {
         }
         if self.channel_capacity == 0 {
             return bad("channel_capacity must be at least 1");
+        }
+        if self.in_flight_bytes < 1024 * 1024 {
+            return bad("in_flight_bytes must be at least 1 MiB");
+        }
+        if self.chunking.max_file_chunks == 0 {
+            return bad("chunking.max_file_chunks must be at least 1");
         }
         if self.limits.max_depth == 0 || self.limits.max_files == 0 {
             return bad("limits.max_depth and limits.max_files must be at least 1");
@@ -176,6 +194,11 @@ mod tests {
         assert!(c.validate().is_err());
         let c = Config {
             embed_batch: 0,
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
+        let c = Config {
+            in_flight_bytes: 1000,
             ..Config::default()
         };
         assert!(c.validate().is_err());

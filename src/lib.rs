@@ -34,6 +34,7 @@ mod config;
 mod embed;
 mod error;
 mod failpoint;
+mod gate;
 pub mod isolation;
 mod perms;
 mod pipeline;
@@ -45,7 +46,7 @@ mod unpack;
 mod watch;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-pub use chunk::{Chunk, Chunker};
+pub use chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
 pub use error::{Error, Result};

@@ -90,6 +90,10 @@ struct ExtractArgs {
     /// (by default each gets one `skipped` line and nothing under it is read).
     #[arg(long)]
     hidden: bool,
+    /// Most chunks one file may have: a file that needs more is skipped with
+    /// `limit: chunks` before any of it is embedded (embedding runs at 12–40 chunks/s).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    max_chunks: usize,
     /// Catalog checkpoint interval in milliseconds; 0 saves after every stored item (crash
     /// tests use it to reach every state between two writes).
     #[arg(long, hide = true, default_value_t = 2000, value_name = "MS")]
@@ -152,6 +156,7 @@ fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingest
     config.model_dir = common.model_dir.clone();
     if let Some(args) = extract {
         config.include_hidden = args.hidden;
+        config.chunking.max_file_chunks = args.max_chunks;
         config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);

@@ -6,7 +6,9 @@
 //! ```
 //!
 //! Every channel is bounded, so memory stays flat however large the input: a slow embedder
-//! slows extraction down instead of letting extracted text pile up. Reports flow back to the
+//! slows extraction down instead of letting extracted text pile up. Items differ in size by
+//! orders of magnitude, so the bytes in flight from reading to embedding are budgeted too
+//! ([`Config::in_flight_bytes`], see `crate::gate`). Reports flow back to the
 //! caller as files finish. A file counts as indexed only once all its chunks are stored.
 
 use std::collections::{HashMap, HashSet};
@@ -24,6 +26,7 @@ use crate::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
+use crate::gate::{ByteGate, Permit};
 use crate::lock;
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
 use crate::store::{Hit, StoredChunk, VectorStore};
@@ -75,7 +78,13 @@ struct Work {
     parent: Option<String>,
     size: u64,
     mtime_ns: u64,
+    /// Its bytes' share of [`Config::in_flight_bytes`].
+    permit: Permit,
 }
+
+/// An item from the extract stage with the bytes it holds in flight, given back when the embed
+/// stage takes it.
+type Gated = (IndexItem, Option<Permit>);
 
 /// What expanding one top-level input met, beyond the files sent to extraction.
 #[derive(Default)]
@@ -171,6 +180,8 @@ struct Run<'a> {
     saved_at: Mutex<(Instant, Duration)>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
     containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
+    /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
+    gate: ByteGate,
 }
 
 impl Run<'_> {
@@ -487,11 +498,15 @@ impl Ingestor {
             pinned: Mutex::new(HashMap::new()),
             saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
             containers: Mutex::new(Vec::new()),
+            gate: ByteGate::new(self.config.in_flight_bytes),
         };
         let dirty = crate::repair::DirtyMarker::set(&self.config.data_dir)?;
         let cap = self.config.channel_capacity;
         let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
-        let (index_tx, index_rx) = bounded::<IndexItem>(cap);
+        // Extracted files wait in `gated` holding their permits; the hand-off to the embed
+        // stage is a rendezvous, so every file waiting for it is counted in the byte budget.
+        let (gated_tx, gated_rx) = bounded::<Gated>(cap);
+        let (index_tx, index_rx) = bounded::<IndexItem>(0);
         let (store_tx, store_rx) = bounded::<StoreItem>(cap);
         let mut report = IngestReport::default();
 
@@ -499,7 +514,13 @@ impl Ingestor {
             let run = &run;
             let walker_index_tx = index_tx.clone();
             s.spawn(move || run.walk_stage(inputs, leaf_tx, walker_index_tx));
-            s.spawn(move || run.extract_stage(leaf_rx, index_tx));
+            s.spawn(move || run.extract_stage(leaf_rx, gated_tx));
+            s.spawn(move || {
+                for (item, permit) in gated_rx.iter() {
+                    let _ = index_tx.send(item); // fails only when the embed stage ended
+                    drop(permit);
+                }
+            });
             s.spawn(move || run.embed_stage(index_rx, store_tx));
             s.spawn(move || run.store_stage(store_rx));
             for r in report_rx.iter() {
@@ -581,6 +602,11 @@ impl Ingestor {
         }
         Ok(())
     }
+}
+
+/// What a chunk weighs in the in-flight budget: its text plus its locator and bookkeeping.
+fn chunk_weight(chunk: &Chunk) -> u64 {
+    (chunk.text.len() + chunk.context_ref.location.len() + 256) as u64
 }
 
 /// The path string catalog entries are compared with: canonical when it exists, else the
@@ -846,7 +872,10 @@ impl Run<'_> {
             } => {
                 seen.push(locator.to_string());
                 let is_top = &locator == top;
+                let weight = bytes.len() as u64;
+                let permit = timed(&self.timings.unpack_blocked, || self.gate.acquire(weight));
                 let work = Work {
+                    permit,
                     parent: parent_of(&locator),
                     size: if is_top { size } else { bytes.len() as u64 },
                     mtime_ns: if is_top { mtime_ns } else { 0 },
@@ -925,7 +954,7 @@ impl Run<'_> {
     }
 
     /// Stage 2 (rayon): hash, skip unchanged, extract, chunk.
-    fn extract_stage(&self, leaves: Receiver<Work>, index: Sender<IndexItem>) {
+    fn extract_stage(&self, leaves: Receiver<Work>, index: Sender<Gated>) {
         let threads = match self.ing.config.extract_threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
@@ -943,7 +972,7 @@ impl Run<'_> {
         });
     }
 
-    fn extract_one(&self, work: Work, index: &Sender<IndexItem>) {
+    fn extract_one(&self, work: Work, index: &Sender<Gated>) {
         let loc = work.locator.to_string();
         let hash = blake3::hash(&work.bytes).to_hex().to_string();
         let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
@@ -982,7 +1011,7 @@ impl Run<'_> {
         let newly_claimed = !already_indexed && lock(&self.claimed).insert(hash.clone());
         if !newly_claimed {
             // Pinned until the store stage records it.
-            let _ = index.send(IndexItem::Duplicate { meta });
+            let _ = index.send((IndexItem::Duplicate { meta }, None));
             return;
         }
         // Claimed now: the claim protects it.
@@ -1003,7 +1032,7 @@ impl Run<'_> {
                 let reason = e.to_string();
                 lock(&self.claimed).remove(&hash);
                 self.record_failed_content(&meta, &reason);
-                let _ = index.send(IndexItem::Abandoned { hash, reason });
+                let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
             }
         };
@@ -1011,9 +1040,21 @@ impl Run<'_> {
             Ok(e) => Chunker::new(e.tokenizer().clone(), &self.ing.config.chunking),
             Err(e) => return self.fail_run(e),
         };
-        let chunks = timed(&self.timings.chunk, || {
-            chunker.chunk_objects(&extraction.objects)
+        let max_chunks = self.ing.config.chunking.max_file_chunks;
+        let chunked = timed(&self.timings.chunk, || {
+            chunker.chunk_objects_limited(&extraction.objects, max_chunks)
         });
+        let chunks = match chunked {
+            Ok(chunks) => chunks,
+            Err(too_many) => {
+                // Refused before anything is embedded: a limit, like an archive's.
+                let reason = too_many.to_string();
+                lock(&self.claimed).remove(&hash);
+                self.record_unindexed_content(&meta, FileStatus::Skipped, &reason);
+                let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
+                return;
+            }
+        };
         let content_index = FileContentIndex {
             id: hash.clone(),
             file_name: work.locator.file_name().to_string(),
@@ -1031,14 +1072,30 @@ impl Run<'_> {
             },
             error: None,
         };
-        let _ = index.send(IndexItem::Content {
+        // From here on the file weighs what its chunks hold, not its bytes.
+        let Work { bytes, permit, .. } = work;
+        drop(bytes);
+        let mut permit = permit;
+        permit.resize(chunks.iter().map(chunk_weight).sum());
+        let item = IndexItem::Content {
             meta,
             chunks,
             content_index: Box::new(content_index),
-        });
+        };
+        let _ = index.send((item, Some(permit)));
     }
 
     fn record_failed_content(&self, meta: &FileMeta, reason: &str) {
+        self.record_unindexed_content(meta, FileStatus::Failed, reason);
+    }
+
+    /// Record a file whose content was not indexed (failed, or skipped by a limit).
+    fn record_unindexed_content(&self, meta: &FileMeta, status: FileStatus, reason: &str) {
+        let entry_status = if status == FileStatus::Skipped {
+            EntryStatus::Skipped
+        } else {
+            EntryStatus::Failed
+        };
         lock(&self.ing.catalog).put(
             self.scope,
             CatalogEntry {
@@ -1047,7 +1104,7 @@ impl Run<'_> {
                 hash: Some(meta.hash.clone()),
                 size: meta.size,
                 mtime_ns: meta.mtime_ns,
-                status: EntryStatus::Failed,
+                status: entry_status,
                 reason: Some(reason.to_string()),
                 chunks: 0,
                 shadowed: Vec::new(),
@@ -1060,7 +1117,7 @@ impl Run<'_> {
         }
         self.report(
             &meta.locator,
-            FileStatus::Failed,
+            status,
             Some(reason.to_string()),
             0,
             Some(meta.hash.clone()),

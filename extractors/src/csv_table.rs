@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::model::{ContentType, Structure};
-use crate::objects::{ObjectSink, Place};
+use crate::objects::{ObjectSink, Place, MAX_TEXT_OBJECT_BYTES};
 use crate::text::BLOCK_CHARS;
 use crate::textcodec::decode;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
@@ -36,26 +36,41 @@ impl Extractor for Csv {
         let mut first_row = 0u64;
         let mut row = 0u64;
 
-        let flush = |sink: &mut ObjectSink<'_>, header: &[String], body: &mut String, a, b| {
-            if body.is_empty() {
-                return;
-            }
-            let table = format!("{}{}", header_lines(header), body);
-            body.clear();
-            sink.push(
-                ContentType::Text,
-                table,
-                Place {
+        // The Markdown header repeated on every object; `None` when it is too long to repeat
+        // (a giant header cell): then it is an object of its own and the rows follow bare.
+        let mut repeated: Option<String> = None;
+        let flush =
+            |sink: &mut ObjectSink<'_>, header: &Option<String>, body: &mut String, a, b| {
+                if body.is_empty() {
+                    return;
+                }
+                let place = Place {
                     fragment: Fragment {
                         rows: Some((a, b)),
                         ..Fragment::default()
                     },
                     label: Some(format!("rows {a}-{b}")),
                     section: None,
-                },
-                json!({ "encoding": decoded.encoding, "header_lines": TABLE_HEADER_LINES }),
-            );
-        };
+                };
+                match header {
+                    Some(h) => {
+                        let mut table = String::with_capacity(h.len() + body.len());
+                        table.push_str(h);
+                        table.push_str(body);
+                        body.clear();
+                        sink.push(
+                        ContentType::Text,
+                        table,
+                        place,
+                        json!({ "encoding": decoded.encoding, "header_lines": TABLE_HEADER_LINES }),
+                    );
+                    }
+                    None => {
+                        sink.push_text(body, place, json!({ "encoding": decoded.encoding }));
+                        body.clear();
+                    }
+                }
+            };
 
         for record in reader.records() {
             let record = record.map_err(|e| ExtractError::Malformed {
@@ -64,20 +79,44 @@ impl Extractor for Csv {
             })?;
             row += 1;
             let cells: Vec<String> = record.iter().map(cell).collect();
-            let Some(h) = &header else {
+            if header.is_none() {
+                let text = header_lines(&cells);
+                if text.len() <= MAX_TEXT_OBJECT_BYTES / 2 {
+                    repeated = Some(text);
+                } else {
+                    sink.push_text(
+                        &text,
+                        Place {
+                            fragment: Fragment {
+                                rows: Some((1, 1)),
+                                ..Fragment::default()
+                            },
+                            label: Some("header".into()),
+                            section: None,
+                        },
+                        json!({ "encoding": decoded.encoding }),
+                    );
+                }
                 header = Some(cells);
                 continue;
             };
             if body.is_empty() {
                 first_row = row;
             }
-            body.push_str(&format!("| {} |\n", cells.join(" | ")));
+            body.push_str("| ");
+            for (i, c) in cells.iter().enumerate() {
+                if i > 0 {
+                    body.push_str(" | ");
+                }
+                body.push_str(c);
+            }
+            body.push_str(" |\n");
             if body.len() >= BLOCK_CHARS {
-                flush(&mut sink, h, &mut body, first_row, row);
+                flush(&mut sink, &repeated, &mut body, first_row, row);
             }
         }
         if let Some(h) = &header {
-            flush(&mut sink, h, &mut body, first_row, row);
+            flush(&mut sink, &repeated, &mut body, first_row, row);
             if sink.objects.is_empty() {
                 // A header-only file still says what it holds.
                 let table = header_lines(h);

@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::model::{ContentType, Structure, StructureNode};
-use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
+use crate::objects::{short_title, ObjectSink, Place, SECTION_SEPARATOR};
 use crate::text::BLOCK_CHARS;
 use crate::{Extraction, Fragment, Locator};
 
@@ -110,11 +110,11 @@ impl<'a> FlowWriter<'a> {
         while self.path.last().is_some_and(|(l, _)| *l >= level) {
             self.path.pop();
         }
-        self.path.push((level, title.clone()));
+        self.path.push((level, short_title(&title)));
         self.append(&title);
         self.nodes.push(StructureNode {
             kind: "section".into(),
-            title,
+            title: short_title(&title),
             level,
             locator: self
                 .locator

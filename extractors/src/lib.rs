@@ -35,7 +35,7 @@ pub use model::{
     ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, PageInfo,
     Scope, Structure, StructureNode,
 };
-pub use objects::SECTION_SEPARATOR;
+pub use objects::{cut_point, MAX_TEXT_OBJECT_BYTES, SECTION_SEPARATOR};
 pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PageTextResult, PdfScan};
 
 use serde::{Deserialize, Serialize};

@@ -5,7 +5,9 @@
 use serde_json::json;
 
 use crate::model::{ContentType, Structure, StructureNode};
-use crate::objects::{lines_label, ObjectSink, Place, SECTION_SEPARATOR};
+use crate::objects::{
+    lines_label, short_title, ObjectSink, Place, MAX_TEXT_OBJECT_BYTES, SECTION_SEPARATOR,
+};
 use crate::text::BLOCK_CHARS;
 use crate::textcodec::decode;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
@@ -23,19 +25,32 @@ struct Blocks<'s, 'a> {
 }
 
 impl<'s, 'a> Blocks<'s, 'a> {
+    /// Add `piece` (whitespace runs collapsed) from source line `line`. A piece longer than
+    /// an object is flushed as it goes, so the text held here stays bounded.
     fn add(&mut self, piece: &str, line: u64) {
-        let piece = piece.split_whitespace().collect::<Vec<_>>().join(" ");
-        if piece.is_empty() {
+        let mut words = piece.split_whitespace().peekable();
+        if words.peek().is_none() {
             return;
         }
         if !self.text.is_empty() {
             self.text.push('\n');
         }
-        self.text.push_str(&piece);
-        self.lines = Some(match self.lines {
-            Some((a, b)) => (a.min(line), b.max(line)),
-            None => (line, line),
-        });
+        let mut first = true;
+        for word in words {
+            if !first {
+                self.text.push(' ');
+            }
+            first = false;
+            self.text.push_str(word);
+            self.lines = Some(match self.lines {
+                Some((a, b)) => (a.min(line), b.max(line)),
+                None => (line, line),
+            });
+            if self.text.len() >= MAX_TEXT_OBJECT_BYTES {
+                self.flush();
+                first = true;
+            }
+        }
         if self.text.len() >= BLOCK_CHARS {
             self.flush();
         }
@@ -252,11 +267,8 @@ impl Extractor for Html {
             .query_selector("title")
             .and_then(|mut q| q.next())
             .and_then(|h| h.get(parser))
-            .map(|n| {
-                html_escape::decode_html_entities(&n.inner_text(parser))
-                    .trim()
-                    .to_string()
-            })
+            .and_then(|n| n.as_tag().map(|t| text_under(t, parser)))
+            .map(|t| short_title(html_escape::decode_html_entities(&t).trim()))
             .filter(|t| !t.is_empty());
         let mut heading_path: Vec<(usize, String)> = Vec::new();
         let mut counter = LineCounter::new(source);
@@ -319,7 +331,7 @@ impl Extractor for Html {
                         blocks.add(&run, run_line);
                         run.clear();
                         blocks.flush();
-                        let text = html_escape::decode_html_entities(&tag.inner_text(parser))
+                        let text = html_escape::decode_html_entities(&text_under(tag, parser))
                             .split_whitespace()
                             .collect::<Vec<_>>()
                             .join(" ");
@@ -329,7 +341,7 @@ impl Extractor for Html {
                         while heading_path.last().is_some_and(|(l, _)| *l >= level) {
                             heading_path.pop();
                         }
-                        heading_path.push((level, text.clone()));
+                        heading_path.push((level, short_title(&text)));
                         blocks.section = Some(
                             heading_path
                                 .iter()
@@ -339,7 +351,7 @@ impl Extractor for Html {
                         );
                         nodes.push(StructureNode {
                             kind: "section".into(),
-                            title: text.clone(),
+                            title: short_title(&text),
                             level: level as u32,
                             locator: input
                                 .locator
@@ -384,6 +396,27 @@ impl Extractor for Html {
             },
         })
     }
+}
+
+/// The text under `tag`, like `tl`'s `inner_text` but walked with an explicit stack: that one
+/// recurses, and hostile nesting would overflow the stack.
+fn text_under(tag: &tl::HTMLTag<'_>, parser: &tl::Parser<'_>) -> String {
+    let push_children = |stack: &mut Vec<tl::NodeHandle>, t: &tl::HTMLTag<'_>| {
+        let at = stack.len();
+        stack.extend(t.children().top().iter().copied());
+        stack.get_mut(at..).unwrap_or(&mut []).reverse();
+    };
+    let mut out = String::new();
+    let mut stack: Vec<tl::NodeHandle> = Vec::new();
+    push_children(&mut stack, tag);
+    while let Some(handle) = stack.pop() {
+        match handle.get(parser) {
+            Some(tl::Node::Raw(bytes)) => out.push_str(&bytes.as_utf8_str()),
+            Some(tl::Node::Tag(t)) => push_children(&mut stack, t),
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]

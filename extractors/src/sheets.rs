@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::csv_table::{cell as escape_cell, TABLE_HEADER_LINES};
 use crate::model::{ContentType, Structure, StructureNode};
-use crate::objects::{ObjectSink, Place};
+use crate::objects::{short_title, ObjectSink, Place};
 use crate::package::{check_package, odf_content};
 use crate::text::BLOCK_CHARS;
 use crate::xmlutil::{attr, resolve, skip_subtree};
@@ -232,7 +232,8 @@ fn header_line(columns: &[u32], header: Option<&Row>) -> String {
             header
                 .and_then(|h| h.get(c))
                 .filter(|v| !v.is_empty())
-                .cloned()
+                // Repeated on every object: a giant header cell must not be.
+                .map(|v| short_title(v))
                 .unwrap_or_else(|| column_name(*c))
         })
         .collect();

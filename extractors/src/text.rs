@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use crate::model::{ContentType, Structure, StructureNode};
-use crate::objects::{lines_label, ObjectSink, Place, SECTION_SEPARATOR};
+use crate::objects::{lines_label, short_title, ObjectSink, Place, SECTION_SEPARATOR};
 use crate::textcodec::decode;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
 
@@ -107,10 +107,11 @@ impl Extractor for Markdown {
             while path.last().is_some_and(|(l, _)| *l >= level) {
                 path.pop();
             }
-            path.push((level, title.to_string()));
+            let title = short_title(title);
+            path.push((level, title.clone()));
             nodes.push(StructureNode {
                 kind: "section".into(),
-                title: title.to_string(),
+                title,
                 level: level as u32,
                 locator: input
                     .locator
@@ -195,7 +196,8 @@ fn atx_heading(line: &str) -> Option<(usize, &str)> {
 
 /// Split `lines` (the first being line number `first_line`) into paragraph groups of at most
 /// about [`BLOCK_CHARS`] characters and push one text object per group. Blank-only groups are
-/// skipped; a single overlong line becomes its own object.
+/// skipped; a single overlong line becomes its own object, split by the sink into pieces of at
+/// most [`crate::MAX_TEXT_OBJECT_BYTES`] that all name that line.
 pub(crate) fn push_blocks(
     sink: &mut ObjectSink<'_>,
     lines: &[&str],
@@ -217,27 +219,37 @@ pub(crate) fn push_blocks(
             .iter()
             .rposition(|l| !l.trim().is_empty())
             .unwrap_or(a);
-        let body = slice.get(a..=b).unwrap_or(&[]).join("\n");
         let (l1, l2) = (
             first_line + (from + a) as u64,
             first_line + (from + b) as u64,
         );
-        sink.push(
-            ContentType::Text,
-            body,
-            Place {
-                fragment: Fragment {
-                    lines: Some((l1, l2)),
-                    ..Fragment::default()
-                },
-                label: Some(lines_label(l1, l2)),
-                section: section.clone(),
+        let place = Place {
+            fragment: Fragment {
+                lines: Some((l1, l2)),
+                ..Fragment::default()
             },
-            json!({ "encoding": encoding, "line_exact": true }),
-        );
+            label: Some(lines_label(l1, l2)),
+            section: section.clone(),
+        };
+        let metadata = json!({ "encoding": encoding, "line_exact": true });
+        match slice.get(a..=b).unwrap_or(&[]) {
+            // One line (perhaps 100 MB of it): split without copying it whole first.
+            [line] => sink.push_text(line, place, metadata),
+            block => sink.push(ContentType::Text, block.join("\n"), place, metadata),
+        }
     };
 
     for (i, line) in lines.iter().enumerate() {
+        if line.len() >= BLOCK_CHARS {
+            // An overlong line is an object (or several) of its own.
+            if let Some(s) = start.take() {
+                flush(sink, s, i);
+            }
+            flush(sink, i, i + 1);
+            chars = 0;
+            last_blank_cut = None;
+            continue;
+        }
         let s = *start.get_or_insert(i);
         if line.trim().is_empty() {
             last_blank_cut = Some(i);

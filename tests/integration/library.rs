@@ -113,3 +113,58 @@ fn a_panic_while_unpacking_is_a_failed_report_not_a_panic() {
     assert_eq!(line("/notes.txt").status, FileStatus::Indexed);
     assert_eq!(report.summary.failed, 1, "{report:#?}");
 }
+
+#[test]
+fn a_file_over_the_chunk_limit_is_skipped_and_big_files_pass_a_small_byte_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    let long: String = (1..=300)
+        .map(|i| format!("Paragraph {i} tells of the harbour and the boats moored there.\n\n"))
+        .collect();
+    std::fs::write(docs.join("long.txt"), &long).unwrap();
+    std::fs::write(docs.join("short.md"), "# Tides\nThe tide turns at noon.\n").unwrap();
+    // Binary files (no chunks), each three times the whole in-flight budget.
+    for (n, name) in ["a.bin", "b.bin", "c.bin"].iter().enumerate() {
+        let bytes: Vec<u8> = (0..3 * 1024 * 1024u64)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) + n as u64) >> 7) as u8)
+            .collect();
+        std::fs::write(docs.join(name), bytes).unwrap();
+    }
+    let mut config = crate::util::library_config(&dir.path().join("data"));
+    config.chunking.max_file_chunks = 5;
+    config.in_flight_bytes = 1024 * 1024;
+    let ingestor = Ingestor::open(config).unwrap();
+    let scope = Scope::user("u");
+    let status_of = |report: &ingest::IngestReport, name: &str| {
+        let f = report
+            .files
+            .iter()
+            .find(|f| f.locator.ends_with(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {report:#?}"));
+        (f.status, f.reason.clone().unwrap_or_default())
+    };
+
+    let report = ingestor.ingest_path(&docs, &scope).unwrap();
+    assert_eq!(report.files.len(), 5, "{report:#?}");
+    let (status, reason) = status_of(&report, "long.txt");
+    assert_eq!(status, FileStatus::Skipped);
+    assert_eq!(reason, "limit: chunks (more than 5 in one file)");
+    assert_eq!(status_of(&report, "short.md").0, FileStatus::Indexed);
+    for name in ["a.bin", "b.bin", "c.bin"] {
+        assert_eq!(status_of(&report, name).0, FileStatus::Indexed, "{name}");
+    }
+    let hits = ingestor
+        .search("when does the tide turn", &scope, 1, None)
+        .unwrap();
+    assert!(hits[0].locator.contains("short.md"), "{hits:#?}");
+    assert!(ingestor
+        .search("harbour boats moored", &scope, 5, None)
+        .unwrap()
+        .iter()
+        .all(|h| !h.locator.contains("long.txt")));
+
+    // The next run says the same about the unchanged file, without reading it.
+    let again = ingestor.ingest_path(&docs, &scope).unwrap();
+    assert_eq!(status_of(&again, "long.txt"), (status, reason));
+}
