@@ -4,6 +4,7 @@
 mod cli;
 mod formats;
 mod hostile;
+mod isolation;
 mod library;
 mod util;
 mod watch;
