@@ -134,13 +134,9 @@ fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<()> {
     let mut input = BufReader::new(io::stdin().lock());
     let mut output = BufWriter::new(io::stdout().lock());
     loop {
-        let Some(header_len) = read_u32_or_eof(&mut input)? else {
+        let Some((header, bytes)) = read_request(&mut input)? else {
             return Ok(());
         };
-        let header = read_exact_vec(&mut input, u64::from(header_len), MAX_HEADER)?;
-        let header: JobHeader = serde_json::from_slice(&header).map_err(io::Error::other)?;
-        let payload_len = read_u64(&mut input)?;
-        let bytes = read_exact_vec(&mut input, payload_len, u64::MAX)?;
         // The CPU limit counts from what this worker used so far.
         let used = cpu_used().as_secs();
         setrlimit(
@@ -156,11 +152,52 @@ fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<()> {
             detected: &header.detected,
         });
         drop(bytes);
-        let response = serde_json::to_vec(&result).map_err(io::Error::other)?;
-        output.write_all(&(response.len() as u64).to_le_bytes())?;
-        output.write_all(&response)?;
-        output.flush()?;
+        write_response(&mut output, &result)?;
     }
+}
+
+/// Write one request frame: the job's header, then the file's bytes.
+fn write_request(w: &mut impl Write, input: &ExtractInput<'_>) -> io::Result<()> {
+    let header = serde_json::to_vec(&JobHeader {
+        locator: input.locator.clone(),
+        file_hash: input.file_hash.to_string(),
+        detected: input.detected.clone(),
+    })
+    .map_err(io::Error::other)?;
+    let header_len = u32::try_from(header.len()).map_err(io::Error::other)?;
+    w.write_all(&header_len.to_le_bytes())?;
+    w.write_all(&header)?;
+    w.write_all(&(input.bytes.len() as u64).to_le_bytes())?;
+    w.write_all(input.bytes)?;
+    w.flush()
+}
+
+/// Read one request frame; `None` when the input ends cleanly before a frame starts.
+fn read_request(r: &mut impl Read) -> io::Result<Option<(JobHeader, Vec<u8>)>> {
+    let Some(header_len) = read_u32_or_eof(r)? else {
+        return Ok(None);
+    };
+    let header = read_exact_vec(r, u64::from(header_len), MAX_HEADER)?;
+    let header: JobHeader = serde_json::from_slice(&header).map_err(io::Error::other)?;
+    let payload_len = read_u64(r)?;
+    let bytes = read_exact_vec(r, payload_len, u64::MAX)?;
+    Ok(Some((header, bytes)))
+}
+
+/// Write one response frame: the JSON of the job's result.
+fn write_response(w: &mut impl Write, result: &Result<Extraction, ExtractError>) -> io::Result<()> {
+    let response = serde_json::to_vec(result).map_err(io::Error::other)?;
+    w.write_all(&(response.len() as u64).to_le_bytes())?;
+    w.write_all(&response)?;
+    w.flush()
+}
+
+/// Read one response frame; a frame longer than `max` is corrupt and refused before
+/// anything is allocated for it.
+fn read_response(r: &mut impl Read, max: u64) -> io::Result<Result<Extraction, ExtractError>> {
+    let len = read_u64(r)?;
+    let body = read_exact_vec(r, len, max)?;
+    serde_json::from_slice(&body).map_err(io::Error::other)
 }
 
 fn cpu_used() -> Duration {
@@ -267,27 +304,13 @@ impl Worker {
     }
 
     fn send(&mut self, input: &ExtractInput<'_>) -> io::Result<()> {
-        let header = serde_json::to_vec(&JobHeader {
-            locator: input.locator.clone(),
-            file_hash: input.file_hash.to_string(),
-            detected: input.detected.clone(),
-        })
-        .map_err(io::Error::other)?;
-        let header_len = u32::try_from(header.len()).map_err(io::Error::other)?;
-        self.stdin.write_all(&header_len.to_le_bytes())?;
-        self.stdin.write_all(&header)?;
-        self.stdin
-            .write_all(&(input.bytes.len() as u64).to_le_bytes())?;
-        self.stdin.write_all(input.bytes)?;
-        self.stdin.flush()
+        write_request(&mut self.stdin, input)
     }
 
     /// The worker's answer; a frame longer than the worker could hold in memory (`max`) is
     /// corrupt and refused before anything is allocated for it.
     fn receive(&mut self, max: u64) -> io::Result<Result<Extraction, ExtractError>> {
-        let len = read_u64(&mut self.stdout)?;
-        let body = read_exact_vec(&mut self.stdout, len, max)?;
-        serde_json::from_slice(&body).map_err(io::Error::other)
+        read_response(&mut self.stdout, max)
     }
 
     /// Why the worker is gone: reap it and read its exit status and last words.
@@ -575,5 +598,179 @@ pub(crate) fn build(config: &IsolationConfig) -> Box<dyn Extractor> {
     match config.mode {
         Isolation::Processes => Box::new(WorkerPool::new(config.clone())),
         Isolation::InProcess => Box::new(InProcess),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_frame(bytes: &[u8]) -> Vec<u8> {
+        let locator = Locator::root("in.zip").member("a.txt");
+        let detected = extractors::detect(bytes, "a.txt");
+        let mut frame = Vec::new();
+        write_request(
+            &mut frame,
+            &ExtractInput {
+                bytes,
+                locator: &locator,
+                file_hash: "feed",
+                detected: &detected,
+            },
+        )
+        .unwrap();
+        frame
+    }
+
+    fn response_frame(result: &Result<Extraction, ExtractError>) -> Vec<u8> {
+        let mut frame = Vec::new();
+        write_response(&mut frame, result).unwrap();
+        frame
+    }
+
+    fn a_result() -> Result<Extraction, ExtractError> {
+        let locator = Locator::root("a.txt");
+        let detected = extractors::detect(b"one\n\ntwo\n", "a.txt");
+        extractors::extract(&ExtractInput {
+            bytes: b"one\n\ntwo\n",
+            locator: &locator,
+            file_hash: "feed",
+            detected: &detected,
+        })
+    }
+
+    #[test]
+    fn request_frames_round_trip_and_end_cleanly() {
+        let mut stream = request_frame(b"hello\n");
+        stream.extend(request_frame(b""));
+        let mut r = stream.as_slice();
+        let (header, bytes) = read_request(&mut r).unwrap().unwrap();
+        assert_eq!(header.locator.to_string(), "in.zip!/a.txt");
+        assert_eq!(header.file_hash, "feed");
+        assert_eq!(header.detected, extractors::detect(b"hello\n", "a.txt"));
+        assert_eq!(bytes, b"hello\n");
+        let (_, bytes) = read_request(&mut r).unwrap().unwrap();
+        assert!(bytes.is_empty());
+        assert!(read_request(&mut r).unwrap().is_none(), "clean end");
+    }
+
+    #[test]
+    fn response_frames_round_trip_results_and_errors() {
+        let ok = a_result();
+        assert!(ok.as_ref().is_ok_and(|e| !e.objects.is_empty()));
+        let err: Result<Extraction, ExtractError> =
+            Err(ExtractError::Aborted("killed (signal 9)".into()));
+        let mut stream = response_frame(&ok);
+        stream.extend(response_frame(&err));
+        let mut r = stream.as_slice();
+        assert_eq!(read_response(&mut r, u64::MAX).unwrap(), ok);
+        assert_eq!(read_response(&mut r, u64::MAX).unwrap(), err);
+    }
+
+    #[test]
+    fn a_truncated_frame_is_an_error_at_every_cut() {
+        let request = request_frame(b"some bytes of a file");
+        assert!(read_request(&mut &request[..0]).unwrap().is_none());
+        for cut in 1..request.len() {
+            let e = read_request(&mut &request[..cut]).map(|_| ()).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof,
+                "request cut at {cut}"
+            );
+        }
+        let response = response_frame(&a_result());
+        for cut in 0..response.len() {
+            let e = read_response(&mut &response[..cut], u64::MAX)
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof,
+                "response cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_reading_the_body() {
+        // A response longer than the limit: refused by its length alone.
+        let response = response_frame(&a_result());
+        let len = response.len() as u64 - 8;
+        let e = read_response(&mut response.as_slice(), len - 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains(&format!("limit {}", len - 1)), "{e}");
+        assert!(read_response(&mut response.as_slice(), len).is_ok());
+        // A length no worker could answer with, and nothing behind it.
+        let e = read_response(&mut &u64::MAX.to_le_bytes()[..], 1 << 30).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        // A request header over MAX_HEADER.
+        let header_len = u32::try_from(MAX_HEADER + 1).unwrap();
+        let e = read_request(&mut &header_len.to_le_bytes()[..])
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+
+    /// A real process that would run for a minute.
+    fn sleeper() -> Child {
+        Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("start sleep")
+    }
+
+    /// The child's exit status, or `None` if it is still running after `limit` (a hang
+    /// guard, not a timing assertion).
+    fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    #[test]
+    fn the_watchdog_kills_a_job_past_its_deadline_and_only_that_one() {
+        use std::os::unix::process::ExitStatusExt;
+        let dog = Watchdog::start();
+        let mut late = sleeper();
+        let mut on_time = sleeper();
+        dog.watch(1, late.id(), Instant::now() + Duration::from_millis(100));
+        dog.watch(2, on_time.id(), Instant::now() + Duration::from_secs(3600));
+        let status = exit_within(&mut late, Duration::from_secs(30));
+        assert_eq!(
+            status.and_then(|s| s.signal()),
+            Some(9),
+            "killed by SIGKILL"
+        );
+        assert!(dog.release(1), "job 1 reported as expired");
+        assert!(!dog.release(1), "reported once");
+        // The other job's worker lives on and is released as not expired.
+        assert!(on_time.try_wait().unwrap().is_none());
+        assert!(!dog.release(2));
+        dog.stop();
+        on_time.kill().unwrap();
+        on_time.wait().unwrap();
+    }
+
+    #[test]
+    fn a_released_job_is_not_killed_at_its_deadline() {
+        let dog = Watchdog::start();
+        let mut child = sleeper();
+        dog.watch(7, child.id(), Instant::now() + Duration::from_millis(100));
+        assert!(!dog.release(7));
+        // Long past the deadline, the watchdog having woken up several times meanwhile.
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "released job's worker killed"
+        );
+        dog.stop();
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }

@@ -28,6 +28,7 @@
 //! # }
 //! ```
 
+mod batcher;
 mod catalog;
 mod chunk;
 mod config;

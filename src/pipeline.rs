@@ -1126,18 +1126,14 @@ impl Run<'_> {
 
     /// Stage 3: embed chunks in batches across files.
     fn embed_stage(&self, items: Receiver<IndexItem>, store: Sender<StoreItem>) {
+        use crate::batcher::Batcher;
         let batch_size = self.ing.config.embed_batch;
-        let mut pending: Vec<StoredChunk> = Vec::new();
-        // Files whose chunks sit in `pending`, with the number of their chunks.
-        let mut waiting: Vec<(FileMeta, u32)> = Vec::new();
+        let mut batcher: Batcher<StoredChunk, FileMeta> = Batcher::new(batch_size);
 
-        let flush = |pending: &mut Vec<StoredChunk>,
-                     waiting: &mut Vec<(FileMeta, u32)>,
-                     all: bool|
-         -> bool {
-            while pending.len() >= batch_size || (all && !pending.is_empty()) {
-                let take = pending.len().min(batch_size);
-                let mut batch: Vec<StoredChunk> = pending.drain(..take).collect();
+        // Embed and send every ready batch, then the files they completed; false once the
+        // run cannot go on.
+        let flush = |batcher: &mut Batcher<StoredChunk, FileMeta>, all: bool| -> bool {
+            while let Some(mut batch) = batcher.next_batch(all) {
                 let embedder = match self.ing.embedder() {
                     Ok(e) => e,
                     Err(e) => {
@@ -1163,23 +1159,12 @@ impl Run<'_> {
                     return false;
                 }
             }
-            // Files all of whose chunks have left `pending` are complete.
-            let queued: usize = pending.len();
-            let mut in_pending = 0usize;
-            let mut still = Vec::new();
-            for (meta, n) in waiting.drain(..).rev() {
-                if in_pending < queued {
-                    in_pending += n as usize;
-                    still.push((meta, n));
-                } else if store
-                    .send(StoreItem::FileStored { meta, chunks: n })
-                    .is_err()
-                {
+            for (meta, n) in batcher.completed() {
+                let chunks = u32::try_from(n).unwrap_or(u32::MAX);
+                if store.send(StoreItem::FileStored { meta, chunks }).is_err() {
                     return false;
                 }
             }
-            still.reverse();
-            *waiting = still;
             true
         };
 
@@ -1193,20 +1178,22 @@ impl Run<'_> {
                     chunks,
                     content_index,
                 } => {
-                    let n = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
                     if let Err(e) =
                         lock(&self.ing.catalog).write_content_index(&meta.hash, &content_index)
                     {
                         tracing::warn!("content index for {}: {e}", meta.locator);
                     }
-                    pending.extend(chunks.into_iter().map(|chunk| StoredChunk {
-                        chunk,
-                        vector: Vec::new(),
-                        content_hash: meta.hash.clone(),
-                        locators: vec![meta.locator.clone()],
-                    }));
-                    waiting.push((meta, n));
-                    if !flush(&mut pending, &mut waiting, false) {
+                    let stored: Vec<StoredChunk> = chunks
+                        .into_iter()
+                        .map(|chunk| StoredChunk {
+                            chunk,
+                            vector: Vec::new(),
+                            content_hash: meta.hash.clone(),
+                            locators: vec![meta.locator.clone()],
+                        })
+                        .collect();
+                    batcher.push(meta, stored);
+                    if !flush(&mut batcher, false) {
                         return;
                     }
                 }
@@ -1218,7 +1205,7 @@ impl Run<'_> {
             }
         }
         if !self.cancelled.load(Ordering::SeqCst) {
-            flush(&mut pending, &mut waiting, true);
+            flush(&mut batcher, true);
         }
     }
 

@@ -113,3 +113,129 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<Repai
     report.content_indexes_deleted = catalog.drop_unheld_content_indexes()?;
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{CatalogEntry, EntryStatus};
+    use crate::store::testing::chunks;
+    use extractors::Scope;
+
+    fn indexed(locator: &str, hash: &str, chunks: u32, parent: Option<&str>) -> CatalogEntry {
+        CatalogEntry {
+            locator: locator.into(),
+            parent: parent.map(str::to_string),
+            hash: Some(hash.into()),
+            size: 1,
+            mtime_ns: 1,
+            status: EntryStatus::Indexed,
+            reason: None,
+            chunks,
+            shadowed: Vec::new(),
+        }
+    }
+
+    /// (scope key, hash) → (chunk indexes, locators), sorted for comparison.
+    fn inventory(store: &VectorStore) -> Vec<(String, String, Vec<u32>, Vec<String>)> {
+        let mut out: Vec<_> = store
+            .inventory()
+            .unwrap()
+            .into_iter()
+            .map(|((k, h), c)| (k, h, c.chunk_indexes.into_iter().collect(), c.locators))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn locators(catalog: &Catalog, scope: &Scope) -> Vec<String> {
+        catalog
+            .entries(scope)
+            .into_iter()
+            .map(|e| e.locator)
+            .collect()
+    }
+
+    #[test]
+    fn repair_makes_store_and_catalog_agree_and_a_second_repair_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = VectorStore::open(dir.path()).unwrap();
+        let mut catalog = Catalog::load(dir.path()).unwrap();
+        let u = Scope::user("u");
+        let gone = Scope::user("gone");
+
+        // Sound: two chunks stored, two catalogued.
+        catalog.put(&u, indexed("a.txt", "ha", 2, None));
+        store.upsert(&u, &chunks("ha", 2, "a.txt", 0)).unwrap();
+        // A point missing (chunk 2 of 3): the entry is forgotten, the rest deleted.
+        catalog.put(&u, indexed("b.txt", "hb", 3, None));
+        store.upsert(&u, &chunks("hb", 2, "b.txt", 10)).unwrap();
+        // No points at all, inside an archive: the member and its archive are forgotten.
+        let mut archive = indexed("z.zip", "hz", 0, None);
+        archive.status = EntryStatus::Container;
+        catalog.put(&u, archive);
+        catalog.put(&u, indexed("z.zip!/m.txt", "hm", 1, Some("z.zip")));
+        // Held by two files, stored naming another: the locators are fixed.
+        catalog.put(&u, indexed("d1.txt", "hd", 1, None));
+        catalog.put(&u, indexed("d2.txt", "hd", 1, None));
+        store.upsert(&u, &chunks("hd", 1, "old.txt", 20)).unwrap();
+        // An empty file holds no points and needs none.
+        catalog.put(&u, indexed("empty.txt", "he", 0, None));
+        // A failed file holds nothing either.
+        let mut failed = indexed("bad.pdf", "hf", 0, None);
+        failed.status = EntryStatus::Failed;
+        catalog.put(&u, failed);
+        // Stale: points no entry holds, in a known scope and in a scope the catalog lacks.
+        store.upsert(&u, &chunks("stale", 2, "x.txt", 30)).unwrap();
+        store.upsert(&gone, &chunks("old", 1, "y.txt", 40)).unwrap();
+
+        let report = repair(&mut catalog, &store).unwrap();
+        assert_eq!(
+            report,
+            RepairReport {
+                entries_forgotten: 2,
+                stale_contents_deleted: 2,
+                locators_fixed: 1,
+            }
+        );
+        let expected_store = vec![
+            (
+                u.key(),
+                "ha".to_string(),
+                vec![0, 1],
+                vec!["a.txt".to_string()],
+            ),
+            (
+                u.key(),
+                "hd".into(),
+                vec![0],
+                vec!["d1.txt".into(), "d2.txt".into()],
+            ),
+        ];
+        assert_eq!(inventory(&store), expected_store);
+        let expected_catalog = ["a.txt", "bad.pdf", "d1.txt", "d2.txt", "empty.txt"];
+        assert_eq!(locators(&catalog, &u), expected_catalog);
+        // The repaired catalog was saved.
+        assert_eq!(
+            locators(&Catalog::load(dir.path()).unwrap(), &u),
+            expected_catalog
+        );
+
+        // Nothing left to repair.
+        assert_eq!(
+            repair(&mut catalog, &store).unwrap(),
+            RepairReport::default()
+        );
+        assert_eq!(inventory(&store), expected_store);
+        assert_eq!(locators(&catalog, &u), expected_catalog);
+    }
+
+    #[test]
+    fn the_marker_is_present_from_set_until_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!DirtyMarker::present(dir.path()));
+        let marker = DirtyMarker::set(dir.path()).unwrap();
+        assert!(DirtyMarker::present(dir.path()));
+        marker.clear().unwrap();
+        assert!(!DirtyMarker::present(dir.path()));
+    }
+}

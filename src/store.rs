@@ -454,3 +454,249 @@ impl VectorStore {
         Ok(ids)
     }
 }
+
+/// Chunks with simple vectors for tests that need a real store but no model.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A unit vector along `axis`.
+    pub fn unit(axis: usize) -> Vec<f32> {
+        let mut v = vec![0.0; DIMENSIONS];
+        if let Some(x) = v.get_mut(axis % DIMENSIONS) {
+            *x = 1.0;
+        }
+        v
+    }
+
+    /// `n` chunks of content `hash` held by `locator`; chunk `i` lies along axis `axis + i`
+    /// and covers line `i + 1`.
+    pub fn chunks(hash: &str, n: u32, locator: &str, axis: usize) -> Vec<StoredChunk> {
+        (0..n)
+            .map(|i| {
+                let location = format!("{locator}#line={}", i + 1);
+                StoredChunk {
+                    chunk: Chunk {
+                        index: i,
+                        text: format!("{hash} chunk {i}"),
+                        object_id: format!("{hash}-{i}"),
+                        content_type: extractors::ContentType::Text,
+                        context_ref: extractors::ContextRef {
+                            container_path: locator.to_string(),
+                            location,
+                            label: Some(format!("line {}", i + 1)),
+                            page_index: None,
+                            section_id: None,
+                            sheet_name: None,
+                            slide_index: None,
+                        },
+                        tokens: 3,
+                    },
+                    vector: unit(axis + i as usize),
+                    content_hash: hash.to_string(),
+                    locators: vec![locator.to_string()],
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{chunks, unit};
+    use super::*;
+
+    fn open() -> (tempfile::TempDir, VectorStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = VectorStore::open(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    /// (scope key, hash) → (chunk indexes, locators), sorted for comparison.
+    fn inventory(store: &VectorStore) -> Vec<(String, String, Vec<u32>, Vec<String>)> {
+        let mut out: Vec<_> = store
+            .inventory()
+            .unwrap()
+            .into_iter()
+            .map(|((k, h), c)| (k, h, c.chunk_indexes.into_iter().collect(), c.locators))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn ids(store: &VectorStore, scope: &Scope) -> Vec<u64> {
+        let mut ids: Vec<u64> = store
+            .point_ids(scope)
+            .unwrap()
+            .into_iter()
+            .map(|id| match id {
+                PointId::NumId(n) => n,
+                other => panic!("unexpected id {other:?}"),
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    #[test]
+    fn point_ids_derive_from_scope_hash_and_index_and_upserting_again_adds_nothing() {
+        let alice = Scope::user("alice");
+        let key = alice.key();
+        assert_eq!(point_id(&key, "h", 0), point_id(&key, "h", 0));
+        assert_ne!(point_id(&key, "h", 0), point_id(&key, "h", 1));
+        assert_ne!(point_id(&key, "h", 0), point_id(&key, "g", 0));
+        assert_ne!(
+            point_id(&key, "h", 0),
+            point_id(&Scope::user("bob").key(), "h", 0)
+        );
+
+        let (_dir, store) = open();
+        store.upsert(&alice, &chunks("h", 3, "a.txt", 0)).unwrap();
+        let mut expected: Vec<u64> = (0..3).map(|i| point_id(&key, "h", i)).collect();
+        expected.sort_unstable();
+        assert_eq!(ids(&store, &alice), expected);
+        // The same content again (under another name): the same points, rewritten.
+        store.upsert(&alice, &chunks("h", 3, "b.txt", 0)).unwrap();
+        assert_eq!(ids(&store, &alice), expected);
+        assert_eq!(store.count(None).unwrap(), 3);
+        assert_eq!(
+            inventory(&store),
+            [(key, "h".into(), vec![0, 1, 2], vec!["b.txt".into()])]
+        );
+    }
+
+    #[test]
+    fn a_scope_never_sees_another_users_points() {
+        let (_dir, store) = open();
+        let alice = Scope::user("alice");
+        let bob = Scope::user("bob");
+        // The same bytes in both scopes are two sets of points.
+        store
+            .upsert(&alice, &chunks("same", 2, "alice/a.txt", 0))
+            .unwrap();
+        store
+            .upsert(&bob, &chunks("same", 2, "bob/a.txt", 0))
+            .unwrap();
+        store
+            .upsert(&bob, &chunks("bobs", 1, "bob/b.txt", 5))
+            .unwrap();
+        assert_eq!(store.count(Some(&alice)).unwrap(), 2);
+        assert_eq!(store.count(Some(&bob)).unwrap(), 3);
+        assert_eq!(store.count(None).unwrap(), 5);
+        assert!(ids(&store, &alice)
+            .iter()
+            .all(|id| !ids(&store, &bob).contains(id)));
+
+        let hits = store.search(&alice, unit(0), 10, None).unwrap();
+        assert_eq!(hits.len(), 2, "{hits:#?}");
+        assert_eq!(hits[0].locator, "alice/a.txt#line=1");
+        assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
+        assert!(hits.iter().all(|h| h.locator.starts_with("alice/")));
+        // Bob's own content, searched for exactly, is not Alice's to find.
+        let hits = store.search(&alice, unit(5), 10, Some(0.5)).unwrap();
+        assert!(hits.is_empty(), "{hits:#?}");
+        let hits = store.search(&bob, unit(5), 1, Some(0.5)).unwrap();
+        assert_eq!(hits[0].locator, "bob/b.txt#line=1");
+        assert!(store
+            .search(&Scope::user("carol"), unit(0), 10, None)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn shared_content_is_visible_within_its_mandate_only() {
+        let (_dir, store) = open();
+        let in_mandate = |user: &str| Scope {
+            mandate_id: Some("m".into()),
+            ..Scope::user(user)
+        };
+        let shared = Scope {
+            is_shared: true,
+            ..in_mandate("alice")
+        };
+        store.upsert(&shared, &chunks("s", 1, "s.txt", 0)).unwrap();
+        store
+            .upsert(&in_mandate("alice"), &chunks("p", 1, "p.txt", 1))
+            .unwrap();
+        assert_eq!(store.count(Some(&in_mandate("bob"))).unwrap(), 1);
+        let hits = store.search(&in_mandate("bob"), unit(0), 10, None).unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.locator.as_str()).collect::<Vec<_>>(),
+            ["s.txt#line=1"]
+        );
+        let elsewhere = Scope {
+            mandate_id: Some("other".into()),
+            ..Scope::user("bob")
+        };
+        assert_eq!(store.count(Some(&elsewhere)).unwrap(), 0);
+        assert_eq!(store.count(Some(&Scope::user("bob"))).unwrap(), 0);
+    }
+
+    #[test]
+    fn deleting_a_content_removes_all_its_chunks_and_nothing_else() {
+        let (_dir, store) = open();
+        let alice = Scope::user("alice");
+        let bob = Scope::user("bob");
+        store.upsert(&alice, &chunks("h1", 3, "a1.txt", 0)).unwrap();
+        store
+            .upsert(&alice, &chunks("h2", 2, "a2.txt", 10))
+            .unwrap();
+        store.upsert(&bob, &chunks("h1", 3, "b1.txt", 0)).unwrap();
+        store.delete_content(&alice, "h1").unwrap();
+        assert_eq!(
+            inventory(&store),
+            [
+                (alice.key(), "h2".into(), vec![0, 1], vec!["a2.txt".into()]),
+                (bob.key(), "h1".into(), vec![0, 1, 2], vec!["b1.txt".into()]),
+            ]
+        );
+        assert_eq!(store.count(None).unwrap(), 5);
+        // By key, as repair does for scopes the catalog no longer knows.
+        store.delete_content_by_key(&bob.key(), "h1").unwrap();
+        store.delete_content(&alice, "absent").unwrap();
+        assert_eq!(
+            inventory(&store),
+            [(alice.key(), "h2".into(), vec![0, 1], vec!["a2.txt".into()])]
+        );
+    }
+
+    #[test]
+    fn set_locators_repoints_every_chunk_of_one_content_in_one_scope() {
+        let (_dir, store) = open();
+        let alice = Scope::user("alice");
+        let bob = Scope::user("bob");
+        store.upsert(&alice, &chunks("h", 2, "old.txt", 0)).unwrap();
+        store.upsert(&bob, &chunks("h", 2, "bob.txt", 0)).unwrap();
+        let holders = vec!["new.txt".to_string(), "copy.txt".to_string()];
+        store.set_locators(&alice, "h", &holders).unwrap();
+        assert_eq!(
+            inventory(&store),
+            [
+                (alice.key(), "h".into(), vec![0, 1], holders.clone()),
+                (bob.key(), "h".into(), vec![0, 1], vec!["bob.txt".into()]),
+            ]
+        );
+        let hits = store.search(&alice, unit(1), 1, None).unwrap();
+        assert_eq!(hits[0].locator, "new.txt#line=2");
+        assert_eq!(hits[0].also_in, ["copy.txt"]);
+        assert_eq!(hits[0].content_hash, "h");
+        assert_eq!(hits[0].text, "h chunk 1");
+    }
+
+    #[test]
+    fn points_survive_reopening_the_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = Scope::user("alice");
+        {
+            let store = VectorStore::open(dir.path()).unwrap();
+            store.upsert(&alice, &chunks("h", 2, "a.txt", 0)).unwrap();
+            store.flush();
+        }
+        let store = VectorStore::open(dir.path()).unwrap();
+        assert_eq!(store.count(Some(&alice)).unwrap(), 2);
+        assert_eq!(
+            store.search(&alice, unit(0), 1, None).unwrap()[0].locator,
+            "a.txt#line=1"
+        );
+    }
+}

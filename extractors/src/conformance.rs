@@ -1,12 +1,13 @@
 //! The conformance harness every extractor passes: hostile and degenerate inputs give a clean
-//! `Ok` or `Err` (never a panic), output is deterministic, and every object's locator parses
+//! `Ok` or a `Malformed` error with a reason (never a panic: extractors are called directly,
+//! without the panic guard of [`crate::extract`], so a panic fails the test), output is deterministic, and every object's locator parses
 //! and points back into its file. The samples are small documents built in code plus every
 //! file of `fixtures/formats/` (one per supported format, from
 //! `scripts/make-format-fixtures.py`).
 
 use crate::{
-    detect, extract, ContentType, DocumentKind, ExtractInput, Extraction, FileKind, Locator,
-    TextKind,
+    detect, extractor_for, ContentType, DocumentKind, ExtractError, ExtractInput, Extraction,
+    FileKind, Locator, TextKind,
 };
 
 /// The sample documents in `fixtures/formats/`, with their detected kinds.
@@ -136,16 +137,32 @@ fn built_samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
     ]
 }
 
-fn run(name: &str, kind: FileKind, bytes: &[u8]) -> Result<Extraction, crate::ExtractError> {
+/// Run the extractor for `kind` directly, not through [`crate::extract`]: that one turns a
+/// panic into an `Err`, which would let a panicking extractor pass. Here a panic unwinds into
+/// the test and fails it.
+fn run(name: &str, kind: FileKind, bytes: &[u8]) -> Result<Extraction, ExtractError> {
     let locator = Locator::root("dir/archive.zip").member(name);
     let mut detected = detect(bytes, name);
     detected.kind = kind; // force the extractor under test, whatever the bytes look like
-    extract(&ExtractInput {
+    extractor_for(kind).extract(&ExtractInput {
         bytes,
         locator: &locator,
         file_hash: "00112233445566778899aabbccddeeff",
         detected: &detected,
     })
+}
+
+/// An error for bad input must say what is wrong with it: a `Malformed` error naming the
+/// extractor's format with a reason. (`Container` is for archives, `Aborted` for isolated
+/// workers; neither may come from an extractor given a document.)
+fn check_error(name: &str, kind: FileKind, e: &ExtractError) {
+    match e {
+        ExtractError::Malformed { format, reason } => {
+            assert_eq!(format, extractor_for(kind).name(), "{name}: {e}");
+            assert!(!reason.trim().is_empty(), "{name}: empty reason");
+        }
+        other => panic!("{name}: unexpected error {other:?}"),
+    }
 }
 
 fn check_locators(name: &str, e: &Extraction) {
@@ -211,8 +228,9 @@ fn empty_truncated_garbage_and_non_utf8_inputs_never_panic() {
             inputs.push(bytes.get(..cut).unwrap_or(&[]).to_vec());
         }
         for input in inputs {
-            if let Ok(e) = run(&name, kind, &input) {
-                check_locators(&name, &e);
+            match run(&name, kind, &input) {
+                Ok(e) => check_locators(&name, &e),
+                Err(e) => check_error(&name, kind, &e),
             }
         }
     }

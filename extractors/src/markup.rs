@@ -470,16 +470,35 @@ mod tests {
         assert_eq!(e.objects[0].context_ref.location, "d.xml#line=3-4");
     }
 
-    #[test]
-    fn broken_xml_without_text_is_an_error() {
+    fn xml(bytes: &[u8]) -> Result<Extraction, ExtractError> {
         let loc = Locator::root("x.xml");
-        let det = detect(b"<?xml?><a", "x.xml");
-        let r = crate::extract(&ExtractInput {
-            bytes: b"<?xml version=\"1.0\"?><a><<<",
+        let det = detect(bytes, "x.xml");
+        Xml.extract(&ExtractInput {
+            bytes,
             locator: &loc,
             file_hash: "abcd",
             detected: &det,
-        });
-        assert!(r.is_err() || r.unwrap().objects.is_empty());
+        })
+    }
+
+    #[test]
+    fn broken_xml_without_text_is_an_error() {
+        match xml(b"<?xml version=\"1.0\"?><a><<<") {
+            Err(ExtractError::Malformed { format, reason }) => {
+                assert_eq!(format, "xml");
+                assert!(reason.contains("not closed"), "{reason}");
+            }
+            other => panic!("expected a malformed-xml error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn broken_xml_with_text_keeps_the_text_and_notes_the_error() {
+        let e = xml(b"<?xml version=\"1.0\"?>\n<a>kept text</a>\n<<<").unwrap();
+        assert_eq!(e.objects.len(), 1);
+        assert_eq!(e.objects[0].data, "kept text");
+        assert!(e.objects[0].metadata["parse_error"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()));
     }
 }

@@ -359,18 +359,38 @@ impl Extractor for Xlsx {
     }
 }
 
+/// Run a call into calamine's XLS reader, turning its panic into an error message: the
+/// reader indexes sectors by the sizes a file declares and panics on some truncated files
+/// (`slice index starts at 4096 but ends at 2304` in `cfb.rs`). A dependency's panic is
+/// one file's error, like any other malformed input.
+fn contained<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        format!("the XLS reader cannot read this file ({message})")
+    })
+}
+
 impl Extractor for Xls {
     fn name(&self) -> &'static str {
         "xls"
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-        let mut book: calamine::Xls<_> = calamine::Xls::new(Cursor::new(input.bytes))
+        let mut book: calamine::Xls<_> = contained(|| calamine::Xls::new(Cursor::new(input.bytes)))
+            .and_then(|r| r.map_err(|e| e.to_string()))
             .map_err(|e| ExtractError::malformed("xls", e))?;
         let mut out = Workbook::new(input);
         for name in book.sheet_names() {
-            let range = match book.worksheet_range(&name) {
-                Ok(r) => r,
+            let range = match contained(|| book.worksheet_range(&name)) {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
+                    out.skipped.push(format!("{name}: {e}"));
+                    continue;
+                }
                 Err(e) => {
                     out.skipped.push(format!("{name}: {e}"));
                     continue;

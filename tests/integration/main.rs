@@ -13,6 +13,7 @@ mod cli;
 mod crash;
 mod formats;
 mod hostile;
+mod isolation;
 mod library;
 mod privacy;
 mod unpack_panic;

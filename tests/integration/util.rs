@@ -59,6 +59,7 @@ impl Sandbox {
         let mut lines = json_lines(&out);
         let summary = lines.pop().expect("summary line");
         assert!(summary.get("summary").is_some(), "last line: {summary}");
+        assert_summary_counts_lines(&summary["summary"], &lines);
         (
             lines,
             summary["summary"].clone(),
@@ -133,6 +134,57 @@ pub fn benign_fixtures() -> Vec<PathBuf> {
         .iter()
         .map(|d| fixtures().join(d))
         .collect()
+}
+
+/// Every status a ledger line can have.
+pub const STATUSES: &[&str] = &[
+    "indexed",
+    "unchanged",
+    "skipped",
+    "failed",
+    "duplicate",
+    "removed",
+    "ignored",
+];
+
+/// The summary the CLI printed must count exactly the ledger lines it printed: per status,
+/// in all and archives; and no more chunks embedded than the indexed lines hold.
+pub fn assert_summary_counts_lines(summary: &Value, lines: &[Value]) {
+    let count = |f: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| f(l)).count() as u64;
+    for status in STATUSES {
+        assert_eq!(
+            summary[*status].as_u64(),
+            Some(count(&|l| l["status"] == *status)),
+            "{status}: summary {summary} vs lines {lines:#?}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .all(|l| STATUSES.contains(&l["status"].as_str().unwrap_or_default())),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        summary["files"].as_u64(),
+        Some(lines.len() as u64),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["archives"].as_u64(),
+        Some(count(&|l| l["archive"] == true)),
+        "{summary}"
+    );
+    let indexed_chunks: u64 = lines
+        .iter()
+        .filter(|l| l["status"] == "indexed")
+        .filter_map(|l| l["chunks"].as_u64())
+        .sum();
+    assert!(
+        summary["chunks_embedded"]
+            .as_u64()
+            .is_some_and(|n| n <= indexed_chunks),
+        "{summary}: indexed lines hold {indexed_chunks} chunks"
+    );
 }
 
 /// The ledger lines of files (archives' own lines left out).
