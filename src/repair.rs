@@ -195,6 +195,7 @@ mod tests {
                 entries_forgotten: 2,
                 stale_contents_deleted: 2,
                 locators_fixed: 1,
+                content_indexes_deleted: 0,
             }
         );
         let expected_store = vec![
