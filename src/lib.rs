@@ -36,6 +36,7 @@ mod embed;
 mod error;
 mod failpoint;
 mod gate;
+mod ingestor;
 pub mod isolation;
 mod perms;
 mod pipeline;
@@ -51,11 +52,11 @@ pub use chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
 pub use error::{Error, Result};
+pub use ingestor::{Ingestor, Input};
 pub use isolation::{
     run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
 };
 pub use perms::{owner_only_umask, prepare_data_dir};
-pub use pipeline::{Ingestor, Input};
 pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT};

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::ingestor::Ingestor;
 use crate::lock;
-use crate::pipeline::Ingestor;
 use extractors::Scope;
 
 /// The longest request line a client may send (a query and its scope).

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use notify::Watcher as _;
 
 use crate::error::{Error, Result};
-use crate::pipeline::{Ingestor, Input};
+use crate::ingestor::{Ingestor, Input};
 use crate::report::{FileReport, IngestReport};
 use crate::unpack::is_hidden;
 use extractors::Scope;

@@ -1,0 +1,189 @@
+//! The [`Ingestor`]: what outlives a run (configuration, catalog and, opened on first use, the
+//! embedding model and the vector index) and the entry points a caller uses: open, ingest,
+//! search, repair, stats. One run of the pipeline is `crate::pipeline::run`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use extractors::Scope;
+
+use crate::catalog::{Catalog, CatalogStats, LastRun};
+use crate::config::Config;
+use crate::embed::{find_model_dir, Embedder};
+use crate::error::{Error, Result};
+use crate::lock;
+use crate::report::{FileReport, IngestReport};
+use crate::store::{Hit, VectorStore};
+
+/// What to ingest.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file or folder on disk.
+    Path(PathBuf),
+    /// Bytes from elsewhere (an upload), named by `name`.
+    Bytes { name: String, bytes: Vec<u8> },
+}
+
+/// The long-lived ingestion runtime: configuration, catalog, and (loaded on first use) the
+/// embedding model and the vector store. `Send + Sync`: share one per process.
+///
+/// Ingest calls block while another ingest call on the same `Ingestor` runs; searches do not.
+pub struct Ingestor {
+    pub(crate) config: Config,
+    pub(crate) catalog: Mutex<Catalog>,
+    pub(crate) embedder: Mutex<Option<Arc<Embedder>>>,
+    pub(crate) store: Mutex<Option<Arc<VectorStore>>>,
+    /// Parses documents: a pool of isolated workers, or in-process.
+    pub(crate) extractor: Box<dyn extractors::Extractor>,
+    pub(crate) run_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Ingestor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingestor")
+            .field("data_dir", &self.config.data_dir)
+            .finish()
+    }
+}
+
+impl Ingestor {
+    /// Validate `config`, create the data directory and load the catalog. The model and the
+    /// store are opened on first use, so opening is cheap.
+    pub fn open(config: Config) -> Result<Self> {
+        config.validate()?;
+        crate::perms::prepare_data_dir(&config.data_dir)?;
+        let catalog = Catalog::load(&config.data_dir)?;
+        let ingestor = Ingestor {
+            extractor: crate::isolation::build(&config.isolation),
+            config,
+            catalog: Mutex::new(catalog),
+            embedder: Mutex::new(None),
+            store: Mutex::new(None),
+            run_lock: Mutex::new(()),
+        };
+        if crate::repair::DirtyMarker::present(&ingestor.config.data_dir) {
+            let report = ingestor.repair()?;
+            tracing::warn!(
+                "the previous run did not finish; repaired the index: {} entries to index again, {} stale contents deleted, {} locator lists fixed",
+                report.entries_forgotten,
+                report.stale_contents_deleted,
+                report.locators_fixed
+            );
+        }
+        Ok(ingestor)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Make the catalog and the store agree (after a run that did not finish; see
+    /// [`crate::RepairReport`]). Blocks while an ingest runs.
+    pub fn repair(&self) -> Result<crate::RepairReport> {
+        let _one_run_at_a_time = lock(&self.run_lock);
+        let store = self.store()?;
+        let report = crate::repair::repair(&mut lock(&self.catalog), &store)?;
+        crate::repair::DirtyMarker::set(&self.config.data_dir)?.clear()?;
+        Ok(report)
+    }
+
+    /// The embedding model, loaded on first call.
+    pub fn embedder(&self) -> Result<Arc<Embedder>> {
+        let mut slot = lock(&self.embedder);
+        if let Some(e) = slot.as_ref() {
+            return Ok(Arc::clone(e));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let e = Arc::new(Embedder::load(&dir)?);
+        *slot = Some(Arc::clone(&e));
+        Ok(e)
+    }
+
+    /// The vector store, opened on first call.
+    pub fn store(&self) -> Result<Arc<VectorStore>> {
+        let mut slot = lock(&self.store);
+        if let Some(s) = slot.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s = Arc::new(VectorStore::open(&self.config.data_dir)?);
+        *slot = Some(Arc::clone(&s));
+        Ok(s)
+    }
+
+    /// Ingest a file or folder (archives included). Blocks until done.
+    pub fn ingest_path(&self, path: impl AsRef<Path>, scope: &Scope) -> Result<IngestReport> {
+        self.ingest(
+            vec![Input::Path(path.as_ref().to_path_buf())],
+            scope,
+            &|_| {},
+        )
+    }
+
+    /// Ingest bytes received from elsewhere (an upload) under `name`; archives are unpacked.
+    pub fn ingest_bytes(&self, name: &str, bytes: Vec<u8>, scope: &Scope) -> Result<IngestReport> {
+        self.ingest(
+            vec![Input::Bytes {
+                name: name.to_string(),
+                bytes,
+            }],
+            scope,
+            &|_| {},
+        )
+    }
+
+    /// Search the chunks `scope` may read. Blocks while the model loads on first use.
+    pub fn search(
+        &self,
+        query: &str,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+    ) -> Result<Vec<Hit>> {
+        if query.trim().is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let vector = self
+            .embedder()?
+            .embed(&[query], 1)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Embed("no vector for the query".into()))?;
+        self.store()?.search(scope, vector, limit, min_score)
+    }
+
+    /// When the last run ended and what it did.
+    pub fn last_run(&self) -> Option<LastRun> {
+        lock(&self.catalog).last_run().cloned()
+    }
+
+    /// Catalog totals, for one scope or all.
+    pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
+        lock(&self.catalog).stats(scope)
+    }
+
+    /// Ingest `inputs`, calling `observer` with each file's report as it is decided. Blocks
+    /// until every file is stored or reported.
+    pub fn ingest(
+        &self,
+        inputs: Vec<Input>,
+        scope: &Scope,
+        observer: &(dyn Fn(&FileReport) + Sync),
+    ) -> Result<IngestReport> {
+        self.ingest_until(inputs, scope, observer, &AtomicBool::new(false))
+    }
+
+    /// [`Ingestor::ingest`], ending early once `stop` is set: files not started by then are
+    /// left for the next run (nothing is removed on the strength of an unfinished walk), files
+    /// in flight are stored. Blocks until done.
+    pub fn ingest_until(
+        &self,
+        inputs: Vec<Input>,
+        scope: &Scope,
+        observer: &(dyn Fn(&FileReport) + Sync),
+        stop: &AtomicBool,
+    ) -> Result<IngestReport> {
+        let _one_run_at_a_time = lock(&self.run_lock);
+        crate::pipeline::run(self, inputs, scope, observer, stop)
+    }
+}

@@ -1,0 +1,348 @@
+//! The ingestion pipeline and the [`Ingestor`] that owns its long-lived parts.
+//!
+//! ```text
+//!  walk + unpack ──leaves──▶ extract + chunk (rayon) ──files──▶ embed ──batches──▶ store
+//!   (1 thread)    bounded      (N threads)            bounded  (1 thread)  bounded  (1 thread)
+//! ```
+//!
+//! Every channel is bounded, so memory stays flat however large the input: a slow embedder
+//! slows extraction down instead of letting extracted text pile up. Items differ in size by
+//! orders of magnitude, so the bytes in flight from reading to embedding are budgeted too
+//! ([`Config::in_flight_bytes`], see `crate::gate`). Reports flow back to the
+//! caller as files finish. A file counts as indexed only once all its chunks are stored.
+
+//!
+//! Each stage has its file: [`walk`] (stage 1: walk folders, answer unchanged files from the
+//! catalog, unpack containers), [`extract`] (stage 2: extract in isolated workers, chunk),
+//! [`embed`] (stage 3: batch chunks across files and embed them), [`store`] (stage 4: upsert,
+//! record files in the catalog, resolve duplicates, retire content no file holds). This file
+//! holds what they share: the stage contracts (the items that travel between stages), the
+//! run's state, and [`run`], which wires the stages with bounded channels.
+
+mod embed;
+mod extract;
+mod store;
+mod walk;
+
+use crate::catalog::{CatalogEntry, LastRun, ShadowedMember};
+use crate::chunk::Chunk;
+use crate::error::{Error, Result};
+use crate::gate::{ByteGate, Permit};
+use crate::ingestor::{Ingestor, Input};
+use crate::lock;
+use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
+use crate::store::StoredChunk;
+use crossbeam_channel::{bounded, unbounded, Sender};
+use extractors::{FileContentIndex, Locator, Scope};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A leaf on its way to extraction.
+struct Work {
+    locator: Locator,
+    bytes: Vec<u8>,
+    detected: extractors::Detected,
+    /// The archive on disk it came from (None for a plain file).
+    parent: Option<String>,
+    size: u64,
+    mtime_ns: u64,
+    /// Its bytes' share of [`Config::in_flight_bytes`].
+    permit: Permit,
+}
+
+/// An item from the extract stage with the bytes it holds in flight, given back when the embed
+/// stage takes it.
+type Gated = (IndexItem, Option<Permit>);
+
+/// What expanding one top-level input met, beyond the files sent to extraction.
+#[derive(Default)]
+struct Expansion {
+    /// Every locator catalogued (files, unread members, nested archives).
+    seen: Vec<String>,
+    /// The top-level input's hash and summary, when it turned out to be an archive.
+    opened: Option<(String, String)>,
+    /// Members hidden by an earlier member of the same name.
+    shadowed: Vec<ShadowedMember>,
+}
+
+/// A file's facts as they go into the catalog once it is stored.
+#[derive(Debug, Clone)]
+struct FileMeta {
+    locator: String,
+    parent: Option<String>,
+    hash: String,
+    size: u64,
+    mtime_ns: u64,
+    /// The content hash (and its chunk count) this locator held before, if different.
+    previous: Option<(String, u32)>,
+}
+
+/// What the extract stage hands the indexing side.
+enum IndexItem {
+    /// New content: embed these chunks, then record the file.
+    Content {
+        meta: FileMeta,
+        chunks: Vec<Chunk>,
+        content_index: Box<FileContentIndex>,
+    },
+    /// Content already indexed (or being indexed) under another locator in this scope.
+    Duplicate { meta: FileMeta },
+    /// Extraction of claimed content failed: duplicates waiting for it fail too.
+    Abandoned { hash: String, reason: String },
+    /// A locator that no longer exists (an archive member that disappeared).
+    Removed { locator: String },
+}
+
+/// What the embed stage hands the store stage.
+enum StoreItem {
+    Points(Vec<StoredChunk>),
+    FileStored { meta: FileMeta, chunks: u32 },
+    Other(IndexItem),
+}
+
+/// Busy time per stage, accumulated across threads.
+#[derive(Default)]
+struct Timings {
+    unpack: Mutex<Duration>,
+    /// Part of `unpack` spent blocked on a full channel (back-pressure, not work).
+    unpack_blocked: Mutex<Duration>,
+    extract: Mutex<Duration>,
+    chunk: Mutex<Duration>,
+    embed: Mutex<Duration>,
+    store: Mutex<Duration>,
+}
+
+fn timed<T>(slot: &Mutex<Duration>, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    *lock(slot) += t.elapsed();
+    out
+}
+
+/// State shared by the stages of one run.
+struct Run<'a> {
+    ing: &'a Ingestor,
+    scope: &'a Scope,
+    /// Dropped by the store stage when it ends (it is the last stage that reports), which
+    /// ends the caller's report loop.
+    reports: Mutex<Option<Sender<FileReport>>>,
+    timings: Timings,
+    /// Content hashes claimed for extraction in this run.
+    claimed: Mutex<HashSet<String>>,
+    /// Set when a stage hits an error that ends the run (model or store unusable).
+    fatal: Mutex<Option<Error>>,
+    cancelled: AtomicBool,
+    /// Set from outside to end the run early: no new files are started, what is in flight is
+    /// stored, and the catalog stays true to the store.
+    stop: &'a AtomicBool,
+    /// Chunks embedded in this run.
+    embedded: AtomicU64,
+    /// Contents no file holds any more but that a file in flight will hold (hash → chunks):
+    /// kept for it to adopt, deleted when the run ends if it does not. Unpinned contents are
+    /// deleted as soon as their last holder lets go.
+    orphaned: Mutex<HashMap<String, u32>>,
+    /// Contents a file in flight is about to hold (a duplicate on its way to the store):
+    /// hash → number of such files.
+    pinned: Mutex<HashMap<String, u32>>,
+    /// When the catalog was last checkpointed, and how long that took.
+    saved_at: Mutex<(Instant, Duration)>,
+    /// Archives on disk expanded in this run: (entry, member locators seen).
+    containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
+    /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
+    gate: ByteGate,
+}
+
+impl Run<'_> {
+    fn report(
+        &self,
+        locator: &str,
+        status: FileStatus,
+        reason: Option<String>,
+        chunks: u32,
+        hash: Option<String>,
+    ) {
+        self.send_report(FileReport {
+            locator: locator.to_string(),
+            status,
+            reason,
+            chunks,
+            hash,
+            archive: false,
+        });
+    }
+
+    fn send_report(&self, report: FileReport) {
+        if let Some(tx) = lock(&self.reports).as_ref() {
+            let _ = tx.send(report);
+        }
+    }
+
+    /// Save the catalog now and then during a long run, so a crash loses little work (what
+    /// the saved catalog and the store disagree on is repaired at the next start). Every
+    /// `checkpoint_interval` (2 s), or less often for a catalog so large that saving it would
+    /// take over 5 % of the run; after every item when the interval is zero.
+    fn checkpoint(&self) {
+        const COST_SHARE: u32 = 20;
+        let every = self.ing.config.checkpoint_interval;
+        let mut saved = lock(&self.saved_at);
+        let (at, cost) = *saved;
+        if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
+            let started = Instant::now();
+            if let Err(e) = lock(&self.ing.catalog).save() {
+                tracing::warn!("catalog checkpoint: {e}");
+            }
+            *saved = (Instant::now(), started.elapsed());
+        }
+    }
+
+    fn fail_run(&self, e: Error) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let mut f = lock(&self.fatal);
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    /// Whether to start no new work: the run failed, or was asked to stop.
+    fn halted(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Record expanded archives and forget members that are gone. An archive is recorded as
+    /// unchanged-able only when every member it produced reached the catalog.
+    fn finish_containers(&self) -> Result<()> {
+        let containers = std::mem::take(&mut *lock(&self.containers));
+        for (entry, seen) in containers {
+            let seen: HashSet<String> = seen.into_iter().collect();
+            let members = lock(&self.ing.catalog).members_of(self.scope, &entry.locator);
+            for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
+                let removed = lock(&self.ing.catalog).remove(self.scope, &gone.locator);
+                if let Some((hash, chunks)) = removed.as_ref().and_then(CatalogEntry::content) {
+                    self.release(&hash, chunks)?;
+                }
+            }
+            let complete = {
+                let cat = lock(&self.ing.catalog);
+                seen.iter()
+                    .filter(|m| **m != entry.locator)
+                    .all(|m| cat.get(self.scope, m).is_some())
+            };
+            if complete {
+                // A file that used to be indexed as a plain file and is now an archive.
+                let replaced = {
+                    let mut cat = lock(&self.ing.catalog);
+                    let old = cat
+                        .get(self.scope, &entry.locator)
+                        .and_then(CatalogEntry::content);
+                    cat.put(self.scope, entry);
+                    old
+                };
+                if let Some((hash, chunks)) = replaced {
+                    self.release(&hash, chunks)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One run: the stages on their threads, joined by bounded channels; reports go to `observer`
+/// as files are decided. The caller holds the ingestor's run lock.
+pub(crate) fn run(
+    ing: &Ingestor,
+    inputs: Vec<Input>,
+    scope: &Scope,
+    observer: &(dyn Fn(&FileReport) + Sync),
+    stop: &AtomicBool,
+) -> Result<IngestReport> {
+    let started = Instant::now();
+    let (report_tx, report_rx) = unbounded::<FileReport>();
+    let run = Run {
+        ing,
+        scope,
+        reports: Mutex::new(Some(report_tx)),
+        timings: Timings::default(),
+        claimed: Mutex::new(HashSet::new()),
+        fatal: Mutex::new(None),
+        cancelled: AtomicBool::new(false),
+        stop,
+        embedded: AtomicU64::new(0),
+        orphaned: Mutex::new(HashMap::new()),
+        pinned: Mutex::new(HashMap::new()),
+        saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
+        containers: Mutex::new(Vec::new()),
+        gate: ByteGate::new(ing.config.in_flight_bytes),
+    };
+    let dirty = crate::repair::DirtyMarker::set(&ing.config.data_dir)?;
+    let cap = ing.config.channel_capacity;
+    let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
+    // Extracted files wait in `gated` holding their permits; the hand-off to the embed
+    // stage is a rendezvous, so every file waiting for it is counted in the byte budget.
+    let (gated_tx, gated_rx) = bounded::<Gated>(cap);
+    let (index_tx, index_rx) = bounded::<IndexItem>(0);
+    let (store_tx, store_rx) = bounded::<StoreItem>(cap);
+    let mut report = IngestReport::default();
+
+    std::thread::scope(|s| {
+        let run = &run;
+        let walker_index_tx = index_tx.clone();
+        s.spawn(move || run.walk_stage(inputs, leaf_tx, walker_index_tx));
+        s.spawn(move || run.extract_stage(leaf_rx, gated_tx));
+        s.spawn(move || {
+            for (item, permit) in gated_rx.iter() {
+                let _ = index_tx.send(item); // fails only when the embed stage ended
+                drop(permit);
+            }
+        });
+        s.spawn(move || run.embed_stage(index_rx, store_tx));
+        s.spawn(move || run.store_stage(store_rx));
+        for r in report_rx.iter() {
+            observer(&r);
+            report.summary.add(&r);
+            report.files.push(r);
+        }
+    });
+    // All stage threads have ended here (the scope joined them).
+    if let Some(e) = lock(&run.fatal).take() {
+        let _ = lock(&ing.catalog).save();
+        return Err(e);
+    }
+    run.finish_containers()?;
+    run.delete_orphans()?;
+    if let Some(store) = lock(&ing.store).as_ref() {
+        store.flush();
+    }
+    let t = &run.timings;
+    report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
+    // Observers saw completion order; the returned ledger is in locator order.
+    report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
+    report.summary.seconds = StageSeconds {
+        unpack: lock(&t.unpack)
+            .saturating_sub(*lock(&t.unpack_blocked))
+            .as_secs_f64(),
+        extract: lock(&t.extract).as_secs_f64(),
+        chunk: lock(&t.chunk).as_secs_f64(),
+        embed: lock(&t.embed).as_secs_f64(),
+        store: lock(&t.store).as_secs_f64(),
+        total: started.elapsed().as_secs_f64(),
+    };
+    {
+        let mut catalog = lock(&ing.catalog);
+        catalog.set_last_run(LastRun {
+            finished_at: now_secs(),
+            summary: report.summary.clone(),
+        });
+        catalog.save()?;
+    }
+    // Store and catalog agree: nothing to repair at the next start.
+    dirty.clear()?;
+    Ok(report)
+}

@@ -1,0 +1,228 @@
+//! Stage 4: the store. Upserts embedded batches, records each file in the catalog once all its
+//! chunks are stored, resolves duplicates, and retires content no file holds any more
+//! (re-pointing its chunks at the files that still hold the same bytes, or deleting them).
+
+use super::{timed, FileMeta, IndexItem, Run, StoreItem};
+use crate::catalog::{CatalogEntry, EntryStatus};
+use crate::error::Result;
+use crate::lock;
+use crate::report::{FileReport, FileStatus};
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+impl Run<'_> {
+    /// Stage 4: upsert points, then record files and resolve duplicates.
+    pub(super) fn store_stage(&self, items: Receiver<StoreItem>) {
+        /// Closes the report channel when the store stage ends, even by a panic.
+        struct CloseReports<'r>(&'r Mutex<Option<Sender<FileReport>>>);
+        impl Drop for CloseReports<'_> {
+            fn drop(&mut self) {
+                lock(self.0).take();
+            }
+        }
+        let _close = CloseReports(&self.reports);
+        // Duplicates whose original is still on its way, by content hash.
+        let mut waiting_dups: HashMap<String, Vec<FileMeta>> = HashMap::new();
+        for item in items.iter() {
+            if self.cancelled.load(Ordering::SeqCst) {
+                continue;
+            }
+            let result = timed(&self.timings.store, || match item {
+                StoreItem::Points(batch) => {
+                    self.ing.store().and_then(|s| s.upsert(self.scope, &batch))
+                }
+                StoreItem::FileStored { meta, chunks } => {
+                    let hash = meta.hash.clone();
+                    self.file_stored(meta, chunks)?;
+                    lock(&self.claimed).remove(&hash);
+                    for dup in waiting_dups.remove(&hash).unwrap_or_default() {
+                        self.duplicate_stored(dup)?;
+                    }
+                    Ok(())
+                }
+                StoreItem::Other(IndexItem::Duplicate { meta }) => {
+                    self.unpin(&meta.hash);
+                    let indexed = !lock(&self.ing.catalog)
+                        .locators_with_hash(self.scope, &meta.hash)
+                        .is_empty()
+                        || lock(&self.orphaned).contains_key(&meta.hash);
+                    if indexed {
+                        self.duplicate_stored(meta)
+                    } else {
+                        waiting_dups
+                            .entry(meta.hash.clone())
+                            .or_default()
+                            .push(meta);
+                        Ok(())
+                    }
+                }
+                StoreItem::Other(IndexItem::Abandoned { hash, reason }) => {
+                    for dup in waiting_dups.remove(&hash).unwrap_or_default() {
+                        self.record_failed_content(&dup, &reason);
+                    }
+                    Ok(())
+                }
+                StoreItem::Other(IndexItem::Removed { locator }) => {
+                    let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
+                    if let Some(e) = &removed {
+                        self.send_report(FileReport {
+                            locator: locator.clone(),
+                            status: FileStatus::Removed,
+                            reason: None,
+                            chunks: 0,
+                            hash: e.hash.clone(),
+                            archive: e.status == EntryStatus::Container,
+                        });
+                    }
+                    match removed.as_ref().and_then(CatalogEntry::content) {
+                        Some((h, chunks)) => self.release(&h, chunks),
+                        None => Ok(()),
+                    }
+                }
+                StoreItem::Other(IndexItem::Content { .. }) => Ok(()),
+            });
+            if let Err(e) = result {
+                self.fail_run(e);
+            }
+            self.checkpoint();
+        }
+        for (_, dups) in waiting_dups {
+            for dup in dups {
+                self.record_failed_content(
+                    &dup,
+                    "identical content elsewhere in this run was not indexed",
+                );
+            }
+        }
+    }
+
+    pub(super) fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
+        lock(&self.ing.catalog).put(
+            self.scope,
+            CatalogEntry {
+                locator: meta.locator.clone(),
+                parent: meta.parent.clone(),
+                hash: Some(meta.hash.clone()),
+                size: meta.size,
+                mtime_ns: meta.mtime_ns,
+                status: EntryStatus::Indexed,
+                reason: None,
+                chunks,
+                shadowed: Vec::new(),
+            },
+        );
+    }
+
+    /// All chunks of a new content are stored: record the file, retire what it replaced.
+    pub(super) fn file_stored(&self, meta: FileMeta, chunks: u32) -> Result<()> {
+        self.put_indexed(&meta, chunks);
+        if let Some((hash, old_chunks)) = &meta.previous {
+            self.release(hash, *old_chunks)?;
+        }
+        self.report(
+            &meta.locator,
+            FileStatus::Indexed,
+            None,
+            chunks,
+            Some(meta.hash),
+        );
+        Ok(())
+    }
+
+    /// A file whose bytes are already indexed under another locator: add it to their locators.
+    pub(super) fn duplicate_stored(&self, meta: FileMeta) -> Result<()> {
+        let (original, chunks) = {
+            let cat = lock(&self.ing.catalog);
+            let locs = cat.locators_with_hash(self.scope, &meta.hash);
+            let chunks = locs
+                .first()
+                .and_then(|l| cat.get(self.scope, l))
+                .map(|e| e.chunks);
+            (locs.first().cloned(), chunks)
+        };
+        // Adopt an orphaned content (the file that held it moved or changed in this run).
+        let adopted = lock(&self.orphaned).remove(&meta.hash);
+        let chunks = chunks.or(adopted).unwrap_or(0);
+        self.put_indexed(&meta, chunks);
+        let all = lock(&self.ing.catalog).locators_with_hash(self.scope, &meta.hash);
+        if chunks > 0 {
+            self.ing
+                .store()?
+                .set_locators(self.scope, &meta.hash, &all)?;
+        }
+        if let Some((hash, old_chunks)) = &meta.previous {
+            self.release(hash, *old_chunks)?;
+        }
+        // Another file holds the same bytes (else it adopted content a moved file left).
+        let status = if original.is_some() {
+            FileStatus::Duplicate
+        } else {
+            FileStatus::Indexed
+        };
+        self.report(
+            &meta.locator,
+            status,
+            original.map(|o| format!("of {o}")),
+            chunks,
+            Some(meta.hash),
+        );
+        Ok(())
+    }
+
+    /// A file stopped holding content `hash` (already changed in the catalog): re-point the
+    /// content's chunks at the files that still hold it; delete them when none does, unless a
+    /// file in flight is about to adopt them.
+    pub(super) fn release(&self, hash: &str, chunks: u32) -> Result<()> {
+        let remaining = lock(&self.ing.catalog).locators_with_hash(self.scope, hash);
+        if !remaining.is_empty() {
+            return self.ing.store()?.set_locators(self.scope, hash, &remaining);
+        }
+        let wanted = lock(&self.pinned).contains_key(hash) || lock(&self.claimed).contains(hash);
+        if wanted {
+            lock(&self.orphaned).insert(hash.to_string(), chunks);
+            Ok(())
+        } else {
+            self.delete_content(hash)
+        }
+    }
+
+    /// Delete content `hash` of this scope: its points, and its content index unless another
+    /// scope holds the same bytes. Every deletion of a content in a run goes through here.
+    pub(super) fn delete_content(&self, hash: &str) -> Result<()> {
+        self.ing.store()?.delete_content(self.scope, hash)?;
+        if let Err(e) = lock(&self.ing.catalog).drop_content_index(hash) {
+            tracing::warn!("content index of {hash}: {e}");
+        }
+        Ok(())
+    }
+
+    pub(super) fn pin(&self, hash: &str) {
+        *lock(&self.pinned).entry(hash.to_string()).or_default() += 1;
+    }
+
+    pub(super) fn unpin(&self, hash: &str) {
+        let mut pinned = lock(&self.pinned);
+        if let Some(n) = pinned.get_mut(hash) {
+            *n -= 1;
+            if *n == 0 {
+                pinned.remove(hash);
+            }
+        }
+    }
+
+    /// Delete the points of contents that no file holds at the end of the run.
+    pub(super) fn delete_orphans(&self) -> Result<()> {
+        let orphaned = std::mem::take(&mut *lock(&self.orphaned));
+        for hash in orphaned.into_keys() {
+            let unheld = lock(&self.ing.catalog)
+                .locators_with_hash(self.scope, &hash)
+                .is_empty();
+            if unheld {
+                self.delete_content(&hash)?;
+            }
+        }
+        Ok(())
+    }
+}

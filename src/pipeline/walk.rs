@@ -1,0 +1,415 @@
+//! Stage 1: walk the inputs. Folders are synced (what is gone leaves the index), files whose
+//! size and mtime are unchanged are answered from the catalog without reading them, and
+//! everything else is unpacked (containers recursively, under one budget per tree, behind a
+//! panic boundary) into [`Work`] items for extraction.
+
+use super::{timed, Expansion, IndexItem, Run, Work};
+use crate::catalog::{CatalogEntry, EntryStatus, ShadowedMember};
+use crate::ingestor::Input;
+use crate::lock;
+use crate::report::{FileReport, FileStatus};
+use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
+use crossbeam_channel::Sender;
+use extractors::Locator;
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Instant;
+
+/// The path string catalog entries are compared with: canonical when it exists, else the
+/// absolute path under its canonical parent (a deleted file).
+fn root_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        match (absolute.parent(), absolute.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or(absolute.clone()),
+            _ => absolute,
+        }
+    });
+    extractors::segment_from_bytes(resolved.as_os_str().as_bytes())
+}
+
+impl Run<'_> {
+    /// Stage 1: walk inputs, answer unchanged files from the catalog, unpack the rest.
+    pub(super) fn walk_stage(
+        &self,
+        inputs: Vec<Input>,
+        leaves: Sender<Work>,
+        index: Sender<IndexItem>,
+    ) {
+        let limits = &self.ing.config.limits;
+        for input in inputs {
+            if self.halted() {
+                return;
+            }
+            match input {
+                Input::Bytes { name, bytes } => {
+                    let locator = Locator::root(name);
+                    let size = bytes.len() as u64;
+                    let mut expansion = Expansion::default();
+                    self.unpack_contained(&locator, || {
+                        Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
+                            self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                        });
+                    });
+                }
+                Input::Path(path) => self.sync_path(&path, &leaves, &index),
+            }
+        }
+    }
+
+    /// Ingest a file or folder and forget what is no longer there: catalogued files at or
+    /// under `path` that the walk did not meet (deleted, renamed away) are removed, except
+    /// under folders that could not be read.
+    pub(super) fn sync_path(&self, path: &Path, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        let root = root_path(path);
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut unreadable: Vec<String> = Vec::new();
+        // The index's own files are never ingested, even when it lives in the folder.
+        let options = WalkOptions {
+            except: std::fs::canonicalize(&self.ing.config.data_dir)
+                .into_iter()
+                .collect(),
+            include_hidden: self.ing.config.include_hidden,
+        };
+        if exists {
+            walk_with(path, &options, &mut |entry| match entry {
+                DiskEntry::File(f) => {
+                    seen.insert(f.locator.to_string());
+                    self.disk_file(f, leaves, index);
+                }
+                DiskEntry::Skipped { locator, reason } => {
+                    seen.insert(locator.to_string());
+                    self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                }
+                // Not catalogued: what was indexed under it (with --hidden) is removed.
+                DiskEntry::Hidden { locator } => {
+                    let reason = HIDDEN_REASON.to_string();
+                    self.report(
+                        &locator.to_string(),
+                        FileStatus::Ignored,
+                        Some(reason),
+                        0,
+                        None,
+                    );
+                }
+                // Not catalogued (it may come back); what is under it is not removed.
+                DiskEntry::Failed { locator, reason } => {
+                    unreadable.extend(locator.segments.first().cloned());
+                    self.report(
+                        &locator.to_string(),
+                        FileStatus::Failed,
+                        Some(reason),
+                        0,
+                        None,
+                    );
+                }
+            });
+        }
+        let gone: Vec<CatalogEntry> = lock(&self.ing.catalog)
+            .top_level_under(self.scope, &root)
+            .into_iter()
+            .filter(|e| !seen.contains(&e.locator))
+            .filter(|e| {
+                let path = e
+                    .locator
+                    .parse::<Locator>()
+                    .ok()
+                    .and_then(|l| l.segments.first().cloned())
+                    .unwrap_or_default();
+                !unreadable
+                    .iter()
+                    .any(|u| path == *u || path.starts_with(&format!("{u}/")))
+            })
+            .collect();
+        if self.halted() {
+            return; // an unfinished walk proves nothing about what is gone
+        }
+        if !exists && gone.is_empty() {
+            // Never indexed and not there: most likely a typo.
+            self.report(
+                &Locator::root(root).to_string(),
+                FileStatus::Failed,
+                Some("cannot open: no such file or folder".into()),
+                0,
+                None,
+            );
+        }
+        for e in gone {
+            let members = lock(&self.ing.catalog).members_of(self.scope, &e.locator);
+            for m in members {
+                let _ = index.send(IndexItem::Removed { locator: m.locator });
+            }
+            let _ = index.send(IndexItem::Removed { locator: e.locator });
+        }
+    }
+
+    pub(super) fn disk_file(
+        &self,
+        f: crate::unpack::DiskFile,
+        leaves: &Sender<Work>,
+        index: &Sender<IndexItem>,
+    ) {
+        if self.halted() {
+            return;
+        }
+        let loc = f.locator.to_string();
+        let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
+        if let Some(e) = known.filter(|e| e.size == f.size && e.mtime_ns == f.mtime_ns) {
+            self.replay_unchanged(&e);
+            return;
+        }
+        let mut expansion = Expansion::default();
+        let unpacked = self.unpack_contained(&f.locator, || {
+            Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
+                self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
+            });
+        });
+        if !unpacked || self.halted() {
+            return; // members were dropped: the archive is opened again next time
+        }
+        if let Some((hash, reason)) = expansion.opened {
+            lock(&self.containers).push((
+                CatalogEntry {
+                    locator: loc.clone(),
+                    parent: None,
+                    hash: Some(hash),
+                    size: f.size,
+                    mtime_ns: f.mtime_ns,
+                    status: EntryStatus::Container,
+                    reason: Some(reason),
+                    chunks: 0,
+                    shadowed: expansion.shadowed,
+                },
+                expansion.seen,
+            ));
+        } else if let Some(previous) = lock(&self.ing.catalog)
+            .get(self.scope, &loc)
+            .filter(|e| e.status == EntryStatus::Container)
+            .cloned()
+        {
+            // It used to be an archive: its old members are gone.
+            for m in lock(&self.ing.catalog).members_of(self.scope, &previous.locator) {
+                let _ = index.send(IndexItem::Removed { locator: m.locator });
+            }
+        }
+    }
+
+    /// Unpack one top-level input behind a panic boundary: a decoder (zip, tar, flate2) that
+    /// panics costs that input one `failed` line, not the run. Members routed before the panic
+    /// keep their lines and entries; the input is recorded as failed (not as an archive), so it
+    /// is opened again next run. Returns whether unpacking ended normally.
+    pub(super) fn unpack_contained(&self, top: &Locator, unpack: impl FnOnce()) -> bool {
+        let t = Instant::now();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(unpack));
+        *lock(&self.timings.unpack) += t.elapsed();
+        let Err(panic) = outcome else {
+            return true;
+        };
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        let reason = format!("unpacking panicked: {message}");
+        self.record_unread(top, None, FileStatus::Failed, reason);
+        false
+    }
+
+    /// Report a file (or an archive and every member of it) whose size and mtime did not
+    /// change.
+    pub(super) fn replay_unchanged(&self, e: &CatalogEntry) {
+        let mut entries = vec![e.clone()];
+        if e.status == EntryStatus::Container {
+            entries.extend(lock(&self.ing.catalog).members_of(self.scope, &e.locator));
+        }
+        for s in &e.shadowed {
+            self.report(
+                &s.locator,
+                FileStatus::Skipped,
+                Some(s.reason.clone()),
+                0,
+                None,
+            );
+        }
+        for m in entries {
+            let status = match m.status {
+                EntryStatus::Indexed | EntryStatus::Container => FileStatus::Unchanged,
+                EntryStatus::Failed => FileStatus::Failed,
+                EntryStatus::Skipped => FileStatus::Skipped,
+            };
+            self.send_report(FileReport {
+                locator: m.locator.clone(),
+                status,
+                reason: m.reason.clone(),
+                chunks: m.chunks,
+                hash: m.hash.clone(),
+                archive: m.status == EntryStatus::Container,
+            });
+        }
+    }
+
+    /// Send a file leaf to extraction (blocking while the stage is busy); record the rest
+    /// and note it in `expansion`.
+    pub(super) fn route_leaf(
+        &self,
+        leaf: Leaf,
+        top: &Locator,
+        size: u64,
+        mtime_ns: u64,
+        leaves: &Sender<Work>,
+        expansion: &mut Expansion,
+    ) {
+        let Expansion {
+            seen,
+            opened,
+            shadowed,
+        } = expansion;
+        let top_str = top.to_string();
+        let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
+        match leaf {
+            Leaf::File {
+                locator,
+                bytes,
+                detected,
+            } => {
+                seen.push(locator.to_string());
+                let is_top = &locator == top;
+                let weight = bytes.len() as u64;
+                let permit = timed(&self.timings.unpack_blocked, || self.gate.acquire(weight));
+                let work = Work {
+                    permit,
+                    parent: parent_of(&locator),
+                    size: if is_top { size } else { bytes.len() as u64 },
+                    mtime_ns: if is_top { mtime_ns } else { 0 },
+                    locator,
+                    bytes,
+                    detected,
+                };
+                timed(&self.timings.unpack_blocked, || {
+                    let _ = leaves.send(work);
+                });
+            }
+            Leaf::Skipped { locator, reason } => {
+                seen.push(locator.to_string());
+                self.record_unread(
+                    &locator,
+                    parent_of(&locator).as_deref(),
+                    FileStatus::Skipped,
+                    reason,
+                );
+            }
+            Leaf::Failed { locator, reason } => {
+                seen.push(locator.to_string());
+                self.record_unread(
+                    &locator,
+                    parent_of(&locator).as_deref(),
+                    FileStatus::Failed,
+                    reason,
+                );
+            }
+            Leaf::Shadowed { locator, reason } => {
+                // Its locator names an earlier member: reported, not catalogued.
+                let locator = locator.to_string();
+                self.report(&locator, FileStatus::Skipped, Some(reason.clone()), 0, None);
+                shadowed.push(ShadowedMember { locator, reason });
+            }
+            Leaf::Container {
+                locator,
+                members,
+                hash,
+            } => {
+                let loc = locator.to_string();
+                seen.push(loc.clone());
+                let reason = format!("archive: {members} members");
+                // The same archive as last time: its members said whether they changed.
+                let same = lock(&self.ing.catalog)
+                    .get(self.scope, &loc)
+                    .is_some_and(|e| {
+                        e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)
+                    });
+                if &locator == top {
+                    // Recorded when the run ends, if all its members made it.
+                    *opened = Some((hash.clone(), reason.clone()));
+                } else {
+                    self.record_without_content(
+                        &loc,
+                        Some(&top_str),
+                        EntryStatus::Container,
+                        &reason,
+                        Some(&hash),
+                    );
+                }
+                self.send_report(FileReport {
+                    locator: loc,
+                    status: if same {
+                        FileStatus::Unchanged
+                    } else {
+                        FileStatus::Indexed
+                    },
+                    reason: Some(reason),
+                    chunks: 0,
+                    hash: Some(hash),
+                    archive: true,
+                });
+            }
+        }
+    }
+
+    /// Record a member that holds no content of its own (skipped, failed, or an archive):
+    /// whatever content the locator held before is released.
+    pub(super) fn record_without_content(
+        &self,
+        loc: &str,
+        parent: Option<&str>,
+        status: EntryStatus,
+        reason: &str,
+        archive_hash: Option<&str>,
+    ) {
+        let previous = {
+            let mut cat = lock(&self.ing.catalog);
+            let previous = cat.get(self.scope, loc).and_then(CatalogEntry::content);
+            cat.put(
+                self.scope,
+                CatalogEntry {
+                    locator: loc.to_string(),
+                    parent: parent.map(str::to_string),
+                    hash: archive_hash.map(str::to_string),
+                    size: 0,
+                    mtime_ns: 0,
+                    status,
+                    reason: Some(reason.to_string()),
+                    chunks: 0,
+                    shadowed: Vec::new(),
+                },
+            );
+            previous
+        };
+        if let Some((hash, chunks)) = previous {
+            if let Err(e) = self.release(&hash, chunks) {
+                self.fail_run(e);
+            }
+        }
+    }
+
+    /// Record a member that was not extracted (skipped or failed) and report it.
+    pub(super) fn record_unread(
+        &self,
+        locator: &Locator,
+        parent: Option<&str>,
+        status: FileStatus,
+        reason: String,
+    ) {
+        let loc = locator.to_string();
+        let entry_status = if status == FileStatus::Skipped {
+            EntryStatus::Skipped
+        } else {
+            EntryStatus::Failed
+        };
+        self.record_without_content(&loc, parent, entry_status, &reason, None);
+        self.report(&loc, status, Some(reason), 0, None);
+    }
+}
