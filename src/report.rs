@@ -55,6 +55,41 @@ pub struct FileReport {
     pub archive: bool,
 }
 
+impl FileReport {
+    /// A line for `locator` with no reason, chunks or hash; the setters below add them.
+    pub(crate) fn new(locator: impl Into<String>, status: FileStatus) -> Self {
+        FileReport {
+            locator: locator.into(),
+            status,
+            reason: None,
+            chunks: 0,
+            hash: None,
+            archive: false,
+        }
+    }
+
+    pub(crate) fn reason(mut self, reason: Option<String>) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    pub(crate) fn chunks(mut self, chunks: u32) -> Self {
+        self.chunks = chunks;
+        self
+    }
+
+    pub(crate) fn hash(mut self, hash: Option<String>) -> Self {
+        self.hash = hash;
+        self
+    }
+
+    /// Mark the line as an archive's own.
+    pub(crate) fn archive(mut self, archive: bool) -> Self {
+        self.archive = archive;
+        self
+    }
+}
+
 /// Busy seconds per stage (summed over the threads of a stage).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageSeconds {

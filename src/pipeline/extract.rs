@@ -162,11 +162,7 @@ impl Run<'_> {
         status: FileStatus,
         reason: &str,
     ) {
-        let entry_status = if status == FileStatus::Skipped {
-            EntryStatus::Skipped
-        } else {
-            EntryStatus::Failed
-        };
+        let entry_status = super::unread_status(status);
         lock(&self.ing.catalog).put(
             self.scope,
             CatalogEntry {

@@ -169,14 +169,12 @@ impl Run<'_> {
         chunks: u32,
         hash: Option<String>,
     ) {
-        self.send_report(FileReport {
-            locator: locator.to_string(),
-            status,
-            reason,
-            chunks,
-            hash,
-            archive: false,
-        });
+        self.send_report(
+            FileReport::new(locator, status)
+                .reason(reason)
+                .chunks(chunks)
+                .hash(hash),
+        );
     }
 
     fn send_report(&self, report: FileReport) {
@@ -251,6 +249,15 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The catalog status of a file that was not indexed: skipped (by a limit, a link…) or failed.
+fn unread_status(status: FileStatus) -> crate::catalog::EntryStatus {
+    if status == FileStatus::Skipped {
+        crate::catalog::EntryStatus::Skipped
+    } else {
+        crate::catalog::EntryStatus::Failed
     }
 }
 

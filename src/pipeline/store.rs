@@ -67,14 +67,11 @@ impl Run<'_> {
                 StoreItem::Other(IndexItem::Removed { locator }) => {
                     let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
                     if let Some(e) = &removed {
-                        self.send_report(FileReport {
-                            locator: locator.clone(),
-                            status: FileStatus::Removed,
-                            reason: None,
-                            chunks: 0,
-                            hash: e.hash.clone(),
-                            archive: e.status == EntryStatus::Container,
-                        });
+                        self.send_report(
+                            FileReport::new(locator.clone(), FileStatus::Removed)
+                                .hash(e.hash.clone())
+                                .archive(e.status == EntryStatus::Container),
+                        );
                     }
                     match removed.as_ref().and_then(CatalogEntry::content) {
                         Some((h, chunks)) => self.release(&h, chunks),

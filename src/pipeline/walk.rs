@@ -3,7 +3,7 @@
 //! everything else is unpacked (containers recursively, under one budget per tree, behind a
 //! panic boundary) into [`Work`] items for extraction.
 
-use super::{timed, Expansion, IndexItem, Run, Work};
+use super::{timed, unread_status, Expansion, IndexItem, Run, Work};
 use crate::catalog::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
 use crate::lock;
@@ -241,14 +241,13 @@ impl Run<'_> {
                 EntryStatus::Failed => FileStatus::Failed,
                 EntryStatus::Skipped => FileStatus::Skipped,
             };
-            self.send_report(FileReport {
-                locator: m.locator.clone(),
-                status,
-                reason: m.reason.clone(),
-                chunks: m.chunks,
-                hash: m.hash.clone(),
-                archive: m.status == EntryStatus::Container,
-            });
+            self.send_report(
+                FileReport::new(m.locator, status)
+                    .reason(m.reason)
+                    .chunks(m.chunks)
+                    .hash(m.hash)
+                    .archive(m.status == EntryStatus::Container),
+            );
         }
     }
 
@@ -270,6 +269,7 @@ impl Run<'_> {
         } = expansion;
         let top_str = top.to_string();
         let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
+        let skipped = matches!(leaf, Leaf::Skipped { .. });
         match leaf {
             Leaf::File {
                 locator,
@@ -293,23 +293,14 @@ impl Run<'_> {
                     let _ = leaves.send(work);
                 });
             }
-            Leaf::Skipped { locator, reason } => {
+            Leaf::Skipped { locator, reason } | Leaf::Failed { locator, reason } => {
+                let status = if skipped {
+                    FileStatus::Skipped
+                } else {
+                    FileStatus::Failed
+                };
                 seen.push(locator.to_string());
-                self.record_unread(
-                    &locator,
-                    parent_of(&locator).as_deref(),
-                    FileStatus::Skipped,
-                    reason,
-                );
-            }
-            Leaf::Failed { locator, reason } => {
-                seen.push(locator.to_string());
-                self.record_unread(
-                    &locator,
-                    parent_of(&locator).as_deref(),
-                    FileStatus::Failed,
-                    reason,
-                );
+                self.record_unread(&locator, parent_of(&locator).as_deref(), status, reason);
             }
             Leaf::Shadowed { locator, reason } => {
                 // Its locator names an earlier member: reported, not catalogued.
@@ -343,18 +334,17 @@ impl Run<'_> {
                         Some(&hash),
                     );
                 }
-                self.send_report(FileReport {
-                    locator: loc,
-                    status: if same {
-                        FileStatus::Unchanged
-                    } else {
-                        FileStatus::Indexed
-                    },
-                    reason: Some(reason),
-                    chunks: 0,
-                    hash: Some(hash),
-                    archive: true,
-                });
+                let status = if same {
+                    FileStatus::Unchanged
+                } else {
+                    FileStatus::Indexed
+                };
+                self.send_report(
+                    FileReport::new(loc, status)
+                        .reason(Some(reason))
+                        .hash(Some(hash))
+                        .archive(true),
+                );
             }
         }
     }
@@ -404,12 +394,7 @@ impl Run<'_> {
         reason: String,
     ) {
         let loc = locator.to_string();
-        let entry_status = if status == FileStatus::Skipped {
-            EntryStatus::Skipped
-        } else {
-            EntryStatus::Failed
-        };
-        self.record_without_content(&loc, parent, entry_status, &reason, None);
+        self.record_without_content(&loc, parent, unread_status(status), &reason, None);
         self.report(&loc, status, Some(reason), 0, None);
     }
 }
