@@ -62,11 +62,9 @@ pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT};
 pub use store::{point_id, Hit, PointRecord, StoredContent, VectorStore};
 
-/// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
+/// For the crate's own tests, benches and fuzz targets: failpoints, `zip_of`, worker pids.
 #[doc(hidden)]
-pub mod testing {
-    pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
-}
+pub mod testing;
 pub use unpack::{
     is_hidden, walk, walk_with, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker, WalkOptions,
 };

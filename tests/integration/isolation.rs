@@ -68,7 +68,7 @@ fn the_ingest_binary_as_worker_answers_as_in_process_extraction_and_is_reused() 
     let got = extract(&pool, "a.md", md).expect("answer");
     assert_eq!(got, in_process("a.md", md));
     assert!(got.is_ok_and(|e| e.objects.len() >= 2));
-    let pids = pool.idle_pids();
+    let pids = ingest::testing::idle_worker_pids(&pool);
     assert_eq!(pids.len(), 1);
     // A file the extractor refuses is an answer too, and the worker stays.
     let bad = b"%PDF-1.4\nnot a pdf\n";
@@ -78,7 +78,11 @@ fn the_ingest_binary_as_worker_answers_as_in_process_extraction_and_is_reused() 
         "{got:?}"
     );
     assert_eq!(got, in_process("b.pdf", bad));
-    assert_eq!(pool.idle_pids(), pids, "the same worker served both jobs");
+    assert_eq!(
+        ingest::testing::idle_worker_pids(&pool),
+        pids,
+        "the same worker served both jobs"
+    );
 }
 
 #[test]
@@ -93,7 +97,10 @@ fn a_worker_that_hangs_is_killed_at_the_deadline_and_replaced() {
             got,
             Err(ExtractError::Aborted("timed out after 0.3 s".into()))
         );
-        assert!(pool.idle_pids().is_empty(), "a killed worker is not reused");
+        assert!(
+            ingest::testing::idle_worker_pids(&pool).is_empty(),
+            "a killed worker is not reused"
+        );
     }
 }
 

@@ -1,6 +1,5 @@
 //! Small helpers shared by the integration tests.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -200,16 +199,7 @@ pub fn library_config(data_dir: &Path) -> ingest::Config {
     config
 }
 
-/// A ZIP archive of `entries` (name, bytes), deflated.
-pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, data) in entries {
-        w.start_file(*name, zip::write::SimpleFileOptions::default())
-            .unwrap();
-        w.write_all(data).unwrap();
-    }
-    w.finish().unwrap().into_inner()
-}
+pub use ingest::testing::zip_of;
 
 /// The reports keyed by locator suffix after `root`.
 pub fn by_name<'a>(lines: &'a [Value], suffix: &str) -> &'a Value {

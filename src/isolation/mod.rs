@@ -1,0 +1,142 @@
+//! Extraction in isolated worker processes.
+//!
+//! Some parsers abort the whole process on hostile input (allocations sized from declared
+//! lengths, stack overflows) or never return (exponential content streams); `catch_unwind`
+//! cannot stop either. So documents are parsed by a small pool of worker processes — the same
+//! binary started with [`WORKER_ARG`] — that get one file's bytes over a pipe and send back
+//! the serialized [`Extraction`]. Each worker runs under an address-space limit and a CPU-time
+//! limit (`setrlimit`), and each job under a wall-clock deadline kept by a watchdog thread. A
+//! worker that dies, is killed or overruns costs exactly the file it was working on: the job
+//! fails with the reason, the worker is replaced on the next job, and the run goes on.
+//!
+//! The files: this one holds the configuration ([`IsolationConfig`], [`Isolation`]), the
+//! worker entry point ([`run_worker_if_requested`]) and the choice of extractor (`build`:
+//! a [`WorkerPool`] or [`InProcess`]); `frame.rs` is the wire format on the pipes,
+//! `worker.rs` both ends of one worker process (the serve loop and the parent's handle),
+//! `pool.rs` the pool that runs jobs on them and `watchdog.rs` the thread that kills a job
+//! past its deadline.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use extractors::{ExtractError, ExtractInput, Extraction, Extractor};
+
+mod frame;
+mod pool;
+mod watchdog;
+mod worker;
+
+pub use pool::WorkerPool;
+
+/// The first argument that turns a process into an extraction worker.
+pub const WORKER_ARG: &str = "__extract-worker";
+
+/// How extraction is kept apart from the process that owns the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// Worker processes (the default): a parser that aborts, overflows its stack, exhausts
+    /// its memory or hangs costs one file.
+    Processes,
+    /// In this process, with panics caught: faster to start, but an abort takes the process
+    /// down. For trusted input, debugging and benchmarks.
+    InProcess,
+}
+
+/// Limits and the program of extraction workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsolationConfig {
+    pub mode: Isolation,
+    /// The worker executable; `None` runs the current executable, whose `main` must call
+    /// [`run_worker_if_requested`] first (the `ingest` binary does).
+    pub program: Option<PathBuf>,
+    /// Address space of a worker (`RLIMIT_AS`).
+    pub memory_bytes: u64,
+    /// CPU time one job may use (`RLIMIT_CPU`, moved on before each job).
+    pub cpu_seconds: u64,
+    /// Wall-clock time one job may take before its worker is killed.
+    pub deadline: Duration,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        IsolationConfig {
+            mode: Isolation::Processes,
+            program: None,
+            memory_bytes: 1024 * 1024 * 1024,
+            cpu_seconds: 60,
+            deadline: Duration::from_secs(60),
+        }
+    }
+}
+
+impl IsolationConfig {
+    /// The worker program and its arguments.
+    pub(crate) fn command(&self) -> io::Result<(PathBuf, Vec<OsString>)> {
+        let program = match &self.program {
+            Some(p) => p.clone(),
+            // The running executable itself, even after its file was replaced (an upgrade
+            // while a daemon runs): `/proc/self/exe` names the inode, not the path.
+            None => Some(PathBuf::from("/proc/self/exe"))
+                .filter(|p| p.metadata().is_ok_and(|m| m.is_file()))
+                .map_or_else(std::env::current_exe, Ok)?,
+        };
+        let args = vec![
+            OsString::from(WORKER_ARG),
+            OsString::from(format!("--memory-bytes={}", self.memory_bytes)),
+            OsString::from(format!("--cpu-seconds={}", self.cpu_seconds)),
+        ];
+        Ok((program, args))
+    }
+}
+
+/// If this process was started as an extraction worker, serve jobs on stdin/stdout until
+/// stdin closes, then exit. Call it first thing in `main` of every binary that uses the
+/// library with [`Isolation::Processes`] and no explicit worker program.
+pub fn run_worker_if_requested() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(WORKER_ARG)) {
+        return;
+    }
+    let mut memory = None;
+    let mut cpu = None;
+    for a in args {
+        let a = a.to_string_lossy();
+        if let Some(v) = a.strip_prefix("--memory-bytes=") {
+            memory = v.parse().ok();
+        } else if let Some(v) = a.strip_prefix("--cpu-seconds=") {
+            cpu = v.parse().ok();
+        }
+    }
+    let code = match worker::serve(memory, cpu.unwrap_or(60)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("extraction worker: {e}");
+            3
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Extraction in this process (panics caught by [`extractors::extract`]).
+#[derive(Debug, Default)]
+pub struct InProcess;
+
+impl Extractor for InProcess {
+    fn name(&self) -> &'static str {
+        "in-process"
+    }
+
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        extractors::extract(input)
+    }
+}
+
+/// The extractor for `config`.
+pub(crate) fn build(config: &IsolationConfig) -> Box<dyn Extractor> {
+    match config.mode {
+        Isolation::Processes => Box::new(WorkerPool::new(config.clone())),
+        Isolation::InProcess => Box::new(InProcess),
+    }
+}

@@ -1,0 +1,28 @@
+//! What the crate's integration tests, benches and fuzz targets reach inside the library: not
+//! part of the API (hidden from the docs), and nothing here is used by the library itself.
+//!
+//! Unit tests inside the crate use these too, so that each helper exists once.
+
+use std::io::{Cursor, Write};
+
+use crate::isolation::WorkerPool;
+
+/// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
+pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
+
+/// A ZIP archive of `entries` (name, bytes), deflated, in memory.
+#[allow(clippy::unwrap_used)] // a test helper: writing to memory does not fail
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, data) in entries {
+        w.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(data).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// Process ids of `pool`'s idle workers: tells whether a worker was reused or replaced.
+pub fn idle_worker_pids(pool: &WorkerPool) -> Vec<u32> {
+    pool.idle_pids()
+}
