@@ -21,15 +21,15 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator, Scope};
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
 use crate::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
 use crate::gate::{ByteGate, Permit};
+use crate::index::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
+use crate::index::{EdgeIndex, Hit, IndexRead, IndexWrite, StoredChunk};
 use crate::lock;
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
-use crate::store::{Hit, StoredChunk, VectorStore};
 use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 
 /// What to ingest.
@@ -49,7 +49,7 @@ pub struct Ingestor {
     config: Config,
     catalog: Mutex<Catalog>,
     embedder: Mutex<Option<Arc<Embedder>>>,
-    store: Mutex<Option<Arc<VectorStore>>>,
+    store: Mutex<Option<Arc<EdgeIndex>>>,
     /// Parses documents: a pool of isolated workers, or in-process.
     extractor: Box<dyn extractors::Extractor>,
     run_lock: Mutex<()>,
@@ -305,17 +305,13 @@ impl Run<'_> {
             let previous = cat.get(self.scope, loc).and_then(CatalogEntry::content);
             cat.put(
                 self.scope,
-                CatalogEntry {
-                    locator: loc.to_string(),
-                    parent: parent.map(str::to_string),
-                    hash: archive_hash.map(str::to_string),
-                    size: 0,
-                    mtime_ns: 0,
+                CatalogEntry::without_content(
+                    loc,
+                    parent.map(str::to_string),
+                    archive_hash.map(str::to_string),
                     status,
-                    reason: Some(reason.to_string()),
-                    chunks: 0,
-                    shadowed: Vec::new(),
-                },
+                    reason,
+                ),
             );
             previous
         };
@@ -360,7 +356,7 @@ impl Ingestor {
             store: Mutex::new(None),
             run_lock: Mutex::new(()),
         };
-        if crate::repair::DirtyMarker::present(&ingestor.config.data_dir) {
+        if crate::index::DirtyMarker::present(&ingestor.config.data_dir) {
             let report = ingestor.repair()?;
             tracing::warn!(
                 "the previous run did not finish; repaired the index: {} entries to index again, {} stale contents deleted, {} locator lists fixed",
@@ -381,8 +377,8 @@ impl Ingestor {
     pub fn repair(&self) -> Result<crate::RepairReport> {
         let _one_run_at_a_time = lock(&self.run_lock);
         let store = self.store()?;
-        let report = crate::repair::repair(&mut lock(&self.catalog), &store)?;
-        crate::repair::DirtyMarker::set(&self.config.data_dir)?.clear()?;
+        let report = crate::index::repair(&mut lock(&self.catalog), &*store)?;
+        crate::index::DirtyMarker::set(&self.config.data_dir)?.clear()?;
         Ok(report)
     }
 
@@ -399,12 +395,12 @@ impl Ingestor {
     }
 
     /// The vector store, opened on first call.
-    pub fn store(&self) -> Result<Arc<VectorStore>> {
+    pub fn store(&self) -> Result<Arc<EdgeIndex>> {
         let mut slot = lock(&self.store);
         if let Some(s) = slot.as_ref() {
             return Ok(Arc::clone(s));
         }
-        let s = Arc::new(VectorStore::open(&self.config.data_dir)?);
+        let s = Arc::new(EdgeIndex::open(&self.config.data_dir)?);
         *slot = Some(Arc::clone(&s));
         Ok(s)
     }
@@ -500,7 +496,7 @@ impl Ingestor {
             containers: Mutex::new(Vec::new()),
             gate: ByteGate::new(self.config.in_flight_bytes),
         };
-        let dirty = crate::repair::DirtyMarker::set(&self.config.data_dir)?;
+        let dirty = crate::index::DirtyMarker::set(&self.config.data_dir)?;
         let cap = self.config.channel_capacity;
         let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
         // Extracted files wait in `gated` holding their permits; the hand-off to the embed
@@ -767,17 +763,14 @@ impl Run<'_> {
         }
         if let Some((hash, reason)) = expansion.opened {
             lock(&self.containers).push((
-                CatalogEntry {
-                    locator: loc.clone(),
-                    parent: None,
-                    hash: Some(hash),
-                    size: f.size,
-                    mtime_ns: f.mtime_ns,
-                    status: EntryStatus::Container,
-                    reason: Some(reason),
-                    chunks: 0,
-                    shadowed: expansion.shadowed,
-                },
+                CatalogEntry::container(
+                    loc.clone(),
+                    hash,
+                    f.size,
+                    f.mtime_ns,
+                    reason,
+                    expansion.shadowed,
+                ),
                 expansion.seen,
             ));
         } else if let Some(previous) = lock(&self.ing.catalog)
@@ -1098,17 +1091,15 @@ impl Run<'_> {
         };
         lock(&self.ing.catalog).put(
             self.scope,
-            CatalogEntry {
-                locator: meta.locator.clone(),
-                parent: meta.parent.clone(),
-                hash: Some(meta.hash.clone()),
-                size: meta.size,
-                mtime_ns: meta.mtime_ns,
-                status: entry_status,
-                reason: Some(reason.to_string()),
-                chunks: 0,
-                shadowed: Vec::new(),
-            },
+            CatalogEntry::unindexed(
+                meta.locator.clone(),
+                meta.parent.clone(),
+                meta.hash.clone(),
+                meta.size,
+                meta.mtime_ns,
+                entry_status,
+                reason,
+            ),
         );
         if let Some((hash, chunks)) = &meta.previous {
             if let Err(e) = self.release(hash, *chunks) {
@@ -1297,17 +1288,14 @@ impl Run<'_> {
     fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
         lock(&self.ing.catalog).put(
             self.scope,
-            CatalogEntry {
-                locator: meta.locator.clone(),
-                parent: meta.parent.clone(),
-                hash: Some(meta.hash.clone()),
-                size: meta.size,
-                mtime_ns: meta.mtime_ns,
-                status: EntryStatus::Indexed,
-                reason: None,
+            CatalogEntry::indexed(
+                meta.locator.clone(),
+                meta.parent.clone(),
+                meta.hash.clone(),
+                meta.size,
+                meta.mtime_ns,
                 chunks,
-                shadowed: Vec::new(),
-            },
+            ),
         );
     }
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::index::IndexRead;
 use crate::lock;
 use crate::pipeline::Ingestor;
 use extractors::Scope;
