@@ -9,9 +9,10 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
+use ingest::testing::{Catalog, CatalogEntry};
 use ingest::{
-    find_model_dir, Catalog, CatalogEntry, Chunker, ChunkingConfig, Embedder, EntryStatus,
-    InProcess, IsolationConfig, Leaf, Limits, Scope, Unpacker, WorkerPool,
+    find_model_dir, Chunker, ChunkingConfig, Embedder, InProcess, IsolationConfig, Leaf, Limits,
+    Scope, Unpacker, WorkerPool,
 };
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -194,17 +195,14 @@ fn bench_catalog(c: &mut Criterion) {
     for i in 0..100_000u32 {
         catalog.put(
             &scope,
-            CatalogEntry {
-                locator: format!("/srv/uploads/folder-{:04}/report-{i:06}.pdf", i % 1000),
-                parent: None,
-                hash: Some(blake3::hash(&i.to_le_bytes()).to_hex().to_string()),
-                size: 123_456,
-                mtime_ns: 1_700_000_000_000_000_000,
-                status: EntryStatus::Indexed,
-                reason: None,
-                chunks: 12,
-                shadowed: Vec::new(),
-            },
+            CatalogEntry::indexed(
+                format!("/srv/uploads/folder-{:04}/report-{i:06}.pdf", i % 1000),
+                None,
+                blake3::hash(&i.to_le_bytes()).to_hex().to_string(),
+                123_456,
+                1_700_000_000_000_000_000,
+                12,
+            ),
         );
     }
     let mut g = c.benchmark_group("catalog of 100k files");

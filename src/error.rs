@@ -27,8 +27,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("the data directory {0} is in use by another ingest process")]
-    Locked(PathBuf),
     #[error(
         "the data directory {path} belongs to another user (uid {owner}); it holds their \
          documents, so it is not used"

@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use extractors::Scope;
 
-use crate::catalog::{Catalog, CatalogStats, LastRun};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};
+use crate::index::{Catalog, CatalogStats, EdgeIndex, Hit, LastRun, VectorIndex};
 use crate::lock;
 use crate::report::{FileReport, IngestReport};
-use crate::store::{Hit, VectorStore};
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -33,7 +32,7 @@ pub struct Ingestor {
     pub(crate) config: Config,
     pub(crate) catalog: Mutex<Catalog>,
     pub(crate) embedder: Mutex<Option<Arc<Embedder>>>,
-    pub(crate) store: Mutex<Option<Arc<VectorStore>>>,
+    pub(crate) store: Mutex<Option<Arc<dyn VectorIndex>>>,
     /// Parses documents: a pool of isolated workers, or in-process.
     pub(crate) extractor: Box<dyn extractors::Extractor>,
     pub(crate) run_lock: Mutex<()>,
@@ -62,7 +61,7 @@ impl Ingestor {
             store: Mutex::new(None),
             run_lock: Mutex::new(()),
         };
-        if crate::repair::DirtyMarker::present(&ingestor.config.data_dir) {
+        if crate::index::DirtyMarker::present(&ingestor.config.data_dir) {
             let report = ingestor.repair()?;
             tracing::warn!(
                 "the previous run did not finish; repaired the index: {} entries to index again, {} stale contents deleted, {} locator lists fixed",
@@ -83,13 +82,13 @@ impl Ingestor {
     pub fn repair(&self) -> Result<crate::RepairReport> {
         let _one_run_at_a_time = lock(&self.run_lock);
         let store = self.store()?;
-        let report = crate::repair::repair(&mut lock(&self.catalog), &store)?;
-        crate::repair::DirtyMarker::set(&self.config.data_dir)?.clear()?;
+        let report = crate::index::repair(&mut lock(&self.catalog), &*store)?;
+        crate::index::DirtyMarker::set(&self.config.data_dir)?.clear()?;
         Ok(report)
     }
 
     /// The embedding model, loaded on first call.
-    pub fn embedder(&self) -> Result<Arc<Embedder>> {
+    pub(crate) fn embedder(&self) -> Result<Arc<Embedder>> {
         let mut slot = lock(&self.embedder);
         if let Some(e) = slot.as_ref() {
             return Ok(Arc::clone(e));
@@ -100,13 +99,19 @@ impl Ingestor {
         Ok(e)
     }
 
-    /// The vector store, opened on first call.
-    pub fn store(&self) -> Result<Arc<VectorStore>> {
+    /// Open the vector index now instead of on first use (a daemon takes it when it starts,
+    /// so that a second writer fails at once rather than mid-run).
+    pub fn open_index(&self) -> Result<()> {
+        self.store().map(drop)
+    }
+
+    /// The vector index, opened on first call.
+    pub(crate) fn store(&self) -> Result<Arc<dyn VectorIndex>> {
         let mut slot = lock(&self.store);
         if let Some(s) = slot.as_ref() {
             return Ok(Arc::clone(s));
         }
-        let s = Arc::new(VectorStore::open(&self.config.data_dir)?);
+        let s: Arc<dyn VectorIndex> = Arc::new(EdgeIndex::open(&self.config.data_dir)?);
         *slot = Some(Arc::clone(&s));
         Ok(s)
     }

@@ -3,7 +3,7 @@
 //!
 //! The stages, each in its own module: [`unpack`](crate::Unpacker) (containers under one
 //! budget), extraction (the [`extractors`] crate), [`Chunker`] (token-aware), [`Embedder`]
-//! (fastembed, offline), [`VectorStore`] (Qdrant Edge), the [`Catalog`], and the [`Ingestor`]
+//! (fastembed, offline), the index (a Qdrant Edge shard and the catalog), and the [`Ingestor`]
 //! that runs them as a bounded pipeline.
 //!
 //! ```no_run
@@ -29,40 +29,37 @@
 //! ```
 
 mod batcher;
-mod catalog;
 mod chunk;
 mod config;
 mod embed;
 mod error;
 mod failpoint;
 mod gate;
+mod index;
 mod ingestor;
 pub mod isolation;
 mod perms;
 mod pipeline;
-mod repair;
 mod report;
 mod serve;
-mod store;
 mod unpack;
 mod watch;
 
-pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
 pub use chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
 pub use error::{Error, Result};
+pub use index::{CatalogStats, Hit, LastRun, RepairReport};
 pub use ingestor::{Ingestor, Input};
 pub use isolation::{
     run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
 };
 pub use perms::{owner_only_umask, prepare_data_dir};
-pub use repair::RepairReport;
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use serve::{ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT};
-pub use store::{point_id, Hit, PointRecord, StoredContent, VectorStore};
 
-/// For the crate's own tests, benches and fuzz targets: failpoints, `zip_of`, worker pids.
+/// For the crate's own tests, benches and fuzz targets: failpoints, `zip_of`, worker pids,
+/// the index's internals. Not for library callers.
 #[doc(hidden)]
 pub mod testing;
 pub use unpack::{

@@ -433,7 +433,7 @@ fn take_index(common: &Common, extract: &ExtractArgs) -> anyhow::Result<Ingestor
     let started = std::time::Instant::now();
     loop {
         let attempt = open(common, Some(extract)).and_then(|i| {
-            i.store()?;
+            i.open_index()?;
             Ok(i)
         });
         match attempt {

@@ -10,6 +10,12 @@ use crate::isolation::WorkerPool;
 /// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
 pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
 
+/// The index's internals, for checks on what is stored.
+pub use crate::index::{
+    Catalog, CatalogEntry, EdgeIndex, EntryStatus, IndexRead, IndexWrite, PointRecord,
+    ShadowedMember, StoredContent,
+};
+
 /// A ZIP archive of `entries` (name, bytes), deflated, in memory.
 #[allow(clippy::unwrap_used)] // a test helper: writing to memory does not fail
 pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {

@@ -3,8 +3,8 @@
 //! only then does the store stage record it.
 
 use super::{timed, FileMeta, IndexItem, Run, StoreItem};
+use crate::index::StoredChunk;
 use crate::lock;
-use crate::store::StoredChunk;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::Ordering;
 

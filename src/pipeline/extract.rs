@@ -4,9 +4,9 @@
 //! [`IndexItem`].
 
 use super::{now_secs, timed, FileMeta, Gated, IndexItem, Run, Work};
-use crate::catalog::{CatalogEntry, EntryStatus};
 use crate::chunk::{Chunk, Chunker};
 use crate::error::Error;
+use crate::index::{CatalogEntry, EntryStatus};
 use crate::lock;
 use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
@@ -165,17 +165,15 @@ impl Run<'_> {
         let entry_status = super::unread_status(status);
         lock(&self.ing.catalog).put(
             self.scope,
-            CatalogEntry {
-                locator: meta.locator.clone(),
-                parent: meta.parent.clone(),
-                hash: Some(meta.hash.clone()),
-                size: meta.size,
-                mtime_ns: meta.mtime_ns,
-                status: entry_status,
-                reason: Some(reason.to_string()),
-                chunks: 0,
-                shadowed: Vec::new(),
-            },
+            CatalogEntry::unindexed(
+                meta.locator.clone(),
+                meta.parent.clone(),
+                meta.hash.clone(),
+                meta.size,
+                meta.mtime_ns,
+                entry_status,
+                reason,
+            ),
         );
         if let Some((hash, chunks)) = &meta.previous {
             if let Err(e) = self.release(hash, *chunks) {

@@ -24,14 +24,13 @@ mod extract;
 mod store;
 mod walk;
 
-use crate::catalog::{CatalogEntry, LastRun, ShadowedMember};
 use crate::chunk::Chunk;
 use crate::error::{Error, Result};
 use crate::gate::{ByteGate, Permit};
+use crate::index::{CatalogEntry, LastRun, ShadowedMember, StoredChunk};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
 use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
-use crate::store::StoredChunk;
 use crossbeam_channel::{bounded, unbounded, Sender};
 use extractors::{FileContentIndex, Locator, Scope};
 use std::collections::{HashMap, HashSet};
@@ -253,11 +252,11 @@ impl Run<'_> {
 }
 
 /// The catalog status of a file that was not indexed: skipped (by a limit, a link…) or failed.
-fn unread_status(status: FileStatus) -> crate::catalog::EntryStatus {
+fn unread_status(status: FileStatus) -> crate::index::EntryStatus {
     if status == FileStatus::Skipped {
-        crate::catalog::EntryStatus::Skipped
+        crate::index::EntryStatus::Skipped
     } else {
-        crate::catalog::EntryStatus::Failed
+        crate::index::EntryStatus::Failed
     }
 }
 
@@ -288,7 +287,7 @@ pub(crate) fn run(
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),
     };
-    let dirty = crate::repair::DirtyMarker::set(&ing.config.data_dir)?;
+    let dirty = crate::index::DirtyMarker::set(&ing.config.data_dir)?;
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
     // Extracted files wait in `gated` holding their permits; the hand-off to the embed

@@ -3,8 +3,8 @@
 //! (re-pointing its chunks at the files that still hold the same bytes, or deleting them).
 
 use super::{timed, FileMeta, IndexItem, Run, StoreItem};
-use crate::catalog::{CatalogEntry, EntryStatus};
 use crate::error::Result;
+use crate::index::{CatalogEntry, EntryStatus};
 use crate::lock;
 use crate::report::{FileReport, FileStatus};
 use crossbeam_channel::{Receiver, Sender};
@@ -98,17 +98,14 @@ impl Run<'_> {
     pub(super) fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
         lock(&self.ing.catalog).put(
             self.scope,
-            CatalogEntry {
-                locator: meta.locator.clone(),
-                parent: meta.parent.clone(),
-                hash: Some(meta.hash.clone()),
-                size: meta.size,
-                mtime_ns: meta.mtime_ns,
-                status: EntryStatus::Indexed,
-                reason: None,
+            CatalogEntry::indexed(
+                meta.locator.clone(),
+                meta.parent.clone(),
+                meta.hash.clone(),
+                meta.size,
+                meta.mtime_ns,
                 chunks,
-                shadowed: Vec::new(),
-            },
+            ),
         );
     }
 

@@ -4,7 +4,7 @@
 //! panic boundary) into [`Work`] items for extraction.
 
 use super::{timed, unread_status, Expansion, IndexItem, Run, Work};
-use crate::catalog::{CatalogEntry, EntryStatus, ShadowedMember};
+use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
 use crate::lock;
 use crate::report::{FileReport, FileStatus};
@@ -173,17 +173,14 @@ impl Run<'_> {
         }
         if let Some((hash, reason)) = expansion.opened {
             lock(&self.containers).push((
-                CatalogEntry {
-                    locator: loc.clone(),
-                    parent: None,
-                    hash: Some(hash),
-                    size: f.size,
-                    mtime_ns: f.mtime_ns,
-                    status: EntryStatus::Container,
-                    reason: Some(reason),
-                    chunks: 0,
-                    shadowed: expansion.shadowed,
-                },
+                CatalogEntry::container(
+                    loc.clone(),
+                    hash,
+                    f.size,
+                    f.mtime_ns,
+                    reason,
+                    expansion.shadowed,
+                ),
                 expansion.seen,
             ));
         } else if let Some(previous) = lock(&self.ing.catalog)
@@ -364,17 +361,13 @@ impl Run<'_> {
             let previous = cat.get(self.scope, loc).and_then(CatalogEntry::content);
             cat.put(
                 self.scope,
-                CatalogEntry {
-                    locator: loc.to_string(),
-                    parent: parent.map(str::to_string),
-                    hash: archive_hash.map(str::to_string),
-                    size: 0,
-                    mtime_ns: 0,
+                CatalogEntry::without_content(
+                    loc,
+                    parent.map(str::to_string),
+                    archive_hash.map(str::to_string),
                     status,
-                    reason: Some(reason.to_string()),
-                    chunks: 0,
-                    shadowed: Vec::new(),
-                },
+                    reason,
+                ),
             );
             previous
         };

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::*;
+use ingest::testing::IndexRead;
 
 /// Passes of a site to kill at: the first few, then sparser (a site can pass dozens of times).
 const SCHEDULE: &[u64] = &[1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
@@ -90,7 +91,7 @@ impl Area {
     fn snapshot(&self) -> Snapshot {
         let prefix = format!("{}/", self.folder.display());
         let rel = |l: &str| l.replacen(&prefix, "", 1);
-        let store = ingest::VectorStore::open(&self.data).unwrap();
+        let store = ingest::testing::EdgeIndex::open(&self.data).unwrap();
         let points = store
             .point_records()
             .unwrap()
@@ -104,7 +105,7 @@ impl Area {
         let total = points.len();
         let points: BTreeSet<_> = points.into_iter().collect();
         assert_eq!(points.len(), total, "two points with the same identity");
-        let catalog = ingest::Catalog::load(&self.data).unwrap();
+        let catalog = ingest::testing::Catalog::load(&self.data).unwrap();
         let entries = catalog
             .entries(&ingest::Scope::user("local"))
             .into_iter()

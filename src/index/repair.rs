@@ -1,4 +1,4 @@
-//! Crash recovery: making the catalog and the vector store agree again.
+//! Crash recovery: making the catalog and the vector index agree again.
 //!
 //! A run writes to two places, the shard and the catalog, and a process can be killed between
 //! any two writes. Rather than a two-phase commit, every writing run leaves a marker file while
@@ -16,9 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::Catalog;
+use super::{Catalog, VectorIndex};
 use crate::error::{Error, Result};
-use crate::store::VectorStore;
 
 const MARKER: &str = "run-in-progress";
 
@@ -67,7 +66,7 @@ pub struct RepairReport {
 }
 
 /// Reconcile `catalog` with `store` (see the module docs), then save both.
-pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<RepairReport> {
+pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<RepairReport> {
     let mut stored = store.inventory()?;
     let mut report = RepairReport::default();
     for scope in catalog.scopes() {
@@ -117,34 +116,12 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &VectorStore) -> Result<Repai
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{CatalogEntry, EntryStatus};
-    use crate::store::testing::chunks;
+    use crate::index::testing::{chunks, inventory};
+    use crate::index::{CatalogEntry, EdgeIndex, EntryStatus, IndexWrite};
     use extractors::Scope;
 
     fn indexed(locator: &str, hash: &str, chunks: u32, parent: Option<&str>) -> CatalogEntry {
-        CatalogEntry {
-            locator: locator.into(),
-            parent: parent.map(str::to_string),
-            hash: Some(hash.into()),
-            size: 1,
-            mtime_ns: 1,
-            status: EntryStatus::Indexed,
-            reason: None,
-            chunks,
-            shadowed: Vec::new(),
-        }
-    }
-
-    /// (scope key, hash) → (chunk indexes, locators), sorted for comparison.
-    fn inventory(store: &VectorStore) -> Vec<(String, String, Vec<u32>, Vec<String>)> {
-        let mut out: Vec<_> = store
-            .inventory()
-            .unwrap()
-            .into_iter()
-            .map(|((k, h), c)| (k, h, c.chunk_indexes.into_iter().collect(), c.locators))
-            .collect();
-        out.sort();
-        out
+        CatalogEntry::indexed(locator, parent.map(str::to_string), hash, 1, 1, chunks)
     }
 
     fn locators(catalog: &Catalog, scope: &Scope) -> Vec<String> {
@@ -158,7 +135,7 @@ mod tests {
     #[test]
     fn repair_makes_store_and_catalog_agree_and_a_second_repair_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = VectorStore::open(dir.path()).unwrap();
+        let store = EdgeIndex::open(dir.path()).unwrap();
         let mut catalog = Catalog::load(dir.path()).unwrap();
         let u = Scope::user("u");
         let gone = Scope::user("gone");
@@ -170,9 +147,10 @@ mod tests {
         catalog.put(&u, indexed("b.txt", "hb", 3, None));
         store.upsert(&u, &chunks("hb", 2, "b.txt", 10)).unwrap();
         // No points at all, inside an archive: the member and its archive are forgotten.
-        let mut archive = indexed("z.zip", "hz", 0, None);
-        archive.status = EntryStatus::Container;
-        catalog.put(&u, archive);
+        catalog.put(
+            &u,
+            CatalogEntry::container("z.zip", "hz", 1, 1, "zip", Vec::new()),
+        );
         catalog.put(&u, indexed("z.zip!/m.txt", "hm", 1, Some("z.zip")));
         // Held by two files, stored naming another: the locators are fixed.
         catalog.put(&u, indexed("d1.txt", "hd", 1, None));
@@ -181,9 +159,10 @@ mod tests {
         // An empty file holds no points and needs none.
         catalog.put(&u, indexed("empty.txt", "he", 0, None));
         // A failed file holds nothing either.
-        let mut failed = indexed("bad.pdf", "hf", 0, None);
-        failed.status = EntryStatus::Failed;
-        catalog.put(&u, failed);
+        catalog.put(
+            &u,
+            CatalogEntry::unindexed("bad.pdf", None, "hf", 1, 1, EntryStatus::Failed, "broken"),
+        );
         // Stale: points no entry holds, in a known scope and in a scope the catalog lacks.
         store.upsert(&u, &chunks("stale", 2, "x.txt", 30)).unwrap();
         store.upsert(&gone, &chunks("old", 1, "y.txt", 40)).unwrap();

@@ -59,6 +59,86 @@ pub struct ShadowedMember {
 }
 
 impl CatalogEntry {
+    /// A file or member whose content is indexed as `chunks` chunks (none for an empty file).
+    pub fn indexed(
+        locator: impl Into<String>,
+        parent: Option<String>,
+        hash: impl Into<String>,
+        size: u64,
+        mtime_ns: u64,
+        chunks: u32,
+    ) -> Self {
+        CatalogEntry {
+            locator: locator.into(),
+            parent,
+            hash: Some(hash.into()),
+            size,
+            mtime_ns,
+            status: EntryStatus::Indexed,
+            reason: None,
+            chunks,
+            shadowed: Vec::new(),
+        }
+    }
+
+    /// A file or member that was read (its content hash is known) but whose content is not
+    /// indexed: `status` is [`EntryStatus::Failed`] or [`EntryStatus::Skipped`], for `reason`.
+    pub fn unindexed(
+        locator: impl Into<String>,
+        parent: Option<String>,
+        hash: impl Into<String>,
+        size: u64,
+        mtime_ns: u64,
+        status: EntryStatus,
+        reason: impl Into<String>,
+    ) -> Self {
+        CatalogEntry {
+            reason: Some(reason.into()),
+            status,
+            ..CatalogEntry::indexed(locator, parent, hash, size, mtime_ns, 0)
+        }
+    }
+
+    /// An entry without content, nor size or time: a member that was not read, or an
+    /// archive member recorded with its archive's hash (`hash`), with `status` for `reason`.
+    pub fn without_content(
+        locator: impl Into<String>,
+        parent: Option<String>,
+        hash: Option<String>,
+        status: EntryStatus,
+        reason: impl Into<String>,
+    ) -> Self {
+        CatalogEntry {
+            locator: locator.into(),
+            parent,
+            hash,
+            size: 0,
+            mtime_ns: 0,
+            status,
+            reason: Some(reason.into()),
+            chunks: 0,
+            shadowed: Vec::new(),
+        }
+    }
+
+    /// A top-level archive on disk (hash of its bytes, opened for `reason`), with the members
+    /// its earlier members of the same name hid.
+    pub fn container(
+        locator: impl Into<String>,
+        hash: impl Into<String>,
+        size: u64,
+        mtime_ns: u64,
+        reason: impl Into<String>,
+        shadowed: Vec<ShadowedMember>,
+    ) -> Self {
+        CatalogEntry {
+            status: EntryStatus::Container,
+            reason: Some(reason.into()),
+            shadowed,
+            ..CatalogEntry::indexed(locator, None, hash, size, mtime_ns, 0)
+        }
+    }
+
     /// The content this locator holds in the index, with its chunk count: only indexed
     /// files hold content (an archive's hash names the archive, not indexed content).
     pub fn content(&self) -> Option<(String, u32)> {
@@ -421,12 +501,6 @@ impl Catalog {
         }
         Ok(deleted)
     }
-
-    /// The stored content index of `hash`, if any.
-    pub fn content_index(&self, hash: &str) -> Option<FileContentIndex> {
-        let bytes = std::fs::read(self.content_path(hash)).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
 }
 
 #[cfg(test)]
@@ -434,17 +508,7 @@ mod tests {
     use super::*;
 
     fn entry(locator: &str, hash: &str, parent: Option<&str>) -> CatalogEntry {
-        CatalogEntry {
-            locator: locator.into(),
-            parent: parent.map(str::to_string),
-            hash: Some(hash.into()),
-            size: 1,
-            mtime_ns: 0,
-            status: EntryStatus::Indexed,
-            reason: None,
-            chunks: 2,
-            shadowed: Vec::new(),
-        }
+        CatalogEntry::indexed(locator, parent.map(str::to_string), hash, 1, 0, 2)
     }
 
     #[test]

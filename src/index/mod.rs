@@ -1,0 +1,237 @@
+//! The index: where chunks and their vectors are stored and searched, and the catalog of what
+//! it holds.
+//!
+//! - [`IndexRead`] and [`IndexWrite`] are what the rest of the crate asks of a vector index,
+//!   split as Qdrant's own API is: searches and inventories on one side, writes on the other.
+//!   [`VectorIndex`] is both. A backend implements the two traits; [`EdgeIndex`] (in
+//!   `edge.rs`) is the embedded Qdrant Edge shard.
+//! - `payload.rs` is the payload schema every backend stores: the fields of a point, how a
+//!   chunk becomes a payload, how a payload becomes a [`Hit`] or a [`PointRecord`], and the
+//!   filters on those fields.
+//! - `catalog.rs` is the [`Catalog`]: what each scope holds, file by file.
+//! - `repair.rs` makes the catalog and a [`VectorIndex`] agree after a crash.
+//!
+//! Points are chunks. A point's id is derived from its scope, its file's content hash and its
+//! chunk index ([`point_id`]), so re-ingesting the same bytes rewrites the same points, and
+//! identical bytes in one scope are stored once: the payload's `locators` lists every file
+//! that holds them.
+
+mod catalog;
+mod edge;
+mod payload;
+mod repair;
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::chunk::Chunk;
+use crate::error::Result;
+use extractors::Scope;
+
+pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
+pub use edge::EdgeIndex;
+pub use repair::RepairReport;
+pub(crate) use repair::{repair, DirtyMarker};
+
+/// The most hits one search returns, whatever its `limit`.
+pub const MAX_SEARCH_HITS: usize = 1000;
+
+/// A chunk with its vector, ready to upsert.
+#[derive(Debug, Clone)]
+pub struct StoredChunk {
+    pub chunk: Chunk,
+    pub vector: Vec<f32>,
+    pub content_hash: String,
+    /// Every file locator holding these bytes in this scope; the first is shown in results.
+    pub locators: Vec<String>,
+}
+
+/// What the index holds of one content.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredContent {
+    pub chunk_indexes: BTreeSet<u32>,
+    pub locators: Vec<String>,
+}
+
+/// One stored point: whose, which chunk of which content, and the files holding it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PointRecord {
+    pub scope_key: String,
+    pub content_hash: String,
+    pub chunk_index: Option<u32>,
+    pub locators: Vec<String>,
+}
+
+/// One search result, straight from the payload.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Hit {
+    /// The chunk's full locator: file locator and fragment.
+    pub locator: String,
+    pub score: f32,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Other files with identical content.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<String>,
+    pub content_hash: String,
+}
+
+/// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
+pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(scope_key.as_bytes());
+    h.update(&[0]);
+    h.update(hash.as_bytes());
+    h.update(&index.to_le_bytes());
+    let bytes = h.finalize();
+    let mut id = [0u8; 8];
+    id.copy_from_slice(bytes.as_bytes().get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(id)
+}
+
+/// Reading an index: searches within a scope, counts, and the inventories that repair and
+/// the consistency checks compare with the catalog.
+///
+/// `pub` only so that tests can reach it through `ingest::testing`; the module is private.
+pub trait IndexRead: Send + Sync {
+    /// The `limit` nearest chunks to `vector` that `scope` may read (its own points, narrowed
+    /// by feature instance and mandate when set, plus points shared within its mandate), best
+    /// first, none scoring under `min_score`; at most [`MAX_SEARCH_HITS`], whatever is asked.
+    fn search(
+        &self,
+        scope: &Scope,
+        vector: Vec<f32>,
+        limit: usize,
+        min_score: Option<f32>,
+    ) -> Result<Vec<Hit>>;
+
+    /// Number of points visible to `scope` (as [`IndexRead::search`] sees them), or of all
+    /// points with `None`.
+    fn count(&self, scope: Option<&Scope>) -> Result<usize>;
+
+    /// Visit every point once, in no particular order, reading only the fields of a
+    /// [`PointRecord`]. The primitive behind [`IndexRead::inventory`] and
+    /// [`IndexRead::point_records`]; a backend pages through its points here.
+    fn for_each_point(&self, visit: &mut dyn FnMut(PointRecord)) -> Result<()>;
+
+    /// What the index holds, content by content: (scope key, content hash) → the chunk
+    /// indexes present and the locators of the first point read. Reads every point; used to
+    /// reconcile the index with the catalog after a crash.
+    fn inventory(&self) -> Result<HashMap<(String, String), StoredContent>> {
+        let mut out: HashMap<(String, String), StoredContent> = HashMap::new();
+        self.for_each_point(&mut |p| {
+            let entry = out
+                .entry((p.scope_key, p.content_hash))
+                .or_insert_with(|| StoredContent {
+                    chunk_indexes: BTreeSet::new(),
+                    locators: p.locators,
+                });
+            if let Some(i) = p.chunk_index {
+                entry.chunk_indexes.insert(i);
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Every point's identity and locators, in no particular order (for consistency checks
+    /// and tests: [`IndexRead::inventory`] keeps only one locator list per content).
+    fn point_records(&self) -> Result<Vec<PointRecord>> {
+        let mut out = Vec::new();
+        self.for_each_point(&mut |p| out.push(p))?;
+        Ok(out)
+    }
+}
+
+/// Writing an index. Each write is applied when the call returns (readable by the next
+/// search) but durable only after [`IndexWrite::flush`].
+///
+/// Crash tests stop the process right after each write: an implementation hits the failpoint
+/// sites `store.upsert`, `store.set_locators`, `store.delete` and `store.flush` (see
+/// `crate::failpoint`) after the corresponding write succeeded.
+pub trait IndexWrite: Send + Sync {
+    /// Insert `chunks` into `scope`, replacing the points with the same ids (same scope,
+    /// content hash and chunk index: see [`point_id`]). Nothing to do for no chunks.
+    fn upsert(&self, scope: &Scope, chunks: &[StoredChunk]) -> Result<()>;
+
+    /// Point every chunk of content `hash` in `scope` at the files in `locators` (the first
+    /// is the one search results show).
+    fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()>;
+
+    /// Delete every chunk of content `hash` in `scope`.
+    fn delete_content(&self, scope: &Scope, hash: &str) -> Result<()> {
+        self.delete_content_by_key(&scope.key(), hash)
+    }
+
+    /// Delete every chunk of content `hash` in the scope whose key is `scope_key` (as repair
+    /// does for scopes the catalog no longer knows).
+    fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()>;
+
+    /// Persist every write so far.
+    fn flush(&self);
+}
+
+/// A vector index, read and write: what the ingestor and repair work with.
+pub trait VectorIndex: IndexRead + IndexWrite {}
+
+impl<T: IndexRead + IndexWrite + ?Sized> VectorIndex for T {}
+
+/// Chunks with simple vectors for tests that need a real index but no model.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::embed::DIMENSIONS;
+
+    /// A unit vector along `axis`.
+    pub fn unit(axis: usize) -> Vec<f32> {
+        let mut v = vec![0.0; DIMENSIONS];
+        if let Some(x) = v.get_mut(axis % DIMENSIONS) {
+            *x = 1.0;
+        }
+        v
+    }
+
+    /// `n` chunks of content `hash` held by `locator`; chunk `i` lies along axis `axis + i`
+    /// and covers line `i + 1`.
+    pub fn chunks(hash: &str, n: u32, locator: &str, axis: usize) -> Vec<StoredChunk> {
+        (0..n)
+            .map(|i| {
+                let location = format!("{locator}#line={}", i + 1);
+                StoredChunk {
+                    chunk: Chunk {
+                        index: i,
+                        text: format!("{hash} chunk {i}"),
+                        object_id: format!("{hash}-{i}"),
+                        content_type: extractors::ContentType::Text,
+                        context_ref: extractors::ContextRef {
+                            container_path: locator.to_string(),
+                            location,
+                            label: Some(format!("line {}", i + 1)),
+                            page_index: None,
+                            section_id: None,
+                            sheet_name: None,
+                            slide_index: None,
+                        },
+                        tokens: 3,
+                    },
+                    vector: unit(axis + i as usize),
+                    content_hash: hash.to_string(),
+                    locators: vec![locator.to_string()],
+                }
+            })
+            .collect()
+    }
+
+    /// (scope key, hash) → (chunk indexes, locators), sorted for comparison.
+    pub fn inventory(index: &dyn VectorIndex) -> Vec<(String, String, Vec<u32>, Vec<String>)> {
+        let mut out: Vec<_> = index
+            .inventory()
+            .unwrap()
+            .into_iter()
+            .map(|((k, h), c)| (k, h, c.chunk_indexes.into_iter().collect(), c.locators))
+            .collect();
+        out.sort();
+        out
+    }
+}
