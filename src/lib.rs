@@ -30,7 +30,6 @@
 
 mod batcher;
 mod catalog;
-mod chunk;
 mod config;
 mod embed;
 mod error;
@@ -47,7 +46,7 @@ mod unpack;
 mod watch;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-pub use chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
+pub use embed::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
 pub use error::{Error, Result};

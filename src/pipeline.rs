@@ -22,7 +22,7 @@ use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator,
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-use crate::chunk::{Chunk, Chunker};
+use crate::embed::chunk::{Chunk, Chunker};
 use crate::config::Config;
 use crate::embed::{find_model_dir, Embedder};
 use crate::error::{Error, Result};

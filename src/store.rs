@@ -15,7 +15,7 @@ use qdrant_edge::{
 };
 use serde_json::{json, Value};
 
-use crate::chunk::Chunk;
+use crate::embed::chunk::Chunk;
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
 use extractors::Scope;

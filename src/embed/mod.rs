@@ -1,0 +1,4 @@
+pub(crate) mod chunk;
+mod fastembed;
+
+pub use self::fastembed::*;
