@@ -3,8 +3,8 @@
 //!
 //! The stages, each in its own module: [`unpack`](crate::Unpacker) (containers under one
 //! budget), extraction (the [`extractors`] crate), [`Chunker`] (token-aware), [`Embedder`]
-//! (fastembed, offline), [`VectorStore`] (Qdrant Edge), the [`Catalog`], and the [`Ingestor`]
-//! that runs them as a bounded pipeline.
+//! ([`FastEmbedder`]: fastembed, offline), [`VectorStore`] (Qdrant Edge), the [`Catalog`], and
+//! the [`Ingestor`] that runs them as a bounded pipeline.
 //!
 //! ```no_run
 //! use ingest::{Config, Ingestor, Scope};
@@ -46,9 +46,11 @@ mod unpack;
 mod watch;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-pub use embed::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use config::{ChunkingConfig, Config, Limits};
-pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
+pub use embed::{
+    find_model_dir, load_tokenizer, model_search_path, Chunk, Chunker, Embedder, FastEmbedder,
+    TooManyChunks, DIMENSIONS, MAX_SEQ_TOKENS, WINDOW_BYTES,
+};
 pub use error::{Error, Result};
 pub use isolation::{
     run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,

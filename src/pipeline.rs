@@ -15,20 +15,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus, Locator, Scope};
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-use crate::embed::chunk::{Chunk, Chunker};
 use crate::config::Config;
-use crate::embed::{find_model_dir, Embedder};
+use crate::embed::{find_model_dir, Chunk, Chunker, Embedder, FastEmbedder};
 use crate::error::{Error, Result};
 use crate::gate::{ByteGate, Permit};
 use crate::lock;
-use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
+use crate::report::{now_secs, FileReport, FileStatus, IngestReport, StageSeconds};
 use crate::store::{Hit, StoredChunk, VectorStore};
 use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 
@@ -48,7 +47,7 @@ pub enum Input {
 pub struct Ingestor {
     config: Config,
     catalog: Mutex<Catalog>,
-    embedder: Mutex<Option<Arc<Embedder>>>,
+    embedder: Mutex<Option<Arc<FastEmbedder>>>,
     store: Mutex<Option<Arc<VectorStore>>>,
     /// Parses documents: a pool of isolated workers, or in-process.
     extractor: Box<dyn extractors::Extractor>,
@@ -61,12 +60,6 @@ impl std::fmt::Debug for Ingestor {
             .field("data_dir", &self.config.data_dir)
             .finish()
     }
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// A leaf on its way to extraction.
@@ -387,13 +380,13 @@ impl Ingestor {
     }
 
     /// The embedding model, loaded on first call.
-    pub fn embedder(&self) -> Result<Arc<Embedder>> {
+    pub fn embedder(&self) -> Result<Arc<FastEmbedder>> {
         let mut slot = lock(&self.embedder);
         if let Some(e) = slot.as_ref() {
             return Ok(Arc::clone(e));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let e = Arc::new(Embedder::load(&dir)?);
+        let e = Arc::new(FastEmbedder::load(&dir, self.config.embed_batch)?);
         *slot = Some(Arc::clone(&e));
         Ok(e)
     }
@@ -443,7 +436,7 @@ impl Ingestor {
         }
         let vector = self
             .embedder()?
-            .embed(&[query], 1)?
+            .embed(&[query])?
             .into_iter()
             .next()
             .ok_or_else(|| Error::Embed("no vector for the query".into()))?;
@@ -1142,7 +1135,7 @@ impl Run<'_> {
                     }
                 };
                 let texts: Vec<&str> = batch.iter().map(|c| c.chunk.text.as_str()).collect();
-                let vectors = timed(&self.timings.embed, || embedder.embed(&texts, batch_size));
+                let vectors = timed(&self.timings.embed, || embedder.embed(&texts));
                 match vectors {
                     Ok(vs) => {
                         self.embedded.fetch_add(vs.len() as u64, Ordering::Relaxed);

@@ -115,3 +115,11 @@ pub struct IngestReport {
     pub files: Vec<FileReport>,
     pub summary: Summary,
 }
+
+/// Seconds since the Unix epoch (0 if the clock is before it): the time stamps of catalog
+/// entries and runs.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

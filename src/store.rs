@@ -15,8 +15,7 @@ use qdrant_edge::{
 };
 use serde_json::{json, Value};
 
-use crate::embed::chunk::Chunk;
-use crate::embed::DIMENSIONS;
+use crate::embed::{Chunk, DIMENSIONS};
 use crate::error::{Error, Result};
 use extractors::Scope;
 

@@ -15,6 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::config::ChunkingConfig;
 use crate::embed::MAX_SEQ_TOKENS;
 
+/// A [`Chunker`] is built once per [`crate::Ingestor`] and shared (`Arc<Chunker>`) by every
+/// extraction thread: chunking takes `&self`.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Chunker>();
+};
+
 /// Tokens the model adds around every input ([CLS] and [SEP]).
 const SPECIAL_TOKENS: usize = 2;
 
@@ -32,7 +39,8 @@ pub struct Chunk {
     pub tokens: usize,
 }
 
-/// Cuts content objects into chunks that fit the model's window.
+/// Cuts content objects into chunks that fit the model's window. Build it once (from
+/// [`crate::embed::load_tokenizer`]) and share it: every method takes `&self`.
 pub struct Chunker {
     tokenizer: tokenizers::Tokenizer,
     max_tokens: usize,
@@ -41,7 +49,8 @@ pub struct Chunker {
 }
 
 impl Chunker {
-    /// `tokenizer` must not truncate. `max_tokens` is capped to the model's window.
+    /// `tokenizer` must not truncate ([`crate::embed::load_tokenizer`] gives such a one).
+    /// `max_tokens` is capped to the model's window.
     pub fn new(tokenizer: tokenizers::Tokenizer, config: &ChunkingConfig) -> Self {
         let max_tokens = config
             .max_tokens
@@ -411,11 +420,8 @@ mod tests {
     /// The real model's tokenizer (run `make models` first).
     fn chunker(max_tokens: usize, overlap_tokens: usize) -> Chunker {
         let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
-        let mut tok = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
-        tok.with_truncation(None).unwrap();
-        tok.with_padding(None);
         Chunker::new(
-            tok,
+            crate::embed::load_tokenizer(&dir).unwrap(),
             &ChunkingConfig {
                 max_tokens,
                 overlap_tokens,
