@@ -9,11 +9,11 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
-use ingest::testing::{Catalog, CatalogEntry};
-use ingest::{
-    find_model_dir, Chunker, ChunkingConfig, Embedder, InProcess, IsolationConfig, Leaf, Limits,
-    Scope, Unpacker, WorkerPool,
+use ingest::testing::{
+    load_tokenizer, Catalog, CatalogEntry, Chunker, Embedder, FastEmbedder, InProcess, Leaf,
+    Unpacker, WorkerPool,
 };
+use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, Scope};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(
@@ -103,14 +103,17 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
         eprintln!("model not provisioned (make models): skipping chunk and embed benchmarks");
         return;
     };
-    let embedder = match Embedder::load(&dir) {
+    let embedder = match FastEmbedder::load(&dir, 16) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("skipping chunk and embed benchmarks: {e}");
             return;
         }
     };
-    let chunker = Chunker::new(embedder.tokenizer().clone(), &ChunkingConfig::default());
+    let chunker = Chunker::new(
+        load_tokenizer(&dir).expect("tokenizer"),
+        &ChunkingConfig::default(),
+    );
     let text = report_text(20_000);
     let locator = Locator::root("r.txt");
     let detected = detect(text.as_bytes(), "r.txt");
@@ -135,7 +138,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(batch.len() as u64));
     g.bench_function("16 chunks of ~250 tokens", |b| {
-        b.iter(|| black_box(embedder.embed(&batch, 16).map(|v| v.len())))
+        b.iter(|| black_box(embedder.embed(&batch).map(|v| v.len())))
     });
     g.finish();
 }

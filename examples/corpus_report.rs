@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ingest::extractors::{ExtractInput, Extractor, FileKind};
-use ingest::{walk, DiskEntry, InProcess, IsolationConfig, Leaf, Limits, Unpacker, WorkerPool};
+use ingest::testing::{walk, DiskEntry, InProcess, Leaf, Unpacker, WorkerPool};
+use ingest::{IsolationConfig, Limits};
 
 #[derive(Default)]
 struct Row {

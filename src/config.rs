@@ -77,7 +77,9 @@ pub struct Config {
     /// Folder holding the provisioned model; `None` searches the usual places
     /// (see [`crate::embed::find_model_dir`]).
     pub model_dir: Option<PathBuf>,
+    /// Hard limits for each container tree.
     pub limits: Limits,
+    /// How text is cut into chunks.
     pub chunking: ChunkingConfig,
     /// Chunks per embedding call. 16–32 keeps memory low; larger barely helps speed.
     pub embed_batch: usize,

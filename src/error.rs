@@ -6,32 +6,66 @@ use std::path::PathBuf;
 /// Errors that stop an operation (opening the index, a search), not a single file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The configuration is inconsistent; the text says which setting.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// No provisioned model was found.
     #[error(
         "embedding model not found in {searched}; provision it with `make models` \
          (runs scripts/setup-models.py) or point INGEST_MODEL_DIR at a provisioned folder"
     )]
-    ModelMissing { searched: String },
+    ModelMissing {
+        /// The folders that were searched.
+        searched: String,
+    },
+    /// The model folder is there but could not be loaded.
     #[error("could not load the embedding model from {dir}: {reason}")]
-    ModelLoad { dir: PathBuf, reason: String },
+    ModelLoad {
+        /// The model folder.
+        dir: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The model failed on a batch.
     #[error("embedding failed: {0}")]
     Embed(String),
+    /// The vector index failed.
     #[error("vector store error at {path}: {reason}")]
-    Store { path: PathBuf, reason: String },
+    Store {
+        /// The shard's folder.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The catalog or a content index could not be read or written.
     #[error("catalog error at {path}: {reason}")]
-    Catalog { path: PathBuf, reason: String },
+    Catalog {
+        /// The catalog or content file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A file or folder of the data directory could not be used.
     #[error("I/O error on {path}: {source}")]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The data directory belongs to another user.
     #[error(
         "the data directory {path} belongs to another user (uid {owner}); it holds their \
          documents, so it is not used"
     )]
-    NotOwner { path: PathBuf, owner: u32 },
+    NotOwner {
+        /// The data directory.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+    },
+    /// A stage of the pipeline failed (a thread ended, a channel closed).
     #[error("pipeline stage failed: {0}")]
     Pipeline(String),
 }
@@ -45,4 +79,5 @@ impl Error {
     }
 }
 
+/// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use extractors::Scope;
 
 use crate::config::Config;
-use crate::embed::{find_model_dir, Embedder};
+use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder, FastEmbedder};
 use crate::error::{Error, Result};
 use crate::index::{Catalog, CatalogStats, EdgeIndex, Hit, LastRun, VectorIndex};
 use crate::lock;
@@ -21,7 +21,12 @@ pub enum Input {
     /// A file or folder on disk.
     Path(PathBuf),
     /// Bytes from elsewhere (an upload), named by `name`.
-    Bytes { name: String, bytes: Vec<u8> },
+    Bytes {
+        /// The name it is known by (its locator's first segment).
+        name: String,
+        /// Its content.
+        bytes: Vec<u8>,
+    },
 }
 
 /// The long-lived ingestion runtime: configuration, catalog, and (loaded on first use) the
@@ -31,7 +36,9 @@ pub enum Input {
 pub struct Ingestor {
     pub(crate) config: Config,
     pub(crate) catalog: Mutex<Catalog>,
-    pub(crate) embedder: Mutex<Option<Arc<Embedder>>>,
+    pub(crate) embedder: Mutex<Option<Arc<dyn Embedder>>>,
+    /// Built from the model's tokenizer alone, so chunking never waits for the model.
+    pub(crate) chunker: Mutex<Option<Arc<Chunker>>>,
     pub(crate) store: Mutex<Option<Arc<dyn VectorIndex>>>,
     /// Parses documents: a pool of isolated workers, or in-process.
     pub(crate) extractor: Box<dyn extractors::Extractor>,
@@ -58,6 +65,7 @@ impl Ingestor {
             config,
             catalog: Mutex::new(catalog),
             embedder: Mutex::new(None),
+            chunker: Mutex::new(None),
             store: Mutex::new(None),
             run_lock: Mutex::new(()),
         };
@@ -73,6 +81,7 @@ impl Ingestor {
         Ok(ingestor)
     }
 
+    /// The configuration it was opened with.
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -87,14 +96,27 @@ impl Ingestor {
         Ok(report)
     }
 
+    /// The chunker (the model's tokenizer and the chunking settings), built on first call and
+    /// shared by every extraction thread.
+    pub(crate) fn chunker(&self) -> Result<Arc<Chunker>> {
+        let mut slot = lock(&self.chunker);
+        if let Some(c) = slot.as_ref() {
+            return Ok(Arc::clone(c));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let c = Arc::new(Chunker::new(load_tokenizer(&dir)?, &self.config.chunking));
+        *slot = Some(Arc::clone(&c));
+        Ok(c)
+    }
+
     /// The embedding model, loaded on first call.
-    pub(crate) fn embedder(&self) -> Result<Arc<Embedder>> {
+    pub(crate) fn embedder(&self) -> Result<Arc<dyn Embedder>> {
         let mut slot = lock(&self.embedder);
         if let Some(e) = slot.as_ref() {
             return Ok(Arc::clone(e));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let e = Arc::new(Embedder::load(&dir)?);
+        let e: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(&dir, self.config.embed_batch)?);
         *slot = Some(Arc::clone(&e));
         Ok(e)
     }
@@ -150,7 +172,7 @@ impl Ingestor {
         }
         let vector = self
             .embedder()?
-            .embed(&[query], 1)?
+            .embed(&[query])?
             .into_iter()
             .next()
             .ok_or_else(|| Error::Embed("no vector for the query".into()))?;

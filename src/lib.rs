@@ -1,10 +1,11 @@
 //! `ingest`: unpack documents, extract their content with its provenance, embed it locally and
 //! store it in an embedded vector index that an agent searches within a scope.
 //!
-//! The stages, each in its own module: [`unpack`](crate::Unpacker) (containers under one
-//! budget), extraction (the [`extractors`] crate), [`Chunker`] (token-aware), [`Embedder`]
-//! (fastembed, offline), the index (a Qdrant Edge shard and the catalog), and the [`Ingestor`]
-//! that runs them as a bounded pipeline.
+//! A file travels through four stages: the unpacker (folders and containers, one budget per
+//! tree), extraction (the [`extractors`] crate, in isolated worker processes), chunking and
+//! embedding (a local ONNX model), and the index (a Qdrant Edge shard and the catalog). The
+//! [`Ingestor`] runs them as a bounded pipeline; this facade is everything a caller needs.
+//! ARCHITECTURE.md explains the layout and why.
 //!
 //! ```no_run
 //! use ingest::{Config, Ingestor, Scope};
@@ -28,8 +29,9 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod batcher;
-mod chunk;
 mod config;
 mod embed;
 mod error;
@@ -37,7 +39,7 @@ mod failpoint;
 mod gate;
 mod index;
 mod ingestor;
-pub mod isolation;
+mod isolation;
 mod perms;
 mod pipeline;
 mod report;
@@ -45,33 +47,30 @@ mod serve;
 mod unpack;
 mod watch;
 
-pub use chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
+#[doc(hidden)]
+pub mod testing;
+
 pub use config::{ChunkingConfig, Config, Limits};
-pub use embed::{find_model_dir, model_search_path, Embedder, DIMENSIONS, MAX_SEQ_TOKENS};
+pub use embed::find_model_dir;
 pub use error::{Error, Result};
 pub use index::{CatalogStats, Hit, LastRun, RepairReport};
 pub use ingestor::{Ingestor, Input};
-pub use isolation::{
-    run_worker_if_requested, InProcess, Isolation, IsolationConfig, WorkerPool, WORKER_ARG,
-};
+pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
-pub use serve::{ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT};
-
-/// For the crate's own tests, benches and fuzz targets: failpoints, `zip_of`, worker pids,
-/// the index's internals. Not for library callers.
-#[doc(hidden)]
-pub mod testing;
-pub use unpack::{
-    is_hidden, walk, walk_with, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker, WalkOptions,
-};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;
-pub use extractors::{
-    ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator, Scope,
-};
-pub use watch::{socket_path, watch, SyncCause, WatchConfig};
+pub use extractors::{ContentType, Locator, Scope};
+
+/// Keeping folders indexed: the watch loop, and the local socket through which other
+/// processes search and ask for status while a daemon holds the index.
+pub mod daemon {
+    pub use crate::serve::{
+        ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT,
+    };
+    pub use crate::watch::{socket_path, watch, SyncCause, WatchConfig};
+}
 
 /// Lock a mutex, poisoned or not: a panic while holding one of the crate's locks leaves
 /// consistent data behind (every update is a single insert/remove or assignment), so

@@ -43,8 +43,11 @@ impl FileStatus {
 /// One line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
+    /// Where the file is: a path, or a path into containers.
     pub locator: String,
+    /// What happened to it.
     pub status: FileStatus,
+    /// Why (for skipped, failed, duplicate, ignored) or what (an archive's member count).
     pub reason: Option<String>,
     /// Chunks the file's content has in the index.
     pub chunks: u32,
@@ -93,10 +96,15 @@ impl FileReport {
 /// Busy seconds per stage (summed over the threads of a stage).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageSeconds {
+    /// Walking folders and unpacking containers.
     pub unpack: f64,
+    /// Parsing documents (in workers).
     pub extract: f64,
+    /// Cutting text into chunks.
     pub chunk: f64,
+    /// Computing embeddings.
     pub embed: f64,
+    /// Writing to the index.
     pub store: f64,
     /// Wall-clock seconds of the whole run.
     pub total: f64,
@@ -105,23 +113,33 @@ pub struct StageSeconds {
 /// Totals of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Ledger lines: files and archives.
     pub files: u64,
+    /// Lines whose content was indexed in this run.
     pub indexed: u64,
+    /// Lines found unchanged (nothing read or embedded again).
     pub unchanged: u64,
+    /// Lines skipped by a limit, a link, a device, an encrypted entry…
     pub skipped: u64,
+    /// Lines that failed, with a reason.
     pub failed: u64,
+    /// Lines whose bytes were already indexed under another name.
     pub duplicate: u64,
+    /// Lines of files gone from their folder or archive, removed from the index.
     pub removed: u64,
     #[serde(default)]
+    /// Hidden entries not read.
     pub ignored: u64,
     /// Lines that are archives (the other lines are files).
     pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
     pub chunks_embedded: u64,
+    /// Busy seconds per stage.
     pub seconds: StageSeconds,
 }
 
 impl Summary {
+    /// Count one ledger line.
     pub fn add(&mut self, r: &FileReport) {
         self.files += 1;
         match r.status {
@@ -147,6 +165,16 @@ impl Summary {
 /// Everything a run produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IngestReport {
+    /// Every ledger line, in locator order.
     pub files: Vec<FileReport>,
+    /// The counts of those lines.
     pub summary: Summary,
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it): the time stamps of catalog
+/// entries and runs.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

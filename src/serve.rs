@@ -35,12 +35,18 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Request {
+    /// A search in one scope.
     Search {
+        /// What to look for, in plain words.
         query: String,
+        /// Whose documents.
         scope: Scope,
+        /// The most hits to return.
         limit: usize,
+        /// Hits scoring below this are dropped.
         min_score: Option<f32>,
     },
+    /// What the index holds and what the daemon is doing.
     Status,
 }
 

@@ -5,10 +5,18 @@
 
 use std::io::{Cursor, Write};
 
-use crate::isolation::WorkerPool;
-
 /// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
 pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
+
+/// The stages' internals, for benches, fuzz targets and checks on what is stored.
+pub use crate::embed::{
+    load_tokenizer, Chunk, Chunker, Embedder, FastEmbedder, TooManyChunks, DIMENSIONS,
+    MAX_SEQ_TOKENS, WINDOW_BYTES,
+};
+pub use crate::isolation::{InProcess, WorkerPool, WORKER_ARG};
+pub use crate::unpack::{
+    is_hidden, walk, walk_with, Budget, DiskEntry, DiskFile, Leaf, Limit, Unpacker, WalkOptions,
+};
 
 /// The index's internals, for checks on what is stored.
 pub use crate::index::{

@@ -32,6 +32,7 @@ use extractors::Scope;
 pub struct WatchConfig {
     /// Folders (or files) to keep indexed.
     pub roots: Vec<PathBuf>,
+    /// The scope the folders are ingested into.
     pub scope: Scope,
     /// Quiet time after the last change before a sync starts.
     pub debounce: Duration,
@@ -42,6 +43,7 @@ pub struct WatchConfig {
 }
 
 impl WatchConfig {
+    /// Watch `roots` for `scope`, with the default debounce and rescan interval.
     pub fn new(roots: Vec<PathBuf>, scope: Scope) -> Self {
         WatchConfig {
             roots,
@@ -57,8 +59,11 @@ impl WatchConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncCause {
+    /// The first sync when the daemon starts.
     Start,
+    /// File notifications, after the debounce.
     Changes,
+    /// The periodic full rescan.
     Rescan,
     /// A full sync after one that failed.
     Retry,

@@ -1,7 +1,8 @@
 //! The container resolver: any bytes, as a top-level file, under small limits.
 #![no_main]
 
-use ingest::{Leaf, Limits, Locator, Unpacker};
+use ingest::testing::{Leaf, Unpacker};
+use ingest::{Limits, Locator};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let limits = Limits {

@@ -2,6 +2,9 @@
 //! chunks), persisted as one JSON file beside the shard and replaced atomically on save.
 //! Content indexes live in `content/<hash>.json`, written once per content hash.
 
+// Internal: reachable from outside only through the hidden `testing` module.
+#![allow(missing_docs)]
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 

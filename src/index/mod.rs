@@ -23,7 +23,7 @@ mod repair;
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::chunk::Chunk;
+use crate::embed::Chunk;
 use crate::error::Result;
 use extractors::Scope;
 
@@ -38,8 +38,11 @@ pub const MAX_SEARCH_HITS: usize = 1000;
 /// A chunk with its vector, ready to upsert.
 #[derive(Debug, Clone)]
 pub struct StoredChunk {
+    /// The chunk: text, object, locator.
     pub chunk: Chunk,
+    /// Its embedding.
     pub vector: Vec<f32>,
+    /// The content (blake3 of the file's bytes) the chunk was cut from.
     pub content_hash: String,
     /// Every file locator holding these bytes in this scope; the first is shown in results.
     pub locators: Vec<String>,
@@ -48,16 +51,22 @@ pub struct StoredChunk {
 /// What the index holds of one content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredContent {
+    /// Chunk indexes present in the store.
     pub chunk_indexes: BTreeSet<u32>,
+    /// The files holding it, as its first point read says.
     pub locators: Vec<String>,
 }
 
 /// One stored point: whose, which chunk of which content, and the files holding it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PointRecord {
+    /// The scope the point belongs to (`Scope::key`).
     pub scope_key: String,
+    /// The content (blake3 of the file's bytes) the chunk was cut from.
     pub content_hash: String,
+    /// Which chunk of that content.
     pub chunk_index: Option<u32>,
+    /// The files holding the content (its payload's `locators`).
     pub locators: Vec<String>,
 }
 
@@ -66,15 +75,20 @@ pub struct PointRecord {
 pub struct Hit {
     /// The chunk's full locator: file locator and fragment.
     pub locator: String,
+    /// Cosine similarity to the query.
     pub score: f32,
+    /// The chunk's text.
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The heading path of the section the chunk is in.
     pub section: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The page label (a PDF's printed page number), if any.
     pub label: Option<String>,
     /// Other files with identical content.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_in: Vec<String>,
+    /// The content the chunk was cut from (blake3 of the file's bytes).
     pub content_hash: String,
 }
 

@@ -47,6 +47,7 @@ pub enum Isolation {
 /// Limits and the program of extraction workers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationConfig {
+    /// Worker processes (default) or in-process.
     pub mode: Isolation,
     /// The worker executable; `None` runs the current executable, whose `main` must call
     /// [`run_worker_if_requested`] first (the `ingest` binary does).

@@ -31,6 +31,7 @@ impl std::fmt::Debug for WorkerPool {
 }
 
 impl WorkerPool {
+    /// A pool that starts workers on demand with `config`'s limits.
     pub fn new(config: IsolationConfig) -> Self {
         WorkerPool {
             config,

@@ -27,7 +27,7 @@ impl Run<'_> {
                     }
                 };
                 let texts: Vec<&str> = batch.iter().map(|c| c.chunk.text.as_str()).collect();
-                let vectors = timed(&self.timings.embed, || embedder.embed(&texts, batch_size));
+                let vectors = timed(&self.timings.embed, || embedder.embed(&texts));
                 match vectors {
                     Ok(vs) => {
                         self.embedded.fetch_add(vs.len() as u64, Ordering::Relaxed);

@@ -3,11 +3,12 @@
 //! worker process, and cut into chunks; the result goes to the embed stage as an
 //! [`IndexItem`].
 
-use super::{now_secs, timed, FileMeta, Gated, IndexItem, Run, Work};
-use crate::chunk::{Chunk, Chunker};
+use super::{timed, FileMeta, Gated, IndexItem, Run, Work};
+use crate::embed::Chunk;
 use crate::error::Error;
 use crate::index::{CatalogEntry, EntryStatus};
 use crate::lock;
+use crate::report::now_secs;
 use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus};
@@ -102,8 +103,8 @@ impl Run<'_> {
                 return;
             }
         };
-        let chunker = match self.ing.embedder() {
-            Ok(e) => Chunker::new(e.tokenizer().clone(), &self.ing.config.chunking),
+        let chunker = match self.ing.chunker() {
+            Ok(c) => c,
             Err(e) => return self.fail_run(e),
         };
         let max_chunks = self.ing.config.chunking.max_file_chunks;

@@ -24,25 +24,19 @@ mod extract;
 mod store;
 mod walk;
 
-use crate::chunk::Chunk;
+use crate::embed::Chunk;
 use crate::error::{Error, Result};
 use crate::gate::{ByteGate, Permit};
 use crate::index::{CatalogEntry, LastRun, ShadowedMember, StoredChunk};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
-use crate::report::{FileReport, FileStatus, IngestReport, StageSeconds};
+use crate::report::{now_secs, FileReport, FileStatus, IngestReport, StageSeconds};
 use crossbeam_channel::{bounded, unbounded, Sender};
 use extractors::{FileContentIndex, Locator, Scope};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+use std::time::{Duration, Instant};
 
 /// A leaf on its way to extraction.
 struct Work {

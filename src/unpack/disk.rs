@@ -2,6 +2,9 @@
 //! hidden entries left out unless asked for. Kept apart from the container walkers because it
 //! reads the filesystem (paths, metadata) while they only read bytes.
 
+// Internal: reachable from outside only through the hidden `testing` module.
+#![allow(missing_docs)]
+
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;

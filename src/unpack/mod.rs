@@ -30,6 +30,9 @@
 //! the budget); `disk.rs` walks folders, `zip.rs`, `tar.rs` (with its header-record guard) and
 //! `gzip.rs` each walk one container format.
 
+// Internal: reachable from outside only through the hidden `testing` module.
+#![allow(missing_docs)]
+
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek};
 use std::path::{Path, PathBuf};

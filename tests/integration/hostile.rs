@@ -176,7 +176,7 @@ fn workers_of(parent: u32) -> Vec<(i32, u64)> {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
-        if !String::from_utf8_lossy(&cmdline).contains(ingest::WORKER_ARG) {
+        if !String::from_utf8_lossy(&cmdline).contains(ingest::testing::WORKER_ARG) {
             continue;
         }
         // Fields after the command name in parentheses: state, ppid, ..., utime (14), stime (15).

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ingest::extractors::{detect, ExtractError, ExtractInput, Extraction, Extractor, Locator};
-use ingest::{IsolationConfig, WorkerPool};
+use ingest::testing::WorkerPool;
+use ingest::IsolationConfig;
 
 fn config(program: PathBuf, deadline: Duration) -> IsolationConfig {
     IsolationConfig {
@@ -50,7 +51,7 @@ fn extract(
 fn in_process(name: &str, bytes: &[u8]) -> Result<Extraction, ExtractError> {
     let locator = Locator::root(name);
     let detected = detect(bytes, name);
-    ingest::InProcess.extract(&ExtractInput {
+    ingest::testing::InProcess.extract(&ExtractInput {
         bytes,
         locator: &locator,
         file_hash: "feed",

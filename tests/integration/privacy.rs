@@ -241,7 +241,7 @@ fn the_daemon_answers_a_bounded_number_of_clients() {
     wait_for(WITHIN, || daemon_status(&sb).is_some()).expect("the daemon answers");
     let socket = sb.data_dir().join("daemon.sock");
     // Clients that connect and say nothing hold their place until they time out.
-    let idle: Vec<_> = (0..ingest::MAX_CONNECTIONS)
+    let idle: Vec<_> = (0..ingest::daemon::MAX_CONNECTIONS)
         .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
         .collect();
     let out = sb.run(&["status", "--json"]);

@@ -1,79 +1,15 @@
-//! Local text embedding with fastembed (all-MiniLM-L6-v2, int8, ONNX Runtime loaded at run
-//! time). No network: the model and the runtime come from the folder that
-//! `scripts/setup-models.py` provisions.
+//! [`FastEmbedder`]: the [`Embedder`] backed by fastembed and ONNX Runtime (all-MiniLM-L6-v2,
+//! int8, runtime library loaded at run time from the model folder).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use fastembed::{
+use ::fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
 };
 
+use super::{Embedder, DIMENSIONS, MAX_SEQ_TOKENS, ORT_LIBRARY};
 use crate::error::{Error, Result};
-
-/// The folder name inside a models root.
-pub const MODEL_NAME: &str = "all-minilm-l6-v2-int8";
-/// The ONNX Runtime library file provisioned beside the model.
-pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
-/// Output dimension of the model.
-pub const DIMENSIONS: usize = 384;
-/// The model's input window in tokens, special tokens included (`max_seq_length`).
-pub const MAX_SEQ_TOKENS: usize = 256;
-
-const REQUIRED_FILES: &[&str] = &[
-    "model.onnx",
-    "tokenizer.json",
-    "config.json",
-    "special_tokens_map.json",
-    "tokenizer_config.json",
-    ORT_LIBRARY,
-];
-
-/// Where to look for the model, in order: `$INGEST_MODEL_DIR`, `./.models`, `.models` beside
-/// the executable or any of its parent folders, and the source tree the binary was built from.
-pub fn model_search_path() -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Some(dir) = std::env::var_os("INGEST_MODEL_DIR") {
-        roots.push(PathBuf::from(dir));
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        roots.push(cwd.join(".models"));
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        roots.extend(exe.ancestors().skip(1).map(|a| a.join(".models")));
-    }
-    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(".models"));
-    roots
-}
-
-fn is_complete(dir: &Path) -> bool {
-    REQUIRED_FILES.iter().all(|f| dir.join(f).is_file())
-}
-
-/// The provisioned model folder: `explicit` if given (it must be complete), else the first
-/// complete candidate of [`model_search_path`].
-pub fn find_model_dir(explicit: Option<&Path>) -> Result<PathBuf> {
-    let candidates: Vec<PathBuf> = match explicit {
-        Some(d) => vec![d.to_path_buf(), d.join(MODEL_NAME)],
-        None => model_search_path()
-            .into_iter()
-            .flat_map(|root| [root.join(MODEL_NAME), root])
-            .collect(),
-    };
-    candidates
-        .iter()
-        .find(|d| is_complete(d))
-        .cloned()
-        .ok_or_else(|| Error::ModelMissing {
-            searched: match explicit {
-                Some(d) => d.display().to_string(),
-                None => {
-                    "$INGEST_MODEL_DIR, ./.models, .models beside the binary and the source tree"
-                        .to_string()
-                }
-            },
-        })
-}
 
 /// ONNX Runtime allows one environment per process, and ort panics when the library is
 /// missing: load it once, from an explicit path, and keep the outcome.
@@ -94,21 +30,26 @@ fn ort_environment(library: &Path) -> Result<ort::environment::Environment, Stri
 
 /// A loaded embedding model. `embed` takes `&self` and is safe to call from any thread; calls
 /// are serialized, because one ONNX session already uses every core.
-pub struct Embedder {
+pub struct FastEmbedder {
     model: Mutex<TextEmbedding>,
     tokenizer: tokenizers::Tokenizer,
+    batch: usize,
     dir: PathBuf,
 }
 
-impl std::fmt::Debug for Embedder {
+impl std::fmt::Debug for FastEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder").field("dir", &self.dir).finish()
+        f.debug_struct("FastEmbedder")
+            .field("dir", &self.dir)
+            .field("batch", &self.batch)
+            .finish()
     }
 }
 
-impl Embedder {
-    /// Load the model from `dir` (a folder as provisioned by `scripts/setup-models.py`).
-    pub fn load(dir: &Path) -> Result<Self> {
+impl FastEmbedder {
+    /// Load the model from `dir` (a folder as provisioned by `scripts/setup-models.py`);
+    /// [`Embedder::embed`] runs the model on up to `batch` texts at a time (at least 1).
+    pub fn load(dir: &Path, batch: usize) -> Result<Self> {
         let err = |reason: String| Error::ModelLoad {
             dir: dir.to_path_buf(),
             reason,
@@ -131,26 +72,30 @@ impl Embedder {
         let embedding = TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| err(e.to_string()))?;
         let mut tokenizer = embedding.tokenizer.clone();
-        // The chunker needs true lengths: no truncation, no padding.
+        // True lengths: no truncation, no padding.
         tokenizer
             .with_truncation(None)
             .map_err(|e| err(e.to_string()))?;
         tokenizer.with_padding(None);
-        Ok(Embedder {
+        Ok(FastEmbedder {
             model: Mutex::new(embedding),
             tokenizer,
+            batch: batch.max(1),
             dir: dir.to_path_buf(),
         })
     }
 
-    /// The model's tokenizer, untruncated, for token-aware chunking.
+    /// The model's own tokenizer, untruncated. [`super::load_tokenizer`] gives the same
+    /// tokenizer without loading the model: prefer it for chunking.
     pub fn tokenizer(&self) -> &tokenizers::Tokenizer {
         &self.tokenizer
     }
+}
 
-    /// Embed `texts` into L2-normalised 384-dimensional vectors. Blocks while another thread
-    /// is embedding.
-    pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>> {
+impl Embedder for FastEmbedder {
+    /// L2-normalised 384-dimensional vectors, `batch` texts per model run. Blocks while
+    /// another thread is embedding.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -159,7 +104,7 @@ impl Embedder {
             .lock()
             .map_err(|_| Error::Embed("embedding model lock poisoned".into()))?;
         let vectors = model
-            .embed(texts, Some(batch))
+            .embed(texts, Some(self.batch))
             .map_err(|e| Error::Embed(e.to_string()))?;
         if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != DIMENSIONS) {
             return Err(Error::Embed(format!(
@@ -169,5 +114,50 @@ impl Embedder {
             )));
         }
         Ok(vectors)
+    }
+
+    fn dimensions(&self) -> usize {
+        DIMENSIONS
+    }
+
+    fn max_tokens(&self) -> usize {
+        MAX_SEQ_TOKENS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chunker's tokenizer, loaded without the model, counts exactly as the model's.
+    #[test]
+    fn load_tokenizer_counts_tokens_as_the_model_does() {
+        let dir = super::super::find_model_dir(None).expect("model provisioned: run `make models`");
+        let light = super::super::load_tokenizer(&dir).unwrap();
+        let embedder = FastEmbedder::load(&dir, 4).unwrap();
+        let heavy = embedder.tokenizer();
+        let long = "The survey boat anchored near buoy 17. ".repeat(200);
+        let texts = [
+            "",
+            "hello world",
+            "Quarterly revenue rose 12 % to EUR 4,2 Mio.; see § 3.1 (Anhang B).",
+            "| station | observer | remark |\n| S1 | observer 1 | calm sea |\n",
+            "Ünïcödé naïve café — 東京 ＡＢＣ 🙂 [CLS] [SEP] [PAD] [MASK] [UNK]",
+            "tabs\tand\r\nwindows line ends   and    runs of spaces",
+            "QmFzZTY0IGxvb2tpbmcgdGV4dCB3aXRob3V0IHNwYWNlcw+/QmFzZTY0",
+            long.as_str(),
+        ];
+        for text in texts {
+            for special in [false, true] {
+                let a = light.encode(text, special).unwrap();
+                let b = heavy.encode(text, special).unwrap();
+                assert_eq!(a.get_ids(), b.get_ids(), "{text:?}");
+                assert_eq!(a.get_offsets(), b.get_offsets(), "{text:?}");
+            }
+        }
+        assert!(light.encode(long.as_str(), false).unwrap().len() > MAX_SEQ_TOKENS);
+        assert_eq!(embedder.dimensions(), DIMENSIONS);
+        assert_eq!(embedder.max_tokens(), MAX_SEQ_TOKENS);
+        assert_eq!(embedder.embed(&["a", "b", "c", "d", "e"]).unwrap().len(), 5);
     }
 }

@@ -15,6 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::config::ChunkingConfig;
 use crate::embed::MAX_SEQ_TOKENS;
 
+/// A [`Chunker`] is built once per [`crate::Ingestor`] and shared (`Arc<Chunker>`) by every
+/// extraction thread: chunking takes `&self`.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Chunker>();
+};
+
 /// Tokens the model adds around every input ([CLS] and [SEP]).
 const SPECIAL_TOKENS: usize = 2;
 
@@ -23,8 +30,11 @@ const SPECIAL_TOKENS: usize = 2;
 pub struct Chunk {
     /// 0-based position among the file's chunks; part of the point id.
     pub index: u32,
+    /// The text that is embedded (a table chunk repeats its header row).
     pub text: String,
+    /// The content object the chunk was cut from.
     pub object_id: String,
+    /// The object's content type.
     pub content_type: ContentType,
     /// The object's context reference, narrowed to this chunk's lines or rows.
     pub context_ref: ContextRef,
@@ -32,7 +42,8 @@ pub struct Chunk {
     pub tokens: usize,
 }
 
-/// Cuts content objects into chunks that fit the model's window.
+/// Cuts content objects into chunks that fit the model's window. Build it once (from
+/// [`crate::embed::load_tokenizer`]) and share it: every method takes `&self`.
 pub struct Chunker {
     tokenizer: tokenizers::Tokenizer,
     max_tokens: usize,
@@ -41,7 +52,8 @@ pub struct Chunker {
 }
 
 impl Chunker {
-    /// `tokenizer` must not truncate. `max_tokens` is capped to the model's window.
+    /// `tokenizer` must not truncate ([`crate::embed::load_tokenizer`] gives such a one).
+    /// `max_tokens` is capped to the model's window.
     pub fn new(tokenizer: tokenizers::Tokenizer, config: &ChunkingConfig) -> Self {
         let max_tokens = config
             .max_tokens
@@ -223,6 +235,7 @@ pub const WINDOW_BYTES: usize = 32 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("limit: chunks (more than {max} in one file)")]
 pub struct TooManyChunks {
+    /// The per-file limit that was exceeded.
     pub max: usize,
 }
 
@@ -411,11 +424,8 @@ mod tests {
     /// The real model's tokenizer (run `make models` first).
     fn chunker(max_tokens: usize, overlap_tokens: usize) -> Chunker {
         let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
-        let mut tok = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
-        tok.with_truncation(None).unwrap();
-        tok.with_padding(None);
         Chunker::new(
-            tok,
+            crate::embed::load_tokenizer(&dir).unwrap(),
             &ChunkingConfig {
                 max_tokens,
                 overlap_tokens,

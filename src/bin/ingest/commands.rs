@@ -1,0 +1,229 @@
+//! The commands: `ingest` (the default), `search`, `status` and `watch`. Each returns the
+//! process's exit code, or an error for `main` to print.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ingest::daemon::{ask, socket_path, status_of, Request, Server, SyncCause, WatchConfig};
+use ingest::{Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope};
+
+use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, WatchArgs};
+use crate::now_secs;
+use crate::output::{self, field, print_line, worth_telling};
+
+fn scope(common: &Common, shared: bool) -> Scope {
+    Scope {
+        user_id: common.user.clone(),
+        feature_instance_id: common.feature_instance.clone(),
+        mandate_id: common.mandate.clone(),
+        is_shared: shared,
+    }
+}
+
+fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
+    let mut config = Config::new(&common.data_dir);
+    config.model_dir = common.model_dir.clone();
+    if let Some(args) = extract {
+        config.include_hidden = args.hidden;
+        config.chunking.max_file_chunks = args.max_chunks;
+        config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
+        let iso = &mut config.isolation;
+        iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
+        iso.cpu_seconds = args.extract_timeout;
+        iso.deadline = std::time::Duration::from_secs(args.extract_timeout);
+        if args.in_process {
+            iso.mode = Isolation::InProcess;
+        }
+    }
+    Ingestor::open(config).with_context(|| format!("opening {}", common.data_dir.display()))
+}
+
+pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
+    if args.paths.is_empty() {
+        anyhow::bail!("nothing to ingest: give files, folders or archives (see `ingest --help`)");
+    }
+    if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
+        anyhow::bail!(
+            "{} is held by a running `ingest watch` (pid {}): put files in its folders, or stop it first",
+            common.data_dir.display(),
+            field(&daemon, "/daemon/pid")
+        );
+    }
+    let ingestor = open(common, Some(&args.extract))?;
+    let scope = scope(common, args.shared);
+    // Fail fast, in one line, when the model is missing (loading itself waits for first use).
+    ingest::find_model_dir(common.model_dir.as_deref())?;
+    let progress = (!common.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        bar
+    });
+    let counts = std::sync::Mutex::new((0u64, 0u64));
+    let stdout = std::sync::Mutex::new(std::io::stdout());
+    let observer = |r: &FileReport| {
+        if common.json {
+            let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = writeln!(out, "{}", print_line(true, r));
+        } else if worth_telling(r) {
+            let line = print_line(false, r);
+            match &progress {
+                Some(bar) => bar.println(line),
+                None => eprintln!("{line}"),
+            }
+        }
+        if let Some(bar) = &progress {
+            let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
+            c.0 += 1;
+            if r.status == FileStatus::Indexed {
+                c.1 += u64::from(r.chunks);
+            }
+            bar.set_message(format!("{} files, {} chunks — {}", c.0, c.1, r.locator));
+        }
+    };
+    let inputs = args.paths.iter().cloned().map(Input::Path).collect();
+    let report = ingestor.ingest(inputs, &scope, &observer)?;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let s = &report.summary;
+    output::print_summary(&mut std::io::stdout().lock(), common.json, s)?;
+    Ok(if s.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let query = args.query.join(" ");
+    let scope = scope(common, false);
+    let request = Request::Search {
+        query: query.clone(),
+        scope: scope.clone(),
+        limit: args.limit,
+        min_score: args.min_score,
+    };
+    let hits: Vec<Hit> = match ask(&socket_path(&common.data_dir), &request)? {
+        Some(answer) => serde_json::from_value(field(&answer, "/hits").clone())?,
+        None => open(common, None)?.search(&query, &scope, args.limit, args.min_score)?,
+    };
+    output::print_hits(&mut std::io::stdout().lock(), common.json, &hits)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn status(common: &Common) -> anyhow::Result<ExitCode> {
+    let status = match ask(&socket_path(&common.data_dir), &Request::Status)? {
+        Some(answer) => answer,
+        None => status_of(&open(common, None)?)?,
+    };
+    output::print_status(
+        &mut std::io::stdout().lock(),
+        common.json,
+        &common.data_dir,
+        &status,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Open the data directory and its store, waiting a while for a short-lived command (a
+/// `search` or `status` that opened it just before this daemon listened) to let go.
+fn take_index(common: &Common, extract: &ExtractArgs) -> anyhow::Result<Ingestor> {
+    let started = std::time::Instant::now();
+    loop {
+        let attempt = open(common, Some(extract)).and_then(|i| {
+            i.open_index()?;
+            Ok(i)
+        });
+        match attempt {
+            Ok(i) => return Ok(i),
+            Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => {
+                return Err(e.context(format!(
+                    "{} is in use by another ingest process",
+                    common.data_dir.display()
+                )))
+            }
+        }
+    }
+}
+
+pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+    ingest::find_model_dir(common.model_dir.as_deref())?;
+    let socket = socket_path(&common.data_dir);
+    if let Ok(Some(daemon)) = ask(&socket, &Request::Status) {
+        anyhow::bail!(
+            "{} is already watched by a running `ingest watch` (pid {})",
+            common.data_dir.display(),
+            field(&daemon, "/daemon/pid")
+        );
+    }
+    // Listen before taking the index: from now on, `ingest search` and `ingest status` wait
+    // for this daemon instead of opening the data directory themselves.
+    ingest::prepare_data_dir(&common.data_dir)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
+    let listener = Server::bind(&socket)?;
+    let ingestor = Arc::new(take_index(common, &args.extract)?);
+    let roots: Vec<PathBuf> = args
+        .folders
+        .iter()
+        .map(|f| std::fs::canonicalize(f).with_context(|| format!("watching {}", f.display())))
+        .collect::<anyhow::Result<_>>()?;
+    let state = Arc::new(Mutex::new(serde_json::json!({
+        "pid": std::process::id(),
+        "started_at": now_secs(),
+        "watching": roots,
+        "syncs": 0,
+        "last_sync": null,
+    })));
+    let _server = listener.serve(Arc::clone(&ingestor), Arc::clone(&state))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let mut config = WatchConfig::new(roots.clone(), scope(common, args.shared));
+    config.debounce = std::time::Duration::from_millis(args.debounce_ms);
+    config.rescan = std::time::Duration::from_secs(args.rescan_secs.max(1));
+    tracing::info!(folders = ?roots, data_dir = %common.data_dir.display(), "watching");
+    let json = common.json;
+    let observer = |r: &FileReport| {
+        if json || worth_telling(r) {
+            let _ = writeln!(std::io::stdout().lock(), "{}", print_line(json, r));
+        }
+    };
+    let mut on_sync = |cause: SyncCause, report: &ingest::IngestReport| {
+        let s = &report.summary;
+        tracing::info!(
+            cause = ?cause,
+            files = s.files,
+            indexed = s.indexed,
+            removed = s.removed,
+            failed = s.failed,
+            chunks_embedded = s.chunks_embedded,
+            seconds = s.seconds.total,
+            "synced"
+        );
+        if let Ok(mut st) = state.lock() {
+            let syncs = field(&st, "/syncs").as_u64().unwrap_or(0) + 1;
+            if let Some(st) = st.as_object_mut() {
+                st.insert("syncs".into(), serde_json::json!(syncs));
+                st.insert(
+                    "last_sync".into(),
+                    serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s }),
+                );
+            }
+        }
+    };
+    ingest::daemon::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,67 @@
+//! The `ingest` command line: a thin layer over the library.
+//!
+//! Exit codes: 0 success; 2 some files failed or were skipped (the others are indexed);
+//! 1 the command itself could not run (bad arguments, missing model, unusable data dir).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod commands;
+mod output;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    // A worker process started by the pipeline to parse documents in isolation.
+    ingest::run_worker_if_requested();
+    // Everything this process creates (the store's files included) is the user's alone.
+    ingest::owner_only_umask();
+    let cli = Cli::parse();
+    let filter = match cli.common.verbose {
+        0 => "warn,qdrant_edge=error",
+        1 => "info,qdrant_edge=warn",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if cli.common.log_json {
+        logs.json().init();
+    } else {
+        logs.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+    let result = match &cli.command {
+        Some(Command::Search(args)) => commands::search(&cli.common, args),
+        Some(Command::Status) => commands::status(&cli.common),
+        Some(Command::Watch(args)) => commands::watch(&cli.common, args),
+        None => commands::ingest(&cli.common, &cli.ingest),
+    };
+    match result {
+        Ok(code) => code,
+        // The reader of our output went away (`| head`): nothing left to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

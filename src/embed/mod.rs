@@ -1,0 +1,153 @@
+//! Embedding: the [`Embedder`] contract the pipeline and search use, where the provisioned
+//! model lives, its tokenizer, and the token-aware [`Chunker`](chunk::Chunker) that cuts text
+//! to the model's window.
+//!
+//! - `fastembed.rs`: [`FastEmbedder`], the fastembed/ONNX Runtime implementation
+//!   (all-MiniLM-L6-v2, int8). No network: the model and the runtime come from the folder that
+//!   `scripts/setup-models.py` provisions.
+//! - `chunk.rs`: [`Chunker`](chunk::Chunker), built once from [`load_tokenizer`] and shared;
+//!   it does not need the ONNX model, so chunking never waits for the model to load.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+pub(crate) mod chunk;
+mod fastembed;
+
+pub use self::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
+pub use self::fastembed::FastEmbedder;
+
+/// Turns texts into vectors: the seam behind which a model sits. The pipeline's embed stage
+/// and [`crate::Ingestor::search`] call it; another model (a faster or multilingual one, a
+/// remote service) plugs in by implementing it.
+///
+/// Implementations are shared between threads (`&self`); they may serialise calls inside.
+pub trait Embedder: Send + Sync {
+    /// One vector per text, in order, each [`Embedder::dimensions`] long (L2-normalised, so a
+    /// dot product is the cosine similarity). An empty slice gives an empty result. Texts
+    /// longer than [`Embedder::max_tokens`] are truncated by the model: the
+    /// [`Chunker`](chunk::Chunker) keeps them shorter.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Length of every vector [`Embedder::embed`] returns.
+    fn dimensions(&self) -> usize;
+    /// The model's input window in tokens, special tokens included.
+    fn max_tokens(&self) -> usize;
+}
+
+/// The folder name inside a models root.
+pub const MODEL_NAME: &str = "all-minilm-l6-v2-int8";
+/// The ONNX Runtime library file provisioned beside the model.
+pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
+/// Output dimension of the model.
+pub const DIMENSIONS: usize = 384;
+/// The model's input window in tokens, special tokens included (`max_seq_length`).
+pub const MAX_SEQ_TOKENS: usize = 256;
+
+const REQUIRED_FILES: &[&str] = &[
+    "model.onnx",
+    "tokenizer.json",
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    ORT_LIBRARY,
+];
+
+/// Where to look for the model, in order: `$INGEST_MODEL_DIR`, `./.models`, `.models` beside
+/// the executable or any of its parent folders, and the source tree the binary was built from.
+pub fn model_search_path() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(dir) = std::env::var_os("INGEST_MODEL_DIR") {
+        roots.push(PathBuf::from(dir));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.push(cwd.join(".models"));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        roots.extend(exe.ancestors().skip(1).map(|a| a.join(".models")));
+    }
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(".models"));
+    roots
+}
+
+fn is_complete(dir: &Path) -> bool {
+    REQUIRED_FILES.iter().all(|f| dir.join(f).is_file())
+}
+
+/// The provisioned model folder: `explicit` if given (it must be complete), else the first
+/// complete candidate of [`model_search_path`].
+pub fn find_model_dir(explicit: Option<&Path>) -> Result<PathBuf> {
+    let candidates: Vec<PathBuf> = match explicit {
+        Some(d) => vec![d.to_path_buf(), d.join(MODEL_NAME)],
+        None => model_search_path()
+            .into_iter()
+            .flat_map(|root| [root.join(MODEL_NAME), root])
+            .collect(),
+    };
+    candidates
+        .iter()
+        .find(|d| is_complete(d))
+        .cloned()
+        .ok_or_else(|| Error::ModelMissing {
+            searched: match explicit {
+                Some(d) => d.display().to_string(),
+                None => {
+                    "$INGEST_MODEL_DIR, ./.models, .models beside the binary and the source tree"
+                        .to_string()
+                }
+            },
+        })
+}
+
+/// The model's tokenizer from `model_dir` (as [`find_model_dir`] returns it), configured as
+/// [`FastEmbedder`] configures its own (`tokenizer.json` plus the special tokens of
+/// `special_tokens_map.json`), but without truncation or padding: the chunker needs true
+/// lengths. Loading it takes milliseconds and no ONNX Runtime, so chunking can start while
+/// the model still loads; load it once and share it (it is `Send + Sync`).
+pub fn load_tokenizer(model_dir: &Path) -> Result<tokenizers::Tokenizer> {
+    let err = |reason: String| Error::ModelLoad {
+        dir: model_dir.to_path_buf(),
+        reason,
+    };
+    let mut tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json"))
+        .map_err(|e| err(format!("tokenizer.json: {e}")))?;
+    let map = std::fs::read(model_dir.join("special_tokens_map.json"))
+        .map_err(|e| err(format!("special_tokens_map.json: {e}")))?;
+    let map: serde_json::Value =
+        serde_json::from_slice(&map).map_err(|e| err(format!("special_tokens_map.json: {e}")))?;
+    // As fastembed does (`common::load_tokenizer`): every special token named in the map, as
+    // a string or as a full description.
+    let specials = map
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(special_token);
+    tokenizer
+        .add_special_tokens(specials)
+        .map_err(|e| err(e.to_string()))?;
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| err(e.to_string()))?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}
+
+/// One entry of `special_tokens_map.json`, read the way fastembed reads it.
+fn special_token(value: &serde_json::Value) -> Option<tokenizers::AddedToken> {
+    if let Some(content) = value.as_str() {
+        return Some(tokenizers::AddedToken {
+            content: content.into(),
+            special: true,
+            ..Default::default()
+        });
+    }
+    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_bool);
+    Some(tokenizers::AddedToken {
+        content: value.get("content")?.as_str()?.into(),
+        special: true,
+        single_word: field("single_word")?,
+        lstrip: field("lstrip")?,
+        rstrip: field("rstrip")?,
+        normalized: field("normalized")?,
+    })
+}
