@@ -75,7 +75,7 @@ fn is_complete(dir: &Path) -> bool {
 }
 
 /// The provisioned model folder: `explicit` if given (it must be complete), else the first
-/// complete candidate of [`model_search_path`].
+/// complete candidate of `model_search_path`.
 pub fn find_model_dir(explicit: Option<&Path>) -> Result<PathBuf> {
     let candidates: Vec<PathBuf> = match explicit {
         Some(d) => vec![d.to_path_buf(), d.join(MODEL_NAME)],

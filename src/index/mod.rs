@@ -112,7 +112,7 @@ pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
 pub trait IndexRead: Send + Sync {
     /// The `limit` nearest chunks to `vector` that `scope` may read (its own points, narrowed
     /// by feature instance and mandate when set, plus points shared within its mandate), best
-    /// first, none scoring under `min_score`; at most [`MAX_SEARCH_HITS`], whatever is asked.
+    /// first, none scoring under `min_score`; at most `MAX_SEARCH_HITS` (1000), whatever is asked.
     fn search(
         &self,
         scope: &Scope,
@@ -166,7 +166,7 @@ pub trait IndexRead: Send + Sync {
 /// `crate::failpoint`) after the corresponding write succeeded.
 pub trait IndexWrite: Send + Sync {
     /// Insert `chunks` into `scope`, replacing the points with the same ids (same scope,
-    /// content hash and chunk index: see [`point_id`]). Nothing to do for no chunks.
+    /// content hash and chunk index: see `point_id`). Nothing to do for no chunks.
     fn upsert(&self, scope: &Scope, chunks: &[StoredChunk]) -> Result<()>;
 
     /// Point every chunk of content `hash` in `scope` at the files in `locators` (the first
