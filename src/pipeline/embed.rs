@@ -4,20 +4,24 @@
 
 use super::{timed, FileMeta, IndexItem, Run, StoreItem};
 use crate::index::StoredChunk;
-use crate::lock;
 use crossbeam_channel::{Receiver, Sender};
+use extractors::FileContentIndex;
 use std::sync::atomic::Ordering;
+
+/// A file whose chunks are in the batcher, with its content index.
+type Waiting = (FileMeta, Box<FileContentIndex>);
 
 impl Run<'_> {
     /// Stage 3: embed chunks in batches across files.
     pub(super) fn embed_stage(&self, items: Receiver<IndexItem>, store: Sender<StoreItem>) {
         use crate::batcher::Batcher;
         let batch_size = self.ing.config.embed_batch;
-        let mut batcher: Batcher<StoredChunk, FileMeta> = Batcher::new(batch_size);
+        // A file waits in the batcher with its content index, written by the store stage.
+        let mut batcher: Batcher<StoredChunk, Waiting> = Batcher::new(batch_size);
 
         // Embed and send every ready batch, then the files they completed; false once the
         // run cannot go on.
-        let flush = |batcher: &mut Batcher<StoredChunk, FileMeta>, all: bool| -> bool {
+        let flush = |batcher: &mut Batcher<StoredChunk, Waiting>, all: bool| -> bool {
             while let Some(mut batch) = batcher.next_batch(all) {
                 let embedder = match self.ing.embedder() {
                     Ok(e) => e,
@@ -44,9 +48,14 @@ impl Run<'_> {
                     return false;
                 }
             }
-            for (meta, n) in batcher.completed() {
+            for ((meta, content_index), n) in batcher.completed() {
                 let chunks = u32::try_from(n).unwrap_or(u32::MAX);
-                if store.send(StoreItem::FileStored { meta, chunks }).is_err() {
+                let stored = StoreItem::FileStored {
+                    meta,
+                    chunks,
+                    content_index,
+                };
+                if store.send(stored).is_err() {
                     return false;
                 }
             }
@@ -63,11 +72,6 @@ impl Run<'_> {
                     chunks,
                     content_index,
                 } => {
-                    if let Err(e) =
-                        lock(&self.ing.catalog).write_content_index(&meta.hash, &content_index)
-                    {
-                        tracing::warn!("content index for {}: {e}", meta.locator);
-                    }
                     let stored: Vec<StoredChunk> = chunks
                         .into_iter()
                         .map(|chunk| StoredChunk {
@@ -77,7 +81,7 @@ impl Run<'_> {
                             locators: vec![meta.locator.clone()],
                         })
                         .collect();
-                    batcher.push(meta, stored);
+                    batcher.push((meta, content_index), stored);
                     if !flush(&mut batcher, false) {
                         return;
                     }

@@ -97,7 +97,14 @@ enum IndexItem {
 /// What the embed stage hands the store stage.
 enum StoreItem {
     Points(Vec<StoredChunk>),
-    FileStored { meta: FileMeta, chunks: u32 },
+    /// Every chunk of the file is in a `Points` batch sent before this.
+    FileStored {
+        meta: FileMeta,
+        chunks: u32,
+        /// Written by the store stage, the one thread that also deletes content indexes: a
+        /// content released and claimed again in one run keeps its file.
+        content_index: Box<FileContentIndex>,
+    },
     Other(IndexItem),
 }
 

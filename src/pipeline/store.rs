@@ -33,8 +33,17 @@ impl Run<'_> {
                 StoreItem::Points(batch) => {
                     self.ing.store().and_then(|s| s.upsert(self.scope, &batch))
                 }
-                StoreItem::FileStored { meta, chunks } => {
+                StoreItem::FileStored {
+                    meta,
+                    chunks,
+                    content_index,
+                } => {
                     let hash = meta.hash.clone();
+                    if let Err(e) =
+                        lock(&self.ing.catalog).write_content_index(&hash, &content_index)
+                    {
+                        tracing::warn!("content index for {}: {e}", meta.locator);
+                    }
                     self.file_stored(meta, chunks)?;
                     lock(&self.claimed).remove(&hash);
                     for dup in waiting_dups.remove(&hash).unwrap_or_default() {
