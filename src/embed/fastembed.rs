@@ -32,7 +32,6 @@ fn ort_environment(library: &Path) -> Result<ort::environment::Environment, Stri
 /// are serialized, because one ONNX session already uses every core.
 pub struct FastEmbedder {
     model: Mutex<TextEmbedding>,
-    tokenizer: tokenizers::Tokenizer,
     batch: usize,
     dir: PathBuf,
 }
@@ -71,24 +70,11 @@ impl FastEmbedder {
             .with_max_length(MAX_SEQ_TOKENS);
         let embedding = TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| err(e.to_string()))?;
-        let mut tokenizer = embedding.tokenizer.clone();
-        // True lengths: no truncation, no padding.
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| err(e.to_string()))?;
-        tokenizer.with_padding(None);
         Ok(FastEmbedder {
             model: Mutex::new(embedding),
-            tokenizer,
             batch: batch.max(1),
             dir: dir.to_path_buf(),
         })
-    }
-
-    /// The model's own tokenizer, untruncated. [`super::load_tokenizer`] gives the same
-    /// tokenizer without loading the model: prefer it for chunking.
-    pub fn tokenizer(&self) -> &tokenizers::Tokenizer {
-        &self.tokenizer
     }
 }
 
@@ -134,8 +120,12 @@ mod tests {
     fn load_tokenizer_counts_tokens_as_the_model_does() {
         let dir = super::super::find_model_dir(None).expect("model provisioned: run `make models`");
         let light = super::super::load_tokenizer(&dir).unwrap();
+        // The model's own tokenizer, with true lengths as the chunker needs them.
         let embedder = FastEmbedder::load(&dir, 4).unwrap();
-        let heavy = embedder.tokenizer();
+        let mut model_tokenizer = embedder.model.lock().unwrap().tokenizer.clone();
+        model_tokenizer.with_truncation(None).unwrap();
+        model_tokenizer.with_padding(None);
+        let heavy = &model_tokenizer;
         let long = "The survey boat anchored near buoy 17. ".repeat(200);
         let texts = [
             "",

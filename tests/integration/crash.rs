@@ -288,8 +288,9 @@ fn a_crash_at_any_write_of_a_first_ingest_is_repaired_by_the_next_run() {
     }
 }
 
-#[test]
-fn a_crash_at_any_write_of_a_sync_is_repaired_by_the_next_run() {
+/// The index of the changed folder built without a crash, and an area whose folder changed
+/// after a clean ingest of the old one (nothing synced yet).
+fn changed_after_a_clean_ingest() -> (Snapshot, Area) {
     let expected = reference(|f| {
         write_v0(f);
         change_to_v1(f);
@@ -298,6 +299,12 @@ fn a_crash_at_any_write_of_a_sync_is_repaired_by_the_next_run() {
     write_v0(&area.folder);
     area.ingest_clean();
     change_to_v1(&area.folder);
+    (expected, area)
+}
+
+#[test]
+fn a_crash_at_any_write_of_a_sync_is_repaired_by_the_next_run() {
+    let (expected, area) = changed_after_a_clean_ingest();
     area.save();
     let kills = kill_everywhere(&area, &expected);
     for &site in ingest::testing::FAILPOINT_SITES {
@@ -309,14 +316,7 @@ fn a_crash_at_any_write_of_a_sync_is_repaired_by_the_next_run() {
 
 #[test]
 fn a_crash_during_repair_or_the_sync_after_it_is_repaired_by_the_next_run() {
-    let expected = reference(|f| {
-        write_v0(f);
-        change_to_v1(f);
-    });
-    let area = Area::new();
-    write_v0(&area.folder);
-    area.ingest_clean();
-    change_to_v1(&area.folder);
+    let (expected, area) = changed_after_a_clean_ingest();
     // A crash after some of the sync's writes: the next start has to repair.
     let out = area.ingest("store.upsert=1");
     assert_eq!(out.status.signal(), Some(9), "{:?}", out.status);
