@@ -101,6 +101,9 @@ pub struct Config {
     /// a save would cost over 5 % of the run). Zero saves after every stored item, whatever
     /// it costs: crash tests use it to reach every state between two writes.
     pub checkpoint_interval: std::time::Duration,
+    /// The largest tool answer the server sends, in chars (UTF-8 bytes), whatever a call's
+    /// `max_chars` asks (see [`crate::tools`]).
+    pub max_answer_chars: usize,
 }
 
 impl Default for Config {
@@ -117,6 +120,7 @@ impl Default for Config {
             isolation: IsolationConfig::default(),
             include_hidden: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
+            max_answer_chars: 100_000,
         }
     }
 }
@@ -147,6 +151,9 @@ impl Config {
         }
         if self.in_flight_bytes < 1024 * 1024 {
             return bad("in_flight_bytes must be at least 1 MiB");
+        }
+        if self.max_answer_chars < crate::tools::MIN_MAX_CHARS {
+            return bad("max_answer_chars must be at least 200");
         }
         if self.chunking.max_file_chunks == 0 {
             return bad("chunking.max_file_chunks must be at least 1");

@@ -44,6 +44,7 @@ mod perms;
 mod pipeline;
 mod report;
 mod serve;
+pub mod tools;
 mod unpack;
 mod watch;
 
