@@ -20,6 +20,17 @@ use crate::report::{FileReport, IngestReport};
 pub enum Input {
     /// A file or folder on disk.
     Path(PathBuf),
+    /// One member of an archive on disk, read alone: what the agent's
+    /// `extract_container_item` asks for. The archive is walked under the configured limits,
+    /// except the member count (a member past `max_files` can be read this way); only
+    /// `member` (a full locator such as `/d/a.zip!/docs/b.pdf`) and what it contains are
+    /// extracted and catalogued, nothing is removed.
+    Member {
+        /// The archive's path (its locator is the path as given).
+        archive: PathBuf,
+        /// The member's full locator.
+        member: String,
+    },
     /// Bytes from elsewhere (an upload), named by `name`.
     Bytes {
         /// The name it is known by (its locator's first segment).

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use extractors::{FileContentIndex, Scope};
 use serde::{Deserialize, Serialize};
 
+use super::objects::ContentRecord;
 use crate::error::{Error, Result};
 
 const CATALOG_FILE: &str = "catalog.json";
@@ -47,6 +48,9 @@ pub struct CatalogEntry {
     pub reason: Option<String>,
     #[serde(default)]
     pub chunks: u32,
+    /// The type detected from its bytes (a MIME type), for files that were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
     /// For a top-level archive: its members hidden by an earlier member of the same name.
     /// They are not catalogued (their locator is the earlier member's), but their ledger
     /// lines are replayed when the unchanged archive is skipped.
@@ -80,8 +84,15 @@ impl CatalogEntry {
             status: EntryStatus::Indexed,
             reason: None,
             chunks,
+            mime: None,
             shadowed: Vec::new(),
         }
+    }
+
+    /// The same entry with its detected type.
+    pub fn with_mime(mut self, mime: Option<String>) -> Self {
+        self.mime = mime;
+        self
     }
 
     /// A file or member that was read (its content hash is known) but whose content is not
@@ -120,6 +131,7 @@ impl CatalogEntry {
             status,
             reason: Some(reason.into()),
             chunks: 0,
+            mime: None,
             shadowed: Vec::new(),
         }
     }
@@ -435,14 +447,25 @@ impl Catalog {
         self.dir.join(CONTENT_DIR).join(format!("{hash}.json"))
     }
 
-    /// Store the content index of `hash` (once; identical bytes have identical indexes).
-    pub fn write_content_index(&self, hash: &str, index: &FileContentIndex) -> Result<()> {
+    /// Where the object pack of content `hash` lives (see `super::objects`).
+    pub fn pack_path(&self, hash: &str) -> PathBuf {
+        self.dir.join(CONTENT_DIR).join(format!("{hash}.pack"))
+    }
+
+    /// Store the content index and the object pack of `hash` (once; identical bytes have
+    /// identical indexes). The pack is written first: a content index on disk means its pack
+    /// is there too.
+    pub(crate) fn write_content(&self, hash: &str, record: &ContentRecord) -> Result<()> {
         let path = self.content_path(hash);
         if path.is_file() {
             return Ok(());
         }
         crate::perms::create_dir(&self.dir.join(CONTENT_DIR))?;
-        let bytes = serde_json::to_vec(index).map_err(|e| Error::Catalog {
+        let pack = self.pack_path(hash);
+        let tmp = pack.with_extension("pack.tmp");
+        crate::perms::write_file(&tmp, &record.pack)?;
+        std::fs::rename(&tmp, &pack).map_err(|e| Error::io(&pack, e))?;
+        let bytes = serde_json::to_vec(&record.index).map_err(|e| Error::Catalog {
             path: path.clone(),
             reason: e.to_string(),
         })?;
@@ -451,6 +474,23 @@ impl Catalog {
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
         crate::failpoint::hit("content.written");
         Ok(())
+    }
+
+    /// The content index of `hash`, if stored. It is shared by every scope holding these
+    /// bytes: its `file_name` and `container_path` are the first holder's, never to be shown.
+    pub fn content_index(&self, hash: &str) -> Result<Option<FileContentIndex>> {
+        let path = self.content_path(hash);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Catalog {
+                path,
+                reason: e.to_string(),
+            })
     }
 
     /// Whether an entry of any scope holds content `hash` (content indexes are shared by
@@ -465,6 +505,12 @@ impl Catalog {
     pub fn drop_content_index(&self, hash: &str) -> Result<bool> {
         if self.held_anywhere(hash) {
             return Ok(false);
+        }
+        let pack = self.pack_path(hash);
+        match std::fs::remove_file(&pack) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&pack, e)),
         }
         let path = self.content_path(hash);
         match std::fs::remove_file(&path) {
@@ -490,9 +536,12 @@ impl Catalog {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let stale = match name.strip_suffix(".json") {
+            let stale = match name
+                .strip_suffix(".json")
+                .or_else(|| name.strip_suffix(".pack"))
+            {
                 Some(hash) => !self.held_anywhere(hash),
-                None => name.ends_with(".json.tmp"),
+                None => name.ends_with(".json.tmp") || name.ends_with(".pack.tmp"),
             };
             if stale {
                 match std::fs::remove_file(&path) {

@@ -18,6 +18,7 @@
 
 mod catalog;
 mod edge;
+pub(crate) mod objects;
 mod payload;
 mod repair;
 

@@ -3,13 +3,13 @@
 //! only then does the store stage record it.
 
 use super::{timed, FileMeta, IndexItem, Run, StoreItem};
+use crate::index::objects::ContentRecord;
 use crate::index::StoredChunk;
 use crossbeam_channel::{Receiver, Sender};
-use extractors::FileContentIndex;
 use std::sync::atomic::Ordering;
 
 /// A file whose chunks are in the batcher, with its content index.
-type Waiting = (FileMeta, Box<FileContentIndex>);
+type Waiting = (FileMeta, Box<ContentRecord>);
 
 impl Run<'_> {
     /// Stage 3: embed chunks in batches across files.
@@ -48,12 +48,12 @@ impl Run<'_> {
                     return false;
                 }
             }
-            for ((meta, content_index), n) in batcher.completed() {
+            for ((meta, content), n) in batcher.completed() {
                 let chunks = u32::try_from(n).unwrap_or(u32::MAX);
                 let stored = StoreItem::FileStored {
                     meta,
                     chunks,
-                    content_index,
+                    content,
                 };
                 if store.send(stored).is_err() {
                     return false;
@@ -70,7 +70,7 @@ impl Run<'_> {
                 IndexItem::Content {
                     meta,
                     chunks,
-                    content_index,
+                    content,
                 } => {
                     let stored: Vec<StoredChunk> = chunks
                         .into_iter()
@@ -81,7 +81,7 @@ impl Run<'_> {
                             locators: vec![meta.locator.clone()],
                         })
                         .collect();
-                    batcher.push((meta, content_index), stored);
+                    batcher.push((meta, content), stored);
                     if !flush(&mut batcher, false) {
                         return;
                     }

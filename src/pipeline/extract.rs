@@ -6,6 +6,7 @@
 use super::{timed, FileMeta, Gated, IndexItem, Run, Work};
 use crate::embed::Chunk;
 use crate::error::Error;
+use crate::index::objects::ContentRecord;
 use crate::index::{CatalogEntry, EntryStatus};
 use crate::lock;
 use crate::report::now_secs;
@@ -67,6 +68,7 @@ impl Run<'_> {
             hash: hash.clone(),
             size: work.size,
             mtime_ns: work.mtime_ns,
+            mime: Some(work.detected.mime.clone()),
             previous,
         };
         // Pinned before looking: the store stage may release the last holder meanwhile, and
@@ -122,6 +124,16 @@ impl Run<'_> {
                 return;
             }
         };
+        let pack = match crate::index::objects::pack(&extraction.objects) {
+            Ok(p) => p,
+            Err(e) => {
+                let reason = e.to_string();
+                lock(&self.claimed).remove(&hash);
+                self.record_failed_content(&meta, &reason);
+                let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
+                return;
+            }
+        };
         let content_index = FileContentIndex {
             id: hash.clone(),
             file_name: work.locator.file_name().to_string(),
@@ -143,11 +155,14 @@ impl Run<'_> {
         let Work { bytes, permit, .. } = work;
         drop(bytes);
         let mut permit = permit;
-        permit.resize(chunks.iter().map(chunk_weight).sum());
+        permit.resize(chunks.iter().map(chunk_weight).sum::<u64>() + pack.len() as u64);
         let item = IndexItem::Content {
             meta,
             chunks,
-            content_index: Box::new(content_index),
+            content: Box::new(ContentRecord {
+                index: content_index,
+                pack,
+            }),
         };
         let _ = index.send((item, Some(permit)));
     }
@@ -174,7 +189,8 @@ impl Run<'_> {
                 meta.mtime_ns,
                 entry_status,
                 reason,
-            ),
+            )
+            .with_mime(meta.mime.clone()),
         );
         if let Some((hash, chunks)) = &meta.previous {
             if let Err(e) = self.release(hash, *chunks) {

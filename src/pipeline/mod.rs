@@ -27,12 +27,13 @@ mod walk;
 use crate::embed::Chunk;
 use crate::error::{Error, Result};
 use crate::gate::{ByteGate, Permit};
+use crate::index::objects::ContentRecord;
 use crate::index::{CatalogEntry, LastRun, ShadowedMember, StoredChunk};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
 use crate::report::{now_secs, FileReport, FileStatus, IngestReport, StageSeconds};
 use crossbeam_channel::{bounded, unbounded, Sender};
-use extractors::{FileContentIndex, Locator, Scope};
+use extractors::{Locator, Scope};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -74,6 +75,8 @@ struct FileMeta {
     hash: String,
     size: u64,
     mtime_ns: u64,
+    /// The type detected from its bytes.
+    mime: Option<String>,
     /// The content hash (and its chunk count) this locator held before, if different.
     previous: Option<(String, u32)>,
 }
@@ -84,7 +87,7 @@ enum IndexItem {
     Content {
         meta: FileMeta,
         chunks: Vec<Chunk>,
-        content_index: Box<FileContentIndex>,
+        content: Box<ContentRecord>,
     },
     /// Content already indexed (or being indexed) under another locator in this scope.
     Duplicate { meta: FileMeta },
@@ -102,8 +105,8 @@ enum StoreItem {
         meta: FileMeta,
         chunks: u32,
         /// Written by the store stage, the one thread that also deletes content indexes: a
-        /// content released and claimed again in one run keeps its file.
-        content_index: Box<FileContentIndex>,
+        /// content released and claimed again in one run keeps its files.
+        content: Box<ContentRecord>,
     },
     Other(IndexItem),
 }

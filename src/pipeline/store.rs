@@ -36,12 +36,10 @@ impl Run<'_> {
                 StoreItem::FileStored {
                     meta,
                     chunks,
-                    content_index,
+                    content,
                 } => {
                     let hash = meta.hash.clone();
-                    if let Err(e) =
-                        lock(&self.ing.catalog).write_content_index(&hash, &content_index)
-                    {
+                    if let Err(e) = lock(&self.ing.catalog).write_content(&hash, &content) {
                         tracing::warn!("content index for {}: {e}", meta.locator);
                     }
                     self.file_stored(meta, chunks)?;
@@ -114,7 +112,8 @@ impl Run<'_> {
                 meta.size,
                 meta.mtime_ns,
                 chunks,
-            ),
+            )
+            .with_mime(meta.mime.clone()),
         );
     }
 

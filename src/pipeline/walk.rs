@@ -56,8 +56,41 @@ impl Run<'_> {
                     });
                 }
                 Input::Path(path) => self.sync_path(&path, &leaves, &index),
+                Input::Member { archive, member } => self.member(&archive, &member, &leaves),
             }
         }
+    }
+
+    /// Extract one member of the archive at `archive` (see [`Input::Member`]).
+    fn member(&self, archive: &Path, member: &str, leaves: &Sender<Work>) {
+        let top = Locator::root(archive.to_string_lossy());
+        // Size and time describe the archive itself, which is not re-catalogued here.
+        let size = match std::fs::metadata(archive) {
+            Ok(m) => m.len(),
+            Err(e) => {
+                let reason = format!("cannot read the archive: {e}");
+                return self.report(member, FileStatus::Failed, Some(reason), 0, None);
+            }
+        };
+        let mtime_ns = 0;
+        let mut limits = self.ing.config.limits.clone();
+        limits.max_files = u64::MAX;
+        let nested = format!("{member}!/");
+        let mut expansion = Expansion::default();
+        self.unpack_contained(&top, || {
+            Unpacker::new(&limits).expand_file(archive, &top, &mut |leaf| {
+                let l = match &leaf {
+                    Leaf::File { locator, .. }
+                    | Leaf::Skipped { locator, .. }
+                    | Leaf::Failed { locator, .. }
+                    | Leaf::Shadowed { locator, .. }
+                    | Leaf::Container { locator, .. } => locator.to_string(),
+                };
+                if l == member || l.starts_with(&nested) {
+                    self.route_leaf(leaf, &top, size, mtime_ns, leaves, &mut expansion);
+                }
+            });
+        });
     }
 
     /// Ingest a file or folder and forget what is no longer there: catalogued files at or

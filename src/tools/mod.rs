@@ -195,12 +195,138 @@ pub struct ToolAnswer {
     pub is_error: bool,
 }
 
+/// Why a call could not be answered, worded for the model.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ToolError {
+    /// Not in this scope, or not there at all: both read the same.
+    #[error("no such locator in this scope: {0}. Call browse_container without a locator to see what this scope holds.")]
+    NotFound(String),
+    /// Arguments that cannot be acted on.
+    #[error("{0}")]
+    Invalid(String),
+    /// Not even the smallest answer fits this budget.
+    #[error("max_chars {0} is too small for this answer; ask for more")]
+    TooSmall(usize),
+    /// Something broke on the server's side.
+    #[error("the server could not answer: {0}")]
+    Internal(#[from] crate::Error),
+}
+
 /// Run one tool call in `scope`. Never panics and never fails: errors come back as a
 /// [`ToolAnswer`] with `is_error`, within the budget, worded for the model.
 pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
-    let _ = (ingestor, scope, call);
-    ToolAnswer {
-        text: r#"{"error":"not implemented yet"}"#.into(),
-        is_error: true,
+    let ceiling = ingestor.config().max_answer_chars;
+    let requested = match call {
+        ToolCall::SearchDocuments(a) => a.max_chars,
+        ToolCall::BrowseContainer(a) => a.max_chars,
+        ToolCall::ReadContentObjects(a) => a.max_chars,
+        ToolCall::ReadSection(a) => a.max_chars,
+        ToolCall::ExtractContainerItem(a) => a.max_chars,
+    };
+    let started = std::time::Instant::now();
+    let result = Budget::of(requested, ceiling).and_then(|budget| {
+        let answer = match call {
+            ToolCall::SearchDocuments(a) => search::search_documents(ingestor, scope, a, budget),
+            ToolCall::BrowseContainer(a) => browse::browse_container(ingestor, scope, a, budget),
+            ToolCall::ReadContentObjects(a) => {
+                read::read_content_objects(ingestor, scope, a, budget)
+            }
+            ToolCall::ReadSection(a) => section::read_section(ingestor, scope, a, budget),
+            ToolCall::ExtractContainerItem(a) => {
+                extract::extract_container_item(ingestor, scope, a, budget)
+            }
+        }?;
+        Ok((answer, budget))
+    });
+    let answer = match result {
+        Ok((Finished { text, full }, _)) => {
+            tracing::info!(
+                tool = call.name(),
+                answer_chars = text.len(),
+                full_chars = full.chars,
+                full_hash = %full.hash,
+                ms = started.elapsed().as_millis() as u64,
+                "tool answered"
+            );
+            ToolAnswer {
+                text,
+                is_error: false,
+            }
+        }
+        Err(e) => {
+            if let ToolError::Internal(inner) = &e {
+                tracing::warn!(tool = call.name(), "tool failed: {inner}");
+            }
+            let max = requested
+                .unwrap_or(DEFAULT_MAX_CHARS)
+                .clamp(MIN_MAX_CHARS, ceiling.max(MIN_MAX_CHARS));
+            ToolAnswer {
+                text: error_text(&e.to_string(), max),
+                is_error: true,
+            }
+        }
+    };
+    answer
+}
+
+/// A finished answer, and what the full result (everything the call selected, before the
+/// budget) weighs, for the server's log.
+pub(crate) struct Finished {
+    pub text: String,
+    pub full: FullResult,
+}
+
+/// The size and hash of a call's full result.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FullResult {
+    pub chars: u64,
+    pub hash: String,
+}
+
+impl FullResult {
+    /// Accumulates the full result's texts.
+    pub(crate) fn of<'a>(texts: impl IntoIterator<Item = &'a str>) -> FullResult {
+        let mut h = blake3::Hasher::new();
+        let mut chars = 0u64;
+        for t in texts {
+            h.update(t.as_bytes());
+            h.update(&[0]);
+            chars += t.len() as u64;
+        }
+        FullResult {
+            chars,
+            hash: h
+                .finalize()
+                .to_hex()
+                .as_str()
+                .get(..16)
+                .unwrap_or_default()
+                .to_string(),
+        }
     }
 }
+
+/// `{"error": message}` within `max` chars (a long message is cut in the middle).
+fn error_text(message: &str, max: usize) -> String {
+    let chars: Vec<char> = message.chars().collect();
+    let make = |keep: usize| {
+        let piece = budget::cut(&chars, 0, chars.len(), keep);
+        serde_json::json!({ "error": piece.text }).to_string()
+    };
+    match budget::largest_fitting(0, chars.len(), |k| make(k).len() <= max) {
+        Some(k) => make(k),
+        None => r#"{"error":"error"}"#.to_string(),
+    }
+}
+
+mod browse;
+mod budget;
+mod cursor;
+mod extract;
+mod paging;
+mod read;
+mod search;
+mod section;
+mod view;
+
+use budget::Budget;

@@ -16,6 +16,7 @@ mod hostile;
 mod isolation;
 mod library;
 mod privacy;
+mod tools;
 mod unpack_panic;
 mod util;
 mod watch;

@@ -1,0 +1,116 @@
+//! `extract_container_item`: extract and index one archive member now (one skipped by a
+//! limit, or not listed because the archive held too many), under the same isolation and
+//! limits as any ingest, then answer as `browse_container` does for it.
+
+use extractors::Scope;
+use serde_json::{json, Value};
+
+use super::browse::browse_container;
+use super::budget::Budget;
+use super::view::{normalize, View};
+use super::{BrowseArgs, ExtractArgs, Finished, ToolError};
+use crate::index::EntryStatus;
+use crate::ingestor::{Ingestor, Input};
+use crate::lock;
+use crate::report::FileStatus;
+
+/// Answer an `extract_container_item` call.
+pub(crate) fn extract_container_item(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    args: &ExtractArgs,
+    budget: Budget,
+) -> Result<Finished, ToolError> {
+    let member = normalize(&args.locator);
+    let Some((top, _)) = member.split_once("!/") else {
+        return Err(ToolError::Invalid(format!(
+            "{member} is not an archive member (a member's locator has `!/`, as in a.zip!/docs/b.pdf)"
+        )));
+    };
+    let view = View::of(ingestor, scope);
+    let archive = view
+        .entry(top)
+        .filter(|e| e.status == EntryStatus::Container && e.parent.is_none())
+        .ok_or_else(|| ToolError::NotFound(member.clone()))?;
+    let extracted = match view.entry(&member) {
+        Some(e) if e.status == EntryStatus::Indexed || e.status == EntryStatus::Container => {
+            json!({"status": "indexed", "note": "already indexed: nothing to do"})
+        }
+        _ => {
+            if lock(&ingestor.catalog).get(scope, top).is_none() {
+                return Err(ToolError::Invalid(
+                    "this archive is shared with you by another user: only its owner can extract from it".into(),
+                ));
+            }
+            let path = std::path::PathBuf::from(&archive.locator);
+            if !path.is_file() {
+                return Err(ToolError::Invalid(format!(
+                    "the archive {top} is not on disk any more (uploads are not kept): upload the member itself"
+                )));
+            }
+            let report = ingestor.ingest(
+                vec![Input::Member {
+                    archive: path,
+                    member: member.clone(),
+                }],
+                scope,
+                &|_| {},
+            )?;
+            match report.files.iter().find(|f| f.locator == member) {
+                Some(f) => {
+                    let mut v = json!({
+                        "status": match f.status {
+                            FileStatus::Indexed | FileStatus::Unchanged | FileStatus::Duplicate => "indexed",
+                            FileStatus::Skipped => "skipped",
+                            _ => "failed",
+                        },
+                        "chunks": f.chunks,
+                    });
+                    if let (Some(m), Some(r)) = (v.as_object_mut(), &f.reason) {
+                        m.insert("reason".into(), json!(r));
+                    }
+                    v
+                }
+                None => return Err(ToolError::NotFound(member)),
+            }
+        }
+    };
+    // Browse the member, with room kept for the extraction's outcome.
+    let reserve = extracted.to_string().len() + 20;
+    let inner = Budget {
+        max: budget.max.saturating_sub(reserve).max(super::MIN_MAX_CHARS),
+    };
+    let browse = BrowseArgs {
+        locator: Some(member.clone()),
+        section: None,
+        max_chars: Some(inner.max),
+        cursor: args.cursor.clone(),
+    };
+    let answer = browse_container(ingestor, scope, &browse, inner);
+    let with_outcome = |text: &str| -> Option<String> {
+        let mut v: Value = serde_json::from_str(text).ok()?;
+        v.as_object_mut()?
+            .insert("extracted".into(), extracted.clone());
+        let m = v.as_object()?.clone();
+        budget.finish(&m)
+    };
+    match answer {
+        Ok(f) => {
+            let text = with_outcome(&f.text).ok_or_else(|| super::section::too_small(budget))?;
+            Ok(Finished { text, full: f.full })
+        }
+        Err(ToolError::NotFound(_)) => {
+            let mut m = serde_json::Map::new();
+            m.insert("locator".into(), json!(member));
+            m.insert("extracted".into(), extracted);
+            let text = budget
+                .finish(&m)
+                .ok_or_else(|| super::section::too_small(budget))?;
+            Ok(Finished {
+                full: super::FullResult::of([text.as_str()]),
+                text,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
