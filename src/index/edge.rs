@@ -1,5 +1,6 @@
 //! [`EdgeIndex`]: the vector index as one embedded Qdrant Edge shard in the data directory.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use qdrant_edge::{
@@ -70,8 +71,61 @@ impl EdgeIndex {
             EdgeShard::new(&path, config).map_err(err)?
         };
         let index = EdgeIndex { shard, path };
+        // A shard without a `containers` index was written by an earlier version: its points
+        // lack the derived fields the search filters read. Backfilled before the index is
+        // made, so that a crash in between repeats the backfill.
+        if existing && !index.has_payload_index("containers")? {
+            index.backfill_derived_fields()?;
+        }
         index.create_payload_indexes()?;
         Ok(index)
+    }
+
+    /// Whether the shard has a payload index on `field`.
+    fn has_payload_index(&self, field: &str) -> Result<bool> {
+        let field: qdrant_edge::JsonPath = field
+            .parse()
+            .map_err(|_| self.err(format!("bad field {field}")))?;
+        Ok(self.shard.info().payload_schema.contains_key(&field))
+    }
+
+    /// Give every point that lacks them the fields derived from its `locators` and
+    /// `section_id` (`containers`, `section_path`), one update per distinct source.
+    fn backfill_derived_fields(&self) -> Result<()> {
+        let fields = payload::DERIVED_FROM
+            .iter()
+            .map(|f| f.parse())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| self.err("bad payload field name"))?;
+        let mut groups: HashMap<(Vec<String>, Option<String>), Vec<qdrant_edge::PointId>> =
+            HashMap::new();
+        self.scroll(
+            Some(filter(payload::lacking_derived())?),
+            WithPayloadInterface::Fields(fields),
+            &mut |r| {
+                let source = payload::derived_source(&r.payload.map(|p| p.0).unwrap_or_default());
+                groups.entry(source).or_default().push(r.id);
+            },
+        )?;
+        if groups.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            sources = groups.len(),
+            "adding search fields to points of an earlier version"
+        );
+        for ((locators, section), ids) in groups {
+            self.update(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(
+                SetPayloadOp {
+                    payload: Payload(payload::derived_update(&locators, section.as_deref())),
+                    points: Some(ids),
+                    filter: None,
+                    key: None,
+                },
+            )))?;
+        }
+        self.shard.flush();
+        Ok(())
     }
 
     /// Create the payload indexes the shard lacks: all of them in a new shard, the ones added
@@ -866,5 +920,60 @@ mod tests {
             .search(&alice, query, 5, MAX_SEARCH_HITS, None, &all)
             .unwrap()
             .is_empty());
+    }
+
+    #[test]
+    fn points_of_an_earlier_version_get_the_search_fields_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = Scope::user("alice");
+        {
+            let store = EdgeIndex::open(dir.path()).unwrap();
+            let mut pdf = chunks("hpdf", 2, "/d/z.zip!/p.pdf", 0);
+            pdf[1].chunk.context_ref.section_id = Some("2 Setup › 2.1 Install".into());
+            store.upsert(&alice, &pdf).unwrap();
+            store
+                .upsert(&alice, &chunks("ht", 1, "/d/t.txt", 5))
+                .unwrap();
+            // Make it a shard of the version before: no derived fields, no index on them.
+            let keys = ["containers", "section_path"]
+                .map(|k| k.parse().unwrap())
+                .to_vec();
+            store
+                .update(UpdateOperation::PayloadOperation(
+                    PayloadOps::DeletePayload(qdrant_edge::DeletePayloadOp {
+                        keys,
+                        points: None,
+                        filter: Some(filter(payload::scope_filter(&alice)).unwrap()),
+                    }),
+                ))
+                .unwrap();
+            for field in ["containers", "section_path"] {
+                store
+                    .update(UpdateOperation::FieldIndexOperation(
+                        FieldIndexOperations::DeleteIndex(field.parse().unwrap()),
+                    ))
+                    .unwrap();
+            }
+            assert!(!store.has_payload_index("containers").unwrap());
+            assert!(found(&store, &alice, prefix("/d/z.zip")).is_empty());
+            store.flush();
+        }
+        let store = EdgeIndex::open(dir.path()).unwrap();
+        assert!(store.has_payload_index("containers").unwrap());
+        assert!(store.has_payload_index("section_path").unwrap());
+        assert_eq!(
+            found(&store, &alice, prefix("/d/z.zip")),
+            ["/d/z.zip!/p.pdf"]
+        );
+        assert_eq!(found(&store, &alice, prefix("/d")).len(), 2);
+        let install = SearchFilter {
+            section_path: Some("2 Setup".into()),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, install),
+            ["/d/z.zip!/p.pdf#line=2"]
+        );
+        assert_eq!(store.count(None).unwrap(), 3);
     }
 }

@@ -97,6 +97,33 @@ pub(super) fn containers(locators: &[String]) -> Vec<String> {
     out
 }
 
+/// The fields [`derived_update`] derives from, for [`derived_source`].
+pub(super) const DERIVED_FROM: &[&str] = &["locators", "section_id"];
+
+/// Filter: points written before `containers` existed (every point has a locator, so
+/// `containers` is never empty otherwise).
+pub(super) fn lacking_derived() -> Value {
+    json!({ "must": [{ "is_empty": { "key": "containers" } }] })
+}
+
+/// What the derived fields of a point are computed from: its locators and section path.
+pub(super) fn derived_source(payload: &Map<String, Value>) -> (Vec<String>, Option<String>) {
+    let section = payload
+        .get("section_id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    (locators(payload), section)
+}
+
+/// The payload update that sets the fields derived from a point's `locators` and
+/// `section_id` (`containers`, `section_path`): for points an earlier version wrote.
+pub(super) fn derived_update(locators: &[String], section: Option<&str>) -> Map<String, Value> {
+    let mut payload = Map::new();
+    payload.insert("containers".into(), json!(containers(locators)));
+    payload.insert("section_path".into(), json!(section_path(section)));
+    payload
+}
+
 /// A locator prefix as [`containers`] lists it: without a trailing `/` or `!/`.
 pub(super) fn container_key(prefix: &str) -> &str {
     let p = prefix.trim_end_matches('/');
