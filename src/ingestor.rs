@@ -11,7 +11,7 @@ use extractors::Scope;
 use crate::config::Config;
 use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder, FastEmbedder};
 use crate::error::{Error, Result};
-use crate::index::{Catalog, CatalogStats, EdgeIndex, Hit, LastRun, VectorIndex};
+use crate::index::{Catalog, CatalogStats, EdgeIndex, Hit, LastRun, SearchFilter, VectorIndex};
 use crate::lock;
 use crate::report::{FileReport, IngestReport};
 
@@ -178,6 +178,20 @@ impl Ingestor {
         limit: usize,
         min_score: Option<f32>,
     ) -> Result<Vec<Hit>> {
+        self.search_filtered(query, scope, limit, min_score, &SearchFilter::default())
+    }
+
+    /// Search the chunks `scope` may read that `filter` lets through (under a locator, of a
+    /// type, on pages, in a section, sheet or slide), best first. Blocks while the model loads
+    /// on first use.
+    pub fn search_filtered(
+        &self,
+        query: &str,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+        filter: &SearchFilter,
+    ) -> Result<Vec<Hit>> {
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -187,7 +201,8 @@ impl Ingestor {
             .into_iter()
             .next()
             .ok_or_else(|| Error::Embed("no vector for the query".into()))?;
-        self.store()?.search(scope, vector, limit, min_score)
+        self.store()?
+            .search(scope, vector, limit, 0, min_score, filter)
     }
 
     /// When the last run ended and what it did.

@@ -54,7 +54,7 @@ pub mod testing;
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::find_model_dir;
 pub use error::{Error, Result};
-pub use index::{CatalogStats, Hit, LastRun, RepairReport};
+pub use index::{CatalogStats, Hit, LastRun, RepairReport, SearchFilter};
 pub use ingestor::{Ingestor, Input};
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};

@@ -1,5 +1,6 @@
 //! [`EdgeIndex`]: the vector index as one embedded Qdrant Edge shard in the data directory.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use qdrant_edge::{
@@ -11,7 +12,8 @@ use qdrant_edge::{
 use serde_json::Value;
 
 use super::{
-    payload, point_id, Hit, IndexRead, IndexWrite, PointRecord, StoredChunk, MAX_SEARCH_HITS,
+    payload, point_id, Hit, IndexRead, IndexWrite, PointRecord, SearchFilter, StoredChunk,
+    MAX_SEARCH_HITS,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -68,25 +70,91 @@ impl EdgeIndex {
                 .build();
             EdgeShard::new(&path, config).map_err(err)?
         };
-        let index = EdgeIndex {
-            shard,
-            path: path.clone(),
-        };
-        if !existing {
-            for field in payload::KEYWORD_FIELDS {
-                index.update(UpdateOperation::FieldIndexOperation(
-                    FieldIndexOperations::CreateIndex(CreateIndex {
-                        field_name: field
-                            .parse()
-                            .map_err(|_| store_error(&path, format!("bad field {field}")))?,
-                        field_schema: Some(PayloadFieldSchema::FieldType(
-                            PayloadSchemaType::Keyword,
-                        )),
-                    }),
-                ))?;
-            }
+        let index = EdgeIndex { shard, path };
+        // A shard without a `containers` index was written by an earlier version: its points
+        // lack the derived fields the search filters read. Backfilled before the index is
+        // made, so that a crash in between repeats the backfill.
+        if existing && !index.has_payload_index("containers")? {
+            index.backfill_derived_fields()?;
         }
+        index.create_payload_indexes()?;
         Ok(index)
+    }
+
+    /// Whether the shard has a payload index on `field`.
+    fn has_payload_index(&self, field: &str) -> Result<bool> {
+        let field: qdrant_edge::JsonPath = field
+            .parse()
+            .map_err(|_| self.err(format!("bad field {field}")))?;
+        Ok(self.shard.info().payload_schema.contains_key(&field))
+    }
+
+    /// Give every point that lacks them the fields derived from its `locators` and
+    /// `section_id` (`containers`, `section_path`), one update per distinct source.
+    fn backfill_derived_fields(&self) -> Result<()> {
+        let fields = payload::DERIVED_FROM
+            .iter()
+            .map(|f| f.parse())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| self.err("bad payload field name"))?;
+        let mut groups: HashMap<(Vec<String>, Option<String>), Vec<qdrant_edge::PointId>> =
+            HashMap::new();
+        self.scroll(
+            Some(filter(payload::lacking_derived())?),
+            WithPayloadInterface::Fields(fields),
+            &mut |r| {
+                let source = payload::derived_source(&r.payload.map(|p| p.0).unwrap_or_default());
+                groups.entry(source).or_default().push(r.id);
+            },
+        )?;
+        if groups.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            sources = groups.len(),
+            "adding search fields to points of an earlier version"
+        );
+        for ((locators, section), ids) in groups {
+            self.update(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(
+                SetPayloadOp {
+                    payload: Payload(payload::derived_update(&locators, section.as_deref())),
+                    points: Some(ids),
+                    filter: None,
+                    key: None,
+                },
+            )))?;
+        }
+        self.shard.flush();
+        Ok(())
+    }
+
+    /// Create the payload indexes the shard lacks: all of them in a new shard, the ones added
+    /// since in a shard made by an earlier version.
+    fn create_payload_indexes(&self) -> Result<()> {
+        let present = self.shard.info().payload_schema;
+        let wanted = payload::KEYWORD_FIELDS
+            .iter()
+            .map(|f| (f, PayloadSchemaType::Keyword))
+            .chain(
+                payload::INTEGER_FIELDS
+                    .iter()
+                    .map(|f| (f, PayloadSchemaType::Integer)),
+            );
+        for (field, kind) in wanted {
+            let field_name: qdrant_edge::JsonPath = field
+                .parse()
+                .map_err(|_| self.err(format!("bad field {field}")))?;
+            if present.contains_key(&field_name) {
+                continue;
+            }
+            self.update(UpdateOperation::FieldIndexOperation(
+                FieldIndexOperations::CreateIndex(CreateIndex {
+                    field_name,
+                    field_schema: Some(PayloadFieldSchema::FieldType(kind)),
+                }),
+            ))?;
+        }
+        Ok(())
     }
 
     /// The error of a failed operation on this shard.
@@ -133,17 +201,25 @@ impl IndexRead for EdgeIndex {
         scope: &Scope,
         vector: Vec<f32>,
         limit: usize,
+        offset: usize,
         min_score: Option<f32>,
+        search_filter: &SearchFilter,
     ) -> Result<Vec<Hit>> {
-        // The engine reserves room for `limit` hits: hence the cap.
+        // The engine reserves room for `limit` hits: hence the cap. The shard's own `offset`
+        // only widens the search (a Qdrant server drops the offset above the shard), so the
+        // best `offset + limit` are asked for and the first `offset` skipped here.
+        let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
         let request = QueryRequest {
             prefetches: Vec::new(),
             query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
                 NamedQuery::default_dense(vector),
             ))),
-            filter: Some(filter(payload::scope_filter(scope))?),
+            filter: Some(filter(payload::search_filter(scope, search_filter))?),
             score_threshold: min_score.map(Into::into),
-            limit: limit.min(MAX_SEARCH_HITS),
+            limit: end,
             offset: 0,
             params: None,
             with_vector: WithVector::Bool(false),
@@ -152,6 +228,7 @@ impl IndexRead for EdgeIndex {
         let points = self.shard.query(request).map_err(|e| self.err(e))?;
         Ok(points
             .into_iter()
+            .skip(offset)
             .map(|p| payload::hit(&p.payload.map(|p| p.0).unwrap_or_default(), p.score))
             .collect())
     }
@@ -312,18 +389,31 @@ mod tests {
             .iter()
             .all(|id| !ids(&store, &bob).contains(id)));
 
-        let hits = store.search(&alice, unit(0), 10, None).unwrap();
+        let hits = store
+            .search(&alice, unit(0), 10, 0, None, &SearchFilter::default())
+            .unwrap();
         assert_eq!(hits.len(), 2, "{hits:#?}");
         assert_eq!(hits[0].locator, "alice/a.txt#line=1");
         assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
         assert!(hits.iter().all(|h| h.locator.starts_with("alice/")));
         // Bob's own content, searched for exactly, is not Alice's to find.
-        let hits = store.search(&alice, unit(5), 10, Some(0.5)).unwrap();
+        let hits = store
+            .search(&alice, unit(5), 10, 0, Some(0.5), &SearchFilter::default())
+            .unwrap();
         assert!(hits.is_empty(), "{hits:#?}");
-        let hits = store.search(&bob, unit(5), 1, Some(0.5)).unwrap();
+        let hits = store
+            .search(&bob, unit(5), 1, 0, Some(0.5), &SearchFilter::default())
+            .unwrap();
         assert_eq!(hits[0].locator, "bob/b.txt#line=1");
         assert!(store
-            .search(&Scope::user("carol"), unit(0), 10, None)
+            .search(
+                &Scope::user("carol"),
+                unit(0),
+                10,
+                0,
+                None,
+                &SearchFilter::default()
+            )
             .unwrap()
             .is_empty());
     }
@@ -344,7 +434,16 @@ mod tests {
             .upsert(&in_mandate("alice"), &chunks("p", 1, "p.txt", 1))
             .unwrap();
         assert_eq!(store.count(Some(&in_mandate("bob"))).unwrap(), 1);
-        let hits = store.search(&in_mandate("bob"), unit(0), 10, None).unwrap();
+        let hits = store
+            .search(
+                &in_mandate("bob"),
+                unit(0),
+                10,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
+            .unwrap();
         assert_eq!(
             hits.iter().map(|h| h.locator.as_str()).collect::<Vec<_>>(),
             ["s.txt#line=1"]
@@ -401,7 +500,9 @@ mod tests {
                 (bob.key(), "h".into(), vec![0, 1], vec!["bob.txt".into()]),
             ]
         );
-        let hits = store.search(&alice, unit(1), 1, None).unwrap();
+        let hits = store
+            .search(&alice, unit(1), 1, 0, None, &SearchFilter::default())
+            .unwrap();
         assert_eq!(hits[0].locator, "new.txt#line=2");
         assert_eq!(hits[0].also_in, ["copy.txt"]);
         assert_eq!(hits[0].content_hash, "h");
@@ -420,8 +521,459 @@ mod tests {
         let store = EdgeIndex::open(dir.path()).unwrap();
         assert_eq!(store.count(Some(&alice)).unwrap(), 2);
         assert_eq!(
-            store.search(&alice, unit(0), 1, None).unwrap()[0].locator,
+            store
+                .search(&alice, unit(0), 1, 0, None, &SearchFilter::default())
+                .unwrap()[0]
+                .locator,
             "a.txt#line=1"
         );
+    }
+
+    /// The files (hit locators without fragment) `scope` finds through `filter`, sorted, and
+    /// checked to be what the scope alone may read.
+    fn found(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
+        let hits = store
+            .search(scope, unit(0), 1000, 0, None, &filter)
+            .unwrap();
+        let mut files: Vec<String> = hits
+            .iter()
+            .map(|h| h.locator.split('#').next().unwrap().to_string())
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    }
+
+    /// The hit locators (with fragment) `scope` finds through `filter`, sorted.
+    fn found_chunks(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
+        let hits = store
+            .search(scope, unit(0), 1000, 0, None, &filter)
+            .unwrap();
+        let mut out: Vec<String> = hits.into_iter().map(|h| h.locator).collect();
+        out.sort();
+        out
+    }
+
+    fn prefix(p: &str) -> SearchFilter {
+        SearchFilter {
+            locator_prefix: Some(p.into()),
+            ..SearchFilter::default()
+        }
+    }
+
+    const NESTED: &str = "/d/bundle.zip!/docs/inner.tar.gz!/notes/n.md";
+
+    /// Alice's files: a folder, a sibling sharing its name's start, a nested archive, an
+    /// upload, and paged, sectioned, sheeted, slided and image contents. Bob holds
+    /// `/d/a/x.txt` and `/d/p.pdf` too.
+    fn corpus() -> (tempfile::TempDir, EdgeIndex, Scope, Scope) {
+        let (dir, store) = open();
+        let alice = Scope::user("alice");
+        let bob = Scope::user("bob");
+        let up = |scope: &Scope, c: Vec<StoredChunk>| store.upsert(scope, &c).unwrap();
+        up(&alice, chunks("ha", 2, "/d/a/x.txt", 0));
+        up(&alice, chunks("hab", 1, "/d/ab.txt", 10));
+        up(&alice, chunks("hnested", 1, NESTED, 20));
+        up(&alice, chunks("hzip", 1, "/d/bundle.zip!/readme.txt", 30));
+        up(&alice, chunks("hup", 1, "upload.zip!/a.txt", 40));
+        let sections = [
+            None,
+            Some("1 Intro"),
+            Some("2 Setup"),
+            Some("2 Setup › 2.1 Install"),
+            Some("2 Setupx"),
+            Some("3 Use › 2 Setup"),
+        ];
+        let mut pdf = chunks("hpdf", 6, "/d/p.pdf", 50);
+        for (i, c) in pdf.iter_mut().enumerate() {
+            let ctx = &mut c.chunk.context_ref;
+            ctx.page_index = Some(i as u32 + 1);
+            ctx.location = format!("/d/p.pdf#page={}", i + 1);
+            ctx.section_id = sections[i].map(str::to_string);
+        }
+        up(&alice, pdf.clone());
+        for c in &mut pdf {
+            c.chunk.text = format!("bob's {}", c.chunk.text);
+        }
+        up(&bob, pdf);
+        let mut sheets = chunks("hxlsx", 2, "/d/s.xlsx", 60);
+        for (c, name) in sheets.iter_mut().zip(["Budget", "Budget 2"]) {
+            c.chunk.context_ref.sheet_name = Some(name.into());
+            c.chunk.context_ref.location = format!("/d/s.xlsx#sheet={name}");
+        }
+        up(&alice, sheets);
+        let mut deck = chunks("hpptx", 3, "/d/deck.pptx", 70);
+        for (i, c) in deck.iter_mut().enumerate() {
+            c.chunk.context_ref.slide_index = Some(i as u32 + 1);
+            c.chunk.context_ref.location = format!("/d/deck.pptx#slide={}", i + 1);
+        }
+        up(&alice, deck);
+        let mut image = chunks("hpng", 1, "/d/a/pic.png", 80);
+        image[0].chunk.content_type = extractors::ContentType::Image;
+        up(&alice, image);
+        up(&bob, chunks("hbob", 1, "/d/a/x.txt", 90));
+        up(&bob, chunks("hbob2", 1, "/d/a/bobs.txt", 91));
+        (dir, store, alice, bob)
+    }
+
+    #[test]
+    fn a_locator_prefix_matches_whole_folders_archives_and_files_only() {
+        let (_dir, store, alice, bob) = corpus();
+        // No filter: everything Alice holds.
+        assert_eq!(found(&store, &alice, SearchFilter::default()).len(), 9);
+        assert_eq!(
+            found(&store, &alice, prefix("/d/a")),
+            ["/d/a/pic.png", "/d/a/x.txt"],
+            "a folder, not its sibling /d/ab.txt"
+        );
+        assert_eq!(
+            found(&store, &alice, prefix("/d/a/")),
+            ["/d/a/pic.png", "/d/a/x.txt"]
+        );
+        assert_eq!(
+            found(&store, &alice, prefix("/d/bundle.zip")),
+            [NESTED, "/d/bundle.zip!/readme.txt"],
+            "an archive"
+        );
+        assert_eq!(
+            found(&store, &alice, prefix("/d/bundle.zip!/")),
+            [NESTED, "/d/bundle.zip!/readme.txt"]
+        );
+        for nested in [
+            "/d/bundle.zip!/docs",
+            "/d/bundle.zip!/docs/inner.tar.gz",
+            "/d/bundle.zip!/docs/inner.tar.gz!/notes",
+            NESTED,
+        ] {
+            assert_eq!(found(&store, &alice, prefix(nested)), [NESTED], "{nested}");
+        }
+        assert_eq!(
+            found(&store, &alice, prefix("/d/ab.txt")),
+            ["/d/ab.txt"],
+            "a file"
+        );
+        assert_eq!(found(&store, &alice, prefix("/d/p.pdf")), ["/d/p.pdf"]);
+        assert_eq!(
+            found(&store, &alice, prefix("upload.zip")),
+            ["upload.zip!/a.txt"]
+        );
+        assert_eq!(
+            found(&store, &alice, prefix("upload.zip!/a.txt")),
+            ["upload.zip!/a.txt"]
+        );
+        for nothing in [
+            "/d/a/x",
+            "/d/bundle",
+            "/d/bundle.zip!/docs/inner",
+            "/x",
+            "d",
+            "a.txt",
+        ] {
+            assert!(
+                found(&store, &alice, prefix(nothing)).is_empty(),
+                "{nothing}"
+            );
+        }
+        // `/` and an empty prefix narrow nothing (within the scope).
+        assert_eq!(found(&store, &alice, prefix("/")).len(), 9);
+        assert_eq!(found(&store, &alice, prefix("")).len(), 9);
+        // Bob's files under the same folder never reach Alice, nor hers him.
+        assert_eq!(
+            found(&store, &bob, prefix("/d/a")),
+            ["/d/a/bobs.txt", "/d/a/x.txt"]
+        );
+        let bobs = store
+            .search(&bob, unit(0), 100, 0, None, &prefix("/d/a"))
+            .unwrap();
+        assert!(
+            bobs.iter().all(|h| h.content_hash.starts_with("hbob")),
+            "{bobs:#?}"
+        );
+        assert!(found(&store, &alice, prefix("/d/a/bobs.txt")).is_empty());
+        assert!(found(&store, &Scope::user("carol"), prefix("/d")).is_empty());
+    }
+
+    #[test]
+    fn pages_sections_sheets_slides_and_types_narrow_the_hits() {
+        let (_dir, store, alice, bob) = corpus();
+        let pages = |first, last| SearchFilter {
+            pages: Some((first, last)),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, pages(2, 3)),
+            ["/d/p.pdf#page=2", "/d/p.pdf#page=3"]
+        );
+        assert_eq!(
+            found_chunks(&store, &alice, pages(6, 6)),
+            ["/d/p.pdf#page=6"]
+        );
+        assert!(found_chunks(&store, &alice, pages(7, 100)).is_empty());
+        assert!(found_chunks(&store, &alice, pages(3, 2)).is_empty());
+        // Pages and a prefix together.
+        let both = SearchFilter {
+            locator_prefix: Some("/d/a".into()),
+            ..pages(1, 6)
+        };
+        assert!(found_chunks(&store, &alice, both).is_empty());
+
+        let section = |s: &str| SearchFilter {
+            section_path: Some(s.into()),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, section("2 Setup")),
+            ["/d/p.pdf#page=3", "/d/p.pdf#page=4"],
+            "the section and its subsection, not `2 Setupx` nor `3 Use › 2 Setup`"
+        );
+        assert_eq!(
+            found_chunks(&store, &alice, section("2 Setup › 2.1 Install")),
+            ["/d/p.pdf#page=4"]
+        );
+        assert_eq!(
+            found_chunks(&store, &alice, section("3 Use")),
+            ["/d/p.pdf#page=6"]
+        );
+        assert!(found_chunks(&store, &alice, section("2.1 Install")).is_empty());
+
+        let sheet = |s: &str| SearchFilter {
+            sheet: Some(s.into()),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, sheet("Budget")),
+            ["/d/s.xlsx#sheet=Budget"]
+        );
+        assert!(found_chunks(&store, &alice, sheet("budget")).is_empty());
+
+        let slide = SearchFilter {
+            slide: Some(2),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, slide),
+            ["/d/deck.pptx#slide=2"]
+        );
+
+        let image = SearchFilter {
+            content_type: Some(extractors::ContentType::Image),
+            ..SearchFilter::default()
+        };
+        let hits = store.search(&alice, unit(0), 100, 0, None, &image).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].locator, "/d/a/pic.png#line=1");
+        assert_eq!(hits[0].content_type, "image");
+        let text = SearchFilter {
+            content_type: Some(extractors::ContentType::Text),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            store
+                .search(&alice, unit(0), 100, 0, None, &text)
+                .unwrap()
+                .len(),
+            2 + 1 + 1 + 1 + 1 + 6 + 2 + 3
+        );
+        // Bob holds the same PDF: his filters find his points only.
+        let hits = store
+            .search(&bob, unit(0), 100, 0, None, &pages(1, 6))
+            .unwrap();
+        assert_eq!(hits.len(), 6);
+        assert!(
+            hits.iter().all(|h| h.text.starts_with("bob's")),
+            "{hits:#?}"
+        );
+        // A hit carries its page and type.
+        let hits = store
+            .search(&alice, unit(52), 1, 0, None, &pages(1, 6))
+            .unwrap();
+        assert_eq!(hits[0].locator, "/d/p.pdf#page=3");
+        assert_eq!(hits[0].page, Some(3));
+        assert_eq!(hits[0].section.as_deref(), Some("2 Setup"));
+        assert_eq!(hits[0].content_type, "text");
+        let json = serde_json::to_value(&hits[0]).unwrap();
+        assert_eq!(json["page"], 3);
+        let plain = &store
+            .search(&alice, unit(10), 1, 0, None, &SearchFilter::default())
+            .unwrap()[0];
+        assert_eq!(plain.locator, "/d/ab.txt#line=1");
+        assert_eq!(plain.page, None);
+        assert!(serde_json::to_value(plain).unwrap().get("page").is_none());
+    }
+
+    #[test]
+    fn a_filter_never_lets_another_scopes_points_through() {
+        let (_dir, store, alice, bob) = corpus();
+        let filters = [
+            SearchFilter::default(),
+            prefix("/d"),
+            prefix("/d/a/x.txt"),
+            SearchFilter {
+                pages: Some((1, 6)),
+                section_path: Some("2 Setup".into()),
+                ..prefix("/d/p.pdf")
+            },
+        ];
+        for f in filters {
+            let a = store.search(&alice, unit(90), 1000, 0, None, &f).unwrap();
+            let b = store.search(&bob, unit(90), 1000, 0, None, &f).unwrap();
+            // Bob's texts start with `bob's` (his copy of the PDF) or `hbob`.
+            let bobs = |h: &Hit| h.text.starts_with("bob's") || h.text.starts_with("hbob");
+            assert!(!a.is_empty() && !a.iter().any(bobs), "{f:?} {a:#?}");
+            assert!(!b.is_empty() && b.iter().all(bobs), "{f:?} {b:#?}");
+            let carol = store
+                .search(&Scope::user("carol"), unit(0), 1000, 0, None, &f)
+                .unwrap();
+            assert!(carol.is_empty(), "{f:?}");
+        }
+        // A mandate scope sees shared points of its mandate only, filtered or not.
+        let m = |user: &str, shared: bool| Scope {
+            mandate_id: Some("m".into()),
+            is_shared: shared,
+            ..Scope::user(user)
+        };
+        store
+            .upsert(
+                &m("alice", true),
+                &chunks("hshared", 1, "/d/a/shared.txt", 95),
+            )
+            .unwrap();
+        store
+            .upsert(&m("alice", false), &chunks("hmine", 1, "/d/a/mine.txt", 96))
+            .unwrap();
+        assert_eq!(
+            found(&store, &m("dave", false), prefix("/d/a")),
+            ["/d/a/shared.txt"]
+        );
+        let other = Scope {
+            mandate_id: Some("other".into()),
+            ..Scope::user("dave")
+        };
+        assert!(found(&store, &other, prefix("/d/a")).is_empty());
+    }
+
+    #[test]
+    fn set_locators_moves_the_prefix_match() {
+        let (_dir, store, alice, bob) = corpus();
+        store
+            .set_locators(
+                &alice,
+                "ha",
+                &["/d/moved/x.txt".to_string(), "/d/z.zip!/x.txt".to_string()],
+            )
+            .unwrap();
+        assert_eq!(found(&store, &alice, prefix("/d/a")), ["/d/a/pic.png"]);
+        assert!(found(&store, &alice, prefix("/d/a/x.txt")).is_empty());
+        assert_eq!(
+            found(&store, &alice, prefix("/d/moved")),
+            ["/d/moved/x.txt"]
+        );
+        // Any holder puts the content under its prefix; the hit shows the first.
+        let hits = store
+            .search(&alice, unit(0), 10, 0, None, &prefix("/d/z.zip"))
+            .unwrap();
+        assert_eq!(hits.len(), 2);
+        assert!(hits
+            .iter()
+            .all(|h| h.locator.starts_with("/d/moved/x.txt#")));
+        assert!(hits.iter().all(|h| h.also_in == ["/d/z.zip!/x.txt"]));
+        // Bob's copy at the old place is untouched.
+        assert_eq!(found(&store, &bob, prefix("/d/a/x.txt")), ["/d/a/x.txt"]);
+    }
+
+    #[test]
+    fn offset_skips_the_best_hits_for_paging() {
+        let (_dir, store, alice, _bob) = corpus();
+        let all = SearchFilter::default();
+        // The query leans on the PDF's chunks in order: page 1 best, then 2, ...
+        let mut query = vec![0.0; crate::embed::DIMENSIONS];
+        for (i, w) in [6.0, 5.0, 4.0, 3.0, 2.0, 1.0].into_iter().enumerate() {
+            query[50 + i] = w;
+        }
+        let first = store
+            .search(&alice, query.clone(), 6, 0, None, &all)
+            .unwrap();
+        let locs = |h: &[Hit]| h.iter().map(|h| h.locator.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            locs(&first),
+            (1..=6)
+                .map(|p| format!("/d/p.pdf#page={p}"))
+                .collect::<Vec<_>>()
+        );
+        let page2 = store
+            .search(&alice, query.clone(), 2, 2, None, &all)
+            .unwrap();
+        assert_eq!(locs(&page2), locs(&first[2..4]));
+        let tail = store
+            .search(&alice, query.clone(), 10, 4, Some(0.1), &all)
+            .unwrap();
+        assert_eq!(locs(&tail), locs(&first[4..]));
+        assert!(store
+            .search(&alice, query.clone(), 5, 6, Some(0.1), &all)
+            .unwrap()
+            .is_empty());
+        assert!(store
+            .search(&alice, query.clone(), 0, 0, None, &all)
+            .unwrap()
+            .is_empty());
+        assert!(store
+            .search(&alice, query, 5, MAX_SEARCH_HITS, None, &all)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn points_of_an_earlier_version_get_the_search_fields_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = Scope::user("alice");
+        {
+            let store = EdgeIndex::open(dir.path()).unwrap();
+            let mut pdf = chunks("hpdf", 2, "/d/z.zip!/p.pdf", 0);
+            pdf[1].chunk.context_ref.section_id = Some("2 Setup › 2.1 Install".into());
+            store.upsert(&alice, &pdf).unwrap();
+            store
+                .upsert(&alice, &chunks("ht", 1, "/d/t.txt", 5))
+                .unwrap();
+            // Make it a shard of the version before: no derived fields, no index on them.
+            let keys = ["containers", "section_path"]
+                .map(|k| k.parse().unwrap())
+                .to_vec();
+            store
+                .update(UpdateOperation::PayloadOperation(
+                    PayloadOps::DeletePayload(qdrant_edge::DeletePayloadOp {
+                        keys,
+                        points: None,
+                        filter: Some(filter(payload::scope_filter(&alice)).unwrap()),
+                    }),
+                ))
+                .unwrap();
+            for field in ["containers", "section_path"] {
+                store
+                    .update(UpdateOperation::FieldIndexOperation(
+                        FieldIndexOperations::DeleteIndex(field.parse().unwrap()),
+                    ))
+                    .unwrap();
+            }
+            assert!(!store.has_payload_index("containers").unwrap());
+            assert!(found(&store, &alice, prefix("/d/z.zip")).is_empty());
+            store.flush();
+        }
+        let store = EdgeIndex::open(dir.path()).unwrap();
+        assert!(store.has_payload_index("containers").unwrap());
+        assert!(store.has_payload_index("section_path").unwrap());
+        assert_eq!(
+            found(&store, &alice, prefix("/d/z.zip")),
+            ["/d/z.zip!/p.pdf"]
+        );
+        assert_eq!(found(&store, &alice, prefix("/d")).len(), 2);
+        let install = SearchFilter {
+            section_path: Some("2 Setup".into()),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            found_chunks(&store, &alice, install),
+            ["/d/z.zip!/p.pdf#line=2"]
+        );
+        assert_eq!(store.count(None).unwrap(), 3);
     }
 }

@@ -91,6 +91,34 @@ pub struct Hit {
     pub also_in: Vec<String>,
     /// The content the chunk was cut from (blake3 of the file's bytes).
     pub content_hash: String,
+    /// The type of the object the chunk was cut from (`text`, `image`, …).
+    #[serde(default)]
+    pub content_type: String,
+    /// The 1-based physical page the chunk is on, if the file has pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}
+
+/// What a search may narrow its hits to, besides its scope: every condition set must hold.
+/// The default narrows nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchFilter {
+    /// Only chunks of files at or under this locator: a folder (`/d/docs`), an archive at any
+    /// depth (`/d/a.zip!/inner.tar.gz`) or one file, without `#fragment`. Whole path segments
+    /// only: `/d/a` covers `/d/a/x.txt`, not `/d/ab.txt`. A trailing `/` or `!/` is ignored;
+    /// an empty prefix (or `/`) narrows nothing. A content held by several files matches when any of them is under it.
+    pub locator_prefix: Option<String>,
+    /// Only objects of this type.
+    pub content_type: Option<extractors::ContentType>,
+    /// Only chunks on these 1-based physical pages, first and last included.
+    pub pages: Option<(u32, u32)>,
+    /// Only chunks in this section or its subsections: a section path as chunks carry it
+    /// (`2 Setup › 2.1 Install`, titles joined by `extractors::SECTION_SEPARATOR`).
+    pub section_path: Option<String>,
+    /// Only chunks of this spreadsheet sheet (by name).
+    pub sheet: Option<String>,
+    /// Only chunks of this 1-based slide.
+    pub slide: Option<u32>,
 }
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
@@ -111,15 +139,19 @@ pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
 ///
 /// `pub` only so that tests can reach it through `ingest::testing`; the module is private.
 pub trait IndexRead: Send + Sync {
-    /// The `limit` nearest chunks to `vector` that `scope` may read (its own points, narrowed
-    /// by feature instance and mandate when set, plus points shared within its mandate), best
-    /// first, none scoring under `min_score`; at most `MAX_SEARCH_HITS` (1000), whatever is asked.
+    /// The nearest chunks to `vector` that `scope` may read (its own points, narrowed by
+    /// feature instance and mandate when set, plus points shared within its mandate) and that
+    /// `filter` lets through, best first, none scoring under `min_score`: the `limit` after
+    /// skipping the `offset` best (for paging). Only the `MAX_SEARCH_HITS` (1000) best are
+    /// ever reached, whatever is asked.
     fn search(
         &self,
         scope: &Scope,
         vector: Vec<f32>,
         limit: usize,
+        offset: usize,
         min_score: Option<f32>,
+        filter: &SearchFilter,
     ) -> Result<Vec<Hit>>;
 
     /// Number of points visible to `scope` (as [`IndexRead::search`] sees them), or of all

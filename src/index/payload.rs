@@ -4,17 +4,30 @@
 //!
 //! A point's payload: the chunk (`text`, `fragment`, `chunk_index`, `object_id`,
 //! `content_type`, and its context: `label`, `page_index`, `section_id`, `sheet_name`,
-//! `slide_index`), its content (`content_hash`, `locators`: the files holding it, the first
-//! shown in results) and its scope (`scope_key`, `user_id`, `feature_instance_id`,
-//! `mandate_id`, `is_shared`).
+//! `slide_index`, and `section_path`: every ancestor of `section_id`), its content
+//! (`content_hash`, `locators`: the files holding it, the first shown in results, and
+//! `containers`: every folder, archive and file any of them lies in or is) and its scope
+//! (`scope_key`, `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`).
 
 use serde_json::{json, Map, Value};
 
-use super::{Hit, PointRecord, StoredChunk};
-use extractors::Scope;
+use super::{Hit, PointRecord, SearchFilter, StoredChunk};
+use extractors::{Scope, MEMBER_SEPARATOR, SECTION_SEPARATOR};
 
 /// Fields with a keyword index: everything searches and deletes filter on.
-pub(super) const KEYWORD_FIELDS: &[&str] = &["scope_key", "content_hash", "user_id", "mandate_id"];
+pub(super) const KEYWORD_FIELDS: &[&str] = &[
+    "scope_key",
+    "content_hash",
+    "user_id",
+    "mandate_id",
+    "containers",
+    "section_path",
+    "content_type",
+    "sheet_name",
+];
+
+/// Fields with an integer index: the page and slide filters of a search.
+pub(super) const INTEGER_FIELDS: &[&str] = &["page_index", "slide_index"];
 
 /// The fields [`record`] reads: a backend asks only for these when it lists every point.
 pub(super) const RECORD_FIELDS: &[&str] = &["scope_key", "content_hash", "chunk_index", "locators"];
@@ -40,6 +53,8 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "section_id": ctx.section_id,
         "sheet_name": ctx.sheet_name,
         "slide_index": ctx.slide_index,
+        "section_path": section_path(ctx.section_id.as_deref()),
+        "containers": containers(&c.locators),
         "scope_key": scope_key,
         "user_id": scope.user_id,
         "feature_instance_id": scope.feature_instance_id,
@@ -48,11 +63,92 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
     })
 }
 
-/// The payload update that points a content's chunks at the files in `locators`.
+/// The payload update that points a content's chunks at the files in `locators` (and
+/// rewrites `containers`, which derives from them).
 pub(super) fn locators_update(locators: &[String]) -> Map<String, Value> {
     let mut payload = Map::new();
     payload.insert("locators".into(), json!(locators));
+    payload.insert("containers".into(), json!(containers(locators)));
     payload
+}
+
+/// Every locator in `locators` and every folder and container it lies in, without
+/// duplicates, in first-seen order: `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
+/// `/d/b.zip!/docs` and itself. A relative locator (an upload: `up.zip!/a.txt`) gives
+/// `up.zip` and itself. The root `/` is not listed.
+pub(super) fn containers(locators: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |p: &str| {
+        if !p.is_empty() && !p.ends_with('/') && !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
+        }
+    };
+    for locator in locators {
+        for (i, _) in locator.match_indices('/') {
+            let Some(prefix) = locator.get(..i) else {
+                continue;
+            };
+            // `a.zip!/b`: the container is `a.zip`.
+            let sep = MEMBER_SEPARATOR.trim_end_matches('/');
+            push(prefix.strip_suffix(sep).unwrap_or(prefix));
+        }
+        push(locator);
+    }
+    out
+}
+
+/// The fields [`derived_update`] derives from, for [`derived_source`].
+pub(super) const DERIVED_FROM: &[&str] = &["locators", "section_id"];
+
+/// Filter: points written before `containers` existed (every point has a locator, so
+/// `containers` is never empty otherwise).
+pub(super) fn lacking_derived() -> Value {
+    json!({ "must": [{ "is_empty": { "key": "containers" } }] })
+}
+
+/// What the derived fields of a point are computed from: its locators and section path.
+pub(super) fn derived_source(payload: &Map<String, Value>) -> (Vec<String>, Option<String>) {
+    let section = payload
+        .get("section_id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    (locators(payload), section)
+}
+
+/// The payload update that sets the fields derived from a point's `locators` and
+/// `section_id` (`containers`, `section_path`): for points an earlier version wrote.
+pub(super) fn derived_update(locators: &[String], section: Option<&str>) -> Map<String, Value> {
+    let mut payload = Map::new();
+    payload.insert("containers".into(), json!(containers(locators)));
+    payload.insert("section_path".into(), json!(section_path(section)));
+    payload
+}
+
+/// A locator prefix as [`containers`] lists it: without a trailing `/` or `!/`.
+pub(super) fn container_key(prefix: &str) -> &str {
+    let p = prefix.trim_end_matches('/');
+    if p.len() < prefix.len() {
+        p.strip_suffix(MEMBER_SEPARATOR.trim_end_matches('/'))
+            .unwrap_or(p)
+    } else {
+        p
+    }
+}
+
+/// Every ancestor of the section path `section` and the path itself: `2 Setup › 2.1 Install`
+/// gives `2 Setup` and `2 Setup › 2.1 Install`. Empty for no section.
+pub(super) fn section_path(section: Option<&str>) -> Vec<String> {
+    let Some(section) = section.filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, _) in section.match_indices(SECTION_SEPARATOR) {
+        if let Some(p) = section.get(..i).filter(|p| !p.is_empty()) {
+            out.push(p.to_string());
+        }
+    }
+    out.push(section.to_string());
+    out
 }
 
 /// The `locators` list of a point's payload (the files holding its content).
@@ -105,6 +201,11 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
         label: s("label"),
         also_in: locators.into_iter().skip(1).collect(),
         content_hash: s("content_hash").unwrap_or_default(),
+        content_type: s("content_type").unwrap_or_default(),
+        page: payload
+            .get("page_index")
+            .and_then(Value::as_u64)
+            .and_then(|p| u32::try_from(p).ok()),
     }
 }
 
@@ -115,6 +216,33 @@ fn match_kw(key: &str, value: &str) -> Value {
 /// Filter: points of content `hash` in exactly the scope whose key is `scope_key`.
 pub(super) fn content_filter(scope_key: &str, hash: &str) -> Value {
     json!({ "must": [match_kw("scope_key", scope_key), match_kw("content_hash", hash)] })
+}
+
+/// Filter: what `scope` may read, narrowed by `filter` (every condition must hold).
+pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
+    let mut must = vec![scope_filter(scope)];
+    if let Some(prefix) = &filter.locator_prefix {
+        let key = container_key(prefix);
+        if !key.is_empty() {
+            must.push(match_kw("containers", key));
+        }
+    }
+    if let Some(t) = filter.content_type {
+        must.push(match_kw("content_type", t.as_str()));
+    }
+    if let Some((first, last)) = filter.pages {
+        must.push(json!({ "key": "page_index", "range": { "gte": first, "lte": last } }));
+    }
+    if let Some(section) = &filter.section_path {
+        must.push(match_kw("section_path", section));
+    }
+    if let Some(sheet) = &filter.sheet {
+        must.push(match_kw("sheet_name", sheet));
+    }
+    if let Some(slide) = filter.slide {
+        must.push(json!({ "key": "slide_index", "match": { "value": slide } }));
+    }
+    json!({ "must": must })
 }
 
 /// Filter: what `scope` may read: its own points (narrowed by feature instance and mandate
@@ -135,4 +263,75 @@ pub(super) fn scope_filter(scope: &Scope) -> Value {
         ]}));
     }
     json!({ "should": should })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn containers_lists_every_folder_archive_and_file_once() {
+        let nested = "/work/fixtures/archives/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md";
+        assert_eq!(
+            containers(&owned(&[nested])),
+            [
+                "/work",
+                "/work/fixtures",
+                "/work/fixtures/archives",
+                "/work/fixtures/archives/bundle.zip",
+                "/work/fixtures/archives/bundle.zip!/docs",
+                "/work/fixtures/archives/bundle.zip!/docs/inner.tar.gz",
+                "/work/fixtures/archives/bundle.zip!/docs/inner.tar.gz!/notes",
+                nested,
+            ]
+        );
+        assert_eq!(
+            containers(&owned(&["upload.zip!/a.txt", "/d/a.txt", "/d/b.txt"])),
+            [
+                "upload.zip",
+                "upload.zip!/a.txt",
+                "/d",
+                "/d/a.txt",
+                "/d/b.txt"
+            ]
+        );
+        assert_eq!(containers(&owned(&["notes.md"])), ["notes.md"]);
+        assert_eq!(containers(&owned(&["a//b/"])), ["a", "a//b"]);
+        assert!(containers(&[]).is_empty());
+    }
+
+    #[test]
+    fn container_keys_drop_trailing_separators() {
+        assert_eq!(container_key("/d/a/"), "/d/a");
+        assert_eq!(container_key("/d/a.zip!/"), "/d/a.zip");
+        assert_eq!(container_key("/d/a.zip"), "/d/a.zip");
+        assert_eq!(container_key("/"), "");
+        assert_eq!(container_key("wow!"), "wow!");
+    }
+
+    #[test]
+    fn section_path_lists_every_ancestor() {
+        assert_eq!(
+            section_path(Some("2 Setup › 2.1 Install › Linux")),
+            [
+                "2 Setup",
+                "2 Setup › 2.1 Install",
+                "2 Setup › 2.1 Install › Linux"
+            ]
+        );
+        assert_eq!(section_path(Some("Intro")), ["Intro"]);
+        assert!(section_path(Some("")).is_empty());
+        assert!(section_path(None).is_empty());
+    }
+
+    #[test]
+    fn locators_update_rewrites_containers() {
+        let update = locators_update(&owned(&["/new/x.txt"]));
+        assert_eq!(update["locators"], json!(["/new/x.txt"]));
+        assert_eq!(update["containers"], json!(["/new", "/new/x.txt"]));
+    }
 }

@@ -15,6 +15,9 @@
 use extractors::Scope;
 use serde::{Deserialize, Serialize};
 
+#[allow(dead_code)] // used by `search_documents`, being written
+mod snippet;
+
 use crate::ingestor::Ingestor;
 
 /// The budget of an answer when the call does not give one, in chars (UTF-8 bytes).
