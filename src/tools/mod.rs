@@ -15,9 +15,6 @@
 use extractors::Scope;
 use serde::{Deserialize, Serialize};
 
-#[allow(dead_code)] // used by `search_documents`, being written
-mod snippet;
-
 use crate::ingestor::Ingestor;
 
 /// The budget of an answer when the call does not give one, in chars (UTF-8 bytes).
@@ -330,6 +327,7 @@ mod paging;
 mod read;
 mod search;
 mod section;
+mod snippet;
 mod view;
 
 use budget::Budget;

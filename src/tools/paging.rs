@@ -227,6 +227,7 @@ pub(crate) fn fill_list(
         Err(ToolError::TooSmall(_)) if list.compact.is_some() => {
             let mut small = base.clone();
             small.remove("locator");
+            small.remove("query");
             mark_compact(&mut small);
             let items = list.compact.as_deref().unwrap_or(&[]);
             fill_list_as(budget, &small, items, list, start, tag, digest, true)

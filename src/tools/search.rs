@@ -1,15 +1,186 @@
-//! `search_documents` (pending the index's filters).
+//! `search_documents`: the passages that answer a query, within the scope and the filters,
+//! best first, each with a snippet centred on what matched.
+
 use extractors::Scope;
+use serde_json::{json, Map, Value};
 
 use super::budget::Budget;
-use super::{Finished, SearchArgs, ToolError};
+use super::cursor;
+use super::paging::{fill_list, ListItems};
+use super::read::{parse_pages, parse_type};
+use super::section::Section;
+use super::snippet::snippet;
+use super::view::{self, normalize, View};
+use super::{Finished, FullResult, SearchArgs, ToolError};
+use crate::index::{Hit, SearchFilter};
 use crate::ingestor::Ingestor;
 
+/// The cursor tag of `search_documents`.
+const TAG: &str = "q";
+
+/// Hits when the call does not say, and the most it may ask for.
+const DEFAULT_LIMIT: usize = 5;
+const MAX_LIMIT: usize = 50;
+
+/// Snippet length bounds, in chars.
+const MIN_SNIPPET: usize = 80;
+const MAX_SNIPPET: usize = 400;
+
+/// The filter `args` ask for, checked against what the scope sees.
+fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchFilter, ToolError> {
+    let mut f = SearchFilter::default();
+    if let Some(loc) = args
+        .locator
+        .as_deref()
+        .map(normalize)
+        .filter(|l| !l.is_empty())
+    {
+        let prefix = format!("{}/", loc.trim_end_matches('/'));
+        let nested = format!("{loc}!/");
+        let known = view.entry(&loc).is_some()
+            || view
+                .entries
+                .range(prefix.clone()..)
+                .next()
+                .is_some_and(|(k, _)| k.starts_with(&prefix) || k.starts_with(&nested));
+        if !known {
+            return Err(ToolError::NotFound(loc));
+        }
+        f.locator_prefix = Some(loc);
+    }
+    if let Some(t) = &args.content_type {
+        f.content_type = Some(parse_type(t)?);
+    }
+    if let Some(p) = &args.pages {
+        f.pages = Some(parse_pages(p)?);
+    }
+    f.sheet = args.sheet.clone();
+    f.slide = args.slide;
+    if let Some(id) = &args.section {
+        let Some(loc) = &f.locator_prefix else {
+            return Err(ToolError::Invalid(
+                "section needs locator: the file whose outline the section id comes from".into(),
+            ));
+        };
+        let doc = view.document(loc)?;
+        let section = Section::resolve(&view::content_index(ingestor, &doc.hash)?, id)?;
+        section.narrow(&mut f);
+    }
+    Ok(f)
+}
+
+/// The file name in a file locator.
+fn file_name(locator: &str) -> &str {
+    let file = locator.split_once('#').map_or(locator, |(f, _)| f);
+    file.rsplit(['/', '!'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(file)
+}
+
+fn hit_value(hit: &Hit, query: &str, snippet_chars: usize) -> Value {
+    let mut m = Map::new();
+    m.insert("locator".into(), json!(hit.locator));
+    m.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
+    m.insert("file".into(), json!(file_name(&hit.locator)));
+    m.insert("type".into(), json!(hit.content_type));
+    if let Some(l) = &hit.label {
+        m.insert("label".into(), json!(l));
+    }
+    if let Some(s) = &hit.section {
+        m.insert("section".into(), json!(s));
+    }
+    m.insert(
+        "snippet".into(),
+        json!(snippet(&hit.text, query, snippet_chars)),
+    );
+    if !hit.also_in.is_empty() {
+        m.insert("also_in".into(), json!(hit.also_in));
+    }
+    Value::Object(m)
+}
+
+/// Answer a `search_documents` call.
 pub(crate) fn search_documents(
-    _: &Ingestor,
-    _: &Scope,
-    _: &SearchArgs,
-    _: Budget,
+    ingestor: &Ingestor,
+    scope: &Scope,
+    args: &SearchArgs,
+    budget: Budget,
 ) -> Result<Finished, ToolError> {
-    Err(ToolError::Invalid("pending".into()))
+    let digest = cursor::digest(args);
+    let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
+    let query = args.query.trim();
+    if query.is_empty() {
+        return Err(ToolError::Invalid(
+            "query is empty: say what to look for".into(),
+        ));
+    }
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(ToolError::Invalid(format!(
+            "limit must be between 1 and {MAX_LIMIT}"
+        )));
+    }
+    let view = View::of(ingestor, scope);
+    let filter = filter(ingestor, &view, args)?;
+    let hits = ingestor.search_filtered(query, scope, limit, args.min_score, &filter)?;
+    let full = FullResult::of(hits.iter().map(|h| h.text.as_str()));
+    let remaining = hits.len().saturating_sub(start.item).max(1);
+    // Share the budget among the hits still to show: shorter snippets, more hits.
+    let per_hit = budget.max.saturating_sub(150) / remaining;
+    let snippet_chars = per_hit.saturating_sub(220).clamp(MIN_SNIPPET, MAX_SNIPPET);
+    let items: Vec<Value> = hits
+        .iter()
+        .map(|h| hit_value(h, query, snippet_chars))
+        .collect();
+    // Compact hits for small budgets: locator, score, and what snippet room is left.
+    let compact: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let mut m = Map::new();
+            m.insert("locator".into(), json!(h.locator));
+            m.insert("score".into(), json!((h.score * 1000.0).round() / 1000.0));
+            let room = budget
+                .max
+                .saturating_sub(180 + h.locator.len())
+                .min(MIN_SNIPPET);
+            if room >= 10 {
+                m.insert("snippet".into(), json!(snippet(&h.text, query, room)));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut base = Map::new();
+    base.insert("query".into(), json!(query));
+    if hits.is_empty() {
+        base.insert("hits".into(), json!([]));
+        base.insert(
+            "note".into(),
+            json!("nothing matched: try other words, fewer filters, or browse_container to look around"),
+        );
+        let text = budget
+            .finish(&base)
+            .ok_or_else(|| super::section::too_small(budget))?;
+        return Ok(Finished { text, full });
+    }
+    let text = fill_list(
+        budget,
+        &base,
+        &ListItems::new("hits", items, "hits").with_compact(compact),
+        start,
+        TAG,
+        &digest,
+    )?;
+    Ok(Finished { text, full })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_come_from_the_last_segment() {
+        assert_eq!(file_name("/d/a.zip!/x/b.pdf#page=3"), "b.pdf");
+        assert_eq!(file_name("/d/notes.txt"), "notes.txt");
+        assert_eq!(file_name("upload.zip!/c.md"), "c.md");
+    }
 }

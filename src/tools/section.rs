@@ -208,3 +208,15 @@ pub(crate) fn read_section(
 pub(crate) fn too_small(budget: Budget) -> ToolError {
     ToolError::TooSmall(budget.max)
 }
+
+impl Section {
+    /// Narrow a search to this section.
+    pub fn narrow(&self, f: &mut crate::index::SearchFilter) {
+        match &self.rule {
+            Rule::Pages(a, b) => f.pages = Some((*a, *b)),
+            Rule::Sheet(s) => f.sheet = Some(s.clone()),
+            Rule::Slide(n) => f.slide = Some(*n),
+            Rule::Path(p) => f.section_path = Some(p.clone()),
+        }
+    }
+}

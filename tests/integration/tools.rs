@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use ingest::tools::{self, BrowseArgs, ReadArgs, SectionArgs, ToolCall};
+use ingest::tools::{self, BrowseArgs, ReadArgs, SearchArgs, SectionArgs, ToolCall};
 use ingest::{FileStatus, Ingestor, Scope};
 use serde_json::Value;
 
@@ -342,4 +342,121 @@ fn another_scopes_locators_read_exactly_like_missing_ones() {
     )
     .0;
     assert!(!root.to_string().contains("bob-only"), "{root}");
+}
+
+fn search(scope: &Scope, args: SearchArgs, max: usize) -> Vec<Value> {
+    let mut hits = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (v, err) = call(
+            scope,
+            ToolCall::SearchDocuments(SearchArgs {
+                max_chars: Some(max),
+                cursor: cursor.clone(),
+                ..args.clone()
+            }),
+            max,
+        );
+        assert!(!err, "{v}");
+        let page = v["hits"].as_array().unwrap();
+        assert!(!page.is_empty() || cursor.is_none(), "no progress: {v}");
+        hits.extend(page.iter().cloned());
+        match v.get("cursor") {
+            Some(c) => cursor = Some(c.as_str().unwrap().to_string()),
+            None => return hits,
+        }
+    }
+}
+
+#[test]
+fn search_pages_its_hits_filters_by_locator_and_stays_in_scope() {
+    let f = fixture();
+    let args = SearchArgs {
+        query: "who kept the lighthouse".into(),
+        limit: Some(12),
+        ..SearchArgs::default()
+    };
+    let all = search(&alice(), args.clone(), 100_000);
+    assert_eq!(all.len(), 12);
+    let locators = |hits: &[Value]| -> Vec<String> {
+        hits.iter()
+            .map(|h| h["locator"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A hit's locator alone can be 100 chars: below ~300 a hit may not fit, and the answer
+    // says so (within the budget) instead.
+    for &max in BUDGETS.iter().filter(|&&m| m >= 333) {
+        assert_eq!(
+            locators(&search(&alice(), args.clone(), max)),
+            locators(&all),
+            "{max}"
+        );
+    }
+    let tiny = tools::call(
+        &f.ingestor,
+        &alice(),
+        &ToolCall::SearchDocuments(SearchArgs {
+            max_chars: Some(200),
+            ..args.clone()
+        }),
+    );
+    assert!(tiny.text.len() <= 200, "{}", tiny.text);
+    // Within one file.
+    let handbook = f
+        .documents
+        .iter()
+        .find(|d| d.ends_with("handbook.md"))
+        .unwrap();
+    let inside = search(
+        &alice(),
+        SearchArgs {
+            locator: Some(handbook.clone()),
+            ..args.clone()
+        },
+        100_000,
+    );
+    assert!(!inside.is_empty());
+    assert!(inside.iter().all(|h| h["locator"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{handbook}#"))));
+    // Bob's words are not found by alice, and his file is not a valid filter for her.
+    let bobs = search(
+        &alice(),
+        SearchArgs {
+            query: "Bob's payroll zebra budget crowns".into(),
+            limit: Some(50),
+            ..SearchArgs::default()
+        },
+        100_000,
+    );
+    assert!(!bobs.iter().any(|h| h.to_string().contains("payroll-bob")));
+    let theirs = search(
+        &bob(),
+        SearchArgs {
+            query: "Bob's payroll zebra budget crowns".into(),
+            ..SearchArgs::default()
+        },
+        4000,
+    );
+    assert!(theirs[0]["locator"]
+        .as_str()
+        .unwrap()
+        .contains("payroll-bob"));
+    let bob_file = theirs[0]["locator"]
+        .as_str()
+        .unwrap()
+        .split('#')
+        .next()
+        .unwrap()
+        .to_string();
+    let (e, err) = call(
+        &alice(),
+        ToolCall::SearchDocuments(SearchArgs {
+            locator: Some(bob_file.clone()),
+            ..args.clone()
+        }),
+        4000,
+    );
+    assert!(err && e.to_string().contains("no such locator"), "{e}");
 }
