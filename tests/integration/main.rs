@@ -15,6 +15,7 @@ mod formats;
 mod hostile;
 mod isolation;
 mod library;
+mod mcp;
 mod privacy;
 mod tools;
 mod unpack_panic;
