@@ -280,7 +280,10 @@ impl IngestMcp {
         }
     }
 
-    async fn run(&self, request: CallToolRequestParams) -> std::result::Result<CallToolResult, ErrorData> {
+    async fn run(
+        &self,
+        request: CallToolRequestParams,
+    ) -> std::result::Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
         if !self.config.tools.contains(&name.as_str()) {
             return Err(ErrorData::invalid_params(
