@@ -4,7 +4,8 @@
 //! so they answer the same whether or not `ingest watch` runs.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use extractors::Scope;
 
@@ -39,10 +40,11 @@ impl AnsweredBy {
 /// and keeps.
 ///
 /// The daemon is looked for on every call, so a host started before or after `ingest watch`
-/// keeps answering. When it finds one, it lets go of its own `Ingestor` (once calls running
-/// on it end), so that a daemon starting meanwhile can take the store, which allows one
-/// process at a time. While a host answers locally it holds the store, and other processes
-/// (`ingest PATH`, a daemon that is not started yet) wait for it or fail.
+/// keeps answering. While the host holds its own `Ingestor` it also looks for a daemon every
+/// second, and lets go of the `Ingestor` (once calls running on it end) as soon as one
+/// listens: a daemon starting meanwhile can then take the store, which allows one process at
+/// a time. While a host answers locally it holds the store, so `ingest PATH` on the same data
+/// directory fails until the host ends.
 ///
 /// Every call's `max_chars` is capped by the host's [`Config::max_answer_chars`] before it is
 /// run, so the host's ceiling holds whichever process answers.
@@ -54,18 +56,68 @@ enum Kind {
     /// Always this `Ingestor` (a process that already holds the data directory).
     Shared(Arc<Ingestor>),
     /// The daemon when it answers, else a local `Ingestor` opened from `config` on demand.
-    Auto {
-        config: Config,
-        socket: PathBuf,
-        local: Mutex<Option<Arc<Ingestor>>>,
-    },
+    Auto(Arc<Auto>),
+}
+
+struct Auto {
+    config: Config,
+    socket: PathBuf,
+    local: Mutex<Option<Arc<Ingestor>>>,
+}
+
+/// How often a host holding its own `Ingestor` looks for a daemon that wants the store.
+const DAEMON_PROBE: Duration = Duration::from_secs(1);
+
+impl Auto {
+    /// The local `Ingestor`, opened now if need be (and then watched for a daemon).
+    fn local(self: &Arc<Self>) -> Result<Arc<Ingestor>> {
+        let mut slot = lock(&self.local);
+        if let Some(i) = slot.as_ref() {
+            return Ok(Arc::clone(i));
+        }
+        let opened = Arc::new(Ingestor::open(self.config.clone())?);
+        *slot = Some(Arc::clone(&opened));
+        let watched = Arc::downgrade(self);
+        let probe = std::thread::Builder::new()
+            .name("daemon-probe".into())
+            .spawn(move || release_for_daemon(&watched));
+        if let Err(e) = probe {
+            tracing::warn!("no thread to look for a daemon: {e}");
+        }
+        Ok(opened)
+    }
+
+    /// Let go of the local `Ingestor`: a daemon wants the store.
+    fn release(&self) {
+        drop(lock(&self.local).take());
+    }
+}
+
+/// Until the host is dropped or lets go of its `Ingestor`: when a daemon listens on the
+/// socket, let go of it.
+fn release_for_daemon(host: &Weak<Auto>) {
+    loop {
+        std::thread::sleep(DAEMON_PROBE);
+        let Some(host) = host.upgrade() else { return };
+        if lock(&host.local).is_none() {
+            return;
+        }
+        if serve::connect(&host.socket).is_some() {
+            tracing::info!(
+                "a daemon listens on {}: answering through it",
+                host.socket.display()
+            );
+            host.release();
+            return;
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {
             Kind::Shared(i) => f.debug_tuple("ToolHost::Shared").field(i).finish(),
-            Kind::Auto { socket, .. } => f.debug_tuple("ToolHost::Auto").field(socket).finish(),
+            Kind::Auto(a) => f.debug_tuple("ToolHost::Auto").field(&a.socket).finish(),
         }
     }
 }
@@ -75,11 +127,11 @@ impl ToolHost {
     /// [`Ingestor`] opened from `config` on the first call that needs one. Opens nothing yet.
     pub fn new(config: Config) -> Self {
         ToolHost {
-            kind: Kind::Auto {
+            kind: Kind::Auto(Arc::new(Auto {
                 socket: crate::watch::socket_path(&config.data_dir),
                 config,
                 local: Mutex::new(None),
-            },
+            })),
         }
     }
 
@@ -95,7 +147,7 @@ impl ToolHost {
     pub fn max_answer_chars(&self) -> usize {
         match &self.kind {
             Kind::Shared(i) => i.config().max_answer_chars,
-            Kind::Auto { config, .. } => config.max_answer_chars,
+            Kind::Auto(a) => a.config.max_answer_chars,
         }
     }
 
@@ -111,29 +163,15 @@ impl ToolHost {
         let call = capped(call, self.max_answer_chars());
         match &self.kind {
             Kind::Shared(ingestor) => Ok((tools::call(ingestor, scope, &call), AnsweredBy::Local)),
-            Kind::Auto {
-                config,
-                socket,
-                local,
-            } => {
-                if let Some(stream) = serve::connect(socket) {
+            Kind::Auto(auto) => {
+                if let Some(stream) = serve::connect(&auto.socket) {
                     // A daemon listens (or is about to): it needs the store this process may
                     // hold, so let go of it; calls still running keep their own reference.
-                    drop(lock(local).take());
-                    let answer = serve::ask_tool_on(&stream, socket, scope, &call)?;
+                    auto.release();
+                    let answer = serve::ask_tool_on(&stream, &auto.socket, scope, &call)?;
                     return Ok((answer, AnsweredBy::Daemon));
                 }
-                let ingestor = {
-                    let mut slot = lock(local);
-                    match slot.as_ref() {
-                        Some(i) => Arc::clone(i),
-                        None => {
-                            let opened = Arc::new(Ingestor::open(config.clone())?);
-                            *slot = Some(Arc::clone(&opened));
-                            opened
-                        }
-                    }
-                };
+                let ingestor = auto.local()?;
                 Ok((tools::call(&ingestor, scope, &call), AnsweredBy::Local))
             }
         }

@@ -390,29 +390,36 @@ fn budget_of(call: &ToolCall, ceiling: usize) -> usize {
         .max(MIN_MAX_CHARS)
 }
 
-/// `{"error": message}` in at most `budget` UTF-8 bytes (the message cut short if need be).
+/// `{"error": message}` in at most `budget` UTF-8 bytes (the message cut short, marked `…`,
+/// if need be).
 pub(crate) fn error_answer(message: &str, budget: usize) -> ToolAnswer {
-    let mut message: String = message.to_string();
-    loop {
-        let text = serde_json::json!({ "error": message }).to_string();
-        if text.len() <= budget || message.is_empty() {
-            return ToolAnswer {
-                text,
-                is_error: true,
-            };
-        }
-        // Drop at least the excess (escapes make the JSON longer than the message).
-        let excess = text.len() - budget + "…".len();
-        let mut keep = message.len().saturating_sub(excess);
-        while !message.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        message.truncate(keep);
-        message.push('…');
-        if keep == 0 {
-            message.clear();
+    let answer = |text: String| ToolAnswer {
+        text,
+        is_error: true,
+    };
+    let json = |m: &str| serde_json::json!({ "error": m }).to_string();
+    let whole = json(message);
+    if whole.len() <= budget {
+        return answer(whole);
+    }
+    // The longest head of the message that fits with its mark (escapes make the JSON longer
+    // than the message, so measure rather than compute).
+    let ends: Vec<usize> = message.char_indices().map(|(i, _)| i).collect();
+    let fits = |n: usize| {
+        let end = ends.get(n).copied().unwrap_or(message.len());
+        json(&format!("{}…", message.get(..end).unwrap_or(""))).len() <= budget
+    };
+    let (mut lo, mut hi) = (0, ends.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
         }
     }
+    let end = ends.get(lo).copied().unwrap_or(message.len());
+    answer(json(&format!("{}…", message.get(..end).unwrap_or(""))))
 }
 
 /// The MCP result of an answer: its exact text as the one text content, and the same JSON
@@ -615,6 +622,11 @@ mod tests {
         assert!(a.text.len() <= 200, "{}", a.text.len());
         let v: Value = serde_json::from_str(&a.text).unwrap();
         assert!(v["error"].as_str().unwrap().starts_with("é\""));
+        assert!(
+            a.text.len() > 190,
+            "as much of the message as fits: {}",
+            a.text
+        );
         let short = error_answer("no such file", 200);
         assert_eq!(short.text, r#"{"error":"no such file"}"#);
     }

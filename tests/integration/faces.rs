@@ -362,3 +362,44 @@ fn mcp_lists_the_selected_tools_and_answers_with_the_exact_text() {
     let message = r["error"]["message"].as_str().expect("a protocol error");
     assert!(message.contains("unknown tool"), "{r}");
 }
+
+/// An MCP server that answered from its own `Ingestor` (holding the store) lets a daemon
+/// started later take the data directory, and then asks it. (With the `tools::call` stub no
+/// call opens the store, so this proves the hand-over only once the tools are in.)
+#[test]
+fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        "watched/notes.txt",
+        &std::fs::read(fixtures().join("docs/notes.txt")).unwrap(),
+    );
+    let (lines, _, code) = sb.ingest(&[&sb.path("watched")]);
+    assert_eq!(code, 0, "{lines:#?}");
+    let mut mcp = McpClient::start(&sb, &[]);
+    let first = mcp.call(
+        "search_documents",
+        json!({"query": "tide", "max_chars": 1000}),
+    );
+    assert!(first["result"]["content"][0]["text"].is_string(), "{first}");
+    let log = || std::fs::read_to_string(sb.path("mcp.err")).unwrap_or_default();
+    assert!(log().contains("answered_by=\"local\""), "{}", log());
+
+    let folder = sb.path("watched");
+    let _daemon = Daemon::start(&sb, &[&folder]);
+    wait_for(Duration::from_secs(120), || {
+        sb.try_status()
+            .is_some_and(|st| st["daemon"]["syncs"].as_u64() >= Some(1))
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the daemon took the store: {}",
+            std::fs::read_to_string(sb.path("daemon.err")).unwrap_or_default()
+        )
+    });
+    let again = mcp.call(
+        "search_documents",
+        json!({"query": "tide", "max_chars": 1000}),
+    );
+    assert!(again["result"]["content"][0]["text"].is_string(), "{again}");
+    assert!(log().contains("answered_by=\"daemon\""), "{}", log());
+}
