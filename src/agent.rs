@@ -210,6 +210,31 @@ mod tests {
     }
 
     #[test]
+    fn a_host_lets_go_of_the_store_when_a_daemon_listens() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let host = ToolHost::new(Config::new(&data));
+        let Kind::Auto(auto) = &host.kind else {
+            unreachable!()
+        };
+        let browse = ToolCall::BrowseContainer(BrowseArgs::default());
+        let (_, by) = host.call_traced(&Scope::user("u"), &browse).unwrap();
+        assert_eq!(by, AnsweredBy::Local);
+        auto.local().unwrap().open_index().unwrap();
+        // Another writer cannot take the store meanwhile.
+        let other = Ingestor::open(Config::new(&data)).unwrap();
+        assert!(other.open_index().is_err(), "the host holds the store");
+        // A daemon binds its socket before it takes the store: the host lets go.
+        let _listening = crate::serve::Server::bind(&crate::watch::socket_path(&data)).unwrap();
+        let started = std::time::Instant::now();
+        while lock(&auto.local).is_some() {
+            assert!(started.elapsed() < Duration::from_secs(30), "still held");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        other.open_index().unwrap();
+    }
+
+    #[test]
     fn the_hosts_ceiling_caps_every_budget() {
         let browse = |m| {
             ToolCall::BrowseContainer(BrowseArgs {
