@@ -65,6 +65,9 @@ pub enum Error {
         /// Its owner's uid.
         owner: u32,
     },
+    /// The MCP server could not start or serve (address in use, a broken handshake).
+    #[error("MCP server: {0}")]
+    Serve(String),
     /// A stage of the pipeline failed (a thread ended, a channel closed).
     #[error("pipeline stage failed: {0}")]
     Pipeline(String),

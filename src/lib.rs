@@ -31,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod agent;
 mod batcher;
 mod config;
 mod embed;
@@ -40,6 +41,7 @@ mod gate;
 mod index;
 mod ingestor;
 mod isolation;
+pub mod mcp;
 mod perms;
 mod pipeline;
 mod report;
@@ -51,6 +53,7 @@ mod watch;
 #[doc(hidden)]
 pub mod testing;
 
+pub use agent::{AnsweredBy, ToolHost};
 pub use config::{ChunkingConfig, Config, Limits};
 pub use embed::find_model_dir;
 pub use error::{Error, Result};
@@ -65,10 +68,11 @@ pub use extractors;
 pub use extractors::{ContentType, Locator, Scope};
 
 /// Keeping folders indexed: the watch loop, and the local socket through which other
-/// processes search and ask for status while a daemon holds the index.
+/// processes search, ask for status and run the agent's tools while a daemon holds the index.
 pub mod daemon {
     pub use crate::serve::{
-        ask, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT,
+        ask, ask_tool, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT,
+        TOOL_ANSWER_TIMEOUT,
     };
     pub use crate::watch::{socket_path, watch, SyncCause, WatchConfig};
 }

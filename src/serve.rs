@@ -1,6 +1,7 @@
 //! The daemon's local socket. While `ingest watch` runs it holds the index (the store allows
-//! one writer), so `ingest search` and `ingest status` ask the daemon instead of opening the
-//! data directory: one JSON request per connection, one JSON answer.
+//! one writer), so `ingest search`, `ingest status` and the agent's tools (the CLI faces and
+//! `ingest mcp`, through [`crate::ToolHost`]) ask the daemon instead of opening the data
+//! directory: one JSON request per connection, one JSON answer.
 //!
 //! The socket is owner-only (`0600`, in the owner-only data directory); at most
 //! [`MAX_CONNECTIONS`] are answered at a time (one more gets a `busy` error and is closed),
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::ingestor::Ingestor;
 use crate::lock;
+use crate::tools::{ToolAnswer, ToolCall};
 use extractors::Scope;
 
 /// The longest request line a client may send (a query and its scope).
@@ -30,6 +32,13 @@ pub const MAX_CONNECTIONS: usize = 32;
 
 /// How long a client has to send its request (and to take its answer).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client waits for the answer to a tool call: extracting and indexing an archive
+/// member (`extract_container_item`) can take minutes.
+pub const TOOL_ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a client waits for the answer to a search or status request.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a client asks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,6 +57,14 @@ pub enum Request {
     },
     /// What the index holds and what the daemon is doing.
     Status,
+    /// One of the agent's tools, run by the daemon in `scope`; answered with the
+    /// [`ToolAnswer`] as JSON (`{"text": …, "is_error": …}`).
+    Tool {
+        /// Whose documents: the asking process's configuration, never the model's.
+        scope: Scope,
+        /// The tool and its arguments.
+        call: ToolCall,
+    },
 }
 
 /// Answers requests on a Unix socket until dropped.
@@ -215,6 +232,10 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
             Ok(hits) => json!({ "hits": hits }),
             Err(e) => json!({ "error": e.to_string() }),
         },
+        Ok(Request::Tool { scope, call }) => {
+            let answer = crate::tools::call(ingestor, &scope, &call);
+            serde_json::to_value(&answer).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+        }
         Ok(Request::Status) => {
             let daemon = lock(status).clone();
             match status_of(ingestor) {
@@ -252,21 +273,67 @@ pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
 /// Ask the daemon listening on `path`. `Ok(None)` when no daemon answers there (no socket, or
 /// a stale one): the caller opens the data directory itself.
 pub fn ask(path: &Path, request: &Request) -> Result<Option<Value>> {
-    let Ok(stream) = UnixStream::connect(path) else {
+    let Some(stream) = connect(path) else {
         return Ok(None);
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
-    let mut writer = &stream;
-    let body = serde_json::to_string(request).map_err(|e| Error::Pipeline(e.to_string()))?;
-    writeln!(writer, "{body}").map_err(|e| Error::io(path, e))?;
-    let mut line = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut line)
-        .map_err(|e| Error::io(path, e))?;
-    let value: Value =
-        serde_json::from_str(&line).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))?;
+    let value = exchange(&stream, path, request, ANSWER_TIMEOUT)?;
     if let Some(e) = value.get("error").and_then(Value::as_str) {
         return Err(Error::Pipeline(format!("daemon: {e}")));
     }
     Ok(Some(value))
+}
+
+/// Run a tool call in the daemon listening on `path`, waiting up to
+/// [`TOOL_ANSWER_TIMEOUT`] for its answer. `Ok(None)` when no daemon answers there.
+pub fn ask_tool(path: &Path, scope: &Scope, call: &ToolCall) -> Result<Option<ToolAnswer>> {
+    let Some(stream) = connect(path) else {
+        return Ok(None);
+    };
+    ask_tool_on(&stream, path, scope, call).map(Some)
+}
+
+/// A connection to the daemon on `path`, or `None` when none listens there (no socket, or a
+/// stale one left by a daemon that was killed).
+pub(crate) fn connect(path: &Path) -> Option<UnixStream> {
+    UnixStream::connect(path).ok()
+}
+
+/// Send a tool call on a connection [`connect`] made, and read its answer.
+pub(crate) fn ask_tool_on(
+    stream: &UnixStream,
+    path: &Path,
+    scope: &Scope,
+    call: &ToolCall,
+) -> Result<ToolAnswer> {
+    let request = Request::Tool {
+        scope: scope.clone(),
+        call: call.clone(),
+    };
+    let value = exchange(stream, path, &request, TOOL_ANSWER_TIMEOUT)?;
+    if let Some(e) = value.get("error").and_then(Value::as_str) {
+        // Not an answer of the tool: the daemon refused the request (busy, or an older
+        // daemon that does not know tool calls).
+        return Err(Error::Pipeline(format!("daemon: {e}")));
+    }
+    serde_json::from_value(value).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))
+}
+
+/// One request line out, one answer line back. Sending may take [`REQUEST_TIMEOUT`] (the
+/// daemon reads requests that fast); the answer may take `wait`.
+fn exchange(stream: &UnixStream, path: &Path, request: &Request, wait: Duration) -> Result<Value> {
+    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
+    let _ = stream.set_read_timeout(Some(wait));
+    let mut writer = stream;
+    let body = serde_json::to_string(request).map_err(|e| Error::Pipeline(e.to_string()))?;
+    writeln!(writer, "{body}").map_err(|e| Error::io(path, e))?;
+    let mut line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .map_err(|e| Error::io(path, e))?;
+    if line.is_empty() {
+        return Err(Error::Pipeline(
+            "daemon: closed the connection without answering".into(),
+        ));
+    }
+    serde_json::from_str(&line).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))
 }

@@ -32,9 +32,9 @@ pub(crate) struct Common {
     /// Machine-readable output: one JSON object per line.
     #[arg(long, global = true)]
     pub(crate) json: bool,
-    /// Scope: the user the content belongs to / is searched for.
-    #[arg(long, global = true, default_value = "local")]
-    pub(crate) user: String,
+    /// Scope: the user the content belongs to / is searched for [default: local].
+    #[arg(long, global = true)]
+    pub(crate) user: Option<String>,
     /// Scope: feature instance.
     #[arg(long, global = true)]
     pub(crate) feature_instance: Option<String>,
@@ -92,12 +92,28 @@ pub(crate) struct ExtractArgs {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Semantic search over what the scope may read.
+    /// Semantic search over what the scope may read. With any filter or budget flag
+    /// (--locator, --type, --pages, --section, --sheet, --slide, --max-chars, --cursor) it
+    /// runs the agent's `search_documents` tool and prints its answer (snippets, cursor).
     Search(SearchArgs),
+    /// Browse: the scope's top level, a folder's or archive's members, or a document's
+    /// outline (the agent's `browse_container` tool).
+    Browse(BrowseArgs),
+    /// Read one file's content objects, filtered (the agent's `read_content_objects` tool).
+    Read(ReadArgs),
+    /// Read the text of one section (the agent's `read_section` tool).
+    ReadSection(ReadSectionArgs),
+    /// Extract and index one archive member now, e.g. one skipped by a limit (the agent's
+    /// `extract_container_item` tool).
+    Extract(ExtractItemArgs),
+    /// Serve the agent's tools over MCP: stdio (for an MCP client that starts this
+    /// command), or streamable HTTP on a loopback address with --http. The scope comes
+    /// from --user/--feature-instance/--mandate or --config, never from the model.
+    Mcp(McpArgs),
     /// What the index holds (asks the daemon when one runs on this data dir).
     Status,
     /// Keep folders indexed: sync them now, then follow their changes until SIGINT/SIGTERM.
-    /// While it runs, `ingest search` and `ingest status` ask it.
+    /// While it runs, `ingest search`, `ingest status`, the tool commands and `ingest mcp` ask it.
     Watch(WatchArgs),
 }
 
@@ -130,4 +146,132 @@ pub(crate) struct SearchArgs {
     /// Drop hits scoring below this cosine similarity.
     #[arg(long)]
     pub(crate) min_score: Option<f32>,
+    /// Only under this folder, archive (at any depth) or file (no #fragment).
+    #[arg(long)]
+    pub(crate) locator: Option<String>,
+    /// Only objects of this type: text, image, videostream, audiostream, other.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub(crate) content_type: Option<String>,
+    /// Only these 1-based physical pages: 47 or 40-47.
+    #[arg(long)]
+    pub(crate) pages: Option<String>,
+    /// Only this section (an id such as s12 from `ingest browse FILE`), with --locator FILE.
+    #[arg(long)]
+    pub(crate) section: Option<String>,
+    /// Only this spreadsheet sheet.
+    #[arg(long)]
+    pub(crate) sheet: Option<String>,
+    /// Only this 1-based slide.
+    #[arg(long)]
+    pub(crate) slide: Option<u32>,
+    #[command(flatten)]
+    pub(crate) budget: Budget,
+}
+
+impl SearchArgs {
+    /// Whether a flag asks for the tool's answer rather than the full hits.
+    pub(crate) fn wants_tool(&self) -> bool {
+        self.locator.is_some()
+            || self.content_type.is_some()
+            || self.pages.is_some()
+            || self.section.is_some()
+            || self.sheet.is_some()
+            || self.slide.is_some()
+            || self.budget.max_chars.is_some()
+            || self.budget.cursor.is_some()
+    }
+}
+
+/// The answer's budget and where to continue, for every tool command.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Budget {
+    /// Largest answer, in chars (UTF-8 bytes); default 4000, at least 200.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_chars: Option<usize>,
+    /// Continue the previous answer: its cursor, with the same other arguments.
+    #[arg(long, value_name = "CURSOR")]
+    pub(crate) cursor: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BrowseArgs {
+    /// A folder, an archive (outer.zip!/inner.tar.gz) or a file; none: the scope's top level.
+    pub(crate) locator: Option<String>,
+    /// For a document: expand this outline node (an id such as s12).
+    #[arg(long)]
+    pub(crate) section: Option<String>,
+    #[command(flatten)]
+    pub(crate) budget: Budget,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReadArgs {
+    /// The file to read (no #fragment: use the filters).
+    pub(crate) locator: String,
+    /// Only these 1-based physical pages: 47 or 40-47.
+    #[arg(long)]
+    pub(crate) pages: Option<String>,
+    /// Only this section and its subsections (an id such as s12).
+    #[arg(long)]
+    pub(crate) section: Option<String>,
+    /// Only objects of this type: text, image, videostream, audiostream, other.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub(crate) content_type: Option<String>,
+    /// Only this spreadsheet sheet.
+    #[arg(long)]
+    pub(crate) sheet: Option<String>,
+    /// With --sheet or for CSV: only these 1-based rows, 1-50.
+    #[arg(long)]
+    pub(crate) rows: Option<String>,
+    /// Only this 1-based slide.
+    #[arg(long)]
+    pub(crate) slide: Option<u32>,
+    #[command(flatten)]
+    pub(crate) budget: Budget,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReadSectionArgs {
+    /// The file (no #fragment).
+    pub(crate) locator: String,
+    /// The section's id (s12) from `ingest browse FILE`.
+    pub(crate) section: String,
+    #[command(flatten)]
+    pub(crate) budget: Budget,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExtractItemArgs {
+    /// The archive member: archive.zip!/path/in/archive.pdf.
+    pub(crate) locator: String,
+    /// Mark the extracted content as shared within the mandate.
+    #[arg(long)]
+    pub(crate) shared: bool,
+    #[command(flatten)]
+    pub(crate) budget: Budget,
+    #[command(flatten)]
+    pub(crate) extract: ExtractArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct McpArgs {
+    /// A TOML file: [scope] user/feature_instance/mandate/shared, tools = [...],
+    /// max_answer_chars = N, [http] listen = "127.0.0.1:PORT". Flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Offer only these tools (comma-separated): search_documents, browse_container,
+    /// read_content_objects, read_section, extract_container_item.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) tools: Option<Vec<String>>,
+    /// The largest answer the server sends, in chars, whatever a call asks [default: 100000].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_answer_chars: Option<usize>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback addresses only).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// Mark what extract_container_item indexes as shared within the mandate.
+    #[arg(long)]
+    pub(crate) shared: bool,
+    #[command(flatten)]
+    pub(crate) extract: ExtractArgs,
 }

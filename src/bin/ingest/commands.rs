@@ -1,4 +1,5 @@
-//! The commands: `ingest` (the default), `search`, `status` and `watch`. Each returns the
+//! The commands: `ingest` (the default), `search`, `status` and `watch` (the agent's tools
+//! and `mcp` are in `faces.rs`). Each returns the
 //! process's exit code, or an error for `main` to print.
 
 use std::io::{IsTerminal, Write};
@@ -13,9 +14,9 @@ use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, WatchArgs};
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
-fn scope(common: &Common, shared: bool) -> Scope {
+pub(crate) fn scope(common: &Common, shared: bool) -> Scope {
     Scope {
-        user_id: common.user.clone(),
+        user_id: common.user.clone().unwrap_or_else(|| "local".into()),
         feature_instance_id: common.feature_instance.clone(),
         mandate_id: common.mandate.clone(),
         is_shared: shared,
@@ -23,6 +24,13 @@ fn scope(common: &Common, shared: bool) -> Scope {
 }
 
 fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
+    Ingestor::open(config(common, extract))
+        .with_context(|| format!("opening {}", common.data_dir.display()))
+}
+
+/// The library's configuration from the command line: data and model folders and, for
+/// commands that extract, the extraction settings.
+pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> Config {
     let mut config = Config::new(&common.data_dir);
     config.model_dir = common.model_dir.clone();
     if let Some(args) = extract {
@@ -37,7 +45,7 @@ fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingest
             iso.mode = Isolation::InProcess;
         }
     }
-    Ingestor::open(config).with_context(|| format!("opening {}", common.data_dir.display()))
+    config
 }
 
 pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
@@ -101,6 +109,9 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
 }
 
 pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    if args.wants_tool() {
+        return crate::faces::search(common, args);
+    }
     let query = args.query.join(" ");
     let scope = scope(common, false);
     let request = Request::Search {

@@ -1,7 +1,8 @@
 //! The `ingest` command line: a thin layer over the library.
 //!
 //! Exit codes: 0 success; 2 some files failed or were skipped (the others are indexed);
-//! 1 the command itself could not run (bad arguments, missing model, unusable data dir).
+//! 1 the command itself could not run (bad arguments, missing model, unusable data dir), or
+//! a tool command (`browse`, `read`, …) answered with an error.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -10,7 +11,9 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod faces;
 mod output;
+mod render;
 
 use cli::{Cli, Command};
 
@@ -20,7 +23,10 @@ fn main() -> ExitCode {
     // Everything this process creates (the store's files included) is the user's alone.
     ingest::owner_only_umask();
     let cli = Cli::parse();
+    let serving = matches!(cli.command, Some(Command::Mcp(_)));
     let filter = match cli.common.verbose {
+        // The MCP server logs a line per call (on stderr: stdout is the protocol).
+        0 if serving => "warn,ingest::mcp=info,ingest::faces=info,qdrant_edge=error",
         0 => "warn,qdrant_edge=error",
         1 => "info,qdrant_edge=warn",
         _ => "debug",
@@ -37,6 +43,11 @@ fn main() -> ExitCode {
     }
     let result = match &cli.command {
         Some(Command::Search(args)) => commands::search(&cli.common, args),
+        Some(Command::Browse(args)) => faces::browse(&cli.common, args),
+        Some(Command::Read(args)) => faces::read(&cli.common, args),
+        Some(Command::ReadSection(args)) => faces::read_section(&cli.common, args),
+        Some(Command::Extract(args)) => faces::extract(&cli.common, args),
+        Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),

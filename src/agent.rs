@@ -1,0 +1,257 @@
+//! Where the agent's tools run: [`ToolHost`] sends each call to the daemon when one holds the
+//! data directory, and runs it in this process otherwise. The CLI faces (`ingest browse`,
+//! `read`, `read-section`, `extract`, `search` with filters) and the MCP server go through it,
+//! so they answer the same whether or not `ingest watch` runs.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use extractors::Scope;
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::ingestor::Ingestor;
+use crate::lock;
+use crate::serve;
+use crate::tools::{self, ToolAnswer, ToolCall};
+
+/// Who answered a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredBy {
+    /// The daemon (`ingest watch`) holding the data directory, over its socket.
+    Daemon,
+    /// This process, with its own [`Ingestor`].
+    Local,
+}
+
+impl AnsweredBy {
+    /// `daemon` or `local`, for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnsweredBy::Daemon => "daemon",
+            AnsweredBy::Local => "local",
+        }
+    }
+}
+
+/// Runs tool calls against one data directory: in the daemon when one answers on its socket
+/// ([`crate::daemon::socket_path`]), else in an [`Ingestor`] this host opens on first need
+/// and keeps.
+///
+/// The daemon is looked for on every call, so a host started before or after `ingest watch`
+/// keeps answering. While the host holds its own `Ingestor` it also looks for a daemon every
+/// second, and lets go of the `Ingestor` (once calls running on it end) as soon as one
+/// listens: a daemon starting meanwhile can then take the store, which allows one process at
+/// a time. While a host answers locally it holds the store, so `ingest PATH` on the same data
+/// directory fails until the host ends.
+///
+/// Every call's `max_chars` is capped by the host's [`Config::max_answer_chars`] before it is
+/// run, so the host's ceiling holds whichever process answers.
+pub struct ToolHost {
+    kind: Kind,
+}
+
+enum Kind {
+    /// Always this `Ingestor` (a process that already holds the data directory).
+    Shared(Arc<Ingestor>),
+    /// The daemon when it answers, else a local `Ingestor` opened from `config` on demand.
+    Auto(Arc<Auto>),
+}
+
+struct Auto {
+    config: Config,
+    socket: PathBuf,
+    local: Mutex<Option<Arc<Ingestor>>>,
+}
+
+/// How often a host holding its own `Ingestor` looks for a daemon that wants the store.
+const DAEMON_PROBE: Duration = Duration::from_secs(1);
+
+impl Auto {
+    /// The local `Ingestor`, opened now if need be (and then watched for a daemon).
+    fn local(self: &Arc<Self>) -> Result<Arc<Ingestor>> {
+        let mut slot = lock(&self.local);
+        if let Some(i) = slot.as_ref() {
+            return Ok(Arc::clone(i));
+        }
+        let opened = Arc::new(Ingestor::open(self.config.clone())?);
+        *slot = Some(Arc::clone(&opened));
+        let watched = Arc::downgrade(self);
+        let probe = std::thread::Builder::new()
+            .name("daemon-probe".into())
+            .spawn(move || release_for_daemon(&watched));
+        if let Err(e) = probe {
+            tracing::warn!("no thread to look for a daemon: {e}");
+        }
+        Ok(opened)
+    }
+
+    /// Let go of the local `Ingestor`: a daemon wants the store.
+    fn release(&self) {
+        drop(lock(&self.local).take());
+    }
+}
+
+/// Until the host is dropped or lets go of its `Ingestor`: when a daemon listens on the
+/// socket, let go of it.
+fn release_for_daemon(host: &Weak<Auto>) {
+    loop {
+        std::thread::sleep(DAEMON_PROBE);
+        let Some(host) = host.upgrade() else { return };
+        if lock(&host.local).is_none() {
+            return;
+        }
+        if serve::connect(&host.socket).is_some() {
+            tracing::info!(
+                "a daemon listens on {}: answering through it",
+                host.socket.display()
+            );
+            host.release();
+            return;
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            Kind::Shared(i) => f.debug_tuple("ToolHost::Shared").field(i).finish(),
+            Kind::Auto(a) => f.debug_tuple("ToolHost::Auto").field(&a.socket).finish(),
+        }
+    }
+}
+
+impl ToolHost {
+    /// A host for `config.data_dir`: the daemon's socket there when a daemon answers, else an
+    /// [`Ingestor`] opened from `config` on the first call that needs one. Opens nothing yet.
+    pub fn new(config: Config) -> Self {
+        ToolHost {
+            kind: Kind::Auto(Arc::new(Auto {
+                socket: crate::watch::socket_path(&config.data_dir),
+                config,
+                local: Mutex::new(None),
+            })),
+        }
+    }
+
+    /// A host that always runs calls in `ingestor` (for a process that holds the data
+    /// directory itself, such as an upload service).
+    pub fn with_ingestor(ingestor: Arc<Ingestor>) -> Self {
+        ToolHost {
+            kind: Kind::Shared(ingestor),
+        }
+    }
+
+    /// The largest answer this host lets a call ask for, in chars (UTF-8 bytes).
+    pub fn max_answer_chars(&self) -> usize {
+        match &self.kind {
+            Kind::Shared(i) => i.config().max_answer_chars,
+            Kind::Auto(a) => a.config.max_answer_chars,
+        }
+    }
+
+    /// Run `call` in `scope`. Tool errors come back as an answer with `is_error`; `Err` is
+    /// for what kept the call from running at all (the data directory cannot be opened, the
+    /// daemon went away in the middle of the call).
+    pub fn call(&self, scope: &Scope, call: &ToolCall) -> Result<ToolAnswer> {
+        self.call_traced(scope, call).map(|(answer, _)| answer)
+    }
+
+    /// As [`ToolHost::call`], also saying who answered.
+    pub fn call_traced(&self, scope: &Scope, call: &ToolCall) -> Result<(ToolAnswer, AnsweredBy)> {
+        let call = capped(call, self.max_answer_chars());
+        match &self.kind {
+            Kind::Shared(ingestor) => Ok((tools::call(ingestor, scope, &call), AnsweredBy::Local)),
+            Kind::Auto(auto) => {
+                if let Some(stream) = serve::connect(&auto.socket) {
+                    // A daemon listens (or is about to): it needs the store this process may
+                    // hold, so let go of it; calls still running keep their own reference.
+                    auto.release();
+                    let answer = serve::ask_tool_on(&stream, &auto.socket, scope, &call)?;
+                    return Ok((answer, AnsweredBy::Daemon));
+                }
+                let ingestor = auto.local()?;
+                Ok((tools::call(&ingestor, scope, &call), AnsweredBy::Local))
+            }
+        }
+    }
+}
+
+/// `call` with its `max_chars` no larger than `ceiling` (an absent one stands for the
+/// default budget).
+fn capped(call: &ToolCall, ceiling: usize) -> ToolCall {
+    let mut call = call.clone();
+    let max_chars = match &mut call {
+        ToolCall::SearchDocuments(a) => &mut a.max_chars,
+        ToolCall::BrowseContainer(a) => &mut a.max_chars,
+        ToolCall::ReadContentObjects(a) => &mut a.max_chars,
+        ToolCall::ReadSection(a) => &mut a.max_chars,
+        ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
+    };
+    let asked = max_chars.unwrap_or(tools::DEFAULT_MAX_CHARS);
+    if asked > ceiling {
+        *max_chars = Some(ceiling);
+    }
+    call
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{BrowseArgs, SearchArgs};
+
+    fn budget(call: &ToolCall) -> Option<usize> {
+        match call {
+            ToolCall::SearchDocuments(a) => a.max_chars,
+            ToolCall::BrowseContainer(a) => a.max_chars,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_host_lets_go_of_the_store_when_a_daemon_listens() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let host = ToolHost::new(Config::new(&data));
+        let Kind::Auto(auto) = &host.kind else {
+            unreachable!()
+        };
+        let browse = ToolCall::BrowseContainer(BrowseArgs::default());
+        let (_, by) = host.call_traced(&Scope::user("u"), &browse).unwrap();
+        assert_eq!(by, AnsweredBy::Local);
+        auto.local().unwrap().open_index().unwrap();
+        // Another writer cannot take the store meanwhile.
+        let other = Ingestor::open(Config::new(&data)).unwrap();
+        assert!(other.open_index().is_err(), "the host holds the store");
+        // A daemon binds its socket before it takes the store: the host lets go.
+        let _listening = crate::serve::Server::bind(&crate::watch::socket_path(&data)).unwrap();
+        let started = std::time::Instant::now();
+        while lock(&auto.local).is_some() {
+            assert!(started.elapsed() < Duration::from_secs(30), "still held");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        other.open_index().unwrap();
+    }
+
+    #[test]
+    fn the_hosts_ceiling_caps_every_budget() {
+        let browse = |m| {
+            ToolCall::BrowseContainer(BrowseArgs {
+                max_chars: m,
+                ..BrowseArgs::default()
+            })
+        };
+        assert_eq!(budget(&capped(&browse(None), 100_000)), None);
+        assert_eq!(budget(&capped(&browse(Some(9000)), 5000)), Some(5000));
+        assert_eq!(budget(&capped(&browse(Some(300)), 5000)), Some(300));
+        // No budget asked: the default, unless the ceiling is lower.
+        assert_eq!(budget(&capped(&browse(None), 1000)), Some(1000));
+        let search = ToolCall::SearchDocuments(SearchArgs {
+            query: "q".into(),
+            max_chars: Some(50_000),
+            ..SearchArgs::default()
+        });
+        assert_eq!(budget(&capped(&search, 20_000)), Some(20_000));
+    }
+}

@@ -1,0 +1,219 @@
+//! The agent's tools on the command line (`browse`, `read`, `read-section`, `extract`, and
+//! `search` with filters) and over MCP (`mcp`). Each builds a `ToolCall` and runs it through
+//! a `ToolHost`: the daemon when `ingest watch` holds the data directory, else this process.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use ingest::mcp::{FileConfig, McpConfig};
+use ingest::tools::{self, ToolCall};
+use ingest::{Scope, ToolHost};
+
+use crate::cli::{
+    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs,
+};
+use crate::commands::{config, scope};
+use crate::render;
+
+pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let call = ToolCall::SearchDocuments(tools::SearchArgs {
+        query: args.query.join(" "),
+        limit: Some(args.limit),
+        min_score: args.min_score,
+        locator: args.locator.clone(),
+        content_type: args.content_type.clone(),
+        pages: args.pages.clone(),
+        section: args.section.clone(),
+        sheet: args.sheet.clone(),
+        slide: args.slide,
+        max_chars: args.budget.max_chars,
+        cursor: args.budget.cursor.clone(),
+    });
+    run(common, &call, ToolHost::new(config(common, None)), false)
+}
+
+pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
+    let call = ToolCall::BrowseContainer(tools::BrowseArgs {
+        locator: args.locator.clone(),
+        section: args.section.clone(),
+        max_chars: args.budget.max_chars,
+        cursor: args.budget.cursor.clone(),
+    });
+    run(common, &call, ToolHost::new(config(common, None)), false)
+}
+
+pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode> {
+    let call = ToolCall::ReadContentObjects(tools::ReadArgs {
+        locator: args.locator.clone(),
+        pages: args.pages.clone(),
+        section: args.section.clone(),
+        content_type: args.content_type.clone(),
+        sheet: args.sheet.clone(),
+        rows: args.rows.clone(),
+        slide: args.slide,
+        max_chars: args.budget.max_chars,
+        cursor: args.budget.cursor.clone(),
+    });
+    run(common, &call, ToolHost::new(config(common, None)), false)
+}
+
+pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::Result<ExitCode> {
+    let call = ToolCall::ReadSection(tools::SectionArgs {
+        locator: args.locator.clone(),
+        section: args.section.clone(),
+        max_chars: args.budget.max_chars,
+        cursor: args.budget.cursor.clone(),
+    });
+    run(common, &call, ToolHost::new(config(common, None)), false)
+}
+
+pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result<ExitCode> {
+    let call = ToolCall::ExtractContainerItem(tools::ExtractArgs {
+        locator: args.locator.clone(),
+        max_chars: args.budget.max_chars,
+        cursor: args.budget.cursor.clone(),
+    });
+    let host = ToolHost::new(config(common, Some(&args.extract)));
+    run(common, &call, host, args.shared)
+}
+
+/// Run `call` and print its answer: the JSON text as is (`--json`), or rendered for a
+/// reader. A tool error is printed on stderr and exits 1.
+fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow::Result<ExitCode> {
+    let scope = scope(common, shared);
+    let (answer, by) = host
+        .call_traced(&scope, call)
+        .with_context(|| format!("running {}", call.name()))?;
+    tracing::info!(
+        tool = call.name(),
+        chars = answer.text.len(),
+        is_error = answer.is_error,
+        answered_by = by.as_str(),
+        "tool answered"
+    );
+    let value: serde_json::Value =
+        serde_json::from_str(&answer.text).context("the tool's answer is not JSON")?;
+    let mut out = std::io::stdout().lock();
+    if common.json {
+        use std::io::Write;
+        writeln!(out, "{}", answer.text)?;
+    }
+    if answer.is_error {
+        let message = value
+            .get("error")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(&answer.text);
+        eprintln!("error: {message}");
+        return Ok(ExitCode::from(1));
+    }
+    if !common.json {
+        render::answer(&mut out, call, &value, &continue_command)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The command line that continues an answer: this one with `--cursor CURSOR` (replacing
+/// one given), quoted for a POSIX shell.
+fn continue_command(cursor: &str) -> String {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut kept: Vec<String> = vec!["ingest".into()];
+    let mut skip_next = false;
+    for arg in &args {
+        let arg = arg.to_string_lossy();
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if arg == "--cursor" {
+            skip_next = true;
+            continue;
+        }
+        if arg.starts_with("--cursor=") {
+            continue;
+        }
+        kept.push(shell_quote(&arg));
+    }
+    kept.push("--cursor".into());
+    kept.push(shell_quote(cursor));
+    kept.join(" ")
+}
+
+/// `s` as one word for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// `ingest mcp`: the scope, the tools and the ceiling from the flags, else the `--config`
+/// file; stdio, or HTTP with `--http` (or `[http] listen`).
+pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
+    let file = match &args.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
+    };
+    let scope = Scope {
+        user_id: common
+            .user
+            .clone()
+            .or(file.scope.user.clone())
+            .unwrap_or_else(|| "local".into()),
+        feature_instance_id: common
+            .feature_instance
+            .clone()
+            .or(file.scope.feature_instance.clone()),
+        mandate_id: common.mandate.clone().or(file.scope.mandate.clone()),
+        is_shared: args.shared || file.scope.shared.unwrap_or(false),
+    };
+    let mut mcp = McpConfig::new(scope);
+    if let Some(names) = args.tools.as_ref().or(file.tools.as_ref()) {
+        mcp = mcp.with_tools(names)?;
+    }
+    let mut config = config(common, Some(&args.extract));
+    if let Some(n) = args.max_answer_chars.or(file.max_answer_chars) {
+        config.max_answer_chars = n;
+    }
+    config.validate()?;
+    let http = args.http.or(file.http.listen);
+    if let Some(addr) = &http {
+        ingest::mcp::check_loopback(addr)?;
+    }
+    tracing::info!(
+        data_dir = %common.data_dir.display(),
+        user = %mcp.scope.user_id,
+        max_answer_chars = config.max_answer_chars,
+        "MCP server starting"
+    );
+    let host = Arc::new(ToolHost::new(config));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        match http {
+            Some(addr) => ingest::mcp::serve_http(host, mcp, addr).await,
+            None => ingest::mcp::serve_stdio(host, mcp).await,
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn words_are_quoted_for_the_shell_only_when_needed() {
+        assert_eq!(shell_quote("--max-chars"), "--max-chars");
+        assert_eq!(shell_quote("/d/a.zip!/b.pdf"), "'/d/a.zip!/b.pdf'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

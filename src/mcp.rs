@@ -1,0 +1,665 @@
+//! The agent's tools over the Model Context Protocol (`ingest mcp`): the five tools of
+//! [`crate::tools`], served over stdio ([`serve_stdio`]) or streamable HTTP on a loopback
+//! address ([`serve_http`], or [`http_router`] to mount `/mcp` in one's own axum app).
+//!
+//! Every call runs through a [`ToolHost`] (the daemon when one holds the data directory, else
+//! this process) in the scope of the server's [`McpConfig`]: the scope is configuration,
+//! never an argument the model passes (the arguments' types refuse unknown fields, so a
+//! `user` or `scope` argument is an error the model reads). A call's result is the answer's
+//! exact text as the one text content, and the same JSON object as `structuredContent`.
+//! Arguments that do not parse are answered as tool errors (`{"error": …}`, `isError`), so
+//! the model can correct them; a tool the server does not offer is a protocol error.
+//!
+//! Logs go to `tracing` (the `ingest` binary writes them to stderr: stdout is the protocol):
+//! one line per call with the tool, the answer's size, whether it is an error and who
+//! answered.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use extractors::Scope;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What ends an HTTP server's sessions ([`http_router`]): tokio-util's, as rmcp takes it.
+pub use tokio_util::sync::CancellationToken;
+
+use crate::agent::ToolHost;
+use crate::error::{Error, Result};
+use crate::tools::{self, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, MIN_MAX_CHARS, TOOL_NAMES};
+
+/// What the server tells the model about the tools as a whole (MCP `instructions`).
+pub const INSTRUCTIONS: &str = "\
+These tools read the documents indexed for you: folders, archives at any depth (zip, tar.gz), PDFs, office files, spreadsheets, slides, text.
+Structure first: browse_container without a locator lists the top level; browse a folder or archive to see its members, a file to see its outline (section ids such as s12, page ranges, sheets, slides).
+Then read only what you need: read_section for one section, read_content_objects with pages, section, sheet + rows or slide for exact places.
+search_documents finds passages by meaning; narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
+Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
+Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
+extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.";
+
+/// How an MCP server answers: in which scope, with which tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpConfig {
+    /// Whose documents every call reads (and, for `extract_container_item`, writes).
+    pub scope: Scope,
+    /// The tools listed and callable, a subset of [`TOOL_NAMES`] in its order.
+    pub tools: Vec<&'static str>,
+}
+
+impl McpConfig {
+    /// All five tools, in `scope`.
+    pub fn new(scope: Scope) -> Self {
+        McpConfig {
+            scope,
+            tools: TOOL_NAMES.to_vec(),
+        }
+    }
+
+    /// Offer only the tools named (see [`select_tools`]).
+    pub fn with_tools<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self> {
+        self.tools = select_tools(names)?;
+        Ok(self)
+    }
+}
+
+/// The tools named, in [`TOOL_NAMES`] order; a name that is not a tool is an error listing
+/// the valid ones. Names may be given with surrounding blanks; an empty list is an error.
+pub fn select_tools<S: AsRef<str>>(names: &[S]) -> Result<Vec<&'static str>> {
+    let names: Vec<&str> = names
+        .iter()
+        .map(|n| n.as_ref().trim())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let unknown: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !TOOL_NAMES.contains(n))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::Config(format!(
+            "unknown tool{} {}; the tools are: {}",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join(", "),
+            TOOL_NAMES.join(", ")
+        )));
+    }
+    if names.is_empty() {
+        return Err(Error::Config(format!(
+            "no tools selected; the tools are: {}",
+            TOOL_NAMES.join(", ")
+        )));
+    }
+    Ok(TOOL_NAMES
+        .iter()
+        .copied()
+        .filter(|t| names.contains(t))
+        .collect())
+}
+
+/// An MCP server's configuration file (`ingest mcp --config FILE`), TOML:
+///
+/// ```toml
+/// tools = ["search_documents", "browse_container"]   # default: all five
+/// max_answer_chars = 20000                           # the server's ceiling per answer
+///
+/// [scope]
+/// user = "alice"
+/// feature_instance = "chat-7"
+/// mandate = "acme"
+/// shared = false          # extracted content shared within the mandate
+///
+/// [http]
+/// listen = "127.0.0.1:8765"   # serve streamable HTTP at /mcp instead of stdio
+/// ```
+///
+/// Every key is optional; command-line flags override the file. Unknown keys are errors.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The scope the server answers in.
+    #[serde(default)]
+    pub scope: FileScope,
+    /// The tools offered (default: all).
+    pub tools: Option<Vec<String>>,
+    /// The largest answer, in chars (UTF-8 bytes), whatever a call's `max_chars` asks.
+    pub max_answer_chars: Option<usize>,
+    /// Serving over HTTP.
+    #[serde(default)]
+    pub http: FileHttp,
+}
+
+/// `[scope]` of a [`FileConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileScope {
+    /// The user whose documents are read.
+    pub user: Option<String>,
+    /// The feature instance.
+    pub feature_instance: Option<String>,
+    /// The mandate (tenant).
+    pub mandate: Option<String>,
+    /// Whether what `extract_container_item` indexes is shared within the mandate.
+    pub shared: Option<bool>,
+}
+
+/// `[http]` of a [`FileConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileHttp {
+    /// A loopback address to serve streamable HTTP on (path `/mcp`).
+    pub listen: Option<SocketAddr>,
+}
+
+impl FileConfig {
+    /// Read and parse `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(&text).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Parse a configuration file's text.
+    pub fn parse(text: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| Error::Config(e.to_string().trim_end().to_string()))
+    }
+}
+
+/// Refuse an address that is not loopback: the tools answer with the scope's documents to
+/// anyone who connects, and the server has no authentication.
+pub fn check_loopback(addr: &SocketAddr) -> Result<()> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "refusing to serve MCP over HTTP on {addr}: only loopback addresses (127.0.0.1, ::1) \
+             are served, because anyone who connects reads this scope's documents"
+        )))
+    }
+}
+
+/// Serve the tools over stdin/stdout until the client closes stdin. Needs a tokio runtime.
+pub async fn serve_stdio(host: Arc<ToolHost>, config: McpConfig) -> Result<()> {
+    let server = IngestMcp::new(host, config);
+    tracing::info!(tools = ?server.config.tools, "MCP server on stdio");
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::Serve(format!("handshake: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::Serve(format!("session: {e}")))?;
+    Ok(())
+}
+
+/// An axum router serving the tools as streamable HTTP at `/mcp` (sessions kept in memory).
+/// Only `Host: localhost / 127.0.0.1 / ::1` requests are answered (DNS rebinding). Cancel
+/// `stop` to end open sessions.
+pub fn http_router(
+    host: Arc<ToolHost>,
+    config: McpConfig,
+    stop: CancellationToken,
+) -> axum::Router {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let server = IngestMcp::new(host, config);
+    let mut http = StreamableHttpServerConfig::default();
+    http.cancellation_token = stop;
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        http,
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Serve the tools as streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM. `addr`
+/// must be a loopback address ([`check_loopback`]). Needs a tokio runtime.
+pub async fn serve_http(host: Arc<ToolHost>, config: McpConfig, addr: SocketAddr) -> Result<()> {
+    check_loopback(&addr)?;
+    let stop = CancellationToken::new();
+    let tools = config.tools.clone();
+    let router = http_router(host, config, stop.clone());
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Serve(format!("binding {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    tracing::info!(tools = ?tools, "MCP server on http://{bound}/mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            stop_signal().await;
+            stop.cancel();
+        })
+        .await
+        .map_err(|e| Error::Serve(format!("HTTP server: {e}")))
+}
+
+/// SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// The MCP server: one per connection (cheap to clone).
+#[derive(Clone)]
+struct IngestMcp {
+    host: Arc<ToolHost>,
+    config: Arc<McpConfig>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl IngestMcp {
+    fn new(host: Arc<ToolHost>, config: McpConfig) -> Self {
+        let tools = config.tools.iter().filter_map(|n| definition(n)).collect();
+        IngestMcp {
+            host,
+            config: Arc::new(config),
+            tools: Arc::new(tools),
+        }
+    }
+
+    async fn run(
+        &self,
+        request: CallToolRequestParams,
+    ) -> std::result::Result<CallToolResult, ErrorData> {
+        let name = request.name.to_string();
+        if !self.config.tools.contains(&name.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool: {name} (this server offers: {})",
+                    self.config.tools.join(", ")
+                ),
+                None,
+            ));
+        }
+        let ceiling = self.host.max_answer_chars();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let (answer, via) = match parse_call(&name, args) {
+            Err(message) => (
+                error_answer(&message, DEFAULT_MAX_CHARS.min(ceiling)),
+                "none",
+            ),
+            Ok(call) => {
+                let budget = budget_of(&call, ceiling);
+                let host = Arc::clone(&self.host);
+                let scope = self.config.scope.clone();
+                match tokio::task::spawn_blocking(move || host.call_traced(&scope, &call)).await {
+                    Ok(Ok((answer, via))) => (answer, via.as_str()),
+                    Ok(Err(e)) => (error_answer(&e.to_string(), budget), "none"),
+                    Err(e) => (
+                        error_answer(&format!("the tool stopped: {e}"), budget),
+                        "none",
+                    ),
+                }
+            }
+        };
+        tracing::info!(
+            tool = %name,
+            chars = answer.text.len(),
+            is_error = answer.is_error,
+            answered_by = via,
+            "tool call"
+        );
+        Ok(result_of(answer))
+    }
+}
+
+impl ServerHandler for IngestMcp {
+    fn get_info(&self) -> ServerInfo {
+        let mut info = ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(INSTRUCTIONS);
+        info.server_info = Implementation::new("ingest", env!("CARGO_PKG_VERSION"))
+            .with_title("ingest: document browsing, reading and search");
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        self.run(request).await.map(CallToolResponse::from)
+    }
+}
+
+/// The tool call `name` with `args`, or what is wrong with them, worded for the model.
+fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
+    fn parse<T: serde::de::DeserializeOwned>(
+        name: &str,
+        args: Value,
+    ) -> std::result::Result<T, String> {
+        serde_json::from_value(args).map_err(|e| format!("invalid arguments for {name}: {e}"))
+    }
+    Ok(match name {
+        "search_documents" => ToolCall::SearchDocuments(parse(name, args)?),
+        "browse_container" => ToolCall::BrowseContainer(parse(name, args)?),
+        "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
+        "read_section" => ToolCall::ReadSection(parse(name, args)?),
+        "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
+        other => return Err(format!("unknown tool: {other}")),
+    })
+}
+
+/// The budget a call's answer gets: its `max_chars` (default 4000) within
+/// [`MIN_MAX_CHARS`]..=`ceiling`.
+fn budget_of(call: &ToolCall, ceiling: usize) -> usize {
+    let asked = match call {
+        ToolCall::SearchDocuments(a) => a.max_chars,
+        ToolCall::BrowseContainer(a) => a.max_chars,
+        ToolCall::ReadContentObjects(a) => a.max_chars,
+        ToolCall::ReadSection(a) => a.max_chars,
+        ToolCall::ExtractContainerItem(a) => a.max_chars,
+    };
+    asked
+        .unwrap_or(DEFAULT_MAX_CHARS)
+        .min(ceiling)
+        .max(MIN_MAX_CHARS)
+}
+
+/// `{"error": message}` in at most `budget` UTF-8 bytes (the message cut short, marked `…`,
+/// if need be).
+pub(crate) fn error_answer(message: &str, budget: usize) -> ToolAnswer {
+    let answer = |text: String| ToolAnswer {
+        text,
+        is_error: true,
+    };
+    let json = |m: &str| serde_json::json!({ "error": m }).to_string();
+    let whole = json(message);
+    if whole.len() <= budget {
+        return answer(whole);
+    }
+    // The longest head of the message that fits with its mark (escapes make the JSON longer
+    // than the message, so measure rather than compute).
+    let ends: Vec<usize> = message.char_indices().map(|(i, _)| i).collect();
+    let fits = |n: usize| {
+        let end = ends.get(n).copied().unwrap_or(message.len());
+        json(&format!("{}…", message.get(..end).unwrap_or(""))).len() <= budget
+    };
+    let (mut lo, mut hi) = (0, ends.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let end = ends.get(lo).copied().unwrap_or(message.len());
+    answer(json(&format!("{}…", message.get(..end).unwrap_or(""))))
+}
+
+/// The MCP result of an answer: its exact text as the one text content, and the same JSON
+/// object as structured content.
+fn result_of(answer: ToolAnswer) -> CallToolResult {
+    let structured = serde_json::from_str::<Value>(&answer.text)
+        .ok()
+        .filter(Value::is_object);
+    let mut result = if answer.is_error {
+        CallToolResult::error(vec![ContentBlock::text(answer.text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(answer.text)])
+    };
+    result.structured_content = structured;
+    result
+}
+
+/// The JSON schema of a tool's arguments (JSON Schema 2020-12, as MCP asks).
+fn input_schema<T: schemars::JsonSchema>() -> JsonObject {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    match serde_json::to_value(schema) {
+        Ok(Value::Object(mut object)) => {
+            object.remove("$schema");
+            object
+        }
+        _ => {
+            let mut object = JsonObject::new();
+            object.insert("type".into(), Value::String("object".into()));
+            object
+        }
+    }
+}
+
+/// One tool as MCP lists it: name, title, description for the model, argument schema,
+/// annotations.
+fn definition(name: &str) -> Option<Tool> {
+    let read_only = ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false);
+    let (title, description, schema, annotations) = match name {
+        "search_documents" => (
+            "Search documents",
+            SEARCH_DESCRIPTION,
+            input_schema::<tools::SearchArgs>(),
+            read_only,
+        ),
+        "browse_container" => (
+            "Browse a folder, archive or document outline",
+            BROWSE_DESCRIPTION,
+            input_schema::<tools::BrowseArgs>(),
+            read_only,
+        ),
+        "read_content_objects" => (
+            "Read part of a document",
+            READ_DESCRIPTION,
+            input_schema::<tools::ReadArgs>(),
+            read_only,
+        ),
+        "read_section" => (
+            "Read one section",
+            SECTION_DESCRIPTION,
+            input_schema::<tools::SectionArgs>(),
+            read_only,
+        ),
+        "extract_container_item" => (
+            "Extract and index an archive member",
+            EXTRACT_DESCRIPTION,
+            input_schema::<tools::ExtractArgs>(),
+            // Writes the index (adds the member), deletes nothing; the same call again only
+            // finds it indexed.
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        ),
+        _ => return None,
+    };
+    let mut annotations = annotations;
+    annotations.title = Some(title.to_string());
+    Some(
+        Tool::new(name.to_string(), description, Arc::new(schema))
+            .with_title(title)
+            .with_annotations(annotations),
+    )
+}
+
+const SEARCH_DESCRIPTION: &str = "\
+Find passages by meaning in the indexed documents. Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
+Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (0..1; below ~0.3 is usually unrelated), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
+Narrow with locator (a folder, an archive at any depth, or one file, without #fragment) and with content_type, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
+The answer is at most max_chars (default 4000); when hits were left out, call again with the same arguments plus the answer's cursor.";
+
+const BROWSE_DESCRIPTION: &str = "\
+See what there is before reading. Without a locator: the top-level folders and files you can read. With a folder or archive locator (archives nest: outer.zip!/inner.tar.gz): its members, with kind, type, size, status (indexed, skipped with a reason, failed) and chunk counts.
+With a file locator: the document's overview: type, pages, page labels, which pages have images or tables, object counts and its outline (sections with ids such as s12, levels, page ranges; sheets with rows and columns; slides). Entries with `hidden` have more under them: browse again with section set to that id.
+Then use read_section or read_content_objects for exactly the part you need. Long listings come with a cursor: call again with the same arguments plus cursor.";
+
+const READ_DESCRIPTION: &str = "\
+Read the content objects of one file (text blocks, tables, image and media entries) in document order, each with its exact locator (page, sheet and rows, slide, lines) to cite.
+Select what you need with the filters: pages (\"47\" or \"40-47\", 1-based physical pages), section (an id from browse_container), content_type (text, image, videostream, audiostream, other), sheet and rows (\"1-50\"), slide. Without filters you get the file from its beginning.
+The answer is at most max_chars (default 4000): a text too long is cut in the middle (head[N chars omitted]tail, with offset, end and omitted char ranges). Call again with the same arguments plus the answer's cursor to get exactly what was left out, then the next objects.";
+
+const SECTION_DESCRIPTION: &str = "\
+Read the whole text of one section of a file: its objects' texts joined by blank lines, with the section's title and pages. Take the section id (s12) from browse_container's outline of that file.
+The answer is at most max_chars (default 4000); a longer section is cut in the middle ([N chars omitted]) and the answer's cursor (call again with the same arguments plus cursor) continues with exactly the omitted part.";
+
+const EXTRACT_DESCRIPTION: &str = "\
+Extract and index one archive member now, typically one that browse_container shows as skipped (a size or count limit) or that was not listed. The locator names the member inside its archive(s): /data/outer.zip!/docs/big.pdf.
+It can take a while for large files. The answer is what browse_container shows for that member (a document's overview and outline, or an archive's members) plus `extracted` (status, chunks, reason). Afterwards the member can be read and searched. Calling it again on an indexed member changes nothing.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_are_selected_by_name_and_unknown_names_list_the_valid_ones() {
+        assert_eq!(
+            select_tools(&["read_section", " search_documents"]).unwrap(),
+            vec!["search_documents", "read_section"]
+        );
+        let e = select_tools(&["search_documents", "delete_everything"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown tool delete_everything"), "{e}");
+        for name in TOOL_NAMES {
+            assert!(e.contains(name), "{e}");
+        }
+        assert!(select_tools::<&str>(&[]).is_err());
+    }
+
+    #[test]
+    fn the_config_file_has_scope_tools_ceiling_and_http() {
+        let file = FileConfig::parse(
+            r#"
+            tools = ["search_documents", "browse_container"]
+            max_answer_chars = 20000
+            [scope]
+            user = "alice"
+            feature_instance = "chat-7"
+            mandate = "acme"
+            [http]
+            listen = "127.0.0.1:8765"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(file.scope.user.as_deref(), Some("alice"));
+        assert_eq!(file.scope.mandate.as_deref(), Some("acme"));
+        assert_eq!(file.max_answer_chars, Some(20000));
+        assert_eq!(file.tools.unwrap().len(), 2);
+        assert_eq!(
+            file.http.listen,
+            Some("127.0.0.1:8765".parse::<SocketAddr>().unwrap())
+        );
+        assert_eq!(FileConfig::parse("").unwrap(), FileConfig::default());
+        let e = FileConfig::parse("[scope]\nuser_id = \"bob\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("user_id"), "{e}");
+    }
+
+    #[test]
+    fn only_loopback_is_served() {
+        assert!(check_loopback(&"127.0.0.1:1".parse().unwrap()).is_ok());
+        assert!(check_loopback(&"[::1]:1".parse().unwrap()).is_ok());
+        let e = check_loopback(&"0.0.0.0:8765".parse().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("loopback"), "{e}");
+    }
+
+    #[test]
+    fn arguments_are_parsed_strictly_and_errors_are_worded_for_the_model() {
+        let call = parse_call(
+            "read_content_objects",
+            serde_json::json!({"locator": "/d/a.pdf", "pages": "40-47", "max_chars": 900}),
+        )
+        .unwrap();
+        assert_eq!(call.name(), "read_content_objects");
+        assert_eq!(budget_of(&call, 100_000), 900);
+        assert_eq!(budget_of(&call, 500), 500);
+        // A scope cannot come from the model.
+        let e = parse_call(
+            "search_documents",
+            serde_json::json!({"query": "q", "user": "bob"}),
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field `user`"), "{e}");
+        let e = parse_call("read_section", serde_json::json!({"locator": "/d/a.pdf"})).unwrap_err();
+        assert!(e.contains("missing field `section`"), "{e}");
+    }
+
+    #[test]
+    fn error_answers_fit_their_budget() {
+        let long = "é\"".repeat(500);
+        let a = error_answer(&long, 200);
+        assert!(a.is_error);
+        assert!(a.text.len() <= 200, "{}", a.text.len());
+        let v: Value = serde_json::from_str(&a.text).unwrap();
+        assert!(v["error"].as_str().unwrap().starts_with("é\""));
+        assert!(
+            a.text.len() > 190,
+            "as much of the message as fits: {}",
+            a.text
+        );
+        let short = error_answer("no such file", 200);
+        assert_eq!(short.text, r#"{"error":"no such file"}"#);
+    }
+
+    #[test]
+    fn results_carry_the_exact_text_and_the_same_object() {
+        let text = r#"{"hits":[],"size":{"chars":30,"tokens":8}}"#;
+        let r = result_of(ToolAnswer {
+            text: text.into(),
+            is_error: false,
+        });
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(r.content.len(), 1);
+        assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some(text));
+        assert_eq!(
+            r.structured_content,
+            Some(serde_json::from_str::<Value>(text).unwrap())
+        );
+    }
+
+    #[test]
+    fn every_tool_has_a_definition_with_an_object_schema() {
+        for name in TOOL_NAMES {
+            let tool = definition(name).unwrap();
+            assert_eq!(tool.input_schema.get("type"), Some(&Value::from("object")));
+            assert!(tool.description.as_deref().is_some_and(|d| d.len() > 200));
+            let a = tool.annotations.unwrap();
+            assert_eq!(a.read_only_hint, Some(*name != "extract_container_item"));
+            assert_eq!(a.open_world_hint, Some(false));
+            assert_eq!(a.destructive_hint, Some(false));
+        }
+        let search = definition("search_documents").unwrap();
+        let props = search.input_schema.get("properties").unwrap();
+        assert!(props.get("query").is_some() && props.get("max_chars").is_some());
+    }
+}
