@@ -56,7 +56,8 @@ pub(crate) fn browse_container(
             let compact = members.iter().map(compact_member).collect();
             (
                 base,
-                ListItems::new("members", members, "members").with_compact(compact),
+                ListItems::new("members", members, "members")
+                    .with_compact(compact, &["kind", "total"]),
             )
         }
         Listing::Document(entry) => {
@@ -82,7 +83,10 @@ pub(crate) fn browse_container(
                         })
                         .collect();
                     let list = ListItems::new("outline", nodes, "outline entries");
-                    (base, list.with_compact(compact))
+                    (
+                        base,
+                        list.with_compact(compact, &["left_out", "page_labels"]),
+                    )
                 }
             }
         }

@@ -188,6 +188,8 @@ pub(crate) struct ListItems {
     unit: &'static str,
     /// Items in their compact form (see [`mark_compact`]), used when the full ones do not fit.
     compact: Option<Vec<Value>>,
+    /// Fields of the answer left out in compact form.
+    compact_drops: &'static [&'static str],
 }
 
 impl ListItems {
@@ -197,12 +199,19 @@ impl ListItems {
             items,
             unit,
             compact: None,
+            compact_drops: &[],
         }
     }
 
-    /// The same list with a compact form of each item for small budgets.
-    pub(crate) fn with_compact(mut self, compact: Vec<Value>) -> Self {
+    /// The same list with a compact form of each item for small budgets, and the answer's
+    /// fields to leave out then.
+    pub(crate) fn with_compact(
+        mut self,
+        compact: Vec<Value>,
+        drops: &'static [&'static str],
+    ) -> Self {
         self.compact = Some(compact);
+        self.compact_drops = drops;
         self
     }
 }
@@ -226,8 +235,9 @@ pub(crate) fn fill_list(
     match fill_list_as(budget, base, &list.items, list, start, tag, digest, false) {
         Err(ToolError::TooSmall(_)) if list.compact.is_some() => {
             let mut small = base.clone();
-            small.remove("locator");
-            small.remove("query");
+            for key in list.compact_drops {
+                small.remove(*key);
+            }
             mark_compact(&mut small);
             let items = list.compact.as_deref().unwrap_or(&[]);
             fill_list_as(budget, &small, items, list, start, tag, digest, true)

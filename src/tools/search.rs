@@ -80,7 +80,10 @@ fn file_name(locator: &str) -> &str {
 fn hit_value(hit: &Hit, query: &str, snippet_chars: usize) -> Value {
     let mut m = Map::new();
     m.insert("locator".into(), json!(hit.locator));
-    m.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
+    m.insert(
+        "score".into(),
+        json!((f64::from(hit.score) * 1000.0).round() / 1000.0),
+    );
     m.insert("file".into(), json!(file_name(&hit.locator)));
     m.insert("type".into(), json!(hit.content_type));
     if let Some(l) = &hit.label {
@@ -138,7 +141,10 @@ pub(crate) fn search_documents(
         .map(|h| {
             let mut m = Map::new();
             m.insert("locator".into(), json!(h.locator));
-            m.insert("score".into(), json!((h.score * 1000.0).round() / 1000.0));
+            m.insert(
+                "score".into(),
+                json!((f64::from(h.score) * 1000.0).round() / 1000.0),
+            );
             let room = budget
                 .max
                 .saturating_sub(180 + h.locator.len())
@@ -165,7 +171,7 @@ pub(crate) fn search_documents(
     let text = fill_list(
         budget,
         &base,
-        &ListItems::new("hits", items, "hits").with_compact(compact),
+        &ListItems::new("hits", items, "hits").with_compact(compact, &["query"]),
         start,
         TAG,
         &digest,

@@ -144,7 +144,11 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
     };
     let page1 = read(None);
     let cursor = page1["cursor"].as_str().expect("a cursor at 300 chars");
-    assert!(page1["more"].as_str().is_some(), "{page1}");
+    // `more` is left out of compact answers (small budgets); the cursor says there is more.
+    assert!(
+        page1["more"].as_str().is_some() || page1["compact"] == true,
+        "{page1}"
+    );
     let page2 = read(Some(cursor));
     assert_ne!(page1["objects"], page2["objects"], "{page1}\n{page2}");
 
