@@ -153,7 +153,9 @@ impl Server {
                             }
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(50));
+                            // Wait for the next client (at once when one connects), looking
+                            // at the stop flag every 100 ms.
+                            wait_readable(&listener, 100);
                         }
                         Err(e) => {
                             tracing::warn!("daemon socket: {e}");
@@ -336,4 +338,14 @@ fn exchange(stream: &UnixStream, path: &Path, request: &Request, wait: Duration)
         ));
     }
     serde_json::from_str(&line).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))
+}
+
+/// Block until `listener` has a connection waiting or `ms` milliseconds pass.
+fn wait_readable(listener: &UnixListener, ms: u16) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::from(ms)).is_err() {
+        std::thread::sleep(Duration::from_millis(u64::from(ms)));
+    }
 }
