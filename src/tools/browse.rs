@@ -33,6 +33,7 @@ pub(crate) fn browse_container(
     let view = View::of(ingestor, scope);
     let loc = normalize(args.locator.as_deref().unwrap_or(""));
     let listing = members(&view, &loc)?;
+    let view = &view;
     let (base, items) = match listing {
         Listing::Members {
             kind,
@@ -52,6 +53,10 @@ pub(crate) fn browse_container(
             };
             base.insert("locator".into(), json!(shown));
             base.insert("kind".into(), json!(kind));
+            if let Some(reason) = view.entry(&loc).and_then(|e| e.reason.as_ref()) {
+                // How the archive was read: its member count, or the limit that cut it short.
+                base.insert("reason".into(), json!(reason));
+            }
             base.insert("total".into(), json!(members.len()));
             let compact = members.iter().map(compact_member).collect();
             (
@@ -141,8 +146,15 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
     let (kind, prefix) = if loc.is_empty() {
         ("root", root_prefix(view))
     } else if let Some(e) = view.entry(loc) {
-        if e.status == EntryStatus::Container {
-            ("archive", format!("{loc}!/"))
+        let inside = format!("{loc}!/");
+        // An archive cut short by a limit is recorded as skipped, with the members it read.
+        let has_members = view
+            .entries
+            .range(inside.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&inside));
+        if e.status == EntryStatus::Container || has_members {
+            ("archive", inside)
         } else {
             return Ok(Listing::Document(e.clone()));
         }
@@ -228,7 +240,8 @@ fn describe_file(m: &mut Map<String, Value>, e: &CatalogEntry) {
         m.insert("type".into(), json!(t));
     }
     if e.size > 0 {
-        m.insert("size".into(), json!(e.size));
+        // `bytes`, not `size`: an answer's own `size` is its length.
+        m.insert("bytes".into(), json!(e.size));
     }
     let status = match e.status {
         EntryStatus::Indexed => "indexed",

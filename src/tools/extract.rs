@@ -30,7 +30,9 @@ pub(crate) fn extract_container_item(
     let view = View::of(ingestor, scope);
     let archive = view
         .entry(top)
-        .filter(|e| e.status == EntryStatus::Container && e.parent.is_none())
+        // Opened (a container), or cut short by a limit (skipped): either way an archive on
+        // disk whose members can be read; the walk finds out.
+        .filter(|e| e.parent.is_none())
         .ok_or_else(|| ToolError::NotFound(member.clone()))?;
     let extracted = match view.entry(&member) {
         Some(e) if e.status == EntryStatus::Indexed || e.status == EntryStatus::Container => {

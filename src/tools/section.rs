@@ -139,6 +139,7 @@ pub(crate) fn read_section(
             parts.push(pack.text(i)?);
         }
     }
+    tracing::info!(bytes_read = pack.bytes_read, "object pack read");
     let text = parts.join("\n\n");
     let full = FullResult::of([text.as_str()]);
     let chars: Vec<char> = text.chars().collect();

@@ -460,3 +460,74 @@ fn search_pages_its_hits_filters_by_locator_and_stays_in_scope() {
     );
     assert!(err && e.to_string().contains("no such locator"), "{e}");
 }
+
+#[test]
+fn a_member_past_the_file_limit_is_extracted_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = crate::util::library_config(&dir.path().join("data"));
+    config.limits.max_files = 2;
+    let ingestor = Ingestor::open(config).unwrap();
+    let zip = dir.path().join("crates.zip");
+    std::fs::write(
+        &zip,
+        crate::util::zip_of(&[
+            ("a.txt", b"The first crate holds rope.\n"),
+            ("b.txt", b"The second crate holds lamp oil.\n"),
+            ("c.txt", b"The third crate holds the brass foghorn reed.\n"),
+        ]),
+    )
+    .unwrap();
+    ingestor.ingest_path(&zip, &alice()).unwrap();
+    let archive = zip.to_string_lossy().to_string();
+    let member = format!("{archive}!/c.txt");
+    let answer = |c: ToolCall| -> (Value, bool) {
+        let a = tools::call(&ingestor, &alice(), &c);
+        assert!(a.text.len() <= 4000);
+        (serde_json::from_str(&a.text).unwrap(), a.is_error)
+    };
+    let read = |l: &str| {
+        ToolCall::ReadContentObjects(ReadArgs {
+            locator: l.into(),
+            ..ReadArgs::default()
+        })
+    };
+    let (listing, _) = answer(ToolCall::BrowseContainer(BrowseArgs {
+        locator: Some(archive.clone()),
+        ..BrowseArgs::default()
+    }));
+    assert_eq!(listing["kind"], "archive", "{listing}");
+    assert_eq!(listing["total"], 2, "{listing}");
+    assert!(
+        listing["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit: file-count"),
+        "{listing}"
+    );
+    let (before, err) = answer(read(&member));
+    assert!(err, "not read yet: {before}");
+    let (v, err) = answer(ToolCall::ExtractContainerItem(tools::ExtractArgs {
+        locator: member.clone(),
+        ..tools::ExtractArgs::default()
+    }));
+    assert!(!err, "{v}");
+    assert_eq!(v["extracted"]["status"], "indexed", "{v}");
+    assert_eq!(v["kind"], "document", "{v}");
+    let (after, err) = answer(read(&member));
+    assert!(!err, "{after}");
+    assert!(after.to_string().contains("brass foghorn reed"), "{after}");
+    // Bob cannot extract from alice's archive: it does not exist for him.
+    let b = tools::call(
+        &ingestor,
+        &bob(),
+        &ToolCall::ExtractContainerItem(tools::ExtractArgs {
+            locator: member.clone(),
+            ..tools::ExtractArgs::default()
+        }),
+    );
+    assert!(
+        b.is_error && b.text.contains("no such locator"),
+        "{}",
+        b.text
+    );
+}

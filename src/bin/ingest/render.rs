@@ -73,7 +73,7 @@ fn hits(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
             about.push(format!("§ {section}"));
         }
         if let Some(label) = text(hit, "/label") {
-            about.push(format!("page {label}"));
+            about.push(label.to_string());
         }
         if let Some(kind) = text(hit, "/type").filter(|t| *t != "text") {
             about.push(kind.to_string());
@@ -119,7 +119,7 @@ fn members(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         let kind = text(m, "/kind").unwrap_or("?");
         let status = text(m, "/status").unwrap_or("-");
         let chunks = number(m, "/chunks").map_or("-".into(), |c| c.to_string());
-        let size = number(m, "/size").map_or("-".into(), human_size);
+        let size = number(m, "/bytes").map_or("-".into(), human_size);
         let locator = text(m, "/locator").or(text(m, "/name")).unwrap_or("?");
         let mut notes = Vec::new();
         if let Some(n) = number(m, "/members") {
@@ -149,7 +149,7 @@ fn document(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
     if let Some(t) = text(answer, "/type") {
         about.push(t.to_string());
     }
-    if let Some(s) = number(answer, "/size") {
+    if let Some(s) = number(answer, "/bytes") {
         about.push(human_size(s));
     }
     if let Some(s) = text(answer, "/status") {
@@ -247,7 +247,7 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
     for o in objects {
         let mut about = vec![text(o, "/type").unwrap_or("?").to_string()];
         if let Some(label) = text(o, "/label") {
-            about.push(format!("page {label}"));
+            about.push(label.to_string());
         }
         if let Some(section) = text(o, "/section") {
             about.push(format!("§ {section}"));
@@ -357,7 +357,7 @@ mod tests {
             json!({"locator": "/d/bundle.zip", "kind": "archive", "total": 3, "members": [
                 {"name": "docs/inner.tar.gz", "locator": "/d/bundle.zip!/docs/inner.tar.gz", "kind": "archive", "members": 2},
                 {"name": "README.txt", "locator": "/d/bundle.zip!/README.txt", "kind": "file",
-                 "type": "text/plain", "size": 115, "status": "indexed", "chunks": 1}],
+                 "type": "text/plain", "bytes": 115, "status": "indexed", "chunks": 1}],
              "cursor": "c1", "more": "1 more member", "size": {"chars": 10, "tokens": 3}}),
         );
         assert!(s.contains("/d/bundle.zip  (archive, 3 entries)"), "{s}");
