@@ -155,18 +155,11 @@ impl PackReader {
         if dir_len > MAX_DIRECTORY_BYTES {
             return Err(corrupt("directory too large"));
         }
-        let mut dir = Vec::new();
-        (&mut file)
-            .take(dir_len)
-            .read_to_end(&mut dir)
-            .map_err(|e| Error::io(path, e))?;
+        let dir = read_at_most(&mut file, dir_len).map_err(|e| Error::io(path, e))?;
         if dir.len() as u64 != dir_len {
             return Err(corrupt("truncated directory"));
         }
-        let mut json = Vec::new();
-        DeflateDecoder::new(dir.as_slice())
-            .take(MAX_DIRECTORY_BYTES)
-            .read_to_end(&mut json)
+        let json = read_at_most(DeflateDecoder::new(dir.as_slice()), MAX_DIRECTORY_BYTES)
             .map_err(|e| corrupt(&e.to_string()))?;
         let objects: Vec<PackedObject> =
             serde_json::from_slice(&json).map_err(|e| corrupt(&e.to_string()))?;
@@ -191,19 +184,20 @@ impl PackReader {
         self.file
             .seek(SeekFrom::Start(self.frames_start + offset))
             .map_err(|e| bad(e.to_string()))?;
-        let mut frame = Vec::new();
-        (&mut self.file)
-            .take(frame_len)
-            .read_to_end(&mut frame)
-            .map_err(|e| bad(e.to_string()))?;
+        let frame = read_at_most(&mut self.file, frame_len).map_err(|e| bad(e.to_string()))?;
         self.bytes_read += frame.len() as u64;
-        let mut text = Vec::new();
-        DeflateDecoder::new(frame.as_slice())
-            .take(bytes)
-            .read_to_end(&mut text)
+        let text = read_at_most(DeflateDecoder::new(frame.as_slice()), bytes)
             .map_err(|e| bad(e.to_string()))?;
         String::from_utf8(text).map_err(|e| bad(e.to_string()))
     }
+}
+
+/// Read at most `limit` bytes of `reader`.
+#[allow(clippy::disallowed_methods)] // bounded by `take`
+fn read_at_most(reader: impl Read, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    reader.take(limit).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]

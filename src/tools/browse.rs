@@ -285,8 +285,11 @@ fn ranges(pages: impl IntoIterator<Item = u32>) -> String {
     out.join(", ")
 }
 
+/// A page label that counts: prefix, number, style (0 decimal, 1 lower roman, 2 upper).
+type LabelNumber = (String, u64, u8);
+
 /// A page label as (prefix, number, style) when it counts: `12`, `iv`, `A-3`.
-fn label_number(label: &str) -> Option<(String, u64, u8)> {
+fn label_number(label: &str) -> Option<LabelNumber> {
     let digits = label
         .char_indices()
         .rev()
@@ -333,7 +336,7 @@ fn label_runs(pages: &[PageInfo]) -> Vec<Value> {
         return Vec::new();
     }
     let mut runs: Vec<(u32, u32, String, String)> = Vec::new();
-    let mut prev: Option<(u32, Option<(String, u64, u8)>)> = None;
+    let mut prev: Option<(u32, Option<LabelNumber>)> = None;
     for p in pages {
         let label = p.label.clone().unwrap_or_else(|| p.page.to_string());
         let num = label_number(&label);
