@@ -62,7 +62,7 @@ pub(crate) fn browse_container(
             (
                 base,
                 ListItems::new("members", members, "members")
-                    .with_compact(compact, &["kind", "total"]),
+                    .with_compact(compact, &["kind", "total", "reason"]),
             )
         }
         Listing::Document(entry) => {

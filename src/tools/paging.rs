@@ -240,7 +240,14 @@ pub(crate) fn fill_list(
             }
             mark_compact(&mut small);
             let items = list.compact.as_deref().unwrap_or(&[]);
-            fill_list_as(budget, &small, items, list, start, tag, digest, true)
+            match fill_list_as(budget, &small, items, list, start, tag, digest, true) {
+                // Last resort: without the echo of the caller's own locator either.
+                Err(ToolError::TooSmall(_)) => {
+                    small.remove("locator");
+                    fill_list_as(budget, &small, items, list, start, tag, digest, true)
+                }
+                other => other,
+            }
         }
         other => other,
     }
