@@ -100,6 +100,20 @@ pub(crate) struct Ctx<'a> {
     pub compact: bool,
 }
 
+/// The first of `run(0)` (full form), `run(1)` (compact), `run(2)` (minimal) that fits.
+pub(crate) fn first_fitting<T>(
+    mut run: impl FnMut(u8) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    let mut last = ToolError::TooSmall(0);
+    for level in 0..3 {
+        match run(level) {
+            Err(e @ ToolError::TooSmall(_)) => last = e,
+            other => return other,
+        }
+    }
+    Err(last)
+}
+
 /// Fill an answer from `start`, reading item `i` with `item(i)`.
 pub(crate) fn fill(
     ctx: &Ctx<'_>,

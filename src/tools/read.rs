@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::budget::Budget;
 use super::cursor;
-use super::paging::{fill, mark_compact, Ctx, TextItem};
+use super::paging::{fill, first_fitting, mark_compact, Ctx, TextItem};
 use super::section::{too_small, Section};
 use super::view::{self, View};
 use super::{Finished, FullResult, ReadArgs, ToolError};
@@ -204,7 +204,7 @@ pub(crate) fn read_content_objects(
             .unwrap_or_default()
             .to_string(),
     };
-    let mut run = |level: u8| {
+    let run = |level: u8| {
         let compact = level > 0;
         let mut base = base.clone();
         if compact {
@@ -235,13 +235,7 @@ pub(crate) fn read_content_objects(
             })
         })
     };
-    let filled = match run(0) {
-        Err(ToolError::TooSmall(_)) => match run(1) {
-            Err(ToolError::TooSmall(_)) => run(2)?,
-            other => other?,
-        },
-        other => other?,
-    };
+    let filled = first_fitting(run)?;
     let text = budget
         .finish(&filled.answer)
         .ok_or_else(|| too_small(budget))?;

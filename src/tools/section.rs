@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::budget::Budget;
 use super::cursor;
-use super::paging::{fill, mark_compact, Ctx, TextItem};
+use super::paging::{fill, first_fitting, mark_compact, Ctx, TextItem};
 use super::view::{self, View};
 use super::{Finished, FullResult, SectionArgs, ToolError};
 use crate::index::objects::PackedObject;
@@ -193,13 +193,7 @@ pub(crate) fn read_section(
             })
         })
     };
-    let filled = match run(0) {
-        Err(ToolError::TooSmall(_)) => match run(1) {
-            Err(ToolError::TooSmall(_)) => run(2)?,
-            other => other?,
-        },
-        other => other?,
-    };
+    let filled = first_fitting(run)?;
     let text = budget
         .finish(&filled.answer)
         .ok_or_else(|| too_small(budget))?;
