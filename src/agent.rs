@@ -182,13 +182,7 @@ impl ToolHost {
 /// default budget).
 fn capped(call: &ToolCall, ceiling: usize) -> ToolCall {
     let mut call = call.clone();
-    let max_chars = match &mut call {
-        ToolCall::SearchDocuments(a) => &mut a.max_chars,
-        ToolCall::BrowseContainer(a) => &mut a.max_chars,
-        ToolCall::ReadContentObjects(a) => &mut a.max_chars,
-        ToolCall::ReadSection(a) => &mut a.max_chars,
-        ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
-    };
+    let max_chars = call.max_chars_mut();
     let asked = max_chars.unwrap_or(tools::DEFAULT_MAX_CHARS);
     if asked > ceiling {
         *max_chars = Some(ceiling);
@@ -202,11 +196,7 @@ mod tests {
     use crate::tools::{BrowseArgs, SearchArgs};
 
     fn budget(call: &ToolCall) -> Option<usize> {
-        match call {
-            ToolCall::SearchDocuments(a) => a.max_chars,
-            ToolCall::BrowseContainer(a) => a.max_chars,
-            _ => unreachable!(),
-        }
+        call.max_chars()
     }
 
     #[test]

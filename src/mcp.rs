@@ -34,7 +34,7 @@ pub use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolHost;
 use crate::error::{Error, Result};
-use crate::tools::{self, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, MIN_MAX_CHARS, TOOL_NAMES};
+use crate::tools::{self, error_answer, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, TOOL_NAMES};
 
 /// What the server tells the model about the tools as a whole (MCP `instructions`).
 pub const INSTRUCTIONS: &str = "\
@@ -302,7 +302,7 @@ impl IngestMcp {
                 "none",
             ),
             Ok(call) => {
-                let budget = budget_of(&call, ceiling);
+                let budget = call.budget(ceiling);
                 let host = Arc::clone(&self.host);
                 let scope = self.config.scope.clone();
                 match tokio::task::spawn_blocking(move || host.call_traced(&scope, &call)).await {
@@ -372,54 +372,6 @@ fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> 
         "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
         other => return Err(format!("unknown tool: {other}")),
     })
-}
-
-/// The budget a call's answer gets: its `max_chars` (default 4000) within
-/// [`MIN_MAX_CHARS`]..=`ceiling`.
-fn budget_of(call: &ToolCall, ceiling: usize) -> usize {
-    let asked = match call {
-        ToolCall::SearchDocuments(a) => a.max_chars,
-        ToolCall::BrowseContainer(a) => a.max_chars,
-        ToolCall::ReadContentObjects(a) => a.max_chars,
-        ToolCall::ReadSection(a) => a.max_chars,
-        ToolCall::ExtractContainerItem(a) => a.max_chars,
-    };
-    asked
-        .unwrap_or(DEFAULT_MAX_CHARS)
-        .min(ceiling)
-        .max(MIN_MAX_CHARS)
-}
-
-/// `{"error": message}` in at most `budget` UTF-8 bytes (the message cut short, marked `…`,
-/// if need be).
-pub(crate) fn error_answer(message: &str, budget: usize) -> ToolAnswer {
-    let answer = |text: String| ToolAnswer {
-        text,
-        is_error: true,
-    };
-    let json = |m: &str| serde_json::json!({ "error": m }).to_string();
-    let whole = json(message);
-    if whole.len() <= budget {
-        return answer(whole);
-    }
-    // The longest head of the message that fits with its mark (escapes make the JSON longer
-    // than the message, so measure rather than compute).
-    let ends: Vec<usize> = message.char_indices().map(|(i, _)| i).collect();
-    let fits = |n: usize| {
-        let end = ends.get(n).copied().unwrap_or(message.len());
-        json(&format!("{}…", message.get(..end).unwrap_or(""))).len() <= budget
-    };
-    let (mut lo, mut hi) = (0, ends.len());
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let end = ends.get(lo).copied().unwrap_or(message.len());
-    answer(json(&format!("{}…", message.get(..end).unwrap_or(""))))
 }
 
 /// The MCP result of an answer: its exact text as the one text content, and the same JSON
@@ -601,8 +553,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(call.name(), "read_content_objects");
-        assert_eq!(budget_of(&call, 100_000), 900);
-        assert_eq!(budget_of(&call, 500), 500);
+        assert_eq!(call.budget(100_000), 900);
+        assert_eq!(call.budget(500), 500);
         // A scope cannot come from the model.
         let e = parse_call(
             "search_documents",

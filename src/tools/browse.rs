@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::budget::Budget;
 use super::cursor;
 use super::paging::{fill_list, ListItems};
-use super::section::{too_small, Section};
+use super::section::Section;
 use super::view::{self, normalize, View};
 use super::{BrowseArgs, Finished, FullResult, ToolError};
 use crate::index::{CatalogEntry, EntryStatus};
@@ -33,7 +33,6 @@ pub(crate) fn browse_container(
     let view = View::of(ingestor, scope);
     let loc = normalize(args.locator.as_deref().unwrap_or(""));
     let listing = members(&view, &loc)?;
-    let view = &view;
     let (base, items) = match listing {
         Listing::Members {
             kind,
@@ -71,7 +70,7 @@ pub(crate) fn browse_container(
                 Outline::Whole(nodes) => {
                     let mut a = base;
                     a.insert("outline".into(), Value::Array(nodes));
-                    let text = budget.finish(&a).ok_or_else(|| too_small(budget))?;
+                    let text = budget.finish(&a)?;
                     return Ok(finished(text));
                 }
                 Outline::Paged(nodes) => {
@@ -148,12 +147,7 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
     } else if let Some(e) = view.entry(loc) {
         let inside = format!("{loc}!/");
         // An archive cut short by a limit is recorded as skipped, with the members it read.
-        let has_members = view
-            .entries
-            .range(inside.clone()..)
-            .next()
-            .is_some_and(|(k, _)| k.starts_with(&inside));
-        if e.status == EntryStatus::Container || has_members {
+        if e.status == EntryStatus::Container || view.has_under(&inside) {
             ("archive", inside)
         } else {
             return Ok(Listing::Document(e.clone()));
@@ -164,12 +158,7 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
         } else {
             format!("{loc}/")
         };
-        if !view
-            .entries
-            .range(p.clone()..)
-            .next()
-            .is_some_and(|(k, _)| k.starts_with(&p))
-        {
+        if !view.has_under(&p) {
             return Err(ToolError::NotFound(loc.to_string()));
         }
         ("folder", p)

@@ -34,10 +34,19 @@ impl Budget {
         sized(answer).len() <= self.max
     }
 
-    /// The answer as sent: `answer` with its `size`, serialized; `None` if it does not fit.
-    pub fn finish(&self, answer: &Map<String, Value>) -> Option<String> {
+    /// The answer as sent: `answer` with its `size`, serialized; `TooSmall` if it does not fit.
+    pub fn finish(&self, answer: &Map<String, Value>) -> Result<String, ToolError> {
         let text = sized(answer);
-        (text.len() <= self.max).then_some(text)
+        if text.len() <= self.max {
+            Ok(text)
+        } else {
+            Err(self.too_small())
+        }
+    }
+
+    /// The error for an answer that cannot fit at all.
+    pub fn too_small(&self) -> ToolError {
+        ToolError::TooSmall(self.max)
     }
 }
 

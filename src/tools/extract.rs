@@ -89,25 +89,29 @@ pub(crate) fn extract_container_item(
         cursor: args.cursor.clone(),
     };
     let answer = browse_container(ingestor, scope, &browse, inner);
-    let with_outcome = |text: &str| -> Option<String> {
-        let mut v: Value = serde_json::from_str(text).ok()?;
-        v.as_object_mut()?
-            .insert("extracted".into(), extracted.clone());
-        let m = v.as_object()?.clone();
+    let with_outcome = |text: &str| -> Result<String, ToolError> {
+        let mut m = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            _ => {
+                return Err(ToolError::Invalid(
+                    "the member's answer is not an object".into(),
+                ))
+            }
+        };
+        m.remove("size");
+        m.insert("extracted".into(), extracted.clone());
         budget.finish(&m)
     };
     match answer {
         Ok(f) => {
-            let text = with_outcome(&f.text).ok_or_else(|| super::section::too_small(budget))?;
+            let text = with_outcome(&f.text)?;
             Ok(Finished { text, full: f.full })
         }
         Err(ToolError::NotFound(_)) => {
             let mut m = serde_json::Map::new();
             m.insert("locator".into(), json!(member));
             m.insert("extracted".into(), extracted);
-            let text = budget
-                .finish(&m)
-                .ok_or_else(|| super::section::too_small(budget))?;
+            let text = budget.finish(&m)?;
             Ok(Finished {
                 full: super::FullResult::of([text.as_str()]),
                 text,

@@ -173,6 +173,35 @@ pub enum ToolCall {
 }
 
 impl ToolCall {
+    /// The `max_chars` the call asks for, if any.
+    pub fn max_chars(&self) -> Option<usize> {
+        match self {
+            ToolCall::SearchDocuments(a) => a.max_chars,
+            ToolCall::BrowseContainer(a) => a.max_chars,
+            ToolCall::ReadContentObjects(a) => a.max_chars,
+            ToolCall::ReadSection(a) => a.max_chars,
+            ToolCall::ExtractContainerItem(a) => a.max_chars,
+        }
+    }
+
+    /// The call's `max_chars`, to change it.
+    pub fn max_chars_mut(&mut self) -> &mut Option<usize> {
+        match self {
+            ToolCall::SearchDocuments(a) => &mut a.max_chars,
+            ToolCall::BrowseContainer(a) => &mut a.max_chars,
+            ToolCall::ReadContentObjects(a) => &mut a.max_chars,
+            ToolCall::ReadSection(a) => &mut a.max_chars,
+            ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
+        }
+    }
+
+    /// The longest answer the call accepts: `max_chars` (default [`DEFAULT_MAX_CHARS`]),
+    /// at most `ceiling`. (A budget under [`MIN_MAX_CHARS`] is refused, with an error that
+    /// still fits it when it can.)
+    pub fn budget(&self, ceiling: usize) -> usize {
+        self.max_chars().unwrap_or(DEFAULT_MAX_CHARS).min(ceiling)
+    }
+
     /// The tool's name (`search_documents`, …).
     pub fn name(&self) -> &'static str {
         match self {
@@ -216,15 +245,8 @@ pub(crate) enum ToolError {
 /// [`ToolAnswer`] with `is_error`, within the budget, worded for the model.
 pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
     let ceiling = ingestor.config().max_answer_chars;
-    let requested = match call {
-        ToolCall::SearchDocuments(a) => a.max_chars,
-        ToolCall::BrowseContainer(a) => a.max_chars,
-        ToolCall::ReadContentObjects(a) => a.max_chars,
-        ToolCall::ReadSection(a) => a.max_chars,
-        ToolCall::ExtractContainerItem(a) => a.max_chars,
-    };
     let started = std::time::Instant::now();
-    let result = Budget::of(requested, ceiling).and_then(|budget| {
+    let result = Budget::of(call.max_chars(), ceiling).and_then(|budget| {
         let answer = match call {
             ToolCall::SearchDocuments(a) => search::search_documents(ingestor, scope, a, budget),
             ToolCall::BrowseContainer(a) => browse::browse_container(ingestor, scope, a, budget),
@@ -257,13 +279,7 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
             if let ToolError::Internal(inner) = &e {
                 tracing::warn!(tool = call.name(), "tool failed: {inner}");
             }
-            let max = requested
-                .unwrap_or(DEFAULT_MAX_CHARS)
-                .clamp(MIN_MAX_CHARS, ceiling.max(MIN_MAX_CHARS));
-            ToolAnswer {
-                text: error_text(&e.to_string(), max),
-                is_error: true,
-            }
+            error_answer(&e.to_string(), call.budget(ceiling))
         }
     };
     answer
@@ -284,7 +300,16 @@ pub(crate) struct FullResult {
 }
 
 impl FullResult {
-    /// Accumulates the full result's texts.
+    /// `chars` of full result named by what `hasher` was fed.
+    pub(crate) fn new(chars: u64, hasher: &blake3::Hasher) -> FullResult {
+        let hash = hasher.finalize().to_hex();
+        FullResult {
+            chars,
+            hash: hash.as_str().get(..16).unwrap_or_default().to_string(),
+        }
+    }
+
+    /// The full result made of `texts`.
     pub(crate) fn of<'a>(texts: impl IntoIterator<Item = &'a str>) -> FullResult {
         let mut h = blake3::Hasher::new();
         let mut chars = 0u64;
@@ -293,29 +318,25 @@ impl FullResult {
             h.update(&[0]);
             chars += t.len() as u64;
         }
-        FullResult {
-            chars,
-            hash: h
-                .finalize()
-                .to_hex()
-                .as_str()
-                .get(..16)
-                .unwrap_or_default()
-                .to_string(),
-        }
+        FullResult::new(chars, &h)
     }
 }
 
-/// `{"error": message}` within `max` chars (a long message is cut in the middle).
-fn error_text(message: &str, max: usize) -> String {
+/// `{"error": message}` within `max` chars: as much of the message as fits, a long one cut
+/// in the middle with `[N chars omitted]`.
+pub fn error_answer(message: &str, max: usize) -> ToolAnswer {
     let chars: Vec<char> = message.chars().collect();
     let make = |keep: usize| {
         let piece = budget::cut(&chars, 0, chars.len(), keep);
         serde_json::json!({ "error": piece.text }).to_string()
     };
-    match budget::largest_fitting(0, chars.len(), |k| make(k).len() <= max) {
+    let text = match budget::largest_fitting(0, chars.len(), |k| make(k).len() <= max) {
         Some(k) => make(k),
         None => r#"{"error":"error"}"#.to_string(),
+    };
+    ToolAnswer {
+        text,
+        is_error: true,
     }
 }
 

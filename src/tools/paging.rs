@@ -327,9 +327,7 @@ fn fill_list_as(
         end -= 1;
     }
     if end == first && first < total {
-        return Err(super::section::too_small(budget));
+        return Err(budget.too_small());
     }
-    budget
-        .finish(&build(end))
-        .ok_or_else(|| super::section::too_small(budget))
+    budget.finish(&build(end))
 }

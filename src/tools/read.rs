@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 use super::budget::Budget;
 use super::cursor;
 use super::paging::{fill, first_fitting, mark_compact, Ctx, TextItem};
-use super::section::{too_small, Section};
-use super::view::{self, View};
+use super::section::Section;
+use super::view;
 use super::{Finished, FullResult, ReadArgs, ToolError};
 use crate::index::objects::PackedObject;
 use crate::ingestor::Ingestor;
@@ -137,7 +137,7 @@ pub(crate) fn read_content_objects(
 ) -> Result<Finished, ToolError> {
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
-    let doc = View::of(ingestor, scope).document(&args.locator)?;
+    let doc = view::document(ingestor, scope, &args.locator)?;
     let section = match &args.section {
         Some(id) => Some(Section::resolve(
             &view::content_index(ingestor, &doc.hash)?,
@@ -174,7 +174,7 @@ pub(crate) fn read_content_objects(
                 pack.objects.len()
             )),
         );
-        let text = budget.finish(&base).ok_or_else(|| too_small(budget))?;
+        let text = budget.finish(&base)?;
         return Ok(Finished {
             text,
             full: FullResult::of([]),
@@ -194,16 +194,7 @@ pub(crate) fn read_content_objects(
         id.update(&(i as u64).to_le_bytes());
         full_bytes += pack.objects.get(i).map_or(0, |o| o.bytes);
     }
-    let full = FullResult {
-        chars: full_bytes,
-        hash: id
-            .finalize()
-            .to_hex()
-            .as_str()
-            .get(..16)
-            .unwrap_or_default()
-            .to_string(),
-    };
+    let full = FullResult::new(full_bytes, &id);
     let run = |level: u8| {
         let compact = level > 0;
         let mut base = base.clone();
@@ -236,9 +227,7 @@ pub(crate) fn read_content_objects(
         })
     };
     let filled = first_fitting(run)?;
-    let text = budget
-        .finish(&filled.answer)
-        .ok_or_else(|| too_small(budget))?;
+    let text = budget.finish(&filled.answer)?;
     tracing::info!(bytes_read = pack.bytes_read, "object pack read");
     Ok(Finished { text, full })
 }

@@ -35,15 +35,7 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
         .map(normalize)
         .filter(|l| !l.is_empty())
     {
-        let prefix = format!("{}/", loc.trim_end_matches('/'));
-        let nested = format!("{loc}!/");
-        let known = view.entry(&loc).is_some()
-            || view
-                .entries
-                .range(prefix.clone()..)
-                .next()
-                .is_some_and(|(k, _)| k.starts_with(&prefix) || k.starts_with(&nested));
-        if !known {
+        if !view.knows(&loc) {
             return Err(ToolError::NotFound(loc));
         }
         f.locator_prefix = Some(loc);
@@ -69,6 +61,11 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
     Ok(f)
 }
 
+/// A score to three decimals (as f64: an f32 prints its binary expansion).
+fn rounded(score: f32) -> f64 {
+    (f64::from(score) * 1000.0).round() / 1000.0
+}
+
 /// The file name in a file locator.
 fn file_name(locator: &str) -> &str {
     let file = locator.split_once('#').map_or(locator, |(f, _)| f);
@@ -80,10 +77,7 @@ fn file_name(locator: &str) -> &str {
 fn hit_value(hit: &Hit, query: &str, snippet_chars: usize) -> Value {
     let mut m = Map::new();
     m.insert("locator".into(), json!(hit.locator));
-    m.insert(
-        "score".into(),
-        json!((f64::from(hit.score) * 1000.0).round() / 1000.0),
-    );
+    m.insert("score".into(), json!(rounded(hit.score)));
     m.insert("file".into(), json!(file_name(&hit.locator)));
     m.insert("type".into(), json!(hit.content_type));
     if let Some(l) = &hit.label {
@@ -141,10 +135,7 @@ pub(crate) fn search_documents(
         .map(|h| {
             let mut m = Map::new();
             m.insert("locator".into(), json!(h.locator));
-            m.insert(
-                "score".into(),
-                json!((f64::from(h.score) * 1000.0).round() / 1000.0),
-            );
+            m.insert("score".into(), json!(rounded(h.score)));
             let room = budget
                 .max
                 .saturating_sub(180 + h.locator.len())
@@ -163,9 +154,7 @@ pub(crate) fn search_documents(
             "note".into(),
             json!("nothing matched: try other words, fewer filters, or browse_container to look around"),
         );
-        let text = budget
-            .finish(&base)
-            .ok_or_else(|| super::section::too_small(budget))?;
+        let text = budget.finish(&base)?;
         return Ok(Finished { text, full });
     }
     let text = fill_list(

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::budget::Budget;
 use super::cursor;
 use super::paging::{fill, first_fitting, mark_compact, Ctx, TextItem};
-use super::view::{self, View};
+use super::view;
 use super::{Finished, FullResult, SectionArgs, ToolError};
 use crate::index::objects::PackedObject;
 use crate::ingestor::Ingestor;
@@ -125,7 +125,7 @@ pub(crate) fn read_section(
 ) -> Result<Finished, ToolError> {
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
-    let doc = View::of(ingestor, scope).document(&args.locator)?;
+    let doc = view::document(ingestor, scope, &args.locator)?;
     let index = view::content_index(ingestor, &doc.hash)?;
     let section = Section::resolve(&index, &args.section)?;
     let mut pack = view::pack(ingestor, &doc.hash)?;
@@ -153,7 +153,7 @@ pub(crate) fn read_section(
             "note".into(),
             json!("this section has no text (images only, or scanned pages)"),
         );
-        let text = budget.finish(&base).ok_or_else(|| too_small(budget))?;
+        let text = budget.finish(&base)?;
         return Ok(Finished { text, full });
     }
     let place = |base: &Map<String, Value>, pieces: &[Value]| {
@@ -194,14 +194,8 @@ pub(crate) fn read_section(
         })
     };
     let filled = first_fitting(run)?;
-    let text = budget
-        .finish(&filled.answer)
-        .ok_or_else(|| too_small(budget))?;
+    let text = budget.finish(&filled.answer)?;
     Ok(Finished { text, full })
-}
-
-pub(crate) fn too_small(budget: Budget) -> ToolError {
-    ToolError::TooSmall(budget.max)
 }
 
 impl Section {

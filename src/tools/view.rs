@@ -74,33 +74,74 @@ impl View {
         self.entries.get(locator)
     }
 
+    /// Whether some entry's locator starts with `prefix` (a folder's `dir/`, an archive's
+    /// `a.zip!/`).
+    pub fn has_under(&self, prefix: &str) -> bool {
+        self.entries
+            .range(prefix.to_string()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(prefix))
+    }
+
+    /// Whether `locator` names something this scope holds: a file, an archive, or a folder
+    /// (inside an archive too) with entries under it.
+    pub fn knows(&self, locator: &str) -> bool {
+        self.entry(locator).is_some()
+            || self.has_under(&format!("{}/", locator.trim_end_matches('/')))
+            || self.has_under(&format!("{locator}!/"))
+    }
+
     /// The document at `locator` with its content, or `NotFound`, or why it has none.
     pub fn document(&self, locator: &str) -> Result<Document, ToolError> {
         let loc = normalize(locator);
-        let entry = self
-            .entry(&loc)
-            .ok_or_else(|| ToolError::NotFound(loc.clone()))?;
-        match (&entry.status, &entry.hash) {
-            (EntryStatus::Container, _) => Err(ToolError::Invalid(format!(
-                "{loc} is an archive: browse_container lists its members"
-            ))),
-            (EntryStatus::Indexed, Some(hash)) => Ok(Document {
-                entry: entry.clone(),
-                hash: hash.clone(),
-            }),
-            (status, _) => Err(ToolError::Invalid(format!(
-                "{loc} has no content to read: {}{}",
-                match status {
-                    EntryStatus::Failed => "extraction failed",
-                    _ => "it was skipped",
-                },
-                entry
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default()
-            ))),
-        }
+        classify(&loc, self.entry(&loc))
+    }
+}
+
+/// The entry at `locator` (normalized) that `scope` may read, looked up scope by scope:
+/// what a read needs, without copying every entry as [`View::of`] does.
+fn lookup(ingestor: &Ingestor, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+    let catalog = lock(&ingestor.catalog);
+    catalog
+        .scopes()
+        .iter()
+        .filter(|owner| readable(scope, owner))
+        .find_map(|owner| catalog.get(owner, locator).cloned())
+}
+
+/// The document at `locator` that `scope` may read (see [`View::document`]).
+pub(crate) fn document(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    locator: &str,
+) -> Result<Document, ToolError> {
+    let loc = normalize(locator);
+    classify(&loc, lookup(ingestor, scope, &loc).as_ref())
+}
+
+/// The document `entry` at `loc` is, or why it is none (missing, an archive, no content).
+fn classify(loc: &str, entry: Option<&CatalogEntry>) -> Result<Document, ToolError> {
+    let entry = entry.ok_or_else(|| ToolError::NotFound(loc.to_string()))?;
+    match (&entry.status, &entry.hash) {
+        (EntryStatus::Container, _) => Err(ToolError::Invalid(format!(
+            "{loc} is an archive: browse_container lists its members"
+        ))),
+        (EntryStatus::Indexed, Some(hash)) => Ok(Document {
+            entry: entry.clone(),
+            hash: hash.clone(),
+        }),
+        (status, _) => Err(ToolError::Invalid(format!(
+            "{loc} has no content to read: {}{}",
+            match status {
+                EntryStatus::Failed => "extraction failed",
+                _ => "it was skipped",
+            },
+            entry
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ))),
     }
 }
 

@@ -531,3 +531,15 @@ fn a_member_past_the_file_limit_is_extracted_on_demand() {
         b.text
     );
 }
+
+#[test]
+fn a_budget_under_the_minimum_is_refused_within_it() {
+    let c = ToolCall::BrowseContainer(BrowseArgs {
+        max_chars: Some(120),
+        ..BrowseArgs::default()
+    });
+    let a = tools::call(&fixture().ingestor, &alice(), &c);
+    assert!(a.is_error, "{}", a.text);
+    assert!(a.text.len() <= 120, "{}", a.text);
+    assert!(a.text.contains("at least 200"), "{}", a.text);
+}
