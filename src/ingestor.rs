@@ -11,7 +11,10 @@ use extractors::Scope;
 use crate::config::Config;
 use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder, FastEmbedder};
 use crate::error::{Error, Result};
-use crate::index::{Catalog, CatalogStats, EdgeIndex, Hit, LastRun, SearchFilter, VectorIndex};
+use crate::index::{
+    Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
+    VectorIndex,
+};
 use crate::lock;
 use crate::report::{FileReport, IngestReport};
 
@@ -178,12 +181,19 @@ impl Ingestor {
         limit: usize,
         min_score: Option<f32>,
     ) -> Result<Vec<Hit>> {
-        self.search_filtered(query, scope, limit, min_score, &SearchFilter::default())
+        self.search_filtered(
+            query,
+            scope,
+            limit,
+            min_score,
+            &SearchFilter::default(),
+            SearchMode::default(),
+        )
     }
 
     /// Search the chunks `scope` may read that `filter` lets through (under a locator, of a
-    /// type, on pages, in a section, sheet or slide), best first. Blocks while the model loads
-    /// on first use.
+    /// type, on pages, in a section, sheet or slide), best first, ranked as `mode` says.
+    /// Blocks while the model loads on first use (keyword searches never load it).
     pub fn search_filtered(
         &self,
         query: &str,
@@ -191,18 +201,28 @@ impl Ingestor {
         limit: usize,
         min_score: Option<f32>,
         filter: &SearchFilter,
+        mode: SearchMode,
     ) -> Result<Vec<Hit>> {
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let vector = self
-            .embedder()?
-            .embed(&[query])?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::Embed("no vector for the query".into()))?;
+        let vector = if mode.uses_embedding() {
+            Some(
+                self.embedder()?
+                    .embed(&[query])?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| Error::Embed("no vector for the query".into()))?,
+            )
+        } else {
+            None
+        };
+        let index_query = IndexQuery {
+            vector,
+            text: (mode != SearchMode::Dense).then(|| query.to_string()),
+        };
         self.store()?
-            .search(scope, vector, limit, 0, min_score, filter)
+            .search(scope, &index_query, limit, 0, min_score, filter)
     }
 
     /// When the last run ended and what it did.

@@ -41,7 +41,7 @@ pub const INSTRUCTIONS: &str = "\
 These tools read the documents indexed for you: folders, archives at any depth (zip, tar.gz), PDFs, office files, spreadsheets, slides, text.
 Structure first: browse_container without a locator lists the top level; browse a folder or archive to see its members, a file to see its outline (section ids such as s12, page ranges, sheets, slides).
 Then read only what you need: read_section for one section, read_content_objects with pages, section, sheet + rows or slide for exact places.
-search_documents finds passages by meaning; narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
+search_documents finds passages by meaning and by exact words (names, codes, options: `mode` hybrid by default); narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
 extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.";
@@ -464,8 +464,8 @@ fn definition(name: &str) -> Option<Tool> {
 }
 
 const SEARCH_DESCRIPTION: &str = "\
-Find passages by meaning in the indexed documents. Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
-Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (0..1; below ~0.3 is usually unrelated), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
+Find passages by meaning and exact words in the indexed documents (`mode`: hybrid by default, `keyword` for a name, code or option to match literally, `dense` for meaning only). Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
+Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (in the default hybrid mode 1 = ranked first by both meaning and words, 0.5 or less = found by one of them only), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
 Narrow with locator (a folder, an archive at any depth, or one file, without #fragment) and with content_type, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
 The answer is at most max_chars (default 4000); when hits were left out, call again with the same arguments plus the answer's cursor.";
 

@@ -54,6 +54,9 @@ pub enum Request {
         limit: usize,
         /// Hits scoring below this are dropped.
         min_score: Option<f32>,
+        /// How hits are ranked (hybrid when absent).
+        #[serde(default)]
+        mode: crate::index::SearchMode,
     },
     /// What the index holds and what the daemon is doing.
     Status,
@@ -230,7 +233,15 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
             scope,
             limit,
             min_score,
-        }) => match ingestor.search(&query, &scope, limit, min_score) {
+            mode,
+        }) => match ingestor.search_filtered(
+            &query,
+            &scope,
+            limit,
+            min_score,
+            &crate::index::SearchFilter::default(),
+            mode,
+        ) {
             Ok(hits) => json!({ "hits": hits }),
             Err(e) => json!({ "error": e.to_string() }),
         },

@@ -4,16 +4,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use qdrant_edge::{
-    CountRequest, CreateIndex, Distance, EdgeConfigBuilder, EdgeShard, EdgeVectorParamsBuilder,
-    FieldIndexOperations, Filter, NamedQuery, Payload, PayloadFieldSchema, PayloadOps,
-    PayloadSchemaType, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
-    QueryRequest, ScoringQuery, SetPayloadOp, UpdateOperation, WithPayloadInterface, WithVector,
+    CountRequest, CreateIndex, CreateVectorName, Distance, EdgeConfigBuilder, EdgeShard,
+    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldIndexOperations, Filter, Fusion,
+    Modifier, NamedQuery, Payload, PayloadFieldSchema, PayloadOps, PayloadSchemaType,
+    PointInsertOperations, PointOperations, PointStruct, PointVectorsPersisted, Prefetch,
+    QueryEnum, QueryRequest, ScoringQuery, SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector,
+    VectorNameConfig, VectorNameOperations, VectorOperations, Vectors, WithPayloadInterface,
+    WithVector,
 };
 use serde_json::Value;
 
+use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, Hit, IndexRead, IndexWrite, PointRecord, SearchFilter, StoredChunk,
-    MAX_SEARCH_HITS,
+    payload, point_id, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord, SearchFilter,
+    StoredChunk, MAX_SEARCH_HITS,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -26,7 +30,15 @@ pub const SHARD_DIR: &str = "shard";
 pub struct EdgeIndex {
     shard: EdgeShard,
     path: PathBuf,
+    keywords: Keywords,
 }
+
+/// The reciprocal-rank-fusion constant: a hit's fused score is the sum over the rankings of
+/// `1 / (RRF_K + rank)`, ranks counted from 0. 60 is the value of the original RRF paper (Cormack et al.).
+const RRF_K: usize = 60;
+
+/// Candidates each ranking contributes to a fused search, at least.
+const FUSION_CANDIDATES: usize = 100;
 
 impl std::fmt::Debug for EdgeIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,11 +78,45 @@ impl EdgeIndex {
                     "",
                     EdgeVectorParamsBuilder::new(DIMENSIONS, Distance::Cosine).build(),
                 )
+                .sparse_vector(
+                    SPARSE_VECTOR,
+                    EdgeSparseVectorParamsBuilder::new()
+                        .modifier(Modifier::Idf)
+                        .build(),
+                )
                 .on_disk_payload(true)
                 .build();
             EdgeShard::new(&path, config).map_err(err)?
         };
-        let index = EdgeIndex { shard, path };
+        let index = EdgeIndex {
+            shard,
+            path,
+            keywords: Keywords::new()?,
+        };
+        // A shard without the keyword vector was written by an earlier version: the vector is
+        // added and every point gets it from its payload. The vector is created first and
+        // points without it are found by scrolling, so a crash in between repeats the work.
+        if existing
+            && !index
+                .shard
+                .config()
+                .sparse_vectors
+                .contains_key(SPARSE_VECTOR)
+        {
+            index.update(UpdateOperation::VectorNameOperation(
+                VectorNameOperations::CreateVectorName(CreateVectorName {
+                    vector_name: SPARSE_VECTOR.into(),
+                    // The config's inner type is not re-exported: built from its JSON form.
+                    config: serde_json::from_value::<VectorNameConfig>(
+                        serde_json::json!({ "sparse": { "modifier": "idf" } }),
+                    )
+                    .map_err(|e| index.err(e))?,
+                }),
+            ))?;
+        }
+        if existing {
+            index.backfill_keyword_vectors()?;
+        }
         // A shard without a `containers` index was written by an earlier version: its points
         // lack the derived fields the search filters read. Backfilled before the index is
         // made, so that a crash in between repeats the backfill.
@@ -126,6 +172,65 @@ impl EdgeIndex {
         }
         self.shard.flush();
         Ok(())
+    }
+
+    /// Give every point that lacks it the keyword vector of its payload (points written by
+    /// a version without keyword search), a thousand points per update.
+    fn backfill_keyword_vectors(&self) -> Result<()> {
+        let lacking = filter(serde_json::json!({
+            "must_not": [{ "has_vector": SPARSE_VECTOR }]
+        }))?;
+        let fields = ["text", "section_id", "locators"]
+            .iter()
+            .map(|f| f.parse())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| self.err("bad payload field name"))?;
+        let mut pending = Vec::new();
+        let mut done = 0usize;
+        let mut result = Ok(());
+        self.scroll(
+            Some(lacking),
+            WithPayloadInterface::Fields(fields),
+            &mut |r| {
+                let p = r.payload.map(|p| p.0).unwrap_or_default();
+                let text = payload::keyword_source(&p);
+                pending.push(PointVectorsPersisted {
+                    id: r.id,
+                    vector: self.keyword_vectors(&text).into(),
+                });
+                if pending.len() >= 1000 && result.is_ok() {
+                    done += pending.len();
+                    result = self.update_vectors(std::mem::take(&mut pending));
+                }
+            },
+        )?;
+        result?;
+        if !pending.is_empty() {
+            done += pending.len();
+            self.update_vectors(pending)?;
+        }
+        if done > 0 {
+            tracing::info!(
+                points = done,
+                "added keyword vectors to points of an earlier version"
+            );
+            self.shard.flush();
+        }
+        Ok(())
+    }
+
+    /// The named-vector set holding only the keyword vector of `text`.
+    fn keyword_vectors(&self, text: &str) -> qdrant_edge::VectorStructInternal {
+        Vectors::new_named([(SPARSE_VECTOR, Vector::from(self.keywords.document(text)))]).0
+    }
+
+    fn update_vectors(&self, points: Vec<PointVectorsPersisted>) -> Result<()> {
+        self.update(UpdateOperation::VectorOperation(
+            VectorOperations::UpdateVectors(UpdateVectorsOp {
+                points,
+                update_filter: None,
+            }),
+        ))
     }
 
     /// Create the payload indexes the shard lacks: all of them in a new shard, the ones added
@@ -199,7 +304,7 @@ impl IndexRead for EdgeIndex {
     fn search(
         &self,
         scope: &Scope,
-        vector: Vec<f32>,
+        query: &IndexQuery,
         limit: usize,
         offset: usize,
         min_score: Option<f32>,
@@ -212,13 +317,55 @@ impl IndexRead for EdgeIndex {
         if offset >= end {
             return Ok(Vec::new());
         }
+        let filter = filter(payload::search_filter(scope, search_filter))?;
+        let dense = query
+            .vector
+            .clone()
+            .map(|v| ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(v))));
+        let sparse = query
+            .text
+            .as_deref()
+            .map(|t| self.keywords.query(t))
+            .filter(|v| !v.indices.is_empty())
+            .map(|v| {
+                ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(
+                    qdrant_edge::VectorInternal::Sparse(v),
+                    SPARSE_VECTOR,
+                )))
+            });
+        let threshold = min_score.map(Into::into);
+        // A fused score is rescaled so that 1 means first in both rankings.
+        let mut score_scale = 1.0;
+        let (prefetches, scoring, threshold) = match (dense, sparse) {
+            (Some(dense), Some(sparse)) => {
+                let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
+                let prefetch = |query, score_threshold| Prefetch {
+                    prefetches: Vec::new(),
+                    query: Some(query),
+                    limit: candidates,
+                    params: None,
+                    filter: Some(filter.clone()),
+                    score_threshold,
+                };
+                // Qdrant counts ranks from 0: first in both scores 2 / RRF_K.
+                score_scale = RRF_K as f32 / 2.0;
+                (
+                    vec![prefetch(dense, threshold), prefetch(sparse, None)],
+                    ScoringQuery::Fusion(Fusion::Rrf {
+                        k: RRF_K,
+                        weights: None,
+                    }),
+                    None,
+                )
+            }
+            (Some(one), None) | (None, Some(one)) => (Vec::new(), one, threshold),
+            (None, None) => return Ok(Vec::new()),
+        };
         let request = QueryRequest {
-            prefetches: Vec::new(),
-            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
-                NamedQuery::default_dense(vector),
-            ))),
-            filter: Some(filter(payload::search_filter(scope, search_filter))?),
-            score_threshold: min_score.map(Into::into),
+            prefetches,
+            query: Some(scoring),
+            filter: Some(filter),
+            score_threshold: threshold,
             limit: end,
             offset: 0,
             params: None,
@@ -229,7 +376,12 @@ impl IndexRead for EdgeIndex {
         Ok(points
             .into_iter()
             .skip(offset)
-            .map(|p| payload::hit(&p.payload.map(|p| p.0).unwrap_or_default(), p.score))
+            .map(|p| {
+                payload::hit(
+                    &p.payload.map(|p| p.0).unwrap_or_default(),
+                    p.score * score_scale,
+                )
+            })
             .collect())
     }
 
@@ -266,9 +418,20 @@ impl IndexWrite for EdgeIndex {
         let points = chunks
             .iter()
             .map(|c| {
+                let keyword = keyword_text(
+                    &c.chunk.text,
+                    c.chunk.context_ref.section_id.as_deref(),
+                    &c.locators,
+                );
                 PointStruct::new(
                     point_id(&scope_key, &c.content_hash, c.chunk.index),
-                    c.vector.clone(),
+                    Vectors::new_named([
+                        ("", Vector::from(c.vector.clone())),
+                        (
+                            SPARSE_VECTOR,
+                            Vector::from(self.keywords.document(&keyword)),
+                        ),
+                    ]),
                     payload::of_chunk(scope, &scope_key, c),
                 )
                 .into()
@@ -390,7 +553,14 @@ mod tests {
             .all(|id| !ids(&store, &bob).contains(id)));
 
         let hits = store
-            .search(&alice, unit(0), 10, 0, None, &SearchFilter::default())
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(0)),
+                10,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
             .unwrap();
         assert_eq!(hits.len(), 2, "{hits:#?}");
         assert_eq!(hits[0].locator, "alice/a.txt#line=1");
@@ -398,17 +568,31 @@ mod tests {
         assert!(hits.iter().all(|h| h.locator.starts_with("alice/")));
         // Bob's own content, searched for exactly, is not Alice's to find.
         let hits = store
-            .search(&alice, unit(5), 10, 0, Some(0.5), &SearchFilter::default())
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(5)),
+                10,
+                0,
+                Some(0.5),
+                &SearchFilter::default(),
+            )
             .unwrap();
         assert!(hits.is_empty(), "{hits:#?}");
         let hits = store
-            .search(&bob, unit(5), 1, 0, Some(0.5), &SearchFilter::default())
+            .search(
+                &bob,
+                &IndexQuery::dense(unit(5)),
+                1,
+                0,
+                Some(0.5),
+                &SearchFilter::default(),
+            )
             .unwrap();
         assert_eq!(hits[0].locator, "bob/b.txt#line=1");
         assert!(store
             .search(
                 &Scope::user("carol"),
-                unit(0),
+                &IndexQuery::dense(unit(0)),
                 10,
                 0,
                 None,
@@ -437,7 +621,7 @@ mod tests {
         let hits = store
             .search(
                 &in_mandate("bob"),
-                unit(0),
+                &IndexQuery::dense(unit(0)),
                 10,
                 0,
                 None,
@@ -501,7 +685,14 @@ mod tests {
             ]
         );
         let hits = store
-            .search(&alice, unit(1), 1, 0, None, &SearchFilter::default())
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(1)),
+                1,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
             .unwrap();
         assert_eq!(hits[0].locator, "new.txt#line=2");
         assert_eq!(hits[0].also_in, ["copy.txt"]);
@@ -522,7 +713,14 @@ mod tests {
         assert_eq!(store.count(Some(&alice)).unwrap(), 2);
         assert_eq!(
             store
-                .search(&alice, unit(0), 1, 0, None, &SearchFilter::default())
+                .search(
+                    &alice,
+                    &IndexQuery::dense(unit(0)),
+                    1,
+                    0,
+                    None,
+                    &SearchFilter::default()
+                )
                 .unwrap()[0]
                 .locator,
             "a.txt#line=1"
@@ -533,7 +731,7 @@ mod tests {
     /// checked to be what the scope alone may read.
     fn found(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
         let hits = store
-            .search(scope, unit(0), 1000, 0, None, &filter)
+            .search(scope, &IndexQuery::dense(unit(0)), 1000, 0, None, &filter)
             .unwrap();
         let mut files: Vec<String> = hits
             .iter()
@@ -547,7 +745,7 @@ mod tests {
     /// The hit locators (with fragment) `scope` finds through `filter`, sorted.
     fn found_chunks(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
         let hits = store
-            .search(scope, unit(0), 1000, 0, None, &filter)
+            .search(scope, &IndexQuery::dense(unit(0)), 1000, 0, None, &filter)
             .unwrap();
         let mut out: Vec<String> = hits.into_iter().map(|h| h.locator).collect();
         out.sort();
@@ -683,7 +881,14 @@ mod tests {
             ["/d/a/bobs.txt", "/d/a/x.txt"]
         );
         let bobs = store
-            .search(&bob, unit(0), 100, 0, None, &prefix("/d/a"))
+            .search(
+                &bob,
+                &IndexQuery::dense(unit(0)),
+                100,
+                0,
+                None,
+                &prefix("/d/a"),
+            )
             .unwrap();
         assert!(
             bobs.iter().all(|h| h.content_hash.starts_with("hbob")),
@@ -759,7 +964,9 @@ mod tests {
             content_type: Some(extractors::ContentType::Image),
             ..SearchFilter::default()
         };
-        let hits = store.search(&alice, unit(0), 100, 0, None, &image).unwrap();
+        let hits = store
+            .search(&alice, &IndexQuery::dense(unit(0)), 100, 0, None, &image)
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].locator, "/d/a/pic.png#line=1");
         assert_eq!(hits[0].content_type, "image");
@@ -769,14 +976,21 @@ mod tests {
         };
         assert_eq!(
             store
-                .search(&alice, unit(0), 100, 0, None, &text)
+                .search(&alice, &IndexQuery::dense(unit(0)), 100, 0, None, &text)
                 .unwrap()
                 .len(),
             2 + 1 + 1 + 1 + 1 + 6 + 2 + 3
         );
         // Bob holds the same PDF: his filters find his points only.
         let hits = store
-            .search(&bob, unit(0), 100, 0, None, &pages(1, 6))
+            .search(
+                &bob,
+                &IndexQuery::dense(unit(0)),
+                100,
+                0,
+                None,
+                &pages(1, 6),
+            )
             .unwrap();
         assert_eq!(hits.len(), 6);
         assert!(
@@ -785,7 +999,14 @@ mod tests {
         );
         // A hit carries its page and type.
         let hits = store
-            .search(&alice, unit(52), 1, 0, None, &pages(1, 6))
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(52)),
+                1,
+                0,
+                None,
+                &pages(1, 6),
+            )
             .unwrap();
         assert_eq!(hits[0].locator, "/d/p.pdf#page=3");
         assert_eq!(hits[0].page, Some(3));
@@ -794,7 +1015,14 @@ mod tests {
         let json = serde_json::to_value(&hits[0]).unwrap();
         assert_eq!(json["page"], 3);
         let plain = &store
-            .search(&alice, unit(10), 1, 0, None, &SearchFilter::default())
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(10)),
+                1,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
             .unwrap()[0];
         assert_eq!(plain.locator, "/d/ab.txt#line=1");
         assert_eq!(plain.page, None);
@@ -815,14 +1043,25 @@ mod tests {
             },
         ];
         for f in filters {
-            let a = store.search(&alice, unit(90), 1000, 0, None, &f).unwrap();
-            let b = store.search(&bob, unit(90), 1000, 0, None, &f).unwrap();
+            let a = store
+                .search(&alice, &IndexQuery::dense(unit(90)), 1000, 0, None, &f)
+                .unwrap();
+            let b = store
+                .search(&bob, &IndexQuery::dense(unit(90)), 1000, 0, None, &f)
+                .unwrap();
             // Bob's texts start with `bob's` (his copy of the PDF) or `hbob`.
             let bobs = |h: &Hit| h.text.starts_with("bob's") || h.text.starts_with("hbob");
             assert!(!a.is_empty() && !a.iter().any(bobs), "{f:?} {a:#?}");
             assert!(!b.is_empty() && b.iter().all(bobs), "{f:?} {b:#?}");
             let carol = store
-                .search(&Scope::user("carol"), unit(0), 1000, 0, None, &f)
+                .search(
+                    &Scope::user("carol"),
+                    &IndexQuery::dense(unit(0)),
+                    1000,
+                    0,
+                    None,
+                    &f,
+                )
                 .unwrap();
             assert!(carol.is_empty(), "{f:?}");
         }
@@ -870,7 +1109,14 @@ mod tests {
         );
         // Any holder puts the content under its prefix; the hit shows the first.
         let hits = store
-            .search(&alice, unit(0), 10, 0, None, &prefix("/d/z.zip"))
+            .search(
+                &alice,
+                &IndexQuery::dense(unit(0)),
+                10,
+                0,
+                None,
+                &prefix("/d/z.zip"),
+            )
             .unwrap();
         assert_eq!(hits.len(), 2);
         assert!(hits
@@ -891,7 +1137,7 @@ mod tests {
             query[50 + i] = w;
         }
         let first = store
-            .search(&alice, query.clone(), 6, 0, None, &all)
+            .search(&alice, &IndexQuery::dense(query.clone()), 6, 0, None, &all)
             .unwrap();
         let locs = |h: &[Hit]| h.iter().map(|h| h.locator.clone()).collect::<Vec<_>>();
         assert_eq!(
@@ -901,23 +1147,44 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         let page2 = store
-            .search(&alice, query.clone(), 2, 2, None, &all)
+            .search(&alice, &IndexQuery::dense(query.clone()), 2, 2, None, &all)
             .unwrap();
         assert_eq!(locs(&page2), locs(&first[2..4]));
         let tail = store
-            .search(&alice, query.clone(), 10, 4, Some(0.1), &all)
+            .search(
+                &alice,
+                &IndexQuery::dense(query.clone()),
+                10,
+                4,
+                Some(0.1),
+                &all,
+            )
             .unwrap();
         assert_eq!(locs(&tail), locs(&first[4..]));
         assert!(store
-            .search(&alice, query.clone(), 5, 6, Some(0.1), &all)
+            .search(
+                &alice,
+                &IndexQuery::dense(query.clone()),
+                5,
+                6,
+                Some(0.1),
+                &all
+            )
             .unwrap()
             .is_empty());
         assert!(store
-            .search(&alice, query.clone(), 0, 0, None, &all)
+            .search(&alice, &IndexQuery::dense(query.clone()), 0, 0, None, &all)
             .unwrap()
             .is_empty());
         assert!(store
-            .search(&alice, query, 5, MAX_SEARCH_HITS, None, &all)
+            .search(
+                &alice,
+                &IndexQuery::dense(query),
+                5,
+                MAX_SEARCH_HITS,
+                None,
+                &all
+            )
             .unwrap()
             .is_empty());
     }
@@ -975,5 +1242,211 @@ mod tests {
             ["/d/z.zip!/p.pdf#line=2"]
         );
         assert_eq!(store.count(None).unwrap(), 3);
+    }
+
+    /// Chunks with these texts (and sections) in `locator`, chunk `i` along axis `i`.
+    fn texts(hash: &str, locator: &str, texts: &[(&str, Option<&str>)]) -> Vec<StoredChunk> {
+        let mut out = chunks(hash, texts.len() as u32, locator, 0);
+        for (c, (text, section)) in out.iter_mut().zip(texts) {
+            c.chunk.text = text.to_string();
+            c.chunk.context_ref.section_id = section.map(str::to_string);
+        }
+        out
+    }
+
+    fn locators(hits: &[Hit]) -> Vec<&str> {
+        hits.iter().map(|h| h.locator.as_str()).collect()
+    }
+
+    #[test]
+    fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
+        let (_dir, store) = open();
+        let alice = Scope::user("alice");
+        let bob = Scope::user("bob");
+        store
+            .upsert(
+                &alice,
+                &texts(
+                    "iso",
+                    "/d/iso-4217-currencies.csv",
+                    &[
+                        ("Switzerland, Swiss franc, CHF, 756", None),
+                        ("Sweden, Swedish krona, SEK, 752", None),
+                    ],
+                ),
+            )
+            .unwrap();
+        store
+            .upsert(
+                &alice,
+                &texts(
+                    "man",
+                    "/d/pump.pdf",
+                    &[
+                        ("Open the valve slowly.", Some("3 Priming")),
+                        ("Close the valve.", Some("4 Storage")),
+                    ],
+                ),
+            )
+            .unwrap();
+        // Bob's identical words are never Alice's hits.
+        store
+            .upsert(
+                &bob,
+                &texts("iso", "/b/iso.csv", &[("Swiss franc CHF", None)]),
+            )
+            .unwrap();
+        let all = SearchFilter::default();
+        let keyword = |q: &str| {
+            store
+                .search(&alice, &IndexQuery::keyword(q), 10, 0, None, &all)
+                .unwrap()
+        };
+        // A code found by its exact word.
+        assert_eq!(
+            locators(&keyword("CHF"))[..1],
+            ["/d/iso-4217-currencies.csv#line=1"]
+        );
+        // The file name and the section path are matched as words too.
+        assert_eq!(
+            locators(&keyword("currencies")),
+            [
+                "/d/iso-4217-currencies.csv#line=1",
+                "/d/iso-4217-currencies.csv#line=2"
+            ]
+        );
+        assert_eq!(locators(&keyword("priming")), ["/d/pump.pdf#line=1"]);
+        // Words nobody holds, or only stop words: nothing.
+        assert!(keyword("zebra").is_empty());
+        assert!(keyword("the of and").is_empty());
+        // Filters apply to keyword hits as to dense ones.
+        let pump = SearchFilter {
+            locator_prefix: Some("/d/pump.pdf".into()),
+            ..SearchFilter::default()
+        };
+        assert!(store
+            .search(&alice, &IndexQuery::keyword("CHF"), 10, 0, None, &pump)
+            .unwrap()
+            .is_empty());
+
+        // Hybrid: the dense vector points at line 2 of the pump manual (axis 1), the words
+        // at the franc. Both come back, the one first in both rankings on top with score 1.
+        let hybrid = |text: &str, axis: usize| {
+            store
+                .search(
+                    &alice,
+                    &IndexQuery {
+                        vector: Some(unit(axis)),
+                        text: Some(text.into()),
+                    },
+                    3,
+                    0,
+                    None,
+                    &all,
+                )
+                .unwrap()
+        };
+        let hits = hybrid("swiss franc", 1);
+        let found = locators(&hits);
+        assert!(
+            found.contains(&"/d/iso-4217-currencies.csv#line=1"),
+            "{found:?}"
+        );
+        assert!(found.contains(&"/d/pump.pdf#line=2"), "{found:?}");
+        let hits = hybrid("valve storage", 1);
+        assert_eq!(hits[0].locator, "/d/pump.pdf#line=2");
+        assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
+        assert!(hits.iter().all(|h| h.locator.starts_with("/d/")));
+        // Paging a fused ranking: the second page continues the first.
+        let first = store
+            .search(
+                &alice,
+                &IndexQuery {
+                    vector: Some(unit(0)),
+                    text: Some("valve franc".into()),
+                },
+                4,
+                0,
+                None,
+                &all,
+            )
+            .unwrap();
+        let second = store
+            .search(
+                &alice,
+                &IndexQuery {
+                    vector: Some(unit(0)),
+                    text: Some("valve franc".into()),
+                },
+                2,
+                2,
+                None,
+                &all,
+            )
+            .unwrap();
+        assert_eq!(locators(&first)[2..], locators(&second)[..]);
+    }
+
+    #[test]
+    fn a_shard_of_an_earlier_version_gets_keyword_vectors_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = Scope::user("alice");
+        {
+            // A shard as versions before keyword search made it: one dense vector, no sparse.
+            let path = dir.path().join(SHARD_DIR);
+            std::fs::create_dir_all(&path).unwrap();
+            let config = EdgeConfigBuilder::new()
+                .vector(
+                    "",
+                    EdgeVectorParamsBuilder::new(DIMENSIONS, Distance::Cosine).build(),
+                )
+                .on_disk_payload(true)
+                .build();
+            let shard = EdgeShard::new(&path, config).unwrap();
+            let c = &texts("h", "/d/harbour.txt", &[("Bergvik pier", Some("Piers"))])[0];
+            let point = PointStruct::new(
+                point_id(&alice.key(), "h", 0),
+                c.vector.clone(),
+                payload::of_chunk(&alice, &alice.key(), c),
+            );
+            shard
+                .update(UpdateOperation::PointOperation(
+                    PointOperations::UpsertPoints(PointInsertOperations::PointsList(vec![
+                        point.into()
+                    ])),
+                ))
+                .unwrap();
+            shard.flush();
+        }
+        let store = EdgeIndex::open(dir.path()).unwrap();
+        let hits = store
+            .search(
+                &alice,
+                &IndexQuery::keyword("bergvik"),
+                5,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
+            .unwrap();
+        assert_eq!(locators(&hits), ["/d/harbour.txt#line=1"]);
+        // New points get both vectors; a reopen finds nothing left to fill in.
+        store
+            .upsert(&alice, &texts("g", "/d/b.txt", &[("Bergvik ferry", None)]))
+            .unwrap();
+        store.flush();
+        drop(store);
+        let store = EdgeIndex::open(dir.path()).unwrap();
+        let hits = store
+            .search(
+                &alice,
+                &IndexQuery::keyword("bergvik"),
+                5,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
+            .unwrap();
+        assert_eq!(hits.len(), 2);
     }
 }

@@ -18,6 +18,7 @@
 
 mod catalog;
 mod edge;
+mod keywords;
 pub(crate) mod objects;
 mod payload;
 mod repair;
@@ -99,6 +100,95 @@ pub struct Hit {
     pub page: Option<u32>,
 }
 
+/// How a search ranks chunks.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Meaning and words together: the dense and the keyword rankings fused by reciprocal
+    /// rank (the default; best on mixed questions).
+    #[default]
+    Hybrid,
+    /// Meaning only: cosine similarity of the question's embedding to each chunk's.
+    Dense,
+    /// Words only: BM25 over each chunk's file name, section path and text. Needs no model.
+    Keyword,
+}
+
+impl SearchMode {
+    /// Every mode, in the order reports list them.
+    pub const ALL: [SearchMode; 3] = [SearchMode::Dense, SearchMode::Keyword, SearchMode::Hybrid];
+
+    /// The mode's name as the CLI, the tools and the config take it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Dense => "dense",
+            SearchMode::Keyword => "keyword",
+        }
+    }
+
+    /// Whether the mode ranks by the question's embedding (and so needs the model).
+    pub fn uses_embedding(self) -> bool {
+        !matches!(self, SearchMode::Keyword)
+    }
+}
+
+impl std::fmt::Display for SearchMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        SearchMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown search mode {s:?} (hybrid, dense or keyword)"))
+    }
+}
+
+/// What an index search looks for: the question's embedding, its words, or both. With both,
+/// the two rankings are fused by reciprocal rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexQuery {
+    /// The question's embedding (dense ranking).
+    pub vector: Option<Vec<f32>>,
+    /// The question's text (keyword ranking).
+    pub text: Option<String>,
+}
+
+impl IndexQuery {
+    /// Rank by embedding only.
+    pub fn dense(vector: Vec<f32>) -> Self {
+        IndexQuery {
+            vector: Some(vector),
+            text: None,
+        }
+    }
+
+    /// Rank by words only.
+    pub fn keyword(text: impl Into<String>) -> Self {
+        IndexQuery {
+            vector: None,
+            text: Some(text.into()),
+        }
+    }
+}
+
 /// What a search may narrow its hits to, besides its scope: every condition set must hold.
 /// The default narrows nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -139,15 +229,18 @@ pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
 ///
 /// `pub` only so that tests can reach it through `ingest::testing`; the module is private.
 pub trait IndexRead: Send + Sync {
-    /// The nearest chunks to `vector` that `scope` may read (its own points, narrowed by
+    /// The best chunks for `query` that `scope` may read (its own points, narrowed by
     /// feature instance and mandate when set, plus points shared within its mandate) and that
-    /// `filter` lets through, best first, none scoring under `min_score`: the `limit` after
-    /// skipping the `offset` best (for paging). Only the `MAX_SEARCH_HITS` (1000) best are
-    /// ever reached, whatever is asked.
+    /// `filter` lets through, best first: the `limit` after skipping the `offset` best (for
+    /// paging). Only the `MAX_SEARCH_HITS` (1000) best are ever reached, whatever is asked.
+    ///
+    /// `min_score` bounds the embedding's cosine similarity when the query has a vector
+    /// (with both vector and text, keyword matches are fused with the dense candidates
+    /// that pass it), else the BM25 score. A fused hit's score is its reciprocal-rank sum.
     fn search(
         &self,
         scope: &Scope,
-        vector: Vec<f32>,
+        query: &IndexQuery,
         limit: usize,
         offset: usize,
         min_score: Option<f32>,

@@ -164,6 +164,17 @@ fn locators(payload: &Map<String, Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What a stored point is matched on by keywords ([`super::keywords::keyword_text`]), from
+/// its payload's `text`, `section_id` and `locators`.
+pub(super) fn keyword_source(payload: &Map<String, Value>) -> String {
+    let s = |k: &str| payload.get(k).and_then(Value::as_str);
+    super::keywords::keyword_text(
+        s("text").unwrap_or_default(),
+        s("section_id"),
+        &locators(payload),
+    )
+}
+
 /// A point's identity and locators, from a payload holding (at least) [`RECORD_FIELDS`].
 pub(super) fn record(payload: &Map<String, Value>) -> PointRecord {
     let text = |k: &str| {

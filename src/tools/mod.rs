@@ -42,9 +42,15 @@ pub struct SearchArgs {
     /// come with a `cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    /// Drop hits scoring below this similarity (0..1; 0.3 is a useful floor).
+    /// Drop hits whose meaning is less similar than this (cosine 0..1; 0.3 is a useful
+    /// floor). In `keyword` mode it bounds the BM25 score instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f32>,
+    /// How hits are ranked: `hybrid` (default: meaning and exact words fused; best for most
+    /// questions), `keyword` (exact words, names, codes, file and section names) or `dense`
+    /// (meaning only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::index::SearchMode>,
     /// Search only under this locator: a folder, an archive (at any depth) or one file, as
     /// `browse_container` or an earlier hit shows it (no `#fragment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

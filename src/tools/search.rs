@@ -119,7 +119,14 @@ pub(crate) fn search_documents(
     }
     let view = View::of(ingestor, scope);
     let filter = filter(ingestor, &view, args)?;
-    let hits = ingestor.search_filtered(query, scope, limit, args.min_score, &filter)?;
+    let hits = ingestor.search_filtered(
+        query,
+        scope,
+        limit,
+        args.min_score,
+        &filter,
+        args.mode.unwrap_or_default(),
+    )?;
     let full = FullResult::of(hits.iter().map(|h| h.text.as_str()));
     let remaining = hits.len().saturating_sub(start.item).max(1);
     // Share the budget among the hits still to show: shorter snippets, more hits.

@@ -11,6 +11,7 @@
 
 mod cli;
 mod crash;
+mod eval;
 mod faces;
 mod formats;
 mod hostile;

@@ -65,7 +65,7 @@ MAX_CALLS_PLANNED = 600
 CALL_TIMEOUT_S = 300
 
 TOOLS = {
-    "search_documents": ["query", "limit", "min_score", "locator", "content_type", "pages",
+    "search_documents": ["query", "limit", "min_score", "mode", "locator", "content_type", "pages",
                          "section", "sheet", "slide", "max_chars", "cursor"],
     "browse_container": ["locator", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "pages", "section", "content_type", "sheet", "rows",

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use ingest::SearchMode;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -115,6 +116,28 @@ pub(crate) enum Command {
     /// Keep folders indexed: sync them now, then follow their changes until SIGINT/SIGTERM.
     /// While it runs, `ingest search`, `ingest status`, the tool commands and `ingest mcp` ask it.
     Watch(WatchArgs),
+    /// Measure retrieval on a question set (TSV: question, expected locator such as
+    /// `pdf/manual.pdf#page=12`, tags): recall@k, page recall@k, MRR and search times per
+    /// ranking mode, over what this data dir holds. See docs/EVALUATION.md.
+    Eval(EvalArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct EvalArgs {
+    /// The question set.
+    pub(crate) questions: PathBuf,
+    /// Ranking modes to measure (repeat the flag); default: dense, keyword and hybrid.
+    #[arg(long = "mode", value_name = "MODE")]
+    pub(crate) modes: Vec<SearchMode>,
+    /// Recall cut-off: a question counts when an answer is among the first K hits.
+    #[arg(long, default_value_t = 5, value_name = "K")]
+    pub(crate) k: usize,
+    /// Hits asked for per question (MRR is computed over them).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) limit: usize,
+    /// Also print every question missed at K, with the hits it got instead.
+    #[arg(long)]
+    pub(crate) misses: bool,
 }
 
 #[derive(Args, Debug)]
@@ -143,9 +166,13 @@ pub(crate) struct SearchArgs {
     /// How many hits to print.
     #[arg(long, default_value_t = 5)]
     pub(crate) limit: usize,
-    /// Drop hits scoring below this cosine similarity.
+    /// Drop hits less similar than this (cosine; the BM25 score with --mode keyword).
     #[arg(long)]
     pub(crate) min_score: Option<f32>,
+    /// How hits are ranked: hybrid (meaning and exact words fused), keyword (BM25 over
+    /// words, file and section names; loads no model) or dense (meaning only).
+    #[arg(long, default_value_t = SearchMode::Hybrid, value_name = "MODE")]
+    pub(crate) mode: SearchMode,
     /// Only under this folder, archive (at any depth) or file (no #fragment).
     #[arg(long)]
     pub(crate) locator: Option<String>,

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ingest::daemon::{ask, socket_path, status_of, Request, Server, SyncCause, WatchConfig};
-use ingest::{Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope};
+use ingest::{
+    Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope, SearchFilter,
+};
 
 use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, WatchArgs};
 use crate::now_secs;
@@ -23,7 +25,7 @@ pub(crate) fn scope(common: &Common, shared: bool) -> Scope {
     }
 }
 
-fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
+pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
     Ingestor::open(config(common, extract))
         .with_context(|| format!("opening {}", common.data_dir.display()))
 }
@@ -119,10 +121,18 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         scope: scope.clone(),
         limit: args.limit,
         min_score: args.min_score,
+        mode: args.mode,
     };
     let hits: Vec<Hit> = match ask(&socket_path(&common.data_dir), &request)? {
         Some(answer) => serde_json::from_value(field(&answer, "/hits").clone())?,
-        None => open(common, None)?.search(&query, &scope, args.limit, args.min_score)?,
+        None => open(common, None)?.search_filtered(
+            &query,
+            &scope,
+            args.limit,
+            args.min_score,
+            &SearchFilter::default(),
+            args.mode,
+        )?,
     };
     output::print_hits(&mut std::io::stdout().lock(), common.json, &hits)?;
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         query: args.query.join(" "),
         limit: Some(args.limit),
         min_score: args.min_score,
+        mode: Some(args.mode),
         locator: args.locator.clone(),
         content_type: args.content_type.clone(),
         pages: args.pages.clone(),

@@ -11,6 +11,7 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod eval;
 mod faces;
 mod output;
 mod render;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),
+        Some(Command::Eval(args)) => eval::run(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),
     };
     match result {

@@ -1,0 +1,129 @@
+//! `ingest eval`: a question set run through search in each ranking mode, scored.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ingest::eval::{evaluate, parse_questions, EvalOptions, ModeReport, Scores};
+use ingest::SearchMode;
+
+use crate::cli::{Common, EvalArgs};
+use crate::commands::{open, scope};
+
+pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.questions)
+        .with_context(|| format!("reading {}", args.questions.display()))?;
+    let questions = parse_questions(&text)?;
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "{} holds no questions",
+        args.questions.display()
+    );
+    anyhow::ensure!(args.k > 0, "--k must be at least 1");
+    let modes = if args.modes.is_empty() {
+        SearchMode::ALL.to_vec()
+    } else {
+        args.modes.clone()
+    };
+    let ingestor = open(common, None)?;
+    let scope = scope(common, false);
+    let options = EvalOptions {
+        k: args.k,
+        limit: args.limit,
+    };
+    let reports = modes
+        .iter()
+        .map(|m| evaluate(&ingestor, &scope, &questions, *m, &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = std::io::stdout().lock();
+    if common.json {
+        serde_json::to_writer(&mut out, &reports)?;
+        writeln!(out)?;
+    } else {
+        print_reports(&mut out, &reports, args.misses)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn row(
+    out: &mut impl Write,
+    label: &str,
+    s: &Scores,
+    (p50, p95): (f64, f64),
+) -> std::io::Result<()> {
+    let pages = if s.page_questions == 0 {
+        "      -".to_string()
+    } else {
+        format!("{:>7.3}", s.page_recall)
+    };
+    writeln!(
+        out,
+        "{label:<18} {:>4} {:>9.3} {:>5} {pages} {:>6.3} {p50:>8.1} {p95:>8.1}",
+        s.questions, s.recall, s.page_questions, s.mrr
+    )
+}
+
+fn print_reports(
+    out: &mut impl Write,
+    reports: &[ModeReport],
+    misses: bool,
+) -> std::io::Result<()> {
+    let Some(first) = reports.first() else {
+        return Ok(());
+    };
+    let k = first.k;
+    writeln!(
+        out,
+        "{:<18} {:>4} {:>9} {:>5} {:>7} {:>6} {:>8} {:>8}",
+        "mode",
+        "n",
+        format!("recall@{k}"),
+        "pages",
+        format!("page@{k}"),
+        "MRR",
+        "p50 ms",
+        "p95 ms"
+    )?;
+    for r in reports {
+        row(out, r.mode.as_str(), &r.all, (r.p50_ms, r.p95_ms))?;
+    }
+    // Per tag: recall@k / page recall@k of every mode side by side.
+    write!(out, "\n{:<18} {:>4} {:>5}", "tag", "n", "pages")?;
+    for r in reports {
+        write!(out, " {:>13}", r.mode.as_str())?;
+    }
+    writeln!(out)?;
+    for (tag, s) in &first.by_tag {
+        write!(out, "{tag:<18} {:>4} {:>5}", s.questions, s.page_questions)?;
+        for r in reports {
+            let Some(s) = r.by_tag.get(tag) else {
+                continue;
+            };
+            let cell = if s.page_questions == 0 {
+                format!("{:.2}", s.recall)
+            } else {
+                format!("{:.2}/{:.2}", s.recall, s.page_recall)
+            };
+            write!(out, " {cell:>13}")?;
+        }
+        writeln!(out)?;
+    }
+    if misses {
+        for r in reports {
+            writeln!(out, "\nmissed at {k}, {}:", r.mode)?;
+            for o in &r.outcomes {
+                let file_miss = o.file_rank.is_none_or(|x| x > k);
+                let page_miss = o.has_page && o.page_rank.is_none_or(|x| x > k);
+                if !file_miss && !page_miss {
+                    continue;
+                }
+                let what = if file_miss { "file" } else { "page" };
+                writeln!(out, "  line {} ({what}): {}", o.line, o.question)?;
+                for t in &o.top {
+                    writeln!(out, "      {t}")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,384 @@
+//! Retrieval evaluation: questions whose answers are known to the file (and page), run
+//! through search, scored as recall@k, page recall@k and MRR.
+//!
+//! A question set is a TSV file, one question per line: `question<TAB>expected[<TAB>tags]`.
+//! `expected` is a file locator relative to the root the documents were ingested from
+//! (`pdf/long/bash.pdf`, `archives/a.zip!/docs/x.md`), optionally with `#page=N` (the 1-based
+//! physical page); alternatives are separated by ` | `. `tags` are comma-separated labels
+//! (`pdf`, `german`, `scanned`, …) that the report breaks the scores down by. Empty lines
+//! and lines starting with `#` are skipped.
+//!
+//! A hit answers a question when its file (or a file holding identical bytes, `also_in`)
+//! is an expected one: the same locator, or one that ends with `/` and the expected path.
+//! It answers the page too when it lies on the expected page.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::index::{Hit, SearchFilter, SearchMode};
+use crate::ingestor::Ingestor;
+use extractors::Scope;
+
+/// One question with its known answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Question {
+    /// The question as a user would ask it.
+    pub text: String,
+    /// Where the answer is; any one of them counts.
+    pub expected: Vec<Expected>,
+    /// Labels to break the scores down by.
+    pub tags: Vec<String>,
+    /// The 1-based line of the question set.
+    pub line: usize,
+}
+
+/// One acceptable answer: a file, and maybe its page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Expected {
+    /// File locator, relative to the ingested root or absolute.
+    pub path: String,
+    /// The 1-based physical page, for questions answered on a page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}
+
+impl Question {
+    /// Whether the question is answered on a page (and counts towards page recall).
+    pub fn has_page(&self) -> bool {
+        self.expected.iter().any(|e| e.page.is_some())
+    }
+}
+
+/// Read a question set (see the module's documentation for the format).
+pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
+    let mut out = Vec::new();
+    for (i, line) in tsv.lines().enumerate() {
+        let line_no = i + 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut cols = line.split('\t');
+        let text = cols.next().unwrap_or_default().trim();
+        let expected = cols.next().unwrap_or_default().trim();
+        let tags = cols.next().unwrap_or_default();
+        let bad = |why: &str| Error::Config(format!("question set line {line_no}: {why}"));
+        if text.is_empty() || expected.is_empty() {
+            return Err(bad("want `question<TAB>expected[<TAB>tags]`"));
+        }
+        let expected = expected
+            .split(" | ")
+            .map(|e| parse_expected(e.trim()).map_err(|why| bad(&why)))
+            .collect::<Result<Vec<_>>>()?;
+        out.push(Question {
+            text: text.to_string(),
+            expected,
+            tags: tags
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+            line: line_no,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_expected(e: &str) -> std::result::Result<Expected, String> {
+    let (path, fragment) = match e.split_once('#') {
+        Some((p, f)) => (p, Some(f)),
+        None => (e, None),
+    };
+    if path.is_empty() {
+        return Err(format!("empty locator in {e:?}"));
+    }
+    let page = match fragment {
+        None => None,
+        Some(f) => Some(
+            f.strip_prefix("page=")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("fragment {f:?}: only #page=N (N ≥ 1) is understood"))?,
+        ),
+    };
+    Ok(Expected {
+        path: path.to_string(),
+        page,
+    })
+}
+
+/// Whether the file locator `file` is the expected `path`.
+fn same_file(file: &str, path: &str) -> bool {
+    file == path
+        || file
+            .strip_suffix(path)
+            .is_some_and(|head| head.ends_with('/'))
+}
+
+/// The 1-based rank of the first hit in the right file, and of the first on the right page.
+pub fn judge(question: &Question, hits: &[Hit]) -> (Option<usize>, Option<usize>) {
+    let mut file_rank = None;
+    let mut page_rank = None;
+    for (i, hit) in hits.iter().enumerate() {
+        let file = hit.locator.split('#').next().unwrap_or_default();
+        let files = std::iter::once(file).chain(hit.also_in.iter().map(String::as_str));
+        let mut file_ok = false;
+        let mut page_ok = false;
+        for f in files {
+            for e in &question.expected {
+                if same_file(f, &e.path) {
+                    file_ok = true;
+                    page_ok |= e.page.is_some() && hit.page == e.page;
+                }
+            }
+        }
+        if file_ok && file_rank.is_none() {
+            file_rank = Some(i + 1);
+        }
+        if page_ok && page_rank.is_none() {
+            page_rank = Some(i + 1);
+        }
+    }
+    (file_rank, page_rank)
+}
+
+/// How one question fared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// The question's line in the set.
+    pub line: usize,
+    /// The question.
+    pub question: String,
+    /// Rank of the first hit in an expected file (1-based), if any was returned.
+    pub file_rank: Option<usize>,
+    /// Rank of the first hit on an expected page, for page questions.
+    pub page_rank: Option<usize>,
+    /// Whether the question is answered on a page.
+    pub has_page: bool,
+    /// Milliseconds the search took.
+    pub millis: f64,
+    /// The locators of the first hits, for reading misses.
+    pub top: Vec<String>,
+}
+
+/// Scores over a set of questions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Scores {
+    /// Questions asked.
+    pub questions: usize,
+    /// Share of questions with a hit in an expected file among the first `k`.
+    pub recall: f64,
+    /// Page questions asked.
+    pub page_questions: usize,
+    /// Share of page questions with a hit on an expected page among the first `k`.
+    pub page_recall: f64,
+    /// Mean reciprocal rank of the first hit in an expected file, over all hits returned.
+    pub mrr: f64,
+}
+
+impl Scores {
+    fn of<'a>(outcomes: impl Iterator<Item = &'a Outcome>, k: usize) -> Scores {
+        let (mut n, mut found, mut pages, mut page_found, mut rr) = (0, 0, 0, 0, 0.0);
+        for o in outcomes {
+            n += 1;
+            found += usize::from(o.file_rank.is_some_and(|r| r <= k));
+            rr += o.file_rank.map_or(0.0, |r| 1.0 / r as f64);
+            if o.has_page {
+                pages += 1;
+                page_found += usize::from(o.page_rank.is_some_and(|r| r <= k));
+            }
+        }
+        let share = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        Scores {
+            questions: n,
+            recall: share(found, n),
+            page_questions: pages,
+            page_recall: share(page_found, pages),
+            mrr: if n == 0 { 0.0 } else { rr / n as f64 },
+        }
+    }
+}
+
+/// What one mode scored on a question set.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeReport {
+    /// How hits were ranked.
+    pub mode: SearchMode,
+    /// Cut-off of the recall figures.
+    pub k: usize,
+    /// The scores over every question.
+    pub all: Scores,
+    /// The scores per tag.
+    pub by_tag: BTreeMap<String, Scores>,
+    /// Median search time, milliseconds (model loaded, query embedded, index searched).
+    pub p50_ms: f64,
+    /// 95th percentile search time, milliseconds.
+    pub p95_ms: f64,
+    /// Every question's outcome, in set order.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// How to run an evaluation.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Recall cut-off (recall@k).
+    pub k: usize,
+    /// Hits asked for per question (MRR is computed over them); at least `k`.
+    pub limit: usize,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions { k: 5, limit: 10 }
+    }
+}
+
+/// Ask every question in `mode` within `scope` and score the hits.
+pub fn evaluate(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    questions: &[Question],
+    mode: SearchMode,
+    options: &EvalOptions,
+) -> Result<ModeReport> {
+    let limit = options.limit.max(options.k);
+    let filter = SearchFilter::default();
+    // Load the model (and warm the index) before timing.
+    if let Some(q) = questions.first() {
+        ingestor.search_filtered(&q.text, scope, 1, None, &filter, mode)?;
+    }
+    let mut outcomes = Vec::with_capacity(questions.len());
+    for q in questions {
+        let started = Instant::now();
+        let hits = ingestor.search_filtered(&q.text, scope, limit, None, &filter, mode)?;
+        let millis = started.elapsed().as_secs_f64() * 1000.0;
+        let (file_rank, page_rank) = judge(q, &hits);
+        outcomes.push(Outcome {
+            line: q.line,
+            question: q.text.clone(),
+            file_rank,
+            page_rank,
+            has_page: q.has_page(),
+            millis,
+            top: hits
+                .iter()
+                .take(options.k)
+                .map(|h| h.locator.clone())
+                .collect(),
+        });
+    }
+    let mut by_tag: BTreeMap<String, Vec<&Outcome>> = BTreeMap::new();
+    for (q, o) in questions.iter().zip(&outcomes) {
+        for t in &q.tags {
+            by_tag.entry(t.clone()).or_default().push(o);
+        }
+    }
+    let mut times: Vec<f64> = outcomes.iter().map(|o| o.millis).collect();
+    times.sort_by(f64::total_cmp);
+    Ok(ModeReport {
+        mode,
+        k: options.k,
+        all: Scores::of(outcomes.iter(), options.k),
+        by_tag: by_tag
+            .into_iter()
+            .map(|(t, os)| (t, Scores::of(os.into_iter(), options.k)))
+            .collect(),
+        p50_ms: percentile(&times, 0.50),
+        p95_ms: percentile(&times, 0.95),
+        outcomes,
+    })
+}
+
+/// The `q` quantile of sorted `values` (nearest rank); 0 for none.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted.get(rank - 1).copied().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(locator: &str, page: Option<u32>) -> Hit {
+        Hit {
+            locator: locator.into(),
+            score: 0.5,
+            text: String::new(),
+            section: None,
+            label: None,
+            also_in: Vec::new(),
+            content_hash: "h".into(),
+            content_type: "text".into(),
+            page,
+        }
+    }
+
+    #[test]
+    fn parses_questions_alternatives_pages_and_tags() {
+        let qs = parse_questions(
+            "# comment\n\nWhere?\tpdf/a.pdf#page=3 | pdf/a.pdf#page=4\tpdf, page\nWho?\tz.zip!/b.md\n",
+        )
+        .unwrap();
+        assert_eq!(qs.len(), 2);
+        assert_eq!(qs[0].line, 3);
+        assert_eq!(qs[0].tags, ["pdf", "page"]);
+        assert_eq!(qs[0].expected[1].page, Some(4));
+        assert!(qs[0].has_page());
+        assert!(!qs[1].has_page());
+        assert_eq!(qs[1].expected[0].path, "z.zip!/b.md");
+        let err = parse_questions("a\tb.pdf#line=3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1") && err.contains("#page=N"), "{err}");
+        assert!(parse_questions("only a question\n").is_err());
+    }
+
+    #[test]
+    fn judges_file_and_page_ranks_on_whole_path_segments() {
+        let q = &parse_questions("q\tdocs/a.pdf#page=2\n").unwrap()[0];
+        let hits = [
+            hit("/c/xdocs/a.pdf#page=2", Some(2)),
+            hit("/c/docs/a.pdf#page=1", Some(1)),
+            hit("/c/docs/a.pdf#page=2", Some(2)),
+        ];
+        assert_eq!(judge(q, &hits), (Some(2), Some(3)));
+        let mut dup = hit("/c/other.pdf#page=2", Some(2));
+        dup.also_in = vec!["/c/docs/a.pdf".into()];
+        assert_eq!(judge(q, &[dup]), (Some(1), Some(1)));
+        assert_eq!(judge(q, &[]), (None, None));
+    }
+
+    #[test]
+    fn scores_count_only_the_first_k() {
+        let o = |file_rank, page_rank, has_page| Outcome {
+            line: 1,
+            question: String::new(),
+            file_rank,
+            page_rank,
+            has_page,
+            millis: 1.0,
+            top: Vec::new(),
+        };
+        let os = [
+            o(Some(1), Some(1), true),
+            o(Some(6), None, true),
+            o(None, None, false),
+            o(Some(2), None, false),
+        ];
+        let s = Scores::of(os.iter(), 5);
+        assert_eq!(s.questions, 4);
+        assert!((s.recall - 0.5).abs() < 1e-9);
+        assert_eq!(s.page_questions, 2);
+        assert!((s.page_recall - 0.5).abs() < 1e-9);
+        assert!((s.mrr - (1.0 + 1.0 / 6.0 + 0.5) / 4.0).abs() < 1e-9);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}
