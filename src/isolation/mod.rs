@@ -139,8 +139,7 @@ impl Extractor for InProcess {
 /// Log what OCR could not do for a file: a missing program once per process (every file
 /// says so in its objects' `ocr_error`), other errors and skipped pages per file.
 pub(crate) fn log_ocr_notes(input: &ExtractInput<'_>, result: &Result<Extraction, ExtractError>) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static MISSING_LOGGED: AtomicBool = AtomicBool::new(false);
+    static MISSING_LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(extraction) = result else { return };
     let mut errors = extraction
         .objects
@@ -148,7 +147,10 @@ pub(crate) fn log_ocr_notes(input: &ExtractInput<'_>, result: &Result<Extraction
         .filter_map(|o| o.metadata.get("ocr_error").and_then(|v| v.as_str()));
     if let Some(error) = errors.next() {
         if error.contains("not found") {
-            if !MISSING_LOGGED.swap(true, Ordering::Relaxed) {
+            // Once per missing program.
+            let mut logged = crate::lock(&MISSING_LOGGED);
+            if !logged.iter().any(|e| e == error) {
+                logged.push(error.to_string());
                 tracing::warn!("OCR unavailable, files are indexed without OCR text: {error}");
             }
         } else {
