@@ -172,7 +172,11 @@ fn every_format_fixture_extracts_what_its_generator_put_in() {
                 .all(|o| o.metadata["scanned_page"] == true));
         }
         // Text only OCR can find: in an OCR text object (`ocr: true`) on the right page.
-        let ocr_phrases: Vec<&Value> = facts["ocr_phrases"].as_array().into_iter().flatten().collect();
+        let ocr_phrases: Vec<&Value> = facts["ocr_phrases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
         let ocr_objects: Vec<_> = e.objects.iter().filter(is_ocr).collect();
         for phrase in &ocr_phrases {
             let text = squash(phrase["text"].as_str().unwrap());
@@ -183,11 +187,17 @@ fn every_format_fixture_extracts_what_its_generator_put_in() {
                         .as_u64()
                         .is_none_or(|p| o.context_ref.page_index == Some(p as u32))),
                 "{name}: no OCR text object holds {text:?}: {:?}",
-                ocr_objects.iter().map(|o| (&o.context_ref.location, &o.data)).collect::<Vec<_>>()
+                ocr_objects
+                    .iter()
+                    .map(|o| (&o.context_ref.location, &o.data))
+                    .collect::<Vec<_>>()
             );
         }
         if ocr_phrases.is_empty() {
-            assert!(ocr_objects.is_empty(), "{name}: OCR text from a picture without words: {ocr_objects:?}");
+            assert!(
+                ocr_objects.is_empty(),
+                "{name}: OCR text from a picture without words: {ocr_objects:?}"
+            );
         }
         // Standalone media: one object with the stream facts.
         if matches!(kind, FileKind::Image | FileKind::Audio | FileKind::Video) {

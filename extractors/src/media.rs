@@ -14,8 +14,8 @@ use serde_json::{json, Map, Value};
 use crate::model::{ContentType, Structure};
 use crate::objects::{ObjectSink, Place};
 use crate::ocr::{image_extension, OcrSession, OcrText, MAX_PIXELS, MIN_SIDE};
-use std::time::Instant;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, FileKind};
+use std::time::Instant;
 
 pub(crate) struct Media;
 
@@ -74,7 +74,12 @@ impl Extractor for Media {
             label: Some(input.locator.file_name().to_string()),
             ..Place::default()
         };
-        sink.push(content_type, String::new(), place.clone(), Value::Object(meta));
+        sink.push(
+            content_type,
+            String::new(),
+            place.clone(),
+            Value::Object(meta),
+        );
         if let Some(t) = ocr {
             let meta = t.metadata(&input.options.ocr);
             sink.push(ContentType::Text, t.text, place, meta);

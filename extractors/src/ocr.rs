@@ -78,8 +78,7 @@ impl OcrOptions {
         if self.page_timeout.is_zero() || !(50..=1200).contains(&self.dpi) || self.psm > 13 {
             return Err(OcrError::Failed {
                 program: "ocr".into(),
-                reason: "page_timeout must be positive, dpi within 50-1200, psm within 0-13"
-                    .into(),
+                reason: "page_timeout must be positive, dpi within 50-1200, psm within 0-13".into(),
             });
         }
         Ok(())
@@ -143,6 +142,8 @@ pub(crate) struct OcrText {
     /// Word-like tokens in `text`.
     pub words: usize,
     pub seconds: f64,
+    /// What tesseract read: `picture`, `page JPEG` (a scan's own JPEG), `rendered page`.
+    pub input: &'static str,
 }
 
 impl OcrText {
@@ -152,6 +153,7 @@ impl OcrText {
             "ocr": true,
             "ocr_lang": opts.languages,
             "text_source": "ocr",
+            "ocr_input": self.input,
         });
         if let (Some(c), Some(map)) = (self.confidence, m.as_object_mut()) {
             map.insert("ocr_confidence".into(), serde_json::json!(c));
@@ -208,6 +210,16 @@ impl<'a> OcrSession<'a> {
 
     /// OCR a picture file's bytes (`ext` names its format for the temporary file).
     pub fn image(&self, bytes: &[u8], ext: &str) -> Result<Option<OcrText>, OcrError> {
+        self.image_at(bytes, ext, None)
+    }
+
+    /// OCR a picture at a known resolution (a scan's own JPEG taken out of a PDF page).
+    pub fn image_at(
+        &self,
+        bytes: &[u8],
+        ext: &str,
+        dpi: Option<u32>,
+    ) -> Result<Option<OcrText>, OcrError> {
         let started = Instant::now();
         let timeout = self.time_left().ok_or_else(|| OcrError::Timeout {
             program: "ocr".into(),
@@ -215,7 +227,7 @@ impl<'a> OcrSession<'a> {
         })?;
         let path = self.dir.path().join(format!("image.{ext}"));
         std::fs::write(&path, bytes).map_err(|e| OcrError::Io(e.to_string()))?;
-        let result = self.tesseract(&path, None, timeout, started);
+        let result = self.tesseract(&path, dpi, timeout, started);
         let _ = std::fs::remove_file(&path);
         result
     }
@@ -272,7 +284,12 @@ impl<'a> OcrSession<'a> {
         }
         let result = self.tesseract(&png, Some(dpi), left, started);
         let _ = std::fs::remove_file(&png);
-        result
+        result.map(|t| {
+            t.map(|t| OcrText {
+                input: "rendered page",
+                ..t
+            })
+        })
     }
 
     fn tesseract(
@@ -314,6 +331,11 @@ impl<'a> OcrSession<'a> {
             confidence,
             words,
             seconds: started.elapsed().as_secs_f64(),
+            input: if dpi.is_some() {
+                "page JPEG"
+            } else {
+                "picture"
+            },
         }))
     }
 }
@@ -382,8 +404,7 @@ fn run(program: &Path, args: &[OsString], timeout: Duration, dir: &Path) -> Resu
     let last = said
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .next_back()
+        .rfind(|l| !l.is_empty())
         .unwrap_or("")
         .chars()
         .take(300)
@@ -397,11 +418,7 @@ fn run(program: &Path, args: &[OsString], timeout: Duration, dir: &Path) -> Resu
 /// A file's text, at most `max` bytes of it (lossy UTF-8).
 fn read_limited(path: &Path, max: u64) -> Option<String> {
     let mut bytes = Vec::new();
-    File::open(path)
-        .ok()?
-        .take(max)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    std::io::copy(&mut File::open(path).ok()?.take(max), &mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -470,7 +487,9 @@ pub(crate) fn image_extension(mime: &str) -> Option<&'static str> {
         "image/webp" => "webp",
         "image/bmp" | "image/x-ms-bmp" => "bmp",
         "image/jp2" => "jp2",
-        "image/x-portable-anymap" | "image/x-portable-pixmap" | "image/x-portable-graymap"
+        "image/x-portable-anymap"
+        | "image/x-portable-pixmap"
+        | "image/x-portable-graymap"
         | "image/x-portable-bitmap" => "pnm",
         _ => return None,
     })
@@ -483,7 +502,10 @@ mod tests {
     #[test]
     fn word_like_tokens_are_counted_and_noise_is_not() {
         assert_eq!(word_count("| — ~ ,, 1 a"), 0);
-        assert_eq!(word_count("Wasserstandsmeldung der Hafenmeisterei: 3,5 m"), 3);
+        assert_eq!(
+            word_count("Wasserstandsmeldung der Hafenmeisterei: 3,5 m"),
+            3
+        );
         assert_eq!(tidy("  one  \n\n\n\ntwo\n\u{c}"), "one\n\ntwo");
     }
 

@@ -59,7 +59,10 @@ fn words_only_in_the_pixels_are_found_and_marked_as_ocr() {
     assert_eq!(texts.len(), 2, "{objects:#?}");
     assert!(texts.iter().all(|o| o["ocr"] == true), "{objects:#?}");
     assert!(texts[0]["locator"].as_str().unwrap().ends_with("#page=1"));
-    assert!(texts[0]["text"].as_str().unwrap().contains("Ingrid Solvberg"));
+    assert!(texts[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Ingrid Solvberg"));
     assert_eq!(objects.iter().filter(|o| o["type"] == "image").count(), 2);
 
     // Browse: the pages still have no text layer, and their text came from OCR.
@@ -82,7 +85,9 @@ fn no_ocr_indexes_scans_without_their_text() {
     assert_eq!(summary["failed"], 0, "{lines:#?}");
     let objects = read(&sb, &dir.join("scanned-letter.pdf"));
     assert!(
-        objects.iter().all(|o| o["type"] == "image" && o["meta"]["ocr"] == "disabled"),
+        objects
+            .iter()
+            .all(|o| o["type"] == "image" && o["meta"]["ocr"] == "disabled"),
         "{objects:#?}"
     );
     let hits = sb.search("barnacle inspection of the north pier", 3);
@@ -108,11 +113,7 @@ fn without_tesseract_files_are_indexed_and_the_run_says_so_once() {
     assert_eq!(summary["failed"], 0, "{lines:#?}");
     assert_eq!(files_only(&lines).len(), 3, "{lines:#?}");
     // Two pictures needed tesseract: one warning for it (and one for pdftoppm).
-    assert_eq!(
-        stderr.matches("tesseract not found").count(),
-        1,
-        "{stderr}"
-    );
+    assert_eq!(stderr.matches("tesseract not found").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("pdftoppm not found").count(), 1, "{stderr}");
     let objects = read(&sb, &dir.join("whiteboard.png"));
     assert_eq!(objects.len(), 1, "{objects:#?}");
