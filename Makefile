@@ -13,12 +13,15 @@ QUERY ?= who kept the lighthouse on Skerry Point
 models:
 	python3 scripts/setup-models.py
 
-## Debian tools the tests compare against (pdftotext from poppler-utils), and .venv-test/ with the
+## Debian tools the tests compare against (pdftotext from poppler-utils) and that OCR runs (tesseract
+## with English and German data, pdftoppm from poppler-utils), and .venv-test/ with the
 ## pinned PyPI `mcp` client (tests/mcp/requirements.txt) that tests/mcp/check_tools.py drives
 ## `ingest mcp` with; skipped when the pinned version is already there.
 MCP_PIN := $(shell sed -n 's/^mcp==//p' tests/mcp/requirements.txt)
 deps:
 	@command -v pdftotext >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null; }
+	@command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx deu && tesseract --list-langs 2>/dev/null | grep -qx eng \
+		|| { apt-get update -qq && apt-get install -y -qq tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu >/dev/null; }
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
 		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt

@@ -55,6 +55,7 @@ fn bench_extract(c: &mut Criterion) {
                     locator: &locator,
                     file_hash: "0000000000000000",
                     detected: &detected,
+                    options: extractors::ExtractOptions::without_ocr(),
                 };
                 black_box(extract(&input).map(|e| e.objects.len()))
             })
@@ -71,6 +72,7 @@ fn bench_extract(c: &mut Criterion) {
                 locator: &locator,
                 file_hash: "0000000000000000",
                 detected: &detected,
+                options: extractors::ExtractOptions::without_ocr(),
             };
             black_box(extract(&input).map(|e| e.objects.len()))
         })
@@ -122,6 +124,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
         locator: &locator,
         file_hash: "0000000000000000",
         detected: &detected,
+        options: extractors::ExtractOptions::without_ocr(),
     })
     .map(|e| e.objects)
     .unwrap_or_default();
@@ -172,6 +175,7 @@ fn bench_isolation(c: &mut Criterion) {
                 locator: &locator,
                 file_hash: "0000000000000000",
                 detected: &detected,
+                options: extractors::ExtractOptions::without_ocr(),
             };
             objects += extractor.extract(&input).map_or(0, |e| e.objects.len());
         }

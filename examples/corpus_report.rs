@@ -74,6 +74,7 @@ fn main() {
                     locator: &locator,
                     file_hash: &hash,
                     detected: &detected,
+                    options: extractors::ExtractOptions::defaults(),
                 };
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     extractor.extract(&input)

@@ -5,6 +5,8 @@ What it writes (all about the coastal survey of Skerry Point and the harbour of 
 
   survey-report.pdf     3 pages, hand-built: outline, page labels i/1/2, an image on page 3
   scanned-page.pdf      1 page that only draws a grey image (no text layer)
+  scanned-letter.pdf    2 image-only pages of typed text (1-bit Flate, greyscale JPEG): for OCR
+  whiteboard.png        German words on a whiteboard-like picture: for OCR
   field-handbook.docx   WordprocessingML: headings, paragraphs, an inline PNG, a 3x3 table
   harbour-budget.xlsx   SpreadsheetML: sheets Q3/Q4, shared strings, numbers, a formula, a date
   harbour-budget.xls    BIFF8 (written with xlwt): the same layout with different notes
@@ -50,7 +52,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 try:
     import xlwt
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw, ImageFont
 except ImportError as err:  # pragma: no cover - a hint for people running it by hand
     sys.exit(f"{err}: run `make format-fixtures`, which installs Pillow and xlwt into .venv-fixtures/")
 
@@ -319,6 +321,120 @@ def scanned_page_pdf():
         "image_pages": [1],
         "images": [{"page": 1, "width": w, "height": h}],
         "phrases": [],
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# OCR fixtures: text that exists only as pixels
+# ---------------------------------------------------------------------------------------------
+
+# Pillow's own scalable font (bundled with Pillow, so every machine renders the same pixels).
+def ocr_font(size):
+    return ImageFont.load_default(size=size)
+
+
+LETTER_PAGES = [
+    [  # page 1: a typed letter
+        (44, "Vennesund Harbour Office"),
+        (30, "12 March 2023"),
+        (30, ""),
+        (30, "Dear Captain Ingrid Solvberg,"),
+        (30, ""),
+        (30, "the barnacle inspection of the north pier is finished."),
+        (30, "Divers found heavy growth on the third and fourth piles"),
+        (30, "and recommend scraping them before the summer ferries."),
+        (30, "Please confirm the dredging schedule by Friday."),
+        (30, ""),
+        (30, "Yours sincerely,"),
+        (30, "Torvald Eikrem, harbour engineer"),
+    ],
+    [  # page 2: a table of readings, typed
+        (44, "Appendix: pile readings"),
+        (30, ""),
+        (30, "Pile 3   growth 14 mm   scraped no"),
+        (30, "Pile 4   growth 11 mm   scraped no"),
+        (30, "Pile 7   growth 2 mm    scraped yes"),
+        (30, ""),
+        (30, "The cormorant colony on the breakwater was left undisturbed."),
+    ],
+]
+
+
+def letter_page_image(lines, dpi):
+    """An A4 page at `dpi` with `lines` of black type (sizes in points), as 1-bit pixels."""
+    w, h = round(8.27 * dpi), round(11.69 * dpi)
+    img = Image.new("L", (w, h), 255)
+    d = ImageDraw.Draw(img)
+    y = round(1.0 * dpi)
+    for size, text in lines:
+        px = round(size * dpi / 72 / 2.4)  # the font's em in pixels: type of about 12.5 pt
+        if text:
+            d.text((round(0.9 * dpi), y), text, fill=0, font=ocr_font(px))
+        y += round(px * 1.6)
+    return img.point(lambda v: 255 if v > 128 else 0).convert("1")
+
+
+def scanned_letter_pdf():
+    """Two image-only pages: page 1 a 1-bit Flate scan, page 2 a greyscale JPEG (DCT) scan."""
+    pdf = Pdf()
+    catalog, page_tree = pdf.reserve(), pdf.reserve()
+    kids, images = [], []
+    for number, lines in enumerate(LETTER_PAGES, start=1):
+        if number == 1:
+            img = letter_page_image(lines, 200)
+            raw = img.tobytes()  # 1 bit per pixel, rows padded to bytes, 1 = white
+            stream = pdf.add_stream(
+                f"/Type /XObject /Subtype /Image /Width {img.width} /Height {img.height} "
+                "/ColorSpace /DeviceGray /BitsPerComponent 1 /Filter /FlateDecode",
+                zlib.compress(raw, 9),
+            )
+        else:
+            img = letter_page_image(lines, 150).convert("L")
+            stream = pdf.add_stream(
+                f"/Type /XObject /Subtype /Image /Width {img.width} /Height {img.height} "
+                "/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode",
+                image_bytes(img, "JPEG", quality=60, optimize=True),
+            )
+        images.append({"page": number, "width": img.width, "height": img.height})
+        contents = pdf.add_stream("", b"q 595 0 0 842 0 0 cm /Im0 Do Q\n")
+        kids.append(pdf.add(f"<< /Type /Page /Parent {page_tree} 0 R /MediaBox [0 0 595 842] "
+                            f"/Resources << /XObject << /Im0 {stream} 0 R >> >> /Contents {contents} 0 R >>"))
+    pdf.set(page_tree, f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>")
+    pdf.set(catalog, f"<< /Type /Catalog /Pages {page_tree} 0 R >>")
+    info = pdf_info(pdf, "Scanned letter about the north pier")
+    write("scanned-letter.pdf", pdf.to_bytes(catalog, info), {
+        "kind": "pdf",
+        "pages": 2,
+        "has_text": False,
+        "image_pages": [1, 2],
+        "images": images,
+        "phrases": [],
+        # Only OCR finds these: the PDF has no text layer.
+        "ocr_phrases": [
+            {"text": "Ingrid Solvberg", "page": 1},
+            {"text": "barnacle inspection", "page": 1},
+            {"text": "dredging schedule", "page": 1},
+            {"text": "cormorant colony", "page": 2},
+        ],
+    })
+
+
+def whiteboard_png():
+    """A photographed whiteboard: German words in dark blue on an uneven light grey."""
+    w, h = 900, 360
+    img = Image.new("RGB", (w, h), (226, 228, 224))
+    d = ImageDraw.Draw(img)
+    for y in range(h):  # uneven light: darker towards the bottom right
+        shade = 232 - y * 18 // h
+        d.line([(0, y), (w, y)], fill=(shade, shade + 2, shade - 3))
+    ink = (24, 40, 110)
+    for i, line in enumerate(["Wasserstandsmeldung", "Hafenmeisterei Vennesund", "Pegel 3,4 m um 06:00"]):
+        d.text((48, 40 + i * 100), line, fill=ink, font=ocr_font(60))
+    img = img.rotate(-1.5, resample=Image.Resampling.BICUBIC, expand=False, fillcolor=(200, 200, 196))
+    img = img.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    write("whiteboard.png", image_bytes(img, "PNG", optimize=True), {
+        "kind": "png", "width": w, "height": h,
+        "ocr_phrases": [{"text": "Wasserstandsmeldung"}, {"text": "Hafenmeisterei Vennesund"}],
     })
 
 
@@ -1313,10 +1429,24 @@ def check_phrases_unique():
             seen[text] = name
 
 
+def ocr_fixtures():
+    scanned_letter_pdf()
+    whiteboard_png()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    if sys.argv[1:] == ["--ocr-only"]:
+        # Rewrite only the OCR fixtures and their entries (no ffmpeg needed).
+        path = os.path.join(ROOT, "tests", "expected", "formats.json")
+        with open(path, encoding="utf-8") as f:
+            EXPECTED.update(json.load(f))
+        ocr_fixtures()
+        write_expected()
+        return
     survey_report_pdf()
     scanned_page_pdf()
+    ocr_fixtures()
     field_handbook_docx()
     harbour_budget_xlsx()
     harbour_budget_xls()
@@ -1328,6 +1458,10 @@ def main():
     chart_svg()
     audio()
     video()
+    write_expected()
+
+
+def write_expected():
     check_phrases_unique()
     data = json.dumps(dict(sorted(EXPECTED.items())), indent=2, ensure_ascii=False) + "\n"
     path = os.path.join(ROOT, "tests", "expected", "formats.json")

@@ -104,6 +104,10 @@ pub struct Config {
     /// The largest tool answer the server sends, in chars (UTF-8 bytes), whatever a call's
     /// `max_chars` asks (see [`crate::tools`]).
     pub max_answer_chars: usize,
+    /// OCR of image-only PDF pages and pictures with tesseract, inside the extraction of
+    /// their file (so under the same worker limits). On by default; a missing `tesseract`
+    /// leaves files indexed without OCR text (their objects say why).
+    pub ocr: extractors::OcrOptions,
 }
 
 impl Default for Config {
@@ -121,6 +125,7 @@ impl Default for Config {
             include_hidden: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
             max_answer_chars: 100_000,
+            ocr: extractors::OcrOptions::default(),
         }
     }
 }
@@ -163,6 +168,12 @@ impl Config {
         }
         if self.limits.max_ratio == 0 {
             return bad("limits.max_ratio must be at least 1");
+        }
+        if let Err(e) = self.ocr.check() {
+            return Err(Error::Config(format!("ocr: {e}")));
+        }
+        if self.ocr.max_pages_per_file > 100_000 {
+            return bad("ocr.max_pages_per_file must be at most 100000");
         }
         let iso = &self.isolation;
         if iso.memory_bytes < 64 * 1024 * 1024 {
@@ -210,6 +221,9 @@ mod tests {
             in_flight_bytes: 1000,
             ..Config::default()
         };
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.ocr.languages = "eng -c x".into();
         assert!(c.validate().is_err());
     }
 }

@@ -66,7 +66,7 @@ pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;
-pub use extractors::{ContentType, Locator, Scope};
+pub use extractors::{ContentType, ExtractOptions, Locator, OcrOptions, Scope};
 
 /// Keeping folders indexed: the watch loop, and the local socket through which other
 /// processes search, ask for status and run the agent's tools while a daemon holds the index.

@@ -149,6 +149,7 @@ fn run(name: &str, kind: FileKind, bytes: &[u8]) -> Result<Extraction, ExtractEr
         locator: &locator,
         file_hash: "00112233445566778899aabbccddeeff",
         detected: &detected,
+        options: crate::ExtractOptions::defaults(),
     })
 }
 

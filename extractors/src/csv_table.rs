@@ -174,6 +174,7 @@ mod tests {
             locator: &loc,
             file_hash: "ffff",
             detected: &det,
+            options: crate::ExtractOptions::defaults(),
         })
         .unwrap();
         assert_eq!(e.objects.len(), 1);

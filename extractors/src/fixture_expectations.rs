@@ -157,14 +157,47 @@ fn every_format_fixture_extracts_what_its_generator_put_in() {
                 images.iter().map(|o| &o.metadata).collect::<Vec<_>>()
             );
         }
+        let is_ocr = |o: &&crate::ContentObject| o.metadata.get("ocr") == Some(&Value::Bool(true));
         if facts["has_text"] == Value::Bool(false) {
             assert!(
                 e.objects
                     .iter()
-                    .all(|o| o.content_type != ContentType::Text),
-                "{name}: an image-only PDF has no text objects"
+                    .all(|o| o.content_type != ContentType::Text || is_ocr(&o)),
+                "{name}: an image-only PDF has no text objects but OCR's"
             );
-            assert!(e.objects.iter().all(|o| o.metadata["scanned_page"] == true));
+            assert!(e
+                .objects
+                .iter()
+                .filter(|o| o.content_type == ContentType::Image)
+                .all(|o| o.metadata["scanned_page"] == true));
+        }
+        // Text only OCR can find: in an OCR text object (`ocr: true`) on the right page.
+        let ocr_phrases: Vec<&Value> = facts["ocr_phrases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
+        let ocr_objects: Vec<_> = e.objects.iter().filter(is_ocr).collect();
+        for phrase in &ocr_phrases {
+            let text = squash(phrase["text"].as_str().unwrap());
+            assert!(
+                ocr_objects.iter().any(|o| squash(&o.data).contains(&text)
+                    && o.content_type == ContentType::Text
+                    && phrase["page"]
+                        .as_u64()
+                        .is_none_or(|p| o.context_ref.page_index == Some(p as u32))),
+                "{name}: no OCR text object holds {text:?}: {:?}",
+                ocr_objects
+                    .iter()
+                    .map(|o| (&o.context_ref.location, &o.data))
+                    .collect::<Vec<_>>()
+            );
+        }
+        if ocr_phrases.is_empty() {
+            assert!(
+                ocr_objects.is_empty(),
+                "{name}: OCR text from a picture without words: {ocr_objects:?}"
+            );
         }
         // Standalone media: one object with the stream facts.
         if matches!(kind, FileKind::Image | FileKind::Audio | FileKind::Video) {

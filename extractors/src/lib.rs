@@ -16,6 +16,7 @@ mod markup;
 mod media;
 mod model;
 mod objects;
+mod ocr;
 mod odt;
 mod other;
 mod package;
@@ -36,6 +37,7 @@ pub use model::{
     Scope, Structure, StructureNode,
 };
 pub use objects::{cut_point, MAX_TEXT_OBJECT_BYTES, SECTION_SEPARATOR};
+pub use ocr::{ExtractOptions, OcrError, OcrOptions};
 pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PageTextResult, PdfScan};
 
 use serde::{Deserialize, Serialize};
@@ -49,6 +51,8 @@ pub struct ExtractInput<'a> {
     /// The file's content hash (hex); object ids are derived from it.
     pub file_hash: &'a str,
     pub detected: &'a Detected,
+    /// Settings such as OCR; [`ExtractOptions::defaults`] when the caller has none.
+    pub options: &'a ExtractOptions,
 }
 
 /// What extraction produced for one file.

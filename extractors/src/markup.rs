@@ -432,6 +432,7 @@ mod tests {
             locator: &loc,
             file_hash: "abcd",
             detected: &det,
+            options: crate::ExtractOptions::defaults(),
         })
         .unwrap()
     }
@@ -478,6 +479,7 @@ mod tests {
             locator: &loc,
             file_hash: "abcd",
             detected: &det,
+            options: crate::ExtractOptions::defaults(),
         })
     }
 

@@ -6,12 +6,16 @@
 //! MP3 from its first frame. Video: duration and size from MP4 (`mvhd`/`tkhd`), AVI (`avih`),
 //! WebM/Matroska (`Info`, `Tracks`) and MPEG program streams (video time stamps and the
 //! sequence header). Nothing is decoded; a header we cannot read leaves the field out.
+//! Pictures in formats tesseract reads are OCR'd (see [`crate::ocr`]): recognised text becomes
+//! a text object after the image object, at the same locator, with `ocr: true`.
 
 use serde_json::{json, Map, Value};
 
 use crate::model::{ContentType, Structure};
 use crate::objects::{ObjectSink, Place};
+use crate::ocr::{image_extension, OcrSession, OcrText, MAX_PIXELS, MIN_SIDE};
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, FileKind};
+use std::time::Instant;
 
 pub(crate) struct Media;
 
@@ -60,16 +64,26 @@ impl Extractor for Media {
                 ContentType::Videostream
             }
         };
+        let ocr = if input.detected.kind == FileKind::Image {
+            ocr_picture(input, &mut meta)
+        } else {
+            None
+        };
         let mut sink = ObjectSink::new(input.locator, input.file_hash);
+        let place = Place {
+            label: Some(input.locator.file_name().to_string()),
+            ..Place::default()
+        };
         sink.push(
             content_type,
             String::new(),
-            Place {
-                label: Some(input.locator.file_name().to_string()),
-                ..Place::default()
-            },
+            place.clone(),
             Value::Object(meta),
         );
+        if let Some(t) = ocr {
+            let meta = t.metadata(&input.options.ocr);
+            sink.push(ContentType::Text, t.text, place, meta);
+        }
         if mime == "image/svg+xml" {
             // Titles, descriptions and labels of a drawing are text worth finding.
             if let Ok(text) = crate::markup::Xml.extract(input) {
@@ -80,6 +94,45 @@ impl Extractor for Media {
             objects: sink.objects,
             structure: Structure::default(),
         })
+    }
+}
+
+/// OCR a picture in a format tesseract reads, noting what happened in `meta["ocr"]` (and
+/// `meta["ocr_error"]`); the text when enough words were recognised.
+fn ocr_picture(input: &ExtractInput<'_>, meta: &mut Map<String, Value>) -> Option<OcrText> {
+    let opts = &input.options.ocr;
+    let ext = image_extension(&input.detected.mime)?;
+    if !opts.enabled {
+        meta.insert("ocr".into(), json!("disabled"));
+        return None;
+    }
+    let w = meta.get("width").and_then(Value::as_f64);
+    let h = meta.get("height").and_then(Value::as_f64);
+    if let (Some(w), Some(h)) = (w, h) {
+        if w < MIN_SIDE || h < MIN_SIDE {
+            meta.insert("ocr".into(), json!("skipped: too small"));
+            return None;
+        }
+        if w * h > MAX_PIXELS {
+            meta.insert("ocr".into(), json!("skipped: too large"));
+            return None;
+        }
+    }
+    let result = OcrSession::new(opts, Instant::now()).and_then(|s| s.image(input.bytes, ext));
+    match result {
+        Ok(Some(t)) => {
+            meta.insert("ocr".into(), json!("text"));
+            Some(t)
+        }
+        Ok(None) => {
+            meta.insert("ocr".into(), json!("no text found"));
+            None
+        }
+        Err(e) => {
+            meta.insert("ocr".into(), json!(format!("failed: {e}")));
+            meta.insert("ocr_error".into(), json!(e.to_string()));
+            None
+        }
     }
 }
 
@@ -585,9 +638,31 @@ mod tests {
             locator: &loc,
             file_hash: "ab",
             detected: &det,
+            options: crate::ExtractOptions::defaults(),
         })
         .unwrap();
         e.objects[0].metadata.clone()
+    }
+
+    /// A picture with words gets a text object after its image object, at the file's
+    /// locator, marked `ocr: true`; a picture without words gets none.
+    #[test]
+    fn pictures_with_words_are_ocrd() {
+        let dir = crate::testing::crate_dir().join("../fixtures/formats");
+        let bytes = std::fs::read(dir.join("whiteboard.png")).unwrap();
+        let e = crate::testing::extract_as("whiteboard.png", &bytes, None).unwrap();
+        assert_eq!(e.objects.len(), 2);
+        assert_eq!(e.objects[0].content_type, ContentType::Image);
+        assert_eq!(e.objects[0].metadata["ocr"], "text");
+        let text = &e.objects[1];
+        assert_eq!(text.content_type, ContentType::Text);
+        assert_eq!(text.context_ref.location, "whiteboard.png");
+        assert_eq!(text.metadata["ocr"], true);
+        assert!(text.data.contains("Wasserstandsmeldung"), "{}", text.data);
+        let pier = std::fs::read(dir.join("pier.jpg")).unwrap();
+        let e = crate::testing::extract_as("pier.jpg", &pier, None).unwrap();
+        assert_eq!(e.objects.len(), 1);
+        assert_eq!(e.objects[0].metadata["ocr"], "no text found");
     }
 
     #[test]

@@ -152,6 +152,13 @@ pub struct PageInfo {
     pub headings: Vec<String>,
     /// Many ruled lines or rectangles next to text: probably a table.
     pub has_table: bool,
+    /// The page has no text layer and its text was recognised by OCR.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ocr: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Structure found by a cheap pre-scan: the table of contents of a file.

@@ -28,6 +28,7 @@ pub(crate) fn extract_as(
         locator: &locator,
         file_hash: "0123456789abcdef",
         detected: &detected,
+        options: crate::ExtractOptions::defaults(),
     })
 }
 

@@ -287,6 +287,7 @@ mod tests {
             locator: &loc,
             file_hash: "0123456789abcdef0123",
             detected: &det,
+            options: crate::ExtractOptions::defaults(),
         })
         .unwrap()
     }

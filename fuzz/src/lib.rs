@@ -33,6 +33,7 @@ pub fn extract_as(kind: FileKind, bytes: &[u8]) {
         locator: &locator,
         file_hash: "00000000000000000000000000000000",
         detected: &detected,
+        options: extractors::ExtractOptions::without_ocr(),
     }) {
         for o in &e.objects {
             let parsed: Locator = o.context_ref.location.parse().expect("locator parses");

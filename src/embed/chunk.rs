@@ -443,6 +443,7 @@ mod tests {
             locator: &loc,
             file_hash: "feedfacefeedface",
             detected: &det,
+            options: extractors::ExtractOptions::defaults(),
         })
         .unwrap()
         .objects

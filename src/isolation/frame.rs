@@ -1,12 +1,12 @@
 //! The wire format between the parent and a worker, as functions over any reader or writer.
 //!
 //! Frames on the pipes: a request is `u32` header length, the JSON header (locator, hash,
-//! detected type), `u64` payload length and the file's bytes; a response is `u64` length and
+//! detected type, extract options), `u64` payload length and the file's bytes; a response is `u64` length and
 //! the JSON of `Result<Extraction, ExtractError>`. All integers are little-endian.
 
 use std::io::{self, Read, Write};
 
-use extractors::{Detected, ExtractError, ExtractInput, Extraction, Locator};
+use extractors::{Detected, ExtractError, ExtractInput, ExtractOptions, Extraction, Locator};
 use serde::{Deserialize, Serialize};
 
 /// What a request says about the file besides its bytes.
@@ -15,6 +15,9 @@ pub(super) struct JobHeader {
     pub(super) locator: Locator,
     pub(super) file_hash: String,
     pub(super) detected: Detected,
+    /// Settings for the extractors (OCR); absent in frames of older parents.
+    #[serde(default)]
+    pub(super) options: ExtractOptions,
 }
 
 /// Write one request frame: the job's header, then the file's bytes.
@@ -23,6 +26,7 @@ pub(super) fn write_request(w: &mut impl Write, input: &ExtractInput<'_>) -> io:
         locator: input.locator.clone(),
         file_hash: input.file_hash.to_string(),
         detected: input.detected.clone(),
+        options: input.options.clone(),
     })
     .map_err(io::Error::other)?;
     let header_len = u32::try_from(header.len()).map_err(io::Error::other)?;
@@ -123,6 +127,7 @@ mod tests {
                 locator: &locator,
                 file_hash: "feed",
                 detected: &detected,
+                options: extractors::ExtractOptions::defaults(),
             },
         )
         .unwrap();
@@ -143,6 +148,7 @@ mod tests {
             locator: &locator,
             file_hash: "feed",
             detected: &detected,
+            options: extractors::ExtractOptions::defaults(),
         })
     }
 

@@ -130,7 +130,39 @@ impl Extractor for InProcess {
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-        extractors::extract(input)
+        let result = extractors::extract(input);
+        log_ocr_notes(input, &result);
+        result
+    }
+}
+
+/// Log what OCR could not do for a file: a missing program once per process (every file
+/// says so in its objects' `ocr_error`), other errors and skipped pages per file.
+pub(crate) fn log_ocr_notes(input: &ExtractInput<'_>, result: &Result<Extraction, ExtractError>) {
+    static MISSING_LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(extraction) = result else { return };
+    let mut errors = extraction
+        .objects
+        .iter()
+        .filter_map(|o| o.metadata.get("ocr_error").and_then(|v| v.as_str()));
+    if let Some(error) = errors.next() {
+        if error.contains("not found") {
+            // Once per missing program.
+            let mut logged = crate::lock(&MISSING_LOGGED);
+            if !logged.iter().any(|e| e == error) {
+                logged.push(error.to_string());
+                tracing::warn!("OCR unavailable, files are indexed without OCR text: {error}");
+            }
+        } else {
+            tracing::warn!(file = %input.locator, "OCR failed: {error}");
+        }
+    }
+    if let Some(note) = extraction
+        .objects
+        .iter()
+        .find_map(|o| o.metadata.get("ocr_note").and_then(|v| v.as_str()))
+    {
+        tracing::warn!(file = %input.locator, "not every image-only page was OCR'd: {note}");
     }
 }
 

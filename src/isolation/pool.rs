@@ -63,6 +63,15 @@ impl WorkerPool {
     }
 
     fn run(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
+        // OCR stops starting pages at three quarters of the deadline: a long scan loses OCR
+        // pages (the file says which), not the whole file to the watchdog.
+        let mut options = input.options.clone();
+        let budget = self.config.deadline.mul_f64(0.75);
+        options.ocr.file_budget = Some(options.ocr.file_budget.map_or(budget, |b| b.min(budget)));
+        let input = &ExtractInput {
+            options: &options,
+            ..*input
+        };
         let aborted = |reason: String| Err(ExtractError::Aborted(reason));
         // A worker that died while idle fails the write: retry once with a fresh one.
         let mut worker = None;
@@ -106,7 +115,9 @@ impl Extractor for WorkerPool {
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
-        self.run(input)
+        let result = self.run(input);
+        super::log_ocr_notes(input, &result);
+        result
     }
 }
 

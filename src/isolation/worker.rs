@@ -45,6 +45,7 @@ pub(super) fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<(
             locator: &header.locator,
             file_hash: &header.file_hash,
             detected: &header.detected,
+            options: &header.options,
         });
         drop(bytes);
         write_response(&mut output, &result)?;

@@ -433,6 +433,7 @@ fn document(
         ("pages_with_images", page_set(&|p| p.images > 0)),
         ("pages_with_tables", page_set(&|p| p.has_table)),
         ("pages_without_text", page_set(&|p| p.text_bytes == 0)),
+        ("pages_ocr", page_set(&|p| p.ocr)),
     ] {
         if !set.is_empty() {
             optional.push((key, json!(set)));

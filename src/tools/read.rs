@@ -122,6 +122,10 @@ fn object_fields(n: usize, file: &str, o: &PackedObject, level: u8) -> Map<Strin
         m.insert("section".into(), json!(s));
     }
     m.insert("chars".into(), json!(o.chars));
+    if o.content_type == ContentType::Text && o.meta.get("ocr") == Some(&Value::Bool(true)) {
+        // Recognised from pixels: words may be misread.
+        m.insert("ocr".into(), Value::Bool(true));
+    }
     if o.content_type != ContentType::Text && !o.meta.is_empty() {
         m.insert("meta".into(), Value::Object(o.meta.clone()));
     }

@@ -43,6 +43,7 @@ fn extract(
             locator: &locator,
             file_hash: "feed",
             detected: &detected,
+            options: ingest::ExtractOptions::defaults(),
         }));
     });
     rx.recv_timeout(Duration::from_secs(120)).ok()
@@ -56,6 +57,7 @@ fn in_process(name: &str, bytes: &[u8]) -> Result<Extraction, ExtractError> {
         locator: &locator,
         file_hash: "feed",
         detected: &detected,
+        options: ingest::ExtractOptions::defaults(),
     })
 }
 

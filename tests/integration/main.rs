@@ -18,6 +18,7 @@ mod hostile;
 mod isolation;
 mod library;
 mod mcp;
+mod ocr;
 mod privacy;
 mod tools;
 mod unpack_panic;

@@ -81,6 +81,10 @@ pub(crate) struct ExtractArgs {
     /// (by default each gets one `skipped` line and nothing under it is read).
     #[arg(long)]
     pub(crate) hidden: bool,
+    /// Do not OCR image-only PDF pages and pictures (OCR runs tesseract; without it installed
+    /// files are indexed without OCR text anyway).
+    #[arg(long)]
+    pub(crate) no_ocr: bool,
     /// Most chunks one file may have: a file that needs more is skipped with
     /// `limit: chunks` before any of it is embedded (embedding runs at 12–40 chunks/s).
     #[arg(long, default_value_t = 10_000, value_name = "N")]
