@@ -54,10 +54,25 @@ pub struct IsolationConfig {
     pub program: Option<PathBuf>,
     /// Address space of a worker (`RLIMIT_AS`).
     pub memory_bytes: u64,
-    /// CPU time one job may use (`RLIMIT_CPU`, moved on before each job).
+    /// CPU time one job may use (`RLIMIT_CPU`, moved on before each job), plus
+    /// [`SECONDS_PER_MIB`] for each MiB of input past the first.
     pub cpu_seconds: u64,
-    /// Wall-clock time one job may take before its worker is killed.
+    /// Wall-clock time one job may take before its worker is killed, plus
+    /// [`SECONDS_PER_MIB`] for each MiB of input past the first.
     pub deadline: Duration,
+}
+
+/// Time allowed per MiB of input past the first, on top of the deadline and CPU limit: a
+/// 4.7 MB, 1 158-page manual needs 15–20 s to extract on an idle core and well over 60 s on a
+/// busy one, while the hostile inputs the limits are for are small files that expand or loop.
+pub const SECONDS_PER_MIB: u64 = 20;
+
+/// `base` plus [`SECONDS_PER_MIB`] for each MiB of an input of `bytes`, past the first.
+pub(crate) fn allowance(base: Duration, bytes: usize) -> Duration {
+    let extra_mib = (bytes as u64).saturating_sub(1) / (1024 * 1024);
+    base.saturating_add(Duration::from_secs(
+        extra_mib.saturating_mul(SECONDS_PER_MIB),
+    ))
 }
 
 impl Default for IsolationConfig {
@@ -171,5 +186,25 @@ pub(crate) fn build(config: &IsolationConfig) -> Box<dyn Extractor> {
     match config.mode {
         Isolation::Processes => Box::new(WorkerPool::new(config.clone())),
         Isolation::InProcess => Box::new(InProcess),
+    }
+}
+
+#[cfg(test)]
+mod allowance_tests {
+    use super::*;
+
+    #[test]
+    fn big_inputs_get_more_time_small_ones_the_base() {
+        let base = Duration::from_secs(60);
+        assert_eq!(allowance(base, 0), base);
+        assert_eq!(allowance(base, 1024 * 1024), base);
+        assert_eq!(allowance(base, 1024 * 1024 + 1), base);
+        assert_eq!(
+            allowance(base, 2 * 1024 * 1024 + 1),
+            Duration::from_secs(80)
+        );
+        // The 4.7 MB octave manual of the dev corpus: 60 + 4 × 20 s.
+        assert_eq!(allowance(base, 4_707_275), Duration::from_secs(140));
+        assert_eq!(allowance(Duration::MAX, usize::MAX), Duration::MAX);
     }
 }

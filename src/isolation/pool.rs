@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use extractors::{ExtractError, ExtractInput, Extraction, Extractor};
 
@@ -65,8 +65,14 @@ impl WorkerPool {
     fn run(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
         // OCR stops starting pages at three quarters of the deadline: a long scan loses OCR
         // pages (the file says which), not the whole file to the watchdog.
+        let deadline = super::allowance(self.config.deadline, input.bytes.len());
+        let cpu_seconds = super::allowance(
+            Duration::from_secs(self.config.cpu_seconds),
+            input.bytes.len(),
+        )
+        .as_secs();
         let mut options = input.options.clone();
-        let budget = self.config.deadline.mul_f64(0.75);
+        let budget = deadline.mul_f64(0.75);
         options.ocr.file_budget = Some(options.ocr.file_budget.map_or(budget, |b| b.min(budget)));
         let input = &ExtractInput {
             options: &options,
@@ -92,8 +98,7 @@ impl WorkerPool {
             return aborted("extraction worker did not accept the job".into());
         };
         let job = self.next_job.fetch_add(1, Ordering::Relaxed);
-        self.watchdog
-            .watch(job, w.pid(), Instant::now() + self.config.deadline);
+        self.watchdog.watch(job, w.pid(), Instant::now() + deadline);
         let answer = w.receive(self.config.memory_bytes);
         let expired = self.watchdog.release(job);
         match answer {
@@ -102,8 +107,8 @@ impl WorkerPool {
                 result
             }
             _ => {
-                let timed_out = expired.then_some(self.config.deadline);
-                aborted(w.death(timed_out, self.config.cpu_seconds))
+                let timed_out = expired.then_some(deadline);
+                aborted(w.death(timed_out, cpu_seconds))
             }
         }
     }

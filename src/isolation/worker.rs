@@ -34,9 +34,10 @@ pub(super) fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<(
         };
         // The CPU limit counts from what this worker used so far.
         let used = cpu_used().as_secs();
+        let allowed = super::allowance(Duration::from_secs(cpu_seconds), bytes.len()).as_secs();
         setrlimit(
             Resource::RLIMIT_CPU,
-            used.saturating_add(cpu_seconds),
+            used.saturating_add(allowed),
             RLIM_INFINITY,
         )
         .map_err(io::Error::other)?;

@@ -70,7 +70,8 @@ pub(crate) struct ExtractArgs {
     /// Memory (address space) of each extraction worker, in MiB.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub(crate) extract_memory_mb: u64,
-    /// Seconds one file's extraction may take (wall clock and CPU) before it is abandoned.
+    /// Seconds one file's extraction may take (wall clock and CPU) before it is abandoned,
+    /// plus 20 s per MiB of input past the first.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub(crate) extract_timeout: u64,
     /// Parse documents in this process instead of isolated workers (trusted input only: a
