@@ -4,7 +4,8 @@
 //! A question set is a TSV file, one question per line: `question<TAB>expected[<TAB>tags]`.
 //! `expected` is a file locator relative to the root the documents were ingested from
 //! (`pdf/long/bash.pdf`, `archives/a.zip!/docs/x.md`), optionally with `#page=N` (the 1-based
-//! physical page); alternatives are separated by ` | `. `tags` are comma-separated labels
+//! physical page) or `#page=A-B` (any of those pages); alternatives are separated by ` | `.
+//! A first line naming its columns (`question<TAB>expected…`) is skipped. `tags` are comma-separated labels
 //! (`pdf`, `german`, `scanned`, …) that the report breaks the scores down by. Empty lines
 //! and lines starting with `#` are skipped.
 //!
@@ -52,9 +53,22 @@ impl Question {
     }
 }
 
+/// Names a header line may give the expected column (such a first line is skipped).
+const HEADER_NAMES: &[&str] = &[
+    "expected",
+    "locator",
+    "expected_locator",
+    "answer",
+    "target",
+];
+
+/// The most pages one `#page=A-B` range may stand for.
+const MAX_PAGE_RANGE: u32 = 50;
+
 /// Read a question set (see the module's documentation for the format).
 pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
     let mut out = Vec::new();
+    let mut first = true;
     for (i, line) in tsv.lines().enumerate() {
         let line_no = i + 1;
         let trimmed = line.trim();
@@ -65,6 +79,11 @@ pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
         let text = cols.next().unwrap_or_default().trim();
         let expected = cols.next().unwrap_or_default().trim();
         let tags = cols.next().unwrap_or_default();
+        let header = first && HEADER_NAMES.contains(&expected.to_ascii_lowercase().as_str());
+        first = false;
+        if header {
+            continue;
+        }
         let bad = |why: &str| Error::Config(format!("question set line {line_no}: {why}"));
         if text.is_empty() || expected.is_empty() {
             return Err(bad("want `question<TAB>expected[<TAB>tags]`"));
@@ -72,7 +91,10 @@ pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
         let expected = expected
             .split(" | ")
             .map(|e| parse_expected(e.trim()).map_err(|why| bad(&why)))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         out.push(Question {
             text: text.to_string(),
             expected,
@@ -88,7 +110,9 @@ pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
     Ok(out)
 }
 
-fn parse_expected(e: &str) -> std::result::Result<Expected, String> {
+/// One expected locator: a file, or a file's page (`#page=N`), or each page of a range
+/// (`#page=A-B`).
+fn parse_expected(e: &str) -> std::result::Result<Vec<Expected>, String> {
     let (path, fragment) = match e.split_once('#') {
         Some((p, f)) => (p, Some(f)),
         None => (e, None),
@@ -96,19 +120,25 @@ fn parse_expected(e: &str) -> std::result::Result<Expected, String> {
     if path.is_empty() {
         return Err(format!("empty locator in {e:?}"));
     }
-    let page = match fragment {
-        None => None,
-        Some(f) => Some(
-            f.strip_prefix("page=")
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("fragment {f:?}: only #page=N (N ≥ 1) is understood"))?,
-        ),
-    };
-    Ok(Expected {
+    let at = |page| Expected {
         path: path.to_string(),
         page,
-    })
+    };
+    let Some(f) = fragment else {
+        return Ok(vec![at(None)]);
+    };
+    let unknown =
+        || format!("fragment {f:?}: only #page=N or #page=A-B (pages from 1) is understood");
+    let range = f.strip_prefix("page=").ok_or_else(unknown)?;
+    let (a, b) = range.split_once('-').unwrap_or((range, range));
+    let (a, b) = (
+        a.trim().parse::<u32>().map_err(|_| unknown())?,
+        b.trim().parse::<u32>().map_err(|_| unknown())?,
+    );
+    if a == 0 || b < a || b - a >= MAX_PAGE_RANGE {
+        return Err(unknown());
+    }
+    Ok((a..=b).map(|p| at(Some(p))).collect())
 }
 
 /// Whether the file locator `file` is the expected `path`.
@@ -338,6 +368,12 @@ mod tests {
             .to_string();
         assert!(err.contains("line 1") && err.contains("#page=N"), "{err}");
         assert!(parse_questions("only a question\n").is_err());
+        // A header line is skipped; a page range stands for each of its pages.
+        let qs = parse_questions("question\texpected\tags\nQ\ta.pdf#page=3-5\n").unwrap();
+        assert_eq!(qs.len(), 1);
+        let pages: Vec<_> = qs[0].expected.iter().map(|e| e.page).collect();
+        assert_eq!(pages, [Some(3), Some(4), Some(5)]);
+        assert!(parse_questions("Q\ta.pdf#page=5-3\n").is_err());
     }
 
     #[test]

@@ -40,6 +40,9 @@ const RRF_K: usize = 60;
 /// Candidates each ranking contributes to a fused search, at least.
 const FUSION_CANDIDATES: usize = 100;
 
+/// Hits asked for past the last one wanted, to order ties at the cut deterministically.
+const TIE_ROOM: usize = 16;
+
 impl std::fmt::Debug for EdgeIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EdgeIndex")
@@ -339,18 +342,35 @@ impl IndexRead for EdgeIndex {
         let (prefetches, scoring, threshold) = match (dense, sparse) {
             (Some(dense), Some(sparse)) => {
                 let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
-                let prefetch = |query, score_threshold| Prefetch {
-                    prefetches: Vec::new(),
+                let prefetch = |prefetches, query, limit, score_threshold| Prefetch {
+                    prefetches,
                     query: Some(query),
-                    limit: candidates,
+                    limit,
                     params: None,
                     filter: Some(filter.clone()),
                     score_threshold,
                 };
+                // With a floor on the cosine, the keyword ranking only reorders the points
+                // above it (the dense ones passing it, up to the hit cap), so every hit passes;
+                // points sharing no word with the question are left out of that ranking.
+                let keyword = match threshold {
+                    None => prefetch(Vec::new(), sparse, candidates, None),
+                    Some(t) => prefetch(
+                        vec![prefetch(
+                            Vec::new(),
+                            dense.clone(),
+                            MAX_SEARCH_HITS,
+                            Some(t),
+                        )],
+                        sparse,
+                        candidates,
+                        Some(f32::MIN_POSITIVE.into()),
+                    ),
+                };
                 // Qdrant counts ranks from 0: first in both scores 2 / RRF_K.
                 score_scale = RRF_K as f32 / 2.0;
                 (
-                    vec![prefetch(dense, threshold), prefetch(sparse, None)],
+                    vec![prefetch(Vec::new(), dense, candidates, threshold), keyword],
                     ScoringQuery::Fusion(Fusion::Rrf {
                         k: RRF_K,
                         weights: None,
@@ -366,15 +386,21 @@ impl IndexRead for EdgeIndex {
             query: Some(scoring),
             filter: Some(filter),
             score_threshold: threshold,
-            limit: end,
+            // Room past the end so that ties there are settled below, not by the engine.
+            limit: end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS),
             offset: 0,
             params: None,
             with_vector: WithVector::Bool(false),
             with_payload: WithPayloadInterface::Bool(true),
         };
-        let points = self.shard.query(request).map_err(|e| self.err(e))?;
+        let mut points = self.shard.query(request).map_err(|e| self.err(e))?;
+        // Equal scores are common in a fused ranking (second in one ranking, absent from the
+        // other) and the engine orders them differently from call to call: ties go by point
+        // id, so that the same search always pages the same way.
+        points.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         Ok(points
             .into_iter()
+            .take(end)
             .skip(offset)
             .map(|p| {
                 payload::hit(
@@ -1308,8 +1334,11 @@ mod tests {
             ["/d/iso-4217-currencies.csv#line=1"]
         );
         // The file name and the section path are matched as words too.
+        let currencies = keyword("currencies");
+        let mut by_name = locators(&currencies);
+        by_name.sort_unstable();
         assert_eq!(
-            locators(&keyword("currencies")),
+            by_name,
             [
                 "/d/iso-4217-currencies.csv#line=1",
                 "/d/iso-4217-currencies.csv#line=2"
@@ -1353,6 +1382,28 @@ mod tests {
             "{found:?}"
         );
         assert!(found.contains(&"/d/pump.pdf#line=2"), "{found:?}");
+        // A floor on the cosine holds in hybrid mode too: the franc's words match, its
+        // meaning (axis 0 against axis 1) does not.
+        let floored = store
+            .search(
+                &alice,
+                &IndexQuery {
+                    vector: Some(unit(1)),
+                    text: Some("swiss franc valve".into()),
+                },
+                10,
+                0,
+                Some(0.5),
+                &all,
+            )
+            .unwrap();
+        // (Line 2 of both files lies on axis 1, the franc on axis 0.)
+        let mut floored = locators(&floored);
+        floored.sort_unstable();
+        assert_eq!(
+            floored,
+            ["/d/iso-4217-currencies.csv#line=2", "/d/pump.pdf#line=2"]
+        );
         let hits = hybrid("valve storage", 1);
         assert_eq!(hits[0].locator, "/d/pump.pdf#line=2");
         assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);

@@ -235,8 +235,9 @@ pub trait IndexRead: Send + Sync {
     /// paging). Only the `MAX_SEARCH_HITS` (1000) best are ever reached, whatever is asked.
     ///
     /// `min_score` bounds the embedding's cosine similarity when the query has a vector
-    /// (with both vector and text, keyword matches are fused with the dense candidates
-    /// that pass it), else the BM25 score. A fused hit's score is its reciprocal-rank sum.
+    /// (with both vector and text, every hit passes it: the words only reorder those points),
+    /// else the BM25 score. A fused hit's score is its reciprocal-rank sum, rescaled so that
+    /// first in both rankings is 1.
     fn search(
         &self,
         scope: &Scope,

@@ -43,7 +43,7 @@ pub struct SearchArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
     /// Drop hits whose meaning is less similar than this (cosine 0..1; 0.3 is a useful
-    /// floor). In `keyword` mode it bounds the BM25 score instead.
+    /// floor), in `hybrid` mode too. In `keyword` mode it bounds the BM25 score instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f32>,
     /// How hits are ranked: `hybrid` (default: meaning and exact words fused; best for most
