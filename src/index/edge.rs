@@ -34,8 +34,11 @@ pub struct EdgeIndex {
 }
 
 /// The reciprocal-rank-fusion constant: a hit's fused score is the sum over the rankings of
-/// `1 / (RRF_K + rank)`, ranks counted from 0. 60 is the value of the original RRF paper (Cormack et al.).
-const RRF_K: usize = 60;
+/// `1 / (RRF_K + rank)`, ranks counted from 0. 2 is Qdrant's own default (`DEFAULT_RRF_K`),
+/// so the top of each ranking weighs most. On eval/dev.tsv, k = 1, 2 and 3 gave recall@5
+/// 0.956/0.956/0.941, page recall@5 0.902 each and MRR 0.90; the RRF paper's 60 gave 0.912,
+/// 0.829 and 0.876 (it lets a chunk ranked fairly by both beat one ranked first by one).
+const RRF_K: usize = 2;
 
 /// Candidates each ranking contributes to a fused search, at least.
 const FUSION_CANDIDATES: usize = 100;
