@@ -97,6 +97,11 @@ pub struct Config {
     /// Ingest files and folders inside a walked folder whose names start with `.`. Off by
     /// default: each such entry gets one `skipped` line and nothing under it is read.
     pub include_hidden: bool,
+    /// Read again files that failed or were skipped last time even though their size and
+    /// modification time did not change (and archives holding such members): after a limit
+    /// or the extraction timeout was raised. Off by default: an unchanged failure is
+    /// reported as it was, without touching the file.
+    pub retry_unindexed: bool,
     /// How often a long run saves the catalog, so a crash loses little work (less often when
     /// a save would cost over 5 % of the run). Zero saves after every stored item, whatever
     /// it costs: crash tests use it to reach every state between two writes.
@@ -123,6 +128,7 @@ impl Default for Config {
             in_flight_bytes: 256 * 1024 * 1024,
             isolation: IsolationConfig::default(),
             include_hidden: false,
+            retry_unindexed: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
             max_answer_chars: 100_000,
             ocr: extractors::OcrOptions::default(),

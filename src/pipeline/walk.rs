@@ -191,7 +191,11 @@ impl Run<'_> {
         }
         let loc = f.locator.to_string();
         let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
-        if let Some(e) = known.filter(|e| e.size == f.size && e.mtime_ns == f.mtime_ns) {
+        if let Some(e) = known.filter(|e| {
+            e.size == f.size
+                && e.mtime_ns == f.mtime_ns
+                && !(self.ing.config.retry_unindexed && self.holds_unindexed(e))
+        }) {
             self.replay_unchanged(&e);
             return;
         }
@@ -247,6 +251,17 @@ impl Run<'_> {
         let reason = format!("unpacking panicked: {message}");
         self.record_unread(top, None, FileStatus::Failed, reason);
         false
+    }
+
+    /// Whether `e` failed or was skipped, or is an archive with such a member.
+    fn holds_unindexed(&self, e: &CatalogEntry) -> bool {
+        let unindexed = |s: EntryStatus| matches!(s, EntryStatus::Failed | EntryStatus::Skipped);
+        unindexed(e.status)
+            || (e.status == EntryStatus::Container
+                && lock(&self.ing.catalog)
+                    .members_of(self.scope, &e.locator)
+                    .iter()
+                    .any(|m| unindexed(m.status)))
     }
 
     /// Report a file (or an archive and every member of it) whose size and mtime did not

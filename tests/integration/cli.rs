@@ -318,3 +318,51 @@ fn hidden_entries_are_one_ignored_line_unless_asked_for() {
     assert_eq!(by_name(&lines, "box/.git/config")["status"], "removed");
     assert_store_matches_catalog(&sb);
 }
+
+#[test]
+fn retry_reads_again_what_a_limit_refused_though_unchanged() {
+    let sb = Sandbox::new();
+    let text: String = (0..40)
+        .map(|i| format!("Paragraph {i} of the tide table notes, with its own words.\n\n"))
+        .collect();
+    let file = sb.write("docs/tides.md", text.as_bytes());
+    let zip = {
+        // An archive holding the same kind of long member.
+        let path = sb.path("docs/bundle.zip");
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        w.start_file("long.md", zip::write::SimpleFileOptions::default())
+            .unwrap();
+        std::io::Write::write_all(&mut w, text.replace("tide", "ferry").as_bytes()).unwrap();
+        w.finish().unwrap();
+        path
+    };
+    let status_of = |lines: &[serde_json::Value], suffix: &str| {
+        by_name(lines, suffix)["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (lines, _, code) = sb.ingest_with(&["--max-chunks", "1"], &[&file, &zip]);
+    assert_eq!(code, 2);
+    assert_eq!(status_of(&lines, "tides.md"), "skipped");
+    assert_eq!(status_of(&lines, "long.md"), "skipped");
+    // Unchanged and not asked to retry: reported as before, even with the limit raised.
+    let (lines, _, code) = sb.ingest(&[&file, &zip]);
+    assert_eq!(code, 2);
+    assert_eq!(status_of(&lines, "tides.md"), "skipped");
+    assert_eq!(status_of(&lines, "long.md"), "skipped");
+    // Asked to retry: both are read again and indexed now.
+    let (lines, summary, code) = sb.ingest_with(&["--retry"], &[&file, &zip]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(status_of(&lines, "tides.md"), "indexed");
+    assert_eq!(status_of(&lines, "long.md"), "indexed");
+    assert!(
+        summary["chunks_embedded"].as_u64().unwrap() >= 2,
+        "{summary}"
+    );
+    // Nothing left to retry: a retrying run finds everything unchanged.
+    let (lines, _, code) = sb.ingest_with(&["--retry"], &[&file, &zip]);
+    assert_eq!(code, 0);
+    assert_eq!(status_of(&lines, "tides.md"), "unchanged");
+    assert_eq!(status_of(&lines, "long.md"), "unchanged");
+}

@@ -82,6 +82,10 @@ pub(crate) struct ExtractArgs {
     /// (by default each gets one `skipped` line and nothing under it is read).
     #[arg(long)]
     pub(crate) hidden: bool,
+    /// Read again files (and archives with members) that failed or were skipped last time,
+    /// though unchanged: after raising --extract-timeout, --max-chunks or another limit.
+    #[arg(long)]
+    pub(crate) retry: bool,
     /// Do not OCR image-only PDF pages and pictures (OCR runs tesseract; without it installed
     /// files are indexed without OCR text anyway).
     #[arg(long)]

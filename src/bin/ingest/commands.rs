@@ -37,6 +37,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> Config {
     config.model_dir = common.model_dir.clone();
     if let Some(args) = extract {
         config.include_hidden = args.hidden;
+        config.retry_unindexed = args.retry;
         config.ocr.enabled = !args.no_ocr;
         config.chunking.max_file_chunks = args.max_chunks;
         config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
