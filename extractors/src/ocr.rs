@@ -446,22 +446,9 @@ fn mean_confidence(tsv: &str) -> Option<f64> {
 
 /// Trim lines, drop the form feed tesseract ends a page with, collapse blank runs.
 fn tidy(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
-    for line in text.lines() {
-        let line = line.trim_matches(|c: char| c.is_whitespace() || c == '\u{c}');
-        if line.is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-        } else {
-            blank = 0;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.trim().to_string()
+    crate::pdf::tidy_lines(text, |line| {
+        line.trim_matches(|c: char| c.is_whitespace() || c == '\u{c}')
+    })
 }
 
 /// Tokens that look like words: two or more letters, and mostly letters or digits.

@@ -745,10 +745,15 @@ fn lopdf_page_text(doc: &Document, page: u32) -> Option<String> {
 
 /// Trim trailing spaces and collapse runs of blank lines.
 fn tidy(text: &str) -> String {
+    tidy_lines(text, str::trim_end)
+}
+
+/// Each line cut down by `trim`, runs of blank lines collapsed to one, the whole trimmed.
+pub(crate) fn tidy_lines(text: &str, trim: impl Fn(&str) -> &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank = 0;
     for line in text.lines() {
-        let line = line.trim_end();
+        let line = trim(line);
         if line.is_empty() {
             blank += 1;
             if blank > 1 {

@@ -1412,32 +1412,16 @@ mod tests {
         assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
         assert!(hits.iter().all(|h| h.locator.starts_with("/d/")));
         // Paging a fused ranking: the second page continues the first.
-        let first = store
-            .search(
-                &alice,
-                &IndexQuery {
-                    vector: Some(unit(0)),
-                    text: Some("valve franc".into()),
-                },
-                4,
-                0,
-                None,
-                &all,
-            )
-            .unwrap();
-        let second = store
-            .search(
-                &alice,
-                &IndexQuery {
-                    vector: Some(unit(0)),
-                    text: Some("valve franc".into()),
-                },
-                2,
-                2,
-                None,
-                &all,
-            )
-            .unwrap();
+        let page = |limit, offset| {
+            let query = IndexQuery {
+                vector: Some(unit(0)),
+                text: Some("valve franc".into()),
+            };
+            store
+                .search(&alice, &query, limit, offset, None, &all)
+                .unwrap()
+        };
+        let (first, second) = (page(4, 0), page(2, 2));
         assert_eq!(locators(&first)[2..], locators(&second)[..]);
     }
 
