@@ -198,13 +198,17 @@ impl EdgeIndex {
             Some(lacking),
             WithPayloadInterface::Fields(fields),
             &mut |r| {
+                // After a failed update the scroll runs out without collecting more.
+                if result.is_err() {
+                    return;
+                }
                 let p = r.payload.map(|p| p.0).unwrap_or_default();
                 let text = payload::keyword_source(&p);
                 pending.push(PointVectorsPersisted {
                     id: r.id,
                     vector: self.keyword_vectors(&text).into(),
                 });
-                if pending.len() >= 1000 && result.is_ok() {
+                if pending.len() >= 1000 {
                     done += pending.len();
                     result = self.update_vectors(std::mem::take(&mut pending));
                 }
@@ -1456,18 +1460,13 @@ mod tests {
                 .unwrap();
             shard.flush();
         }
+        let bergvik = |store: &EdgeIndex| {
+            let all = SearchFilter::default();
+            let query = IndexQuery::keyword("bergvik");
+            store.search(&alice, &query, 5, 0, None, &all).unwrap()
+        };
         let store = EdgeIndex::open(dir.path()).unwrap();
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::keyword("bergvik"),
-                5,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(locators(&hits), ["/d/harbour.txt#line=1"]);
+        assert_eq!(locators(&bergvik(&store)), ["/d/harbour.txt#line=1"]);
         // New points get both vectors; a reopen finds nothing left to fill in.
         store
             .upsert(&alice, &texts("g", "/d/b.txt", &[("Bergvik ferry", None)]))
@@ -1475,16 +1474,6 @@ mod tests {
         store.flush();
         drop(store);
         let store = EdgeIndex::open(dir.path()).unwrap();
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::keyword("bergvik"),
-                5,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(hits.len(), 2);
+        assert_eq!(bergvik(&store).len(), 2);
     }
 }
