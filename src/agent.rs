@@ -77,6 +77,18 @@ impl Auto {
         }
         let opened = Arc::new(Ingestor::open(self.config.clone())?);
         *slot = Some(Arc::clone(&opened));
+        // Whatever the first call is, the searches after it answer from a loaded model.
+        let warming = Arc::clone(&opened);
+        let loader = std::thread::Builder::new()
+            .name("model-load".into())
+            .spawn(move || {
+                if let Err(e) = warming.load_model() {
+                    tracing::debug!("embedding model not loaded ahead: {e}");
+                }
+            });
+        if let Err(e) = loader {
+            tracing::debug!("no thread to load the model ahead: {e}");
+        }
         let watched = Arc::downgrade(self);
         let probe = std::thread::Builder::new()
             .name("daemon-probe".into())

@@ -1,18 +1,30 @@
-//! The embed stage's bookkeeping: chunks of many files wait in one queue and leave it in
-//! batches of a fixed size, so a batch may hold the end of one file and the start of the next.
-//! A file is complete once none of its chunks is still queued; only then may the store stage
-//! record it (its last batch is upserted before its `FileStored` arrives).
+//! The embed stage's bookkeeping: chunks of many files wait in per-file queues and leave in
+//! batches of a fixed size, taken round-robin from every file with chunks waiting, so a
+//! 10 000-chunk file takes one share of each batch and the small files behind it still go
+//! through at once. A file is complete once none of its chunks is still queued; only then may
+//! the store stage record it (its last batch is upserted before its `FileStored` arrives).
 
 use std::collections::VecDeque;
 
-/// Items of many files, leaving in batches of `batch_size`, with the files they complete.
-/// `T` is one queued item (a chunk), `F` what is known of its file.
+/// Items of many files, leaving in batches of `batch_size` drawn round-robin from the files
+/// that have items queued, with the files they complete. `T` is one queued item (a chunk),
+/// `F` what is known of its file.
 #[derive(Debug)]
 pub(crate) struct Batcher<T, F> {
     batch_size: usize,
-    pending: VecDeque<T>,
-    /// Files with items still in `pending`, in arrival order, with their item counts.
-    waiting: VecDeque<(F, usize)>,
+    /// Files with items still queued (or not yet reported complete), in arrival order.
+    files: VecDeque<Waiting<T, F>>,
+    /// Items queued over all files.
+    queued: usize,
+    /// Where the next round-robin pass starts, so no file is always served first.
+    next: usize,
+}
+
+#[derive(Debug)]
+struct Waiting<T, F> {
+    file: F,
+    items: VecDeque<T>,
+    total: usize,
 }
 
 impl<T, F> Batcher<T, F> {
@@ -20,43 +32,78 @@ impl<T, F> Batcher<T, F> {
     pub fn new(batch_size: usize) -> Self {
         Batcher {
             batch_size: batch_size.max(1),
-            pending: VecDeque::new(),
-            waiting: VecDeque::new(),
+            files: VecDeque::new(),
+            queued: 0,
+            next: 0,
         }
     }
 
-    /// Queue a file's items (none is fine: the file completes once the files before it do).
+    /// Queue a file's items (none is fine: the file completes at the next `completed`).
     pub fn push(&mut self, file: F, items: impl IntoIterator<Item = T>) {
-        let before = self.pending.len();
-        self.pending.extend(items);
-        self.waiting.push_back((file, self.pending.len() - before));
+        let items: VecDeque<T> = items.into_iter().collect();
+        self.queued += items.len();
+        self.files.push_back(Waiting {
+            file,
+            total: items.len(),
+            items,
+        });
+    }
+
+    /// Whether a full batch is queued.
+    pub fn has_batch(&self) -> bool {
+        self.queued >= self.batch_size
+    }
+
+    /// Whether nothing is queued and no file waits to be reported.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Files waiting: with items queued, or complete but not yet reported.
+    pub fn files_waiting(&self) -> usize {
+        self.files.len()
     }
 
     /// The next batch: a full one, or with `all` (the input has ended) whatever is left.
+    /// Items are taken one per file in turn; each file's items leave in their order.
     pub fn next_batch(&mut self, all: bool) -> Option<Vec<T>> {
-        let ready = self.pending.len() >= self.batch_size || (all && !self.pending.is_empty());
-        ready.then(|| {
-            let take = self.pending.len().min(self.batch_size);
-            self.pending.drain(..take).collect()
-        })
+        if !(self.has_batch() || (all && self.queued > 0)) {
+            return None;
+        }
+        let take = self.queued.min(self.batch_size);
+        let mut batch = Vec::with_capacity(take);
+        let n = self.files.len();
+        let mut idle = 0;
+        let mut i = self.next % n.max(1);
+        while batch.len() < take && idle < n {
+            match self.files.get_mut(i).and_then(|w| w.items.pop_front()) {
+                Some(item) => {
+                    batch.push(item);
+                    idle = 0;
+                }
+                None => idle += 1,
+            }
+            i = (i + 1) % n;
+        }
+        self.next = i;
+        self.queued -= batch.len();
+        Some(batch)
     }
 
     /// Files none of whose items is queued any more, in arrival order, with their item
-    /// counts. Files that came after one still waiting wait too, so files complete in the
-    /// order they arrived.
+    /// counts (every batch handed out before this call is taken as sent).
     pub fn completed(&mut self) -> Vec<(F, usize)> {
-        // Queued items belong to the last files to arrive: count them off from the back.
-        let mut queued = self.pending.len();
-        let mut still = 0;
-        for (_, n) in self.waiting.iter().rev() {
-            if queued == 0 {
-                break;
+        let mut done = Vec::new();
+        let mut still = VecDeque::with_capacity(self.files.len());
+        for w in self.files.drain(..) {
+            if w.items.is_empty() {
+                done.push((w.file, w.total));
+            } else {
+                still.push_back(w);
             }
-            queued = queued.saturating_sub(*n);
-            still += 1;
         }
-        let done = self.waiting.len() - still;
-        self.waiting.drain(..done).collect()
+        self.files = still;
+        done
     }
 }
 
@@ -93,65 +140,70 @@ mod tests {
             ["points a2,b0", "stored a (3)", "stored b (1)"]
         );
         assert!(flush(&mut b, true).is_empty());
+        assert!(b.is_empty());
     }
 
     #[test]
-    fn files_wait_while_any_of_their_items_is_queued() {
+    fn batches_take_one_item_per_file_in_turn() {
         let mut b = Batcher::new(4);
         b.push("a", items("a", 1));
         b.push("b", items("b", 2));
         assert!(flush(&mut b, false).is_empty(), "no full batch yet");
         b.push("c", items("c", 3));
-        // a0 b0 b1 c0 leave; c1 c2 stay, so a and b are complete, c is not.
+        // One from each file in turn; c1 c2 stay, so a and b are complete, c is not.
         assert_eq!(
             flush(&mut b, false),
-            ["points a0,b0,b1,c0", "stored a (1)", "stored b (2)"]
+            ["points a0,b0,c0,b1", "stored a (1)", "stored b (2)"]
         );
         assert_eq!(flush(&mut b, true), ["points c1,c2", "stored c (3)"]);
     }
 
     #[test]
-    fn files_without_items_complete_in_arrival_order() {
+    fn files_without_items_complete_at_once() {
         let mut b = Batcher::new(2);
-        // Alone, an empty file completes at once.
         b.push("empty", Vec::new());
         assert_eq!(flush(&mut b, false), ["stored empty (0)"]);
-        // Behind a file with queued items, it waits for that file.
+        // Behind a file with queued items it does not wait.
         b.push("a", items("a", 1));
         b.push("none", Vec::new());
-        assert!(flush(&mut b, false).is_empty());
+        assert_eq!(flush(&mut b, false), ["stored none (0)"]);
         b.push("b", items("b", 1));
         assert_eq!(
             flush(&mut b, false),
-            [
-                "points a0,b0",
-                "stored a (1)",
-                "stored none (0)",
-                "stored b (1)"
-            ]
+            ["points a0,b0", "stored a (1)", "stored b (1)"]
         );
     }
 
+    /// What fairness means for the embed stage: it takes one batch, then whatever files
+    /// arrived meanwhile; small files arriving behind a huge one are complete within a batch
+    /// or two instead of after all of it.
     #[test]
-    fn the_final_flush_empties_the_queue_in_batches() {
-        let mut b = Batcher::new(3);
-        b.push("a", items("a", 2));
-        b.push("b", items("b", 5));
+    fn a_huge_file_does_not_hold_back_the_small_files_behind_it() {
+        let mut b = Batcher::new(4);
+        b.push("big", items("big", 100));
         assert_eq!(
-            flush(&mut b, false),
-            ["points a0,a1,b0", "points b1,b2,b3", "stored a (2)"]
+            b.next_batch(false).unwrap(),
+            ["big0", "big1", "big2", "big3"]
         );
-        b.push("c", Vec::new());
-        assert!(flush(&mut b, false).is_empty(), "c waits behind b4");
-        b.push("d", items("d", 3));
-        assert_eq!(
-            flush(&mut b, false),
-            ["points b4,d0,d1", "stored b (5)", "stored c (0)"]
-        );
-        // The input ends: the last, short batch.
-        assert_eq!(flush(&mut b, true), ["points d2", "stored d (3)"]);
-        assert!(b.next_batch(true).is_none());
-        assert!(b.completed().is_empty());
+        b.push("s", items("s", 2));
+        b.push("t", items("t", 1));
+        let mut stored = Vec::new();
+        let mut batches = 0;
+        while stored.len() < 2 {
+            b.next_batch(false).unwrap();
+            batches += 1;
+            stored.extend(b.completed().into_iter().map(|(f, _)| f));
+        }
+        assert_eq!(stored, ["t", "s"]);
+        assert_eq!(batches, 2, "both small files through in two batches");
+        assert_eq!(b.files_waiting(), 1, "big is still queued");
+        let mut rest = 0;
+        while let Some(batch) = b.next_batch(true) {
+            rest += batch.len();
+        }
+        // Two batches of 4 held 3 small items, so 5 of big's.
+        assert_eq!(rest, 100 - 4 - 5);
+        assert_eq!(b.completed(), [("big", 100)]);
     }
 
     #[test]
@@ -167,28 +219,27 @@ mod tests {
                 events.extend(flush(&mut b, false));
             }
             events.extend(flush(&mut b, true));
+            assert!(b.is_empty());
             let left: Vec<&str> = events
                 .iter()
                 .filter_map(|e| e.strip_prefix("points "))
                 .flat_map(|p| p.split(','))
                 .collect();
-            let all: Vec<String> = names
-                .iter()
-                .zip(&sizes)
-                .flat_map(|(f, n)| items(f, *n))
-                .collect();
-            assert_eq!(left, all, "batch {batch}: every item once, in order");
-            let stored: Vec<&String> = events.iter().filter(|e| e.starts_with("stored")).collect();
-            assert_eq!(stored.len(), names.len(), "batch {batch}");
-            for ((name, n), s) in names.iter().zip(&sizes).zip(&stored) {
-                assert_eq!(**s, format!("stored {name} ({n})"), "batch {batch}");
-            }
-            // Each file is stored only after the batch with its last item.
             for (name, n) in names.iter().zip(&sizes) {
-                let stored_at = events
+                // Each file's items leave once each, in their order.
+                let mine: Vec<&str> = left
                     .iter()
-                    .position(|e| *e == format!("stored {name} ({n})"))
-                    .unwrap();
+                    .copied()
+                    .filter(|i| i.starts_with(name.as_str()))
+                    .collect();
+                assert_eq!(mine, items(name, *n), "batch {batch}: {name}");
+                let stored: Vec<&String> = events
+                    .iter()
+                    .filter(|e| e.starts_with(&format!("stored {name} ")))
+                    .collect();
+                assert_eq!(stored, [&format!("stored {name} ({n})")], "batch {batch}");
+                // Stored only after the batch with its last item.
+                let stored_at = events.iter().position(|e| e == stored[0]).unwrap();
                 if let Some(last) = n.checked_sub(1) {
                     let item = format!("{name}{last}");
                     let batch_at = events
@@ -201,6 +252,7 @@ mod tests {
                     assert!(batch_at < stored_at, "batch {batch}: {name}");
                 }
             }
+            assert_eq!(left.len(), sizes.iter().sum::<usize>());
         }
     }
 }

@@ -77,11 +77,17 @@ pub struct Config {
     /// Folder holding the provisioned model; `None` searches the usual places
     /// (see [`crate::embed::find_model_dir`]).
     pub model_dir: Option<PathBuf>,
+    /// Which ONNX file of the model runs. `None`: the one the index was embedded with (the
+    /// data directory records it), or [`crate::ModelVariant::DynamicInt8`] for a new index.
+    /// A variant other than the index's is refused.
+    pub model_variant: Option<crate::ModelVariant>,
     /// Hard limits for each container tree.
     pub limits: Limits,
     /// How text is cut into chunks.
     pub chunking: ChunkingConfig,
-    /// Chunks per embedding call. 16–32 keeps memory low; larger barely helps speed.
+    /// Chunks per model run. Each embedding call holds 4 runs' worth, sorted by length so a
+    /// run pads little; files share every call round-robin (see `pipeline::embed`). 16–32
+    /// keeps memory low; larger barely helps speed.
     pub embed_batch: usize,
     /// Extraction threads; 0 means one per core.
     pub extract_threads: usize,
@@ -120,6 +126,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from(".ingest"),
             model_dir: None,
+            model_variant: None,
             limits: Limits::default(),
             chunking: ChunkingConfig::default(),
             embed_batch: 16,
@@ -137,6 +144,13 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What every extraction of this configuration is told (it travels to the workers).
+    pub fn extract_options(&self) -> extractors::ExtractOptions {
+        extractors::ExtractOptions {
+            ocr: self.ocr.clone(),
+        }
+    }
+
     /// A default configuration storing its data in `data_dir`.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Config {

@@ -130,7 +130,14 @@ impl Ingestor {
             return Ok(Arc::clone(e));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let e: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(&dir, self.config.embed_batch)?);
+        let has_content = !lock(&self.catalog).scopes().is_empty();
+        let variant = crate::embed::index_variant(
+            &self.config.data_dir,
+            self.config.model_variant,
+            has_content,
+        )?;
+        let e: Arc<dyn Embedder> =
+            Arc::new(FastEmbedder::load(&dir, variant, self.config.embed_batch)?);
         *slot = Some(Arc::clone(&e));
         Ok(e)
     }
@@ -139,6 +146,12 @@ impl Ingestor {
     /// so that a second writer fails at once rather than mid-run).
     pub fn open_index(&self) -> Result<()> {
         self.store().map(drop)
+    }
+
+    /// Load the embedding model now instead of at the first search or ingest (a long-lived
+    /// process does this at start, so its first search is as fast as the others).
+    pub fn load_model(&self) -> Result<()> {
+        self.embedder().map(drop)
     }
 
     /// The vector index, opened on first call.

@@ -106,6 +106,9 @@ pub struct StageSeconds {
     pub embed: f64,
     /// Writing to the index.
     pub store: f64,
+    /// Building search structures (HNSW) for the index's grown segments, after the run.
+    #[serde(default)]
+    pub optimize: f64,
     /// Wall-clock seconds of the whole run.
     pub total: f64,
 }
@@ -134,6 +137,10 @@ pub struct Summary {
     pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
     pub chunks_embedded: u64,
+    /// Model tokens in those chunks (special tokens excluded): with `seconds.embed`, the
+    /// embedding throughput.
+    #[serde(default)]
+    pub tokens_embedded: u64,
     /// Busy seconds per stage.
     pub seconds: StageSeconds,
 }

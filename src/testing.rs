@@ -20,8 +20,8 @@ pub use crate::unpack::{
 
 /// The index's internals, for checks on what is stored.
 pub use crate::index::{
-    Catalog, CatalogEntry, EdgeIndex, EntryStatus, IndexRead, IndexWrite, PointRecord,
-    ShadowedMember, StoredContent,
+    Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite,
+    PointRecord, ShadowedMember, StoredContent,
 };
 
 /// A ZIP archive of `entries` (name, bytes), deflated, in memory.

@@ -5,6 +5,8 @@
 //! - `fastembed.rs`: [`FastEmbedder`], the fastembed/ONNX Runtime implementation
 //!   (all-MiniLM-L6-v2, int8). No network: the model and the runtime come from the folder that
 //!   `scripts/setup-models.py` provisions.
+//! - `variant.rs`: [`ModelVariant`], which of the provisioned ONNX files runs, and the record
+//!   of it in a data directory (an index is searched with the model that embedded it).
 //! - `chunk.rs`: [`Chunker`](chunk::Chunker), built once from [`load_tokenizer`] and shared;
 //!   it does not need the ONNX model, so chunking never waits for the model to load.
 
@@ -14,9 +16,12 @@ use crate::error::{Error, Result};
 
 pub(crate) mod chunk;
 mod fastembed;
+mod variant;
 
 pub use self::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use self::fastembed::FastEmbedder;
+pub(crate) use self::variant::index_variant;
+pub use self::variant::ModelVariant;
 
 /// Turns texts into vectors: the seam behind which a model sits. The pipeline's embed stage
 /// and [`crate::Ingestor::search`] call it; another model (a faster or multilingual one, a
@@ -37,6 +42,7 @@ pub trait Embedder: Send + Sync {
 
 /// The folder name inside a models root.
 pub const MODEL_NAME: &str = "all-minilm-l6-v2-int8";
+
 /// The ONNX Runtime library file provisioned beside the model.
 pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
 /// Output dimension of the model.
@@ -44,8 +50,8 @@ pub const DIMENSIONS: usize = 384;
 /// The model's input window in tokens, special tokens included (`max_seq_length`).
 pub const MAX_SEQ_TOKENS: usize = 256;
 
+/// Files every variant needs, besides its own ONNX file.
 const REQUIRED_FILES: &[&str] = &[
-    "model.onnx",
     "tokenizer.json",
     "config.json",
     "special_tokens_map.json",
@@ -72,10 +78,15 @@ pub fn model_search_path() -> Vec<PathBuf> {
 
 fn is_complete(dir: &Path) -> bool {
     REQUIRED_FILES.iter().all(|f| dir.join(f).is_file())
+        && ModelVariant::ALL
+            .iter()
+            .any(|v| dir.join(v.file_name()).is_file())
 }
 
 /// The provisioned model folder: `explicit` if given (it must be complete), else the first
-/// complete candidate of `model_search_path`.
+/// complete candidate of `model_search_path`. Complete means the tokenizer files, the ONNX
+/// Runtime library and at least one [`ModelVariant`]'s file; whether the variant a run wants
+/// is there is checked when it loads ([`FastEmbedder::load`]).
 pub fn find_model_dir(explicit: Option<&Path>) -> Result<PathBuf> {
     let candidates: Vec<PathBuf> = match explicit {
         Some(d) => vec![d.to_path_buf(), d.join(MODEL_NAME)],

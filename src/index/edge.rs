@@ -26,6 +26,19 @@ use extractors::Scope;
 /// The shard's folder inside the data directory.
 pub const SHARD_DIR: &str = "shard";
 
+/// One point as stored: its id, dense vector and whole payload. [`EdgeIndex::export_points`]
+/// gives them and [`EdgeIndex::import_points`] takes them (the keyword vector is computed
+/// again from the payload), so an index moves or grows without embedding anything.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportedPoint {
+    /// The point id (see `point_id`).
+    pub id: u64,
+    /// The dense embedding.
+    pub vector: Vec<f32>,
+    /// The payload (text, locators, scope, filters' fields).
+    pub payload: serde_json::Map<String, Value>,
+}
+
 /// The embedded Qdrant Edge shard.
 pub struct EdgeIndex {
     shard: EdgeShard,
@@ -277,6 +290,78 @@ impl EdgeIndex {
         store_error(&self.path, e)
     }
 
+    /// Every point with its dense vector and payload, 1 000 at a time.
+    pub fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()> {
+        let mut offset = None;
+        loop {
+            let (records, next) = self
+                .shard
+                .scroll(qdrant_edge::ScrollRequest {
+                    offset,
+                    limit: Some(1000),
+                    filter: None,
+                    with_payload: Some(WithPayloadInterface::Bool(true)),
+                    with_vector: WithVector::Bool(true),
+                    order_by: None,
+                })
+                .map_err(|e| self.err(e))?;
+            for r in records {
+                let qdrant_edge::PointId::NumId(id) = r.id else {
+                    return Err(self.err(format!("point {} has no numeric id", r.id)));
+                };
+                let vector = match r.vector {
+                    Some(qdrant_edge::VectorStructInternal::Named(mut named)) => {
+                        match named.remove("") {
+                            Some(qdrant_edge::VectorInternal::Dense(v)) => v,
+                            _ => return Err(self.err(format!("point {id} has no dense vector"))),
+                        }
+                    }
+                    Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
+                    _ => return Err(self.err(format!("point {id} has no dense vector"))),
+                };
+                let payload = r.payload.map(|p| p.0).unwrap_or_default();
+                visit(ExportedPoint {
+                    id,
+                    vector,
+                    payload,
+                });
+            }
+            match next {
+                Some(n) => offset = Some(n),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Insert `points` as they are (replacing points with the same ids); their keyword
+    /// vectors are computed from their payloads, as a backfill does.
+    pub fn import_points(&self, points: &[ExportedPoint]) -> Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let points = points
+            .iter()
+            .map(|p| {
+                let keyword = payload::keyword_source(&p.payload);
+                PointStruct::new(
+                    p.id,
+                    Vectors::new_named([
+                        ("", Vector::from(p.vector.clone())),
+                        (
+                            SPARSE_VECTOR,
+                            Vector::from(self.keywords.document(&keyword)),
+                        ),
+                    ]),
+                    Value::Object(p.payload.clone()),
+                )
+                .into()
+            })
+            .collect();
+        self.update(UpdateOperation::PointOperation(
+            PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
+        ))
+    }
+
     fn update(&self, op: UpdateOperation) -> Result<()> {
         self.shard.update(op).map_err(|e| self.err(e))
     }
@@ -504,6 +589,14 @@ impl IndexWrite for EdgeIndex {
     fn flush(&self) {
         self.shard.flush();
         crate::failpoint::hit("store.flush");
+    }
+
+    /// Qdrant Edge never optimizes by itself: without this, every search is exact over all
+    /// points (about 25 ms at 100 000 chunks on 2 cores instead of a few).
+    fn optimize(&self) -> Result<bool> {
+        self.shard
+            .optimize()
+            .map_err(|e| store_error(&self.path, e))
     }
 }
 

@@ -30,7 +30,7 @@ use crate::error::Result;
 use extractors::Scope;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-pub use edge::EdgeIndex;
+pub use edge::{EdgeIndex, ExportedPoint};
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
 
@@ -311,6 +311,11 @@ pub trait IndexWrite: Send + Sync {
 
     /// Persist every write so far.
     fn flush(&self);
+
+    /// Build the search structures a grown index needs (an HNSW graph for every segment past
+    /// the engine's indexing threshold, about 6 500 chunks; merged small segments; deleted
+    /// points vacuumed). Blocks; cheap when nothing grew. True if anything was rebuilt.
+    fn optimize(&self) -> Result<bool>;
 }
 
 /// A vector index, read and write: what the ingestor and repair work with.

@@ -12,7 +12,7 @@ use crate::lock;
 use crate::report::now_secs;
 use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
-use extractors::{ExtractInput, ExtractOptions, FileContentIndex, FileKind, IndexStatus};
+use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus};
 use rayon::prelude::*;
 
 /// What a chunk weighs in the in-flight budget: its text plus its locator and bookkeeping.
@@ -85,9 +85,7 @@ impl Run<'_> {
         }
         // Claimed now: the claim protects it.
         self.unpin(&hash);
-        let options = ExtractOptions {
-            ocr: self.ing.config.ocr.clone(),
-        };
+        let options = self.ing.config.extract_options();
         let extracted = timed(&self.timings.extract, || {
             let input = ExtractInput {
                 bytes: &work.bytes,

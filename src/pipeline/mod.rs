@@ -148,6 +148,8 @@ struct Run<'a> {
     stop: &'a AtomicBool,
     /// Chunks embedded in this run.
     embedded: AtomicU64,
+    /// Model tokens of those chunks.
+    embedded_tokens: AtomicU64,
     /// Contents no file holds any more but that a file in flight will hold (hash → chunks):
     /// kept for it to adopt, deleted when the run ends if it does not. Unpinned contents are
     /// deleted as soon as their last holder lets go.
@@ -285,6 +287,7 @@ pub(crate) fn run(
         cancelled: AtomicBool::new(false),
         stop,
         embedded: AtomicU64::new(0),
+        embedded_tokens: AtomicU64::new(0),
         orphaned: Mutex::new(HashMap::new()),
         pinned: Mutex::new(HashMap::new()),
         saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
@@ -327,11 +330,19 @@ pub(crate) fn run(
     }
     run.finish_containers()?;
     run.delete_orphans()?;
+    let mut optimize = Duration::ZERO;
     if let Some(store) = lock(&ing.store).as_ref() {
         store.flush();
+        let started = Instant::now();
+        if let Err(e) = store.optimize() {
+            // Searches stay correct (exact) without it; the next run tries again.
+            tracing::warn!("could not optimize the index: {e}");
+        }
+        optimize = started.elapsed();
     }
     let t = &run.timings;
     report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
+    report.summary.tokens_embedded = run.embedded_tokens.load(Ordering::Relaxed);
     // Observers saw completion order; the returned ledger is in locator order.
     report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
     report.summary.seconds = StageSeconds {
@@ -342,6 +353,7 @@ pub(crate) fn run(
         chunk: lock(&t.chunk).as_secs_f64(),
         embed: lock(&t.embed).as_secs_f64(),
         store: lock(&t.store).as_secs_f64(),
+        optimize: optimize.as_secs_f64(),
         total: started.elapsed().as_secs_f64(),
     };
     {

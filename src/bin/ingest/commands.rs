@@ -35,6 +35,7 @@ pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Re
 pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> Config {
     let mut config = Config::new(&common.data_dir);
     config.model_dir = common.model_dir.clone();
+    config.model_variant = common.model_variant;
     if let Some(args) = extract {
         config.include_hidden = args.hidden;
         config.retry_unindexed = args.retry;
@@ -196,6 +197,13 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
         .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let listener = Server::bind(&socket)?;
     let ingestor = Arc::new(take_index(common, &args.extract)?);
+    // Searches through the daemon answer from a loaded model from the first one on.
+    let warming = Arc::clone(&ingestor);
+    std::thread::spawn(move || {
+        if let Err(e) = warming.load_model() {
+            tracing::warn!("could not load the embedding model yet: {e}");
+        }
+    });
     let roots: Vec<PathBuf> = args
         .folders
         .iter()

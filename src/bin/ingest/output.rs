@@ -50,10 +50,19 @@ pub(crate) fn print_summary(out: &mut impl Write, json: bool, s: &Summary) -> an
             )?;
         }
         let t = &s.seconds;
+        if s.chunks_embedded > 0 && t.embed > 0.0 {
+            writeln!(
+                out,
+                "embedding: {} tokens, {:.1} chunks/s, {:.0} tokens/s (of embedding time)",
+                s.tokens_embedded,
+                s.chunks_embedded as f64 / t.embed,
+                s.tokens_embedded as f64 / t.embed
+            )?;
+        }
         writeln!(
             out,
-            "seconds: unpack {:.2} · extract {:.2} · chunk {:.2} · embed {:.2} · store {:.2} · total {:.2}",
-            t.unpack, t.extract, t.chunk, t.embed, t.store, t.total
+            "seconds: unpack {:.2} · extract {:.2} · chunk {:.2} · embed {:.2} · store {:.2} · optimize {:.2} · total {:.2}",
+            t.unpack, t.extract, t.chunk, t.embed, t.store, t.optimize, t.total
         )?;
     }
     Ok(())

@@ -1,0 +1,570 @@
+//! The end-to-end benchmark: every figure of the README's performance table, measured in one
+//! run on the same inputs, each beside the best alternative measured in that run.
+//!
+//! ```text
+//! make bench-e2e CORPUS=DIR        # or: cargo bench --bench e2e -- --corpus DIR [options]
+//! ```
+//!
+//! 1. **PDF text, one core**: our PDF extractor (in-process, no OCR) over every PDF of the
+//!    corpus, against `pdftotext` on the same files; pages/s.
+//! 2. **Extraction only, all cores**: every corpus file read, unpacked and extracted in
+//!    isolated workers as `ingest` does (OCR on, its default), against Kreuzberg's default
+//!    configuration on the same files and as many threads (`--kreuzberg PYTHON`); files/s and
+//!    how many gave text, none, or an error.
+//! 3. **Ingest**: the real `ingest` binary on the corpus, once per model variant, against the
+//!    ceiling: the same model embedding the same chunks in a bare loop (no extraction,
+//!    chunking or store running beside it); chunks/s and tokens/s.
+//! 4. **Warm search**: hybrid searches (the default) through `Ingestor::search_filtered`, the
+//!    call the daemon, MCP and CLI faces make, with the model loaded and the index open, on
+//!    indexes of `--sizes` chunks (real chunks of `--search-source`, copied with slightly
+//!    moved vectors and renamed files until the size is reached, then optimized as an ingest
+//!    leaves them); p50/p99 over `--queries`.
+//!
+//! Figures depend on the machine; the table says what ran beside what.
+
+// A benchmark whose setup fails has nothing to measure: it stops, like a test.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
+use ingest::testing::{
+    EdgeIndex, Embedder, ExportedPoint, FastEmbedder, IndexWrite, Leaf, Unpacker, WorkerPool,
+};
+use ingest::{
+    find_model_dir, Config, Ingestor, IsolationConfig, Limits, ModelVariant, Scope, SearchFilter,
+    SearchMode,
+};
+use rayon::prelude::*;
+
+struct Args {
+    corpus: PathBuf,
+    search_source: Option<PathBuf>,
+    sizes: Vec<usize>,
+    kreuzberg: Option<PathBuf>,
+    queries: PathBuf,
+    variants: Vec<ModelVariant>,
+    rounds: usize,
+}
+
+fn args() -> Args {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut a = Args {
+        corpus: root.join("fixtures"),
+        search_source: None,
+        sizes: vec![10_000, 100_000],
+        kreuzberg: None,
+        queries: root.join("eval/dev.tsv"),
+        variants: ModelVariant::ALL.to_vec(),
+        rounds: 5,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--bench" => {}
+            "--corpus" => a.corpus = value().into(),
+            "--search-source" => a.search_source = Some(value().into()),
+            "--sizes" => {
+                a.sizes = value()
+                    .split(',')
+                    .map(|s| s.trim().parse().expect("--sizes 10000,100000"))
+                    .collect()
+            }
+            "--kreuzberg" => a.kreuzberg = Some(value().into()),
+            "--queries" => a.queries = value().into(),
+            "--variants" => {
+                a.variants = value()
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .expect("--variants dynamic-int8,int8-weights")
+                    })
+                    .collect()
+            }
+            "--rounds" => a.rounds = value().parse().expect("--rounds N"),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    a
+}
+
+/// One line of the final table.
+struct Row {
+    what: String,
+    ours: String,
+    other: String,
+    ratio: String,
+}
+
+fn row(rows: &mut Vec<Row>, what: &str, ours: String, other: String, ratio: String) {
+    eprintln!("  {what}: {ours} | {other} | {ratio}");
+    rows.push(Row {
+        what: what.into(),
+        ours,
+        other,
+        ratio,
+    });
+}
+
+fn corpus_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("corpus folder").flatten() {
+            let p = e.path();
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() {
+                stack.push(p);
+            } else if t.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn main() {
+    let a = args();
+    let files = corpus_files(&a.corpus);
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    eprintln!(
+        "e2e: {} files, {:.1} MB in {}; {} cores",
+        files.len(),
+        bytes as f64 / 1e6,
+        a.corpus.display(),
+        cores()
+    );
+    let config = Config::new(std::env::temp_dir());
+    let mut rows = Vec::new();
+    pdf_text(&files, &config, &mut rows);
+    extraction(&files, &config, a.kreuzberg.as_deref(), &mut rows);
+    let mut ingested = None;
+    for &variant in &a.variants {
+        let dir = ingest_run(&a.corpus, variant, &mut rows);
+        if variant == ModelVariant::default() {
+            ingested = Some(dir);
+        }
+    }
+    let source = a
+        .search_source
+        .clone()
+        .or_else(|| ingested.as_ref().map(|d| d.path().to_path_buf()));
+    match source {
+        Some(source) => {
+            for &size in &a.sizes {
+                search(&source, size, &a.queries, a.rounds, &mut rows);
+            }
+        }
+        None => {
+            eprintln!("search: skipped (no index: give --search-source or ingest dynamic-int8)")
+        }
+    }
+    println!();
+    println!("| measure | ingest | alternative | ratio |");
+    println!("|---|---|---|---|");
+    for r in &rows {
+        println!("| {} | {} | {} | {} |", r.what, r.ours, r.other, r.ratio);
+    }
+}
+
+/// Step 1: our PDF text path against `pdftotext`, both on one core.
+fn pdf_text(files: &[PathBuf], config: &Config, rows: &mut Vec<Row>) {
+    let pdfs: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
+        .collect();
+    if pdfs.is_empty() {
+        eprintln!("pdf: no PDFs in the corpus");
+        return;
+    }
+    let mut options = config.extract_options();
+    options.ocr.enabled = false;
+    let mut pages = 0u64;
+    let mut ours = Duration::ZERO;
+    for f in &pdfs {
+        let bytes = std::fs::read(f).expect("read");
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let started = Instant::now();
+        let detected = detect(&bytes, &name);
+        let locator = Locator::root(name.as_str());
+        let out = extract(&ExtractInput {
+            bytes: &bytes,
+            locator: &locator,
+            file_hash: "0000000000000000",
+            detected: &detected,
+            options: &options,
+        });
+        ours += started.elapsed();
+        pages += out
+            .ok()
+            .and_then(|e| e.structure.page_count)
+            .map_or(0, u64::from);
+    }
+    let started = Instant::now();
+    let mut ran = true;
+    for f in &pdfs {
+        ran &= Command::new("pdftotext")
+            .args(["-q".as_ref(), f.as_os_str(), "/dev/null".as_ref()])
+            .status()
+            .is_ok();
+    }
+    let theirs = started.elapsed();
+    let ours_rate = pages as f64 / ours.as_secs_f64();
+    let what = format!("PDF text, 1 core ({} PDFs, {pages} pages)", pdfs.len());
+    if ran {
+        let theirs_rate = pages as f64 / theirs.as_secs_f64();
+        row(
+            rows,
+            &what,
+            format!("{ours_rate:.0} pages/s"),
+            format!("pdftotext {theirs_rate:.0} pages/s"),
+            format!("{:.2}×", ours_rate / theirs_rate),
+        );
+    } else {
+        row(
+            rows,
+            &what,
+            format!("{ours_rate:.0} pages/s"),
+            "pdftotext missing".into(),
+            "–".into(),
+        );
+    }
+}
+
+/// How one top-level file came out of an extraction-only pass.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Outcome {
+    Text,
+    Empty,
+    Error,
+}
+
+/// Step 2: unpack + extract every file on all cores, as the pipeline's extract stage does (isolated
+/// workers, OCR on), against Kreuzberg on the same files.
+fn extraction(files: &[PathBuf], config: &Config, kreuzberg: Option<&Path>, rows: &mut Vec<Row>) {
+    let pool = WorkerPool::new(IsolationConfig {
+        program: Some(env!("CARGO_BIN_EXE_ingest").into()),
+        ..IsolationConfig::default()
+    });
+    let options = config.extract_options();
+    let limits = Limits::default();
+    let threads = cores();
+    let rayon = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    let started = Instant::now();
+    let outcomes: Vec<Outcome> = rayon.install(|| {
+        files
+            .par_iter()
+            .map(|f| {
+                let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                let mut leaves = Vec::new();
+                Unpacker::new(&limits)
+                    .expand_file(f, &Locator::root(name.as_str()), &mut |l| leaves.push(l));
+                let mut text = false;
+                let mut error = false;
+                for leaf in leaves {
+                    match leaf {
+                        Leaf::File {
+                            locator,
+                            bytes,
+                            detected,
+                        } => {
+                            let input = ExtractInput {
+                                bytes: &bytes,
+                                locator: &locator,
+                                file_hash: "0000000000000000",
+                                detected: &detected,
+                                options: &options,
+                            };
+                            match pool.extract(&input) {
+                                Ok(e) => {
+                                    text |= e.objects.iter().any(|o| {
+                                        o.content_type == ContentType::Text
+                                            && !o.data.trim().is_empty()
+                                    })
+                                }
+                                Err(_) => error = true,
+                            }
+                        }
+                        Leaf::Failed { .. } => error = true,
+                        _ => {}
+                    }
+                }
+                if text {
+                    Outcome::Text
+                } else if error {
+                    Outcome::Error
+                } else {
+                    Outcome::Empty
+                }
+            })
+            .collect()
+    });
+    let ours = started.elapsed();
+    let count = |o: &[Outcome], x: Outcome| o.iter().filter(|&&y| y == x).count();
+    let ours_rate = files.len() as f64 / ours.as_secs_f64();
+    let ours_text = format!(
+        "{ours_rate:.2} files/s: {} with text, {} without, {} errors",
+        count(&outcomes, Outcome::Text),
+        count(&outcomes, Outcome::Empty),
+        count(&outcomes, Outcome::Error)
+    );
+    let what = format!("extraction only, {threads} cores ({} files)", files.len());
+    let Some(python) = kreuzberg else {
+        row(
+            rows,
+            &what,
+            ours_text,
+            "kreuzberg not run (--kreuzberg PYTHON)".into(),
+            "–".into(),
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/kreuzberg_extract.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script).arg(threads.to_string()).args(files);
+    let out = cmd.output().expect("run kreuzberg");
+    let report: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "kreuzberg gave no report: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+            )
+        });
+    let secs = report["seconds"].as_f64().unwrap_or(f64::NAN);
+    let theirs_rate = files.len() as f64 / secs;
+    row(
+        rows,
+        &what,
+        ours_text,
+        format!(
+            "kreuzberg {} {theirs_rate:.2} files/s: {} with text, {} without, {} errors",
+            report["version"].as_str().unwrap_or("?"),
+            report["text"],
+            report["empty"],
+            report["error"]
+        ),
+        format!("{:.2}×", ours_rate / theirs_rate),
+    );
+}
+
+/// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
+/// model in a bare loop. Returns the data directory (the search benchmark's default source).
+fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--model-variant", variant.name(), "--json"])
+        .arg(corpus)
+        .output()
+        .expect("run ingest");
+    let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .unwrap_or_else(|| {
+            panic!(
+                "ingest gave no summary: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
+    let tokens = summary["tokens_embedded"].as_f64().unwrap_or(0.0);
+    let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
+
+    // The same chunks, as stored, through the same model with nothing else running.
+    let index = EdgeIndex::open(dir.path()).expect("open the index");
+    let mut texts = Vec::new();
+    index
+        .export_points(&mut |p: ExportedPoint| {
+            if let Some(t) = p.payload.get("text").and_then(|t| t.as_str()) {
+                texts.push(t.to_string());
+            }
+        })
+        .expect("export");
+    drop(index);
+    let model_dir = find_model_dir(None).expect("model provisioned");
+    let embedder =
+        FastEmbedder::load(&model_dir, variant, Config::default().embed_batch).expect("load model");
+    let window = Config::default().embed_batch * 4;
+    let started = Instant::now();
+    for group in texts.chunks(window) {
+        let refs: Vec<&str> = group.iter().map(String::as_str).collect();
+        embedder.embed(&refs).expect("embed");
+    }
+    let ceiling = started.elapsed().as_secs_f64();
+    let what = format!("ingest, {variant} ({} chunks, {} tokens)", chunks, tokens);
+    row(
+        rows,
+        &what,
+        format!(
+            "{:.1} chunks/s, {:.0} tokens/s ({total:.0} s)",
+            chunks / total,
+            tokens / total
+        ),
+        format!(
+            "bare model loop {:.1} chunks/s, {:.0} tokens/s",
+            texts.len() as f64 / ceiling,
+            tokens / ceiling
+        ),
+        format!("{:.2} of the ceiling", ceiling / total),
+    );
+    dir
+}
+
+/// Step 4: warm hybrid searches on an index of `size` chunks built from `source`'s points.
+fn search(source: &Path, size: usize, queries: &Path, rounds: usize, rows: &mut Vec<Row>) {
+    let mut points = Vec::new();
+    EdgeIndex::open(source)
+        .expect("open the search source")
+        .export_points(&mut |p| points.push(p))
+        .expect("export");
+    if points.is_empty() {
+        eprintln!("search: {} holds no points", source.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest::prepare_data_dir(dir.path()).expect("data dir");
+    let variant_file = source.join("embedding-model");
+    if variant_file.is_file() {
+        std::fs::copy(&variant_file, dir.path().join("embedding-model")).expect("copy");
+    }
+    let started = Instant::now();
+    {
+        let index = EdgeIndex::open(dir.path()).expect("open");
+        let mut copy = 0u64;
+        let mut written = 0usize;
+        'fill: loop {
+            for group in points.chunks(1000) {
+                let batch: Vec<ExportedPoint> = group
+                    .iter()
+                    .take(size - written)
+                    .map(|p| copied(p, copy))
+                    .collect();
+                written += batch.len();
+                index.import_points(&batch).expect("import");
+                if written >= size {
+                    break 'fill;
+                }
+            }
+            copy += 1;
+        }
+        index.flush();
+        index.optimize().expect("optimize");
+    }
+    let built = started.elapsed().as_secs_f64();
+    let questions: Vec<String> = std::fs::read_to_string(queries)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+        .filter(|q| !q.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let questions = if questions.is_empty() {
+        vec![
+            "who kept the lighthouse".to_string(),
+            "quarterly revenue".to_string(),
+        ]
+    } else {
+        questions
+    };
+    let ingestor = Ingestor::open(Config::new(dir.path())).expect("open");
+    let scope = Scope::user("local");
+    let filter = SearchFilter::default();
+    let mut times = Vec::new();
+    for mode in [SearchMode::Hybrid] {
+        // Warm: the model loads and the index opens on the first search.
+        ingestor
+            .search_filtered(&questions[0], &scope, 10, None, &filter, mode)
+            .expect("search");
+        for _ in 0..rounds {
+            for q in &questions {
+                let started = Instant::now();
+                let hits = ingestor
+                    .search_filtered(q, &scope, 10, None, &filter, mode)
+                    .expect("search");
+                times.push(started.elapsed().as_secs_f64() * 1e3);
+                assert!(!hits.is_empty(), "no hits for {q}");
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+    row(
+        rows,
+        &format!(
+            "warm hybrid search, {size} chunks ({} searches)",
+            times.len()
+        ),
+        format!("p50 {:.1} ms, p99 {:.1} ms", pct(0.5), pct(0.99)),
+        format!("index built from copies in {built:.0} s"),
+        "–".into(),
+    );
+}
+
+/// Copy `k` of a point: another id, files renamed under `copy-k/`, the vector moved a little
+/// (so copies are neighbours, not duplicates).
+fn copied(p: &ExportedPoint, k: u64) -> ExportedPoint {
+    if k == 0 {
+        return p.clone();
+    }
+    let mut q = p.clone();
+    q.id = p.id.rotate_left(13) ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let rename = |v: &mut serde_json::Value| {
+        if let Some(s) = v.as_str() {
+            *v = serde_json::Value::String(format!("copy-{k}/{s}"));
+        }
+    };
+    for field in ["locators", "containers"] {
+        if let Some(list) = q.payload.get_mut(field).and_then(|v| v.as_array_mut()) {
+            list.iter_mut().for_each(rename);
+        }
+    }
+    for field in ["content_hash"] {
+        if let Some(v) = q.payload.get_mut(field) {
+            rename(v);
+        }
+    }
+    // A deterministic small displacement, renormalised.
+    let mut state = q.id | 1;
+    let mut norm = 0.0f32;
+    for x in &mut q.vector {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let noise = ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.035;
+        *x += noise;
+        norm += *x * *x;
+    }
+    let norm = norm.sqrt().max(f32::MIN_POSITIVE);
+    q.vector.iter_mut().for_each(|x| *x /= norm);
+    q
+}
