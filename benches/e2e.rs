@@ -46,6 +46,8 @@ use rayon::prelude::*;
 
 struct Args {
     corpus: PathBuf,
+    ingest_corpus: Option<PathBuf>,
+    baseline: Option<PathBuf>,
     search_source: Option<PathBuf>,
     sizes: Vec<usize>,
     kreuzberg: Option<PathBuf>,
@@ -58,6 +60,8 @@ fn args() -> Args {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut a = Args {
         corpus: root.join("fixtures"),
+        ingest_corpus: None,
+        baseline: None,
         search_source: None,
         sizes: vec![10_000, 100_000],
         kreuzberg: None,
@@ -71,6 +75,8 @@ fn args() -> Args {
         match arg.as_str() {
             "--bench" => {}
             "--corpus" => a.corpus = value().into(),
+            "--ingest-corpus" => a.ingest_corpus = Some(value().into()),
+            "--baseline-binary" => a.baseline = Some(value().into()),
             "--search-source" => a.search_source = Some(value().into()),
             "--sizes" => {
                 a.sizes = value()
@@ -157,11 +163,15 @@ fn main() {
     pdf_text(&files, &config, &mut rows);
     extraction(&files, &config, a.kreuzberg.as_deref(), &mut rows);
     let mut ingested = None;
+    let ingest_corpus = a.ingest_corpus.as_deref().unwrap_or(&a.corpus);
     for &variant in &a.variants {
-        let dir = ingest_run(&a.corpus, variant, &mut rows);
+        let dir = ingest_run(ingest_corpus, variant, &mut rows);
         if variant == ModelVariant::default() {
             ingested = Some(dir);
         }
+    }
+    if let Some(baseline) = &a.baseline {
+        baseline_run(baseline, ingest_corpus, &mut rows);
     }
     let source = a
         .search_source
@@ -437,6 +447,48 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> temp
         format!("{:.2} of the ceiling", ceiling / total),
     );
     dir
+}
+
+/// An earlier build of `ingest` (as given) on the same corpus: what a change gained.
+fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("--json")
+        .arg(corpus)
+        .output()
+        .expect("run the baseline binary");
+    let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .unwrap_or_else(|| {
+            panic!(
+                "baseline gave no summary: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
+    let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
+    let ours = rows
+        .iter()
+        .find(|r| {
+            r.what
+                .starts_with(&format!("ingest, {}", ModelVariant::default()))
+        })
+        .and_then(|r| r.ours.split(' ').next())
+        .and_then(|x| x.parse::<f64>().ok());
+    let rate = chunks / total;
+    row(
+        rows,
+        &format!("ingest, baseline {} ({chunks} chunks)", binary.display()),
+        format!("{rate:.1} chunks/s ({total:.0} s)"),
+        "(the build before this change)".into(),
+        ours.map_or("–".into(), |o| {
+            format!("this build: {:.2}× its chunks/s", o / rate)
+        }),
+    );
 }
 
 /// Step 4: warm hybrid searches on an index of `size` chunks built from `source`'s points.

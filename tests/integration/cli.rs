@@ -366,3 +366,54 @@ fn retry_reads_again_what_a_limit_refused_though_unchanged() {
     assert_eq!(status_of(&lines, "tides.md"), "unchanged");
     assert_eq!(status_of(&lines, "long.md"), "unchanged");
 }
+
+/// Fairness: files that reach the embed stage while a big file is being embedded share its
+/// batches, so they are indexed long before it is. Here two small files that take OCR time
+/// to extract (so they arrive after the big one) must be on the ledger before the ~300-chunk
+/// file; an embed stage that finished files first in, first out would list them after it.
+#[test]
+fn small_files_arriving_behind_a_big_one_are_indexed_before_it() {
+    let sb = Sandbox::new();
+    let docs = sb.path("docs");
+    std::fs::create_dir_all(docs.join("later")).unwrap();
+    let words = [
+        "harbour", "tide", "ledger", "survey", "buoy", "vessel", "anchor", "cliff", "beacon",
+        "keeper", "storm", "chart",
+    ];
+    let big: String = (0..60_000)
+        .map(|i| {
+            let w = words[(i * 7 + i / 13) % words.len()];
+            if i % 15 == 14 {
+                format!("{w}{i}.\n")
+            } else {
+                format!("{w} ")
+            }
+        })
+        .collect();
+    std::fs::write(docs.join("a-manual.txt"), big).unwrap();
+    for name in ["scanned-letter.pdf", "whiteboard.png"] {
+        std::fs::copy(
+            fixtures().join("formats").join(name),
+            docs.join("later").join(name),
+        )
+        .unwrap();
+    }
+    let (lines, summary, code) = sb.ingest(&[docs.as_path()]);
+    assert_eq!(code, 0, "{lines:#?}");
+    let at = |suffix: &str| {
+        lines
+            .iter()
+            .position(|l| l["locator"].as_str().is_some_and(|s| s.ends_with(suffix)))
+            .unwrap_or_else(|| panic!("no line for {suffix}: {lines:#?}"))
+    };
+    let big_at = at("a-manual.txt");
+    let big_chunks = lines[big_at]["chunks"].as_u64().unwrap();
+    assert!(big_chunks >= 250, "{big_chunks} chunks");
+    for small in ["later/scanned-letter.pdf", "later/whiteboard.png"] {
+        assert!(
+            at(small) < big_at,
+            "{small} listed after the big file: {lines:#?}"
+        );
+    }
+    assert!(summary["tokens_embedded"].as_u64().unwrap() > big_chunks * 200);
+}
