@@ -12,7 +12,7 @@ use crate::lock;
 use crate::report::now_secs;
 use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
-use extractors::{ExtractInput, ExtractOptions, FileContentIndex, FileKind, IndexStatus};
+use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus};
 use rayon::prelude::*;
 
 /// What a chunk weighs in the in-flight budget: its text plus its locator and bookkeeping.
@@ -85,16 +85,13 @@ impl Run<'_> {
         }
         // Claimed now: the claim protects it.
         self.unpin(&hash);
-        let options = ExtractOptions {
-            ocr: self.ing.config.ocr.clone(),
-        };
         let extracted = timed(&self.timings.extract, || {
             let input = ExtractInput {
                 bytes: &work.bytes,
                 locator: &work.locator,
                 file_hash: &hash,
                 detected: &work.detected,
-                options: &options,
+                options: &self.ing.extract_options,
             };
             // Errors, panics, aborts and hangs of a parser are all this file's failure.
             self.ing.extractor.extract(&input)
