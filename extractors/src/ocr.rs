@@ -90,6 +90,10 @@ impl OcrOptions {
 #[serde(default)]
 pub struct ExtractOptions {
     pub ocr: OcrOptions,
+    /// PDFium (`libpdfium.so`) for PDF page text; without it (or when it cannot open a file)
+    /// PDF text comes from pdf-extract. The `ingest` library fills it from the model folder.
+    /// Bound once per process: the first path given wins.
+    pub pdfium_library: Option<PathBuf>,
 }
 
 impl ExtractOptions {
@@ -107,6 +111,7 @@ impl ExtractOptions {
                 enabled: false,
                 ..OcrOptions::default()
             },
+            ..ExtractOptions::default()
         })
     }
 }

@@ -45,6 +45,8 @@ pub const MODEL_NAME: &str = "all-minilm-l6-v2-int8";
 
 /// The ONNX Runtime library file provisioned beside the model.
 pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
+/// PDFium, provisioned beside the model (optional: PDF text falls back to pdf-extract).
+pub const PDFIUM_LIBRARY: &str = "libpdfium.so";
 /// Output dimension of the model.
 pub const DIMENSIONS: usize = 384;
 /// The model's input window in tokens, special tokens included (`max_seq_length`).
@@ -108,6 +110,14 @@ pub fn find_model_dir(explicit: Option<&Path>) -> Result<PathBuf> {
                 }
             },
         })
+}
+
+/// PDFium in the model folder ([`find_model_dir`] of `explicit`), if it is provisioned there;
+/// absolute, since extraction workers load it.
+pub fn find_pdfium(explicit: Option<&Path>) -> Option<PathBuf> {
+    let lib = find_model_dir(explicit).ok()?.join(PDFIUM_LIBRARY);
+    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
+    lib.is_file().then_some(lib)
 }
 
 /// The model's tokenizer from `model_dir` (as [`find_model_dir`] returns it), configured as

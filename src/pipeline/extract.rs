@@ -85,14 +85,13 @@ impl Run<'_> {
         }
         // Claimed now: the claim protects it.
         self.unpin(&hash);
-        let options = self.ing.config.extract_options();
         let extracted = timed(&self.timings.extract, || {
             let input = ExtractInput {
                 bytes: &work.bytes,
                 locator: &work.locator,
                 file_hash: &hash,
                 detected: &work.detected,
-                options: &options,
+                options: &self.ing.extract_options,
             };
             // Errors, panics, aborts and hangs of a parser are all this file's failure.
             self.ing.extractor.extract(&input)

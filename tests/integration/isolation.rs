@@ -61,6 +61,52 @@ fn in_process(name: &str, bytes: &[u8]) -> Result<Extraction, ExtractError> {
     })
 }
 
+/// PDFium loads inside the worker (under its memory limit) and reads the PDF's text there;
+/// in-process extraction without it reads the same pages through pdf-extract.
+#[test]
+fn the_ingest_binary_as_worker_reads_pdf_text_with_pdfium() {
+    let pool = WorkerPool::new(config(
+        PathBuf::from(env!("CARGO_BIN_EXE_ingest")),
+        Duration::from_secs(60),
+    ));
+    let options = ingest::ExtractOptions {
+        pdfium_library: Some(
+            ingest::find_pdfium(None).expect("libpdfium.so in the model folder: run `make models`"),
+        ),
+        ..ingest::ExtractOptions::default()
+    };
+    let name = "survey-report.pdf";
+    let bytes = std::fs::read(crate::util::fixtures().join("formats").join(name)).unwrap();
+    let locator = Locator::root(name);
+    let detected = detect(&bytes, name);
+    let input = ExtractInput {
+        bytes: &bytes,
+        locator: &locator,
+        file_hash: "feed",
+        detected: &detected,
+        options: &options,
+    };
+    let texts = |e: &Extraction| -> Vec<(String, String)> {
+        e.objects
+            .iter()
+            .filter(|o| o.content_type == ingest::ContentType::Text)
+            .map(|o| {
+                let source = o.metadata["text_source"].as_str().unwrap_or("").to_string();
+                (o.context_ref.location.clone(), source)
+            })
+            .collect()
+    };
+    let fast = texts(&pool.extract(&input).unwrap());
+    let slow = texts(&in_process(name, &bytes).unwrap());
+    assert!(!fast.is_empty());
+    assert_eq!(fast.len(), slow.len(), "{fast:?} {slow:?}");
+    for ((at, source), (slow_at, slow_source)) in fast.iter().zip(&slow) {
+        assert_eq!(at, slow_at);
+        assert_eq!(source, "pdfium");
+        assert_eq!(slow_source, "pdf-extract");
+    }
+}
+
 #[test]
 fn the_ingest_binary_as_worker_answers_as_in_process_extraction_and_is_reused() {
     let pool = std::sync::Arc::new(WorkerPool::new(config(
