@@ -63,6 +63,8 @@ struct Auto {
     config: Config,
     socket: PathBuf,
     local: Mutex<Option<Arc<Ingestor>>>,
+    /// Load the embedding model when the local `Ingestor` opens (a long-lived host).
+    load_model_ahead: bool,
 }
 
 /// How often a host holding its own `Ingestor` looks for a daemon that wants the store.
@@ -76,19 +78,14 @@ impl Auto {
             return Ok(Arc::clone(i));
         }
         let opened = Arc::new(Ingestor::open(self.config.clone())?);
-        *slot = Some(Arc::clone(&opened));
-        // Whatever the first call is, the searches after it answer from a loaded model.
-        let warming = Arc::clone(&opened);
-        let loader = std::thread::Builder::new()
-            .name("model-load".into())
-            .spawn(move || {
-                if let Err(e) = warming.load_model() {
-                    tracing::debug!("embedding model not loaded ahead: {e}");
-                }
-            });
-        if let Err(e) = loader {
-            tracing::debug!("no thread to load the model ahead: {e}");
+        if self.load_model_ahead {
+            // Whatever the first call is, the searches after it answer from a loaded model.
+            // Here, not in a thread: a process must not exit while ONNX Runtime loads.
+            if let Err(e) = opened.load_model() {
+                tracing::debug!("embedding model not loaded ahead: {e}");
+            }
         }
+        *slot = Some(Arc::clone(&opened));
         let watched = Arc::downgrade(self);
         let probe = std::thread::Builder::new()
             .name("daemon-probe".into())
@@ -143,6 +140,21 @@ impl ToolHost {
                 socket: crate::watch::socket_path(&config.data_dir),
                 config,
                 local: Mutex::new(None),
+                load_model_ahead: false,
+            })),
+        }
+    }
+
+    /// As [`ToolHost::new`], for a process that answers many calls (an MCP server): when it
+    /// opens the data directory it also loads the embedding model, so every search after the
+    /// first call answers from a loaded model.
+    pub fn long_lived(config: Config) -> Self {
+        ToolHost {
+            kind: Kind::Auto(Arc::new(Auto {
+                socket: crate::watch::socket_path(&config.data_dir),
+                config,
+                local: Mutex::new(None),
+                load_model_ahead: true,
             })),
         }
     }

@@ -98,3 +98,50 @@ pub(crate) fn index_variant(
     }
     Ok(variant)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_keeps_the_variant_that_embedded_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        // A new index: the configured variant, else the default; recorded either way.
+        assert_eq!(
+            index_variant(data, None, false).unwrap(),
+            ModelVariant::DynamicInt8
+        );
+        assert_eq!(
+            std::fs::read_to_string(data.join(VARIANT_FILE)).unwrap(),
+            "dynamic-int8\n"
+        );
+        // Later calls follow the record, and refuse the other variant by name.
+        assert_eq!(
+            index_variant(data, None, true).unwrap(),
+            ModelVariant::DynamicInt8
+        );
+        let refused = index_variant(data, Some(ModelVariant::Int8Weights), true).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("embedded with model variant dynamic-int8"),
+            "{refused}"
+        );
+        // An index from before the record holds int8-weights vectors.
+        let old = tempfile::tempdir().unwrap();
+        assert_eq!(
+            index_variant(old.path(), None, true).unwrap(),
+            ModelVariant::Int8Weights
+        );
+        assert!(index_variant(old.path(), Some(ModelVariant::DynamicInt8), true).is_err());
+        // A new index may start with either.
+        let chosen = tempfile::tempdir().unwrap();
+        assert_eq!(
+            index_variant(chosen.path(), Some(ModelVariant::Int8Weights), false).unwrap(),
+            ModelVariant::Int8Weights
+        );
+        assert_eq!("int8-weights".parse(), Ok(ModelVariant::Int8Weights));
+        assert!("fp16".parse::<ModelVariant>().is_err());
+    }
+}

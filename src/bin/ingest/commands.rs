@@ -197,13 +197,11 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
         .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let listener = Server::bind(&socket)?;
     let ingestor = Arc::new(take_index(common, &args.extract)?);
-    // Searches through the daemon answer from a loaded model from the first one on.
-    let warming = Arc::clone(&ingestor);
-    std::thread::spawn(move || {
-        if let Err(e) = warming.load_model() {
-            tracing::warn!("could not load the embedding model yet: {e}");
-        }
-    });
+    // Searches through the daemon answer from a loaded model from the first one on (loaded
+    // here, not in a thread: a process must not exit while ONNX Runtime loads).
+    if let Err(e) = ingestor.load_model() {
+        tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
+    }
     let roots: Vec<PathBuf> = args
         .folders
         .iter()

@@ -192,7 +192,7 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
         max_answer_chars = config.max_answer_chars,
         "MCP server starting"
     );
-    let host = Arc::new(ToolHost::new(config));
+    let host = Arc::new(ToolHost::long_lived(config));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
