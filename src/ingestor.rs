@@ -59,6 +59,8 @@ pub struct Ingestor {
     /// What every extraction gets: the OCR settings, and PDFium from the model folder when it
     /// is provisioned there (else PDF text comes from pdf-extract, ~5x slower).
     pub(crate) extract_options: extractors::ExtractOptions,
+    /// The model file this index is embedded and searched with (settled when it opens).
+    model_variant: crate::ModelVariant,
     pub(crate) run_lock: Mutex<()>,
 }
 
@@ -77,9 +79,17 @@ impl Ingestor {
         config.validate()?;
         crate::perms::prepare_data_dir(&config.data_dir)?;
         let catalog = Catalog::load(&config.data_dir)?;
+        // Settled before any run: a run fills the catalog before its first embedding, and an
+        // index must not look like one from before the variant record then.
+        let model_variant = crate::embed::index_variant(
+            &config.data_dir,
+            config.model_variant,
+            !catalog.scopes().is_empty(),
+        )?;
         let ingestor = Ingestor {
             extractor: crate::isolation::build(&config.isolation),
             extract_options: config.extract_options(),
+            model_variant,
             config,
             catalog: Mutex::new(catalog),
             embedder: Mutex::new(None),
@@ -134,14 +144,11 @@ impl Ingestor {
             return Ok(Arc::clone(e));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let has_content = !lock(&self.catalog).scopes().is_empty();
-        let variant = crate::embed::index_variant(
-            &self.config.data_dir,
-            self.config.model_variant,
-            has_content,
-        )?;
-        let e: Arc<dyn Embedder> =
-            Arc::new(FastEmbedder::load(&dir, variant, self.config.embed_batch)?);
+        let e: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(
+            &dir,
+            self.model_variant,
+            self.config.embed_batch,
+        )?);
         *slot = Some(Arc::clone(&e));
         Ok(e)
     }

@@ -416,4 +416,15 @@ fn small_files_arriving_behind_a_big_one_are_indexed_before_it() {
         );
     }
     assert!(summary["tokens_embedded"].as_u64().unwrap() > big_chunks * 200);
+    // A new index is embedded with the default model file, and says so.
+    assert_eq!(
+        std::fs::read_to_string(sb.data_dir().join("embedding-model")).unwrap(),
+        "dynamic-int8\n"
+    );
+    let other = sb.run(&["search", "--model-variant", "int8-weights", "harbour"]);
+    assert_eq!(other.status.code(), Some(1), "{other:?}");
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("embedded with model variant dynamic-int8"),
+        "{other:?}"
+    );
 }
