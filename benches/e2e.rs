@@ -471,6 +471,17 @@ fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
         });
     let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
+    // Same chunker, same chunks: this build's token count holds for the baseline's run.
+    let tokens = rows
+        .iter()
+        .find(|r| {
+            r.what
+                .starts_with(&format!("ingest, {}", ModelVariant::default()))
+        })
+        .filter(|r| r.what.contains(&format!("({chunks} chunks")))
+        .and_then(|r| r.what.split(", ").nth(2))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse::<f64>().ok());
     let ours = rows
         .iter()
         .find(|r| {
@@ -483,7 +494,13 @@ fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
     row(
         rows,
         &format!("ingest, baseline {} ({chunks} chunks)", binary.display()),
-        format!("{rate:.1} chunks/s ({total:.0} s)"),
+        match tokens {
+            Some(t) => format!(
+                "{rate:.1} chunks/s, {:.0} tokens/s ({total:.0} s)",
+                t / total
+            ),
+            None => format!("{rate:.1} chunks/s ({total:.0} s)"),
+        },
         "(the build before this change)".into(),
         ours.map_or("–".into(), |o| {
             format!("this build: {:.2}× its chunks/s", o / rate)
@@ -504,9 +521,13 @@ fn search(source: &Path, size: usize, queries: &Path, rounds: usize, rows: &mut 
     }
     let dir = tempfile::tempdir().expect("tempdir");
     ingest::prepare_data_dir(dir.path()).expect("data dir");
+    // The copies keep the source's model variant (an index from before the record: the
+    // earlier model), so queries are embedded as the source's were.
     let variant_file = source.join("embedding-model");
     if variant_file.is_file() {
         std::fs::copy(&variant_file, dir.path().join("embedding-model")).expect("copy");
+    } else {
+        std::fs::write(dir.path().join("embedding-model"), "int8-weights\n").expect("write");
     }
     let started = Instant::now();
     {
