@@ -65,6 +65,12 @@ impl FastEmbedder {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
+        if !dir.join(variant.file_name()).is_file() {
+            return Err(err(format!(
+                "{} (model variant {variant}) is missing: run `make models` (scripts/setup-models.py)",
+                variant.file_name()
+            )));
+        }
         let mut model = UserDefinedEmbeddingModel::new(read(variant.file_name())?, files);
         // all-MiniLM-L6-v2 is trained with mean pooling; fastembed's default here is CLS.
         model.pooling = Some(Pooling::Mean);

@@ -59,6 +59,7 @@ impl std::str::FromStr for ModelVariant {
             .ok_or_else(|| format!("unknown model variant {s:?} (dynamic-int8 or int8-weights)"))
     }
 }
+
 /// The file in a data directory that names the [`ModelVariant`] its vectors came from.
 pub(crate) const VARIANT_FILE: &str = "embedding-model";
 

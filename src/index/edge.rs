@@ -629,6 +629,43 @@ mod tests {
         ids
     }
 
+    /// Export then import gives another shard the same points (ids, vectors, payloads) and
+    /// the same answers, dense and by words (keyword vectors come back from the payloads),
+    /// while the optimizer runs over it.
+    #[test]
+    fn exported_points_imported_elsewhere_answer_the_same() {
+        let alice = Scope::user("alice");
+        let (_a, from) = open();
+        from.upsert(&alice, &chunks("h", 4, "alice/a.txt", 0))
+            .unwrap();
+        from.upsert(&alice, &chunks("g", 3, "alice/b.txt", 2))
+            .unwrap();
+        let mut points = Vec::new();
+        from.export_points(&mut |p| points.push(p)).unwrap();
+        assert_eq!(points.len(), 7);
+        let (_b, to) = open();
+        to.import_points(&points).unwrap();
+        to.optimize().unwrap();
+        let mut again = Vec::new();
+        to.export_points(&mut |p| again.push(p)).unwrap();
+        points.sort_by_key(|p| p.id);
+        again.sort_by_key(|p| p.id);
+        assert_eq!(points, again);
+        let all = SearchFilter::default();
+        for query in [
+            IndexQuery::dense(unit(2)),
+            IndexQuery {
+                vector: None,
+                text: Some("chunk".into()),
+            },
+        ] {
+            let a = from.search(&alice, &query, 10, 0, None, &all).unwrap();
+            let b = to.search(&alice, &query, 10, 0, None, &all).unwrap();
+            assert!(!a.is_empty());
+            assert_eq!(a, b);
+        }
+    }
+
     #[test]
     fn point_ids_derive_from_scope_hash_and_index_and_upserting_again_adds_nothing() {
         let alice = Scope::user("alice");
