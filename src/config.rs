@@ -53,7 +53,7 @@ pub struct ChunkingConfig {
     pub table_rows_tokens: usize,
     /// Most chunks one file may have. A file that needs more is `skipped` with
     /// `limit: chunks` before anything of it is embedded. The default (about 2.5 M tokens,
-    /// some 4000 pages of prose) takes 4–14 minutes to embed at 12–40 chunks/s; chunking stops
+    /// some 4000 pages of prose) takes 3–7 minutes to embed at 25–50 chunks/s; chunking stops
     /// at the limit, so refusing a 100 MB one-line text costs seconds, not hours.
     pub max_file_chunks: usize,
 }
