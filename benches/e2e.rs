@@ -388,23 +388,12 @@ fn extraction(files: &[PathBuf], config: &Config, kreuzberg: Option<&Path>, rows
 /// model in a bare loop. Returns the data directory (the search benchmark's default source).
 fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["--model-variant", variant.name(), "--json"])
-        .arg(corpus)
-        .output()
-        .expect("run ingest");
-    let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v.get("summary").cloned())
-        .unwrap_or_else(|| {
-            panic!(
-                "ingest gave no summary: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+    let summary = ingest_summary(
+        Path::new(env!("CARGO_BIN_EXE_ingest")),
+        dir.path(),
+        &["--model-variant", variant.name()],
+        corpus,
+    );
     let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
     let tokens = summary["tokens_embedded"].as_f64().unwrap_or(0.0);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
@@ -449,26 +438,33 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> temp
     dir
 }
 
-/// An earlier build of `ingest` (as given) on the same corpus: what a change gained.
-fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// `BINARY --data-dir DATA --json FLAGS... CORPUS`: the run's summary.
+fn ingest_summary(binary: &Path, data: &Path, flags: &[&str], corpus: &Path) -> serde_json::Value {
     let out = Command::new(binary)
         .arg("--data-dir")
-        .arg(dir.path())
+        .arg(data)
         .arg("--json")
+        .args(flags)
         .arg(corpus)
         .output()
-        .expect("run the baseline binary");
-    let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find_map(|v| v.get("summary").cloned())
         .unwrap_or_else(|| {
             panic!(
-                "baseline gave no summary: {}",
+                "{} gave no summary: {}",
+                binary.display(),
                 String::from_utf8_lossy(&out.stderr)
             )
-        });
+        })
+}
+
+/// An earlier build of `ingest` (as given) on the same corpus: what a change gained.
+fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = ingest_summary(binary, dir.path(), &[], corpus);
     let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
     // Same chunker, same chunks: this build's token count holds for the baseline's run.

@@ -135,26 +135,23 @@ impl ToolHost {
     /// A host for `config.data_dir`: the daemon's socket there when a daemon answers, else an
     /// [`Ingestor`] opened from `config` on the first call that needs one. Opens nothing yet.
     pub fn new(config: Config) -> Self {
-        ToolHost {
-            kind: Kind::Auto(Arc::new(Auto {
-                socket: crate::watch::socket_path(&config.data_dir),
-                config,
-                local: Mutex::new(None),
-                load_model_ahead: false,
-            })),
-        }
+        Self::auto(config, false)
     }
 
     /// As [`ToolHost::new`], for a process that answers many calls (an MCP server): when it
     /// opens the data directory it also loads the embedding model, so every search after the
     /// first call answers from a loaded model.
     pub fn long_lived(config: Config) -> Self {
+        Self::auto(config, true)
+    }
+
+    fn auto(config: Config, load_model_ahead: bool) -> Self {
         ToolHost {
             kind: Kind::Auto(Arc::new(Auto {
                 socket: crate::watch::socket_path(&config.data_dir),
                 config,
                 local: Mutex::new(None),
-                load_model_ahead: true,
+                load_model_ahead,
             })),
         }
     }

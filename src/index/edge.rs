@@ -167,6 +167,7 @@ impl EdgeIndex {
         self.scroll(
             Some(filter(payload::lacking_derived())?),
             WithPayloadInterface::Fields(fields),
+            false,
             &mut |r| {
                 let source = payload::derived_source(&r.payload.map(|p| p.0).unwrap_or_default());
                 groups.entry(source).or_default().push(r.id);
@@ -210,6 +211,7 @@ impl EdgeIndex {
         self.scroll(
             Some(lacking),
             WithPayloadInterface::Fields(fields),
+            false,
             &mut |r| {
                 // After a failed update the scroll runs out without collecting more.
                 if result.is_err() {
@@ -292,45 +294,35 @@ impl EdgeIndex {
 
     /// Every point with its dense vector and payload, 1 000 at a time.
     pub fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()> {
-        let mut offset = None;
-        loop {
-            let (records, next) = self
-                .shard
-                .scroll(qdrant_edge::ScrollRequest {
-                    offset,
-                    limit: Some(1000),
-                    filter: None,
-                    with_payload: Some(WithPayloadInterface::Bool(true)),
-                    with_vector: WithVector::Bool(true),
-                    order_by: None,
-                })
-                .map_err(|e| self.err(e))?;
-            for r in records {
-                let qdrant_edge::PointId::NumId(id) = r.id else {
-                    return Err(self.err(format!("point {} has no numeric id", r.id)));
-                };
-                let vector = match r.vector {
-                    Some(qdrant_edge::VectorStructInternal::Named(mut named)) => {
-                        match named.remove("") {
-                            Some(qdrant_edge::VectorInternal::Dense(v)) => v,
-                            _ => return Err(self.err(format!("point {id} has no dense vector"))),
-                        }
-                    }
-                    Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
-                    _ => return Err(self.err(format!("point {id} has no dense vector"))),
-                };
-                let payload = r.payload.map(|p| p.0).unwrap_or_default();
-                visit(ExportedPoint {
-                    id,
-                    vector,
-                    payload,
-                });
+        let mut failed = None;
+        self.scroll(None, WithPayloadInterface::Bool(true), true, &mut |r| {
+            if failed.is_some() {
+                return;
             }
-            match next {
-                Some(n) => offset = Some(n),
-                None => return Ok(()),
+            let qdrant_edge::PointId::NumId(id) = r.id else {
+                failed = Some(format!("point {} has no numeric id", r.id));
+                return;
+            };
+            let vector = match r.vector {
+                Some(qdrant_edge::VectorStructInternal::Named(mut named)) => match named.remove("")
+                {
+                    Some(qdrant_edge::VectorInternal::Dense(v)) => v,
+                    _ => Vec::new(),
+                },
+                Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
+                _ => Vec::new(),
+            };
+            if vector.is_empty() {
+                failed = Some(format!("point {id} has no dense vector"));
+                return;
             }
-        }
+            visit(ExportedPoint {
+                id,
+                vector,
+                payload: r.payload.map(|p| p.0).unwrap_or_default(),
+            });
+        })?;
+        failed.map_or(Ok(()), |reason| Err(self.err(reason)))
     }
 
     /// Insert `points` as they are (replacing points with the same ids); their keyword
@@ -371,6 +363,7 @@ impl EdgeIndex {
         &self,
         filter: Option<Filter>,
         with_payload: WithPayloadInterface,
+        with_vector: bool,
         visit: &mut dyn FnMut(qdrant_edge::Record),
     ) -> Result<()> {
         let mut offset = None;
@@ -382,7 +375,7 @@ impl EdgeIndex {
                     limit: Some(1000),
                     filter: filter.clone(),
                     with_payload: Some(with_payload.clone()),
-                    with_vector: WithVector::Bool(false),
+                    with_vector: WithVector::Bool(with_vector),
                     order_by: None,
                 })
                 .map_err(|e| self.err(e))?;
@@ -521,9 +514,14 @@ impl IndexRead for EdgeIndex {
             .map(|f| f.parse())
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|_| self.err("bad payload field name"))?;
-        self.scroll(None, WithPayloadInterface::Fields(fields), &mut |r| {
-            visit(payload::record(&r.payload.map(|p| p.0).unwrap_or_default()));
-        })
+        self.scroll(
+            None,
+            WithPayloadInterface::Fields(fields),
+            false,
+            &mut |r| {
+                visit(payload::record(&r.payload.map(|p| p.0).unwrap_or_default()));
+            },
+        )
     }
 }
 
@@ -619,6 +617,7 @@ mod tests {
             .scroll(
                 Some(filter(payload::scope_filter(scope)).unwrap()),
                 WithPayloadInterface::Bool(false),
+                false,
                 &mut |r| match r.id {
                     PointId::NumId(n) => ids.push(n),
                     other => panic!("unexpected id {other:?}"),
