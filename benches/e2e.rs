@@ -166,7 +166,7 @@ fn main() {
     let ingest_corpus = a.ingest_corpus.as_deref().unwrap_or(&a.corpus);
     for &variant in &a.variants {
         let dir = ingest_run(ingest_corpus, variant, &mut rows);
-        if variant == ModelVariant::default() {
+        if ingested.is_none() || variant == ModelVariant::DynamicInt8 {
             ingested = Some(dir);
         }
     }
@@ -184,7 +184,7 @@ fn main() {
             }
         }
         None => {
-            eprintln!("search: skipped (no index: give --search-source or ingest dynamic-int8)")
+            eprintln!("search: skipped (no index: give --search-source or an ingest variant)")
         }
     }
     println!();
@@ -472,7 +472,7 @@ fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
         .iter()
         .find(|r| {
             r.what
-                .starts_with(&format!("ingest, {}", ModelVariant::default()))
+                .starts_with(&format!("ingest, {}", ModelVariant::DynamicInt8))
         })
         .filter(|r| r.what.contains(&format!("({chunks} chunks")))
         .and_then(|r| r.what.split(", ").nth(2))
@@ -482,7 +482,7 @@ fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
         .iter()
         .find(|r| {
             r.what
-                .starts_with(&format!("ingest, {}", ModelVariant::default()))
+                .starts_with(&format!("ingest, {}", ModelVariant::DynamicInt8))
         })
         .and_then(|r| r.ours.split(' ').next())
         .and_then(|x| x.parse::<f64>().ok());

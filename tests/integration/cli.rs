@@ -398,7 +398,8 @@ fn small_files_arriving_behind_a_big_one_are_indexed_before_it() {
         )
         .unwrap();
     }
-    let (lines, summary, code) = sb.ingest(&[docs.as_path()]);
+    let (lines, summary, code) =
+        sb.ingest_with(&["--model-variant", "dynamic-int8"], &[docs.as_path()]);
     assert_eq!(code, 0, "{lines:#?}");
     let at = |suffix: &str| {
         lines
@@ -416,7 +417,7 @@ fn small_files_arriving_behind_a_big_one_are_indexed_before_it() {
         );
     }
     assert!(summary["tokens_embedded"].as_u64().unwrap() > big_chunks * 200);
-    // A new index is embedded with the default model file, and says so.
+    // The index records the model file it was embedded with, and refuses the other.
     assert_eq!(
         std::fs::read_to_string(sb.data_dir().join("embedding-model")).unwrap(),
         "dynamic-int8\n"
