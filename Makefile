@@ -41,9 +41,17 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --release --locked --workspace --all-targets -- -D warnings
 
-## Formatting, lints, then every unit and integration test (real model, real store).
+## Formatting, lints, then every unit and integration test (real model, real store, and a
+## real Qdrant server when one is provisioned: see scripts/find-qdrant.sh; without one the
+## tests named `qdrant` are left out and nextest reports them as skipped).
 test: models deps lint
-	cargo nextest run --release --locked --workspace --no-fail-fast
+	@if qdrant=$$(scripts/find-qdrant.sh); then \
+	  echo "Qdrant server tests: run with $$qdrant"; \
+	  cargo nextest run --release --locked --workspace --no-fail-fast; \
+	else \
+	  echo "Qdrant server tests: SKIPPED (no QDRANT_URL, INGEST_QDRANT_BIN or ../shared/qdrant)"; \
+	  cargo nextest run --release --locked --workspace --no-fail-fast -E 'not test(/qdrant/)'; \
+	fi
 
 ## Rebuild the generated fixtures (archives) from scripts/make-fixtures.py.
 fixtures:

@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 
 use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    EdgeIndex, Embedder, ExportedPoint, FastEmbedder, IndexWrite, Leaf, Unpacker, WorkerPool,
+    EdgeIndex, Embedder, ExportedPoint, FastEmbedder, IndexRead, IndexWrite, Leaf, Unpacker,
+    WorkerPool,
 };
 use ingest::{
     find_model_dir, Config, Ingestor, IsolationConfig, Limits, ModelVariant, Scope, SearchFilter,

@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use ingest::testing::{EdgeIndex, Embedder, FastEmbedder, IndexWrite};
+use ingest::testing::{EdgeIndex, Embedder, FastEmbedder, IndexRead, IndexWrite};
 use ingest::{find_model_dir, ModelVariant};
 
 fn main() {

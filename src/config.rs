@@ -120,6 +120,51 @@ pub struct Config {
     /// their file (so under the same worker limits). On by default; a missing `tesseract`
     /// leaves files indexed without OCR text (their objects say why).
     pub ocr: extractors::OcrOptions,
+    /// Where the vector index lives: `None` is the embedded Qdrant Edge shard in
+    /// `data_dir` (nothing to run); a [`crate::ServerConfig`] is a collection on a Qdrant
+    /// server or cluster, which several ingest nodes (each with its own data directory)
+    /// may write at once.
+    pub server: Option<crate::ServerConfig>,
+    /// Ingest only this share of the files: part `I` of `N` (0-based), by a stable hash of
+    /// each top-level file's locator, so that N nodes writing one server collection embed
+    /// disjoint work and together index everything. `None` takes every file.
+    pub partition: Option<Partition>,
+}
+
+/// Part `index` of `count` of the files (see [`Config::partition`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// Which part, from 0.
+    pub index: u32,
+    /// How many parts.
+    pub count: u32,
+}
+
+impl Partition {
+    /// Whether the file (or archive) at `locator` belongs to this part: blake3 of the
+    /// locator, the same on every machine and in every version.
+    pub fn takes(&self, locator: &str) -> bool {
+        let hash = blake3::hash(locator.as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(hash.as_bytes().get(..8).unwrap_or(&[0; 8]));
+        u64::from_le_bytes(first) % u64::from(self.count.max(1)) == u64::from(self.index)
+    }
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+
+    /// `I/N`, with `I` from 0 to `N - 1`.
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        let bad = || format!("partition {s:?}: expected I/N with 0 <= I < N (e.g. 0/2)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Partition { index, count })
+    }
 }
 
 impl Default for Config {
@@ -138,6 +183,8 @@ impl Default for Config {
             include_hidden: false,
             retry_unindexed: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
+            server: None,
+            partition: None,
             max_answer_chars: 100_000,
             ocr: extractors::OcrOptions::default(),
         }

@@ -37,6 +37,14 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The Qdrant server holding the index failed, or could not be reached.
+    #[error("vector store {store}: {reason}")]
+    Server {
+        /// The store's address (`qdrant://HOST:PORT/COLLECTION`).
+        store: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The catalog or a content index could not be read or written.
     #[error("catalog error at {path}: {reason}")]
     Catalog {

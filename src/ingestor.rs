@@ -13,10 +13,16 @@ use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder, FastEmbedd
 use crate::error::{Error, Result};
 use crate::index::{
     Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
-    VectorIndex,
+    ServerIndex, VectorIndex,
 };
 use crate::lock;
 use crate::report::{FileReport, IngestReport};
+
+/// The header line's `format` in an export file.
+const EXPORT_FORMAT: &str = "ingest-export";
+
+/// Points per write when importing.
+const IMPORT_BATCH: usize = 512;
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -84,6 +90,12 @@ impl Ingestor {
         let model_variant = crate::embed::index_variant(
             &config.data_dir,
             config.model_variant,
+            !catalog.scopes().is_empty(),
+        )?;
+        let mut config = config;
+        config.server = crate::index::index_store(
+            &config.data_dir,
+            config.server.take(),
             !catalog.scopes().is_empty(),
         )?;
         let ingestor = Ingestor {
@@ -171,7 +183,13 @@ impl Ingestor {
         if let Some(s) = slot.as_ref() {
             return Ok(Arc::clone(s));
         }
-        let s: Arc<dyn VectorIndex> = Arc::new(EdgeIndex::open(&self.config.data_dir)?);
+        let s: Arc<dyn VectorIndex> = match &self.config.server {
+            None => Arc::new(EdgeIndex::open(&self.config.data_dir)?),
+            Some(server) => Arc::new(ServerIndex::open(
+                server,
+                &crate::index::node_name(&self.config.data_dir)?,
+            )?),
+        };
         *slot = Some(Arc::clone(&s));
         Ok(s)
     }
@@ -247,6 +265,103 @@ impl Ingestor {
         };
         self.store()?
             .search(scope, &index_query, limit, 0, min_score, filter)
+    }
+
+    /// Write every point of the index (id, dense vector, payload) to `out` as JSON lines, in
+    /// no particular order: what [`Ingestor::import`] reads to move the index to another
+    /// store without embedding. Returns the number of points.
+    pub fn export(&self, out: &mut dyn std::io::Write) -> Result<u64> {
+        let _one_run_at_a_time = lock(&self.run_lock);
+        let header = serde_json::json!({
+            "format": EXPORT_FORMAT,
+            "version": 1,
+            "model_variant": self.model_variant.name(),
+        });
+        writeln!(out, "{header}").map_err(|e| Error::io("export", e))?;
+        let mut written = 0u64;
+        let mut failed = None;
+        self.store()?.export_points(&mut |p| {
+            if failed.is_some() {
+                return;
+            }
+            let line = serde_json::to_writer(&mut *out, &p).map_err(std::io::Error::from);
+            match line.and_then(|()| out.write_all(b"\n")) {
+                Ok(()) => written += 1,
+                Err(e) => failed = Some(e),
+            }
+        })?;
+        match failed {
+            Some(e) => Err(Error::io("export", e)),
+            None => Ok(written),
+        }
+    }
+
+    /// Move an index into the store `config` names: add the points of an
+    /// [`Ingestor::export`] read from `input` (nothing is embedded: vectors come with them)
+    /// and record that `config.data_dir`'s catalog now describes that store, so the next
+    /// sync skips what is unchanged. Idempotent: importing the same points again rewrites
+    /// the same ids. Returns the number of points.
+    pub fn import(mut config: Config, input: &mut dyn std::io::BufRead) -> Result<u64> {
+        let mut first = String::new();
+        input
+            .read_line(&mut first)
+            .map_err(|e| Error::io("import", e))?;
+        let header: serde_json::Value = serde_json::from_str(&first).unwrap_or_default();
+        if header.get("format").and_then(|f| f.as_str()) != Some(EXPORT_FORMAT) {
+            return Err(Error::Config(
+                "import: not a file written by `ingest export` (no header line)".into(),
+            ));
+        }
+        // The vectors are this model's: the index must be searched with it.
+        let variant = header
+            .get("model_variant")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .parse::<crate::ModelVariant>()
+            .map_err(|e| Error::Config(format!("import: {e}")))?;
+        if config.model_variant.is_some_and(|v| v != variant) {
+            return Err(Error::Config(format!(
+                "import: the points were embedded with model variant {variant}, not the one asked for"
+            )));
+        }
+        config.model_variant = Some(variant);
+        config.validate()?;
+        crate::perms::prepare_data_dir(&config.data_dir)?;
+        crate::index::record_store(&config.data_dir, config.server.as_ref())?;
+        let ingestor = Ingestor::open(config)?;
+        let _one_run_at_a_time = lock(&ingestor.run_lock);
+        let store = ingestor.store()?;
+        let mut batch = Vec::with_capacity(IMPORT_BATCH);
+        let mut imported = 0u64;
+        for (n, line) in std::io::BufRead::lines(&mut *input).enumerate() {
+            let line = line.map_err(|e| Error::io("import", e))?;
+            let n = n + 1; // after the header
+            if line.trim().is_empty() {
+                continue;
+            }
+            let point: crate::ExportedPoint = serde_json::from_str(&line).map_err(|e| {
+                Error::Config(format!("import line {}: not an exported point: {e}", n + 1))
+            })?;
+            if point.vector.len() != crate::embed::DIMENSIONS {
+                return Err(Error::Config(format!(
+                    "import line {}: a vector of {} dimensions, the model's have {}",
+                    n + 1,
+                    point.vector.len(),
+                    crate::embed::DIMENSIONS
+                )));
+            }
+            batch.push(point);
+            if batch.len() == IMPORT_BATCH {
+                store.import_points(&batch)?;
+                imported += batch.len() as u64;
+                batch.clear();
+            }
+        }
+        store.import_points(&batch)?;
+        imported += batch.len() as u64;
+        store.flush();
+        store.optimize()?;
+        Ok(imported)
     }
 
     /// When the last run ended and what it did.

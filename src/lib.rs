@@ -55,10 +55,13 @@ mod watch;
 pub mod testing;
 
 pub use agent::{AnsweredBy, ToolHost};
-pub use config::{ChunkingConfig, Config, Limits};
+pub use config::{ChunkingConfig, Config, Limits, Partition};
 pub use embed::{find_model_dir, find_pdfium, ModelVariant};
 pub use error::{Error, Result};
-pub use index::{CatalogStats, Hit, IndexQuery, LastRun, RepairReport, SearchFilter, SearchMode};
+pub use index::{
+    CatalogStats, ExportedPoint, Hit, IndexQuery, LastRun, RepairReport, SearchFilter, SearchMode,
+    ServerConfig,
+};
 pub use ingestor::{Ingestor, Input};
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};

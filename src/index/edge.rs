@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord, SearchFilter,
-    StoredChunk, MAX_SEARCH_HITS,
+    payload, point_id, ExportedPoint, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord,
+    SearchFilter, StoredChunk, MAX_SEARCH_HITS,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -25,19 +25,6 @@ use extractors::Scope;
 
 /// The shard's folder inside the data directory.
 pub const SHARD_DIR: &str = "shard";
-
-/// One point as stored: its id, dense vector and whole payload. [`EdgeIndex::export_points`]
-/// gives them and [`EdgeIndex::import_points`] takes them (the keyword vector is computed
-/// again from the payload), so an index moves or grows without embedding anything.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ExportedPoint {
-    /// The point id (see `point_id`).
-    pub id: u64,
-    /// The dense embedding.
-    pub vector: Vec<f32>,
-    /// The payload (text, locators, scope, filters' fields).
-    pub payload: serde_json::Map<String, Value>,
-}
 
 /// The embedded Qdrant Edge shard.
 pub struct EdgeIndex {
@@ -51,13 +38,13 @@ pub struct EdgeIndex {
 /// so the top of each ranking weighs most. On eval/dev.tsv, k = 1, 2 and 3 gave recall@5
 /// 0.956/0.956/0.941, page recall@5 0.902 each and MRR 0.90; the RRF paper's 60 gave 0.912,
 /// 0.829 and 0.876 (it lets a chunk ranked fairly by both beat one ranked first by one).
-const RRF_K: usize = 2;
+pub(super) const RRF_K: usize = 2;
 
 /// Candidates each ranking contributes to a fused search, at least.
-const FUSION_CANDIDATES: usize = 100;
+pub(super) const FUSION_CANDIDATES: usize = 100;
 
 /// Hits asked for past the last one wanted, to order ties at the cut deterministically.
-const TIE_ROOM: usize = 16;
+pub(super) const TIE_ROOM: usize = 16;
 
 impl std::fmt::Debug for EdgeIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -292,68 +279,6 @@ impl EdgeIndex {
         store_error(&self.path, e)
     }
 
-    /// Every point with its dense vector and payload, 1 000 at a time.
-    pub fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()> {
-        let mut failed = None;
-        self.scroll(None, WithPayloadInterface::Bool(true), true, &mut |r| {
-            if failed.is_some() {
-                return;
-            }
-            let qdrant_edge::PointId::NumId(id) = r.id else {
-                failed = Some(format!("point {} has no numeric id", r.id));
-                return;
-            };
-            let vector = match r.vector {
-                Some(qdrant_edge::VectorStructInternal::Named(mut named)) => match named.remove("")
-                {
-                    Some(qdrant_edge::VectorInternal::Dense(v)) => v,
-                    _ => Vec::new(),
-                },
-                Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
-                _ => Vec::new(),
-            };
-            if vector.is_empty() {
-                failed = Some(format!("point {id} has no dense vector"));
-                return;
-            }
-            visit(ExportedPoint {
-                id,
-                vector,
-                payload: r.payload.map(|p| p.0).unwrap_or_default(),
-            });
-        })?;
-        failed.map_or(Ok(()), |reason| Err(self.err(reason)))
-    }
-
-    /// Insert `points` as they are (replacing points with the same ids); their keyword
-    /// vectors are computed from their payloads, as a backfill does.
-    pub fn import_points(&self, points: &[ExportedPoint]) -> Result<()> {
-        if points.is_empty() {
-            return Ok(());
-        }
-        let points = points
-            .iter()
-            .map(|p| {
-                let keyword = payload::keyword_source(&p.payload);
-                PointStruct::new(
-                    p.id,
-                    Vectors::new_named([
-                        ("", Vector::from(p.vector.clone())),
-                        (
-                            SPARSE_VECTOR,
-                            Vector::from(self.keywords.document(&keyword)),
-                        ),
-                    ]),
-                    Value::Object(p.payload.clone()),
-                )
-                .into()
-            })
-            .collect();
-        self.update(UpdateOperation::PointOperation(
-            PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
-        ))
-    }
-
     fn update(&self, op: UpdateOperation) -> Result<()> {
         self.shard.update(op).map_err(|e| self.err(e))
     }
@@ -523,6 +448,39 @@ impl IndexRead for EdgeIndex {
             },
         )
     }
+
+    /// Every point with its dense vector and payload, 1 000 at a time.
+    fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()> {
+        let mut failed = None;
+        self.scroll(None, WithPayloadInterface::Bool(true), true, &mut |r| {
+            if failed.is_some() {
+                return;
+            }
+            let qdrant_edge::PointId::NumId(id) = r.id else {
+                failed = Some(format!("point {} has no numeric id", r.id));
+                return;
+            };
+            let vector = match r.vector {
+                Some(qdrant_edge::VectorStructInternal::Named(mut named)) => match named.remove("")
+                {
+                    Some(qdrant_edge::VectorInternal::Dense(v)) => v,
+                    _ => Vec::new(),
+                },
+                Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
+                _ => Vec::new(),
+            };
+            if vector.is_empty() {
+                failed = Some(format!("point {id} has no dense vector"));
+                return;
+            }
+            visit(ExportedPoint {
+                id,
+                vector,
+                payload: r.payload.map(|p| p.0).unwrap_or_default(),
+            });
+        })?;
+        failed.map_or(Ok(()), |reason| Err(self.err(reason)))
+    }
 }
 
 impl IndexWrite for EdgeIndex {
@@ -583,6 +541,35 @@ impl IndexWrite for EdgeIndex {
         Ok(())
     }
 
+    /// Insert `points` as they are (replacing points with the same ids); their keyword
+    /// vectors are computed from their payloads, as a backfill does.
+    fn import_points(&self, points: &[ExportedPoint]) -> Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let points = points
+            .iter()
+            .map(|p| {
+                let keyword = payload::keyword_source(&p.payload);
+                PointStruct::new(
+                    p.id,
+                    Vectors::new_named([
+                        ("", Vector::from(p.vector.clone())),
+                        (
+                            SPARSE_VECTOR,
+                            Vector::from(self.keywords.document(&keyword)),
+                        ),
+                    ]),
+                    Value::Object(p.payload.clone()),
+                )
+                .into()
+            })
+            .collect();
+        self.update(UpdateOperation::PointOperation(
+            PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
+        ))
+    }
+
     /// Persist everything to disk (WAL and segments).
     fn flush(&self) {
         self.shard.flush();
@@ -601,755 +588,8 @@ impl IndexWrite for EdgeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::testing::{chunks, inventory, unit};
-    use qdrant_edge::PointId;
-
-    fn open() -> (tempfile::TempDir, EdgeIndex) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = EdgeIndex::open(dir.path()).unwrap();
-        (dir, store)
-    }
-
-    /// The ids of the points `scope` may read, as the shard holds them, sorted.
-    fn ids(store: &EdgeIndex, scope: &Scope) -> Vec<u64> {
-        let mut ids = Vec::new();
-        store
-            .scroll(
-                Some(filter(payload::scope_filter(scope)).unwrap()),
-                WithPayloadInterface::Bool(false),
-                false,
-                &mut |r| match r.id {
-                    PointId::NumId(n) => ids.push(n),
-                    other => panic!("unexpected id {other:?}"),
-                },
-            )
-            .unwrap();
-        ids.sort_unstable();
-        ids
-    }
-
-    /// Export then import gives another shard the same points (ids, vectors, payloads) and
-    /// the same answers, dense and by words (keyword vectors come back from the payloads),
-    /// while the optimizer runs over it.
-    #[test]
-    fn exported_points_imported_elsewhere_answer_the_same() {
-        let alice = Scope::user("alice");
-        let (_a, from) = open();
-        from.upsert(&alice, &chunks("h", 4, "alice/a.txt", 0))
-            .unwrap();
-        from.upsert(&alice, &chunks("g", 3, "alice/b.txt", 2))
-            .unwrap();
-        let mut points = Vec::new();
-        from.export_points(&mut |p| points.push(p)).unwrap();
-        assert_eq!(points.len(), 7);
-        let (_b, to) = open();
-        to.import_points(&points).unwrap();
-        to.optimize().unwrap();
-        let mut again = Vec::new();
-        to.export_points(&mut |p| again.push(p)).unwrap();
-        points.sort_by_key(|p| p.id);
-        again.sort_by_key(|p| p.id);
-        assert_eq!(points, again);
-        let all = SearchFilter::default();
-        for query in [
-            IndexQuery::dense(unit(2)),
-            IndexQuery {
-                vector: None,
-                text: Some("chunk".into()),
-            },
-        ] {
-            let a = from.search(&alice, &query, 10, 0, None, &all).unwrap();
-            let b = to.search(&alice, &query, 10, 0, None, &all).unwrap();
-            assert!(!a.is_empty());
-            assert_eq!(a, b);
-        }
-    }
-
-    #[test]
-    fn point_ids_derive_from_scope_hash_and_index_and_upserting_again_adds_nothing() {
-        let alice = Scope::user("alice");
-        let key = alice.key();
-        assert_eq!(point_id(&key, "h", 0), point_id(&key, "h", 0));
-        assert_ne!(point_id(&key, "h", 0), point_id(&key, "h", 1));
-        assert_ne!(point_id(&key, "h", 0), point_id(&key, "g", 0));
-        assert_ne!(
-            point_id(&key, "h", 0),
-            point_id(&Scope::user("bob").key(), "h", 0)
-        );
-
-        let (_dir, store) = open();
-        store.upsert(&alice, &chunks("h", 3, "a.txt", 0)).unwrap();
-        let mut expected: Vec<u64> = (0..3).map(|i| point_id(&key, "h", i)).collect();
-        expected.sort_unstable();
-        assert_eq!(ids(&store, &alice), expected);
-        // The same content again (under another name): the same points, rewritten.
-        store.upsert(&alice, &chunks("h", 3, "b.txt", 0)).unwrap();
-        assert_eq!(ids(&store, &alice), expected);
-        assert_eq!(store.count(None).unwrap(), 3);
-        assert_eq!(
-            inventory(&store),
-            [(key, "h".into(), vec![0, 1, 2], vec!["b.txt".into()])]
-        );
-    }
-
-    #[test]
-    fn a_scope_never_sees_another_users_points() {
-        let (_dir, store) = open();
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        // The same bytes in both scopes are two sets of points.
-        store
-            .upsert(&alice, &chunks("same", 2, "alice/a.txt", 0))
-            .unwrap();
-        store
-            .upsert(&bob, &chunks("same", 2, "bob/a.txt", 0))
-            .unwrap();
-        store
-            .upsert(&bob, &chunks("bobs", 1, "bob/b.txt", 5))
-            .unwrap();
-        assert_eq!(store.count(Some(&alice)).unwrap(), 2);
-        assert_eq!(store.count(Some(&bob)).unwrap(), 3);
-        assert_eq!(store.count(None).unwrap(), 5);
-        assert!(ids(&store, &alice)
-            .iter()
-            .all(|id| !ids(&store, &bob).contains(id)));
-
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(0)),
-                10,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(hits.len(), 2, "{hits:#?}");
-        assert_eq!(hits[0].locator, "alice/a.txt#line=1");
-        assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
-        assert!(hits.iter().all(|h| h.locator.starts_with("alice/")));
-        // Bob's own content, searched for exactly, is not Alice's to find.
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(5)),
-                10,
-                0,
-                Some(0.5),
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert!(hits.is_empty(), "{hits:#?}");
-        let hits = store
-            .search(
-                &bob,
-                &IndexQuery::dense(unit(5)),
-                1,
-                0,
-                Some(0.5),
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(hits[0].locator, "bob/b.txt#line=1");
-        assert!(store
-            .search(
-                &Scope::user("carol"),
-                &IndexQuery::dense(unit(0)),
-                10,
-                0,
-                None,
-                &SearchFilter::default()
-            )
-            .unwrap()
-            .is_empty());
-    }
-
-    #[test]
-    fn shared_content_is_visible_within_its_mandate_only() {
-        let (_dir, store) = open();
-        let in_mandate = |user: &str| Scope {
-            mandate_id: Some("m".into()),
-            ..Scope::user(user)
-        };
-        let shared = Scope {
-            is_shared: true,
-            ..in_mandate("alice")
-        };
-        store.upsert(&shared, &chunks("s", 1, "s.txt", 0)).unwrap();
-        store
-            .upsert(&in_mandate("alice"), &chunks("p", 1, "p.txt", 1))
-            .unwrap();
-        assert_eq!(store.count(Some(&in_mandate("bob"))).unwrap(), 1);
-        let hits = store
-            .search(
-                &in_mandate("bob"),
-                &IndexQuery::dense(unit(0)),
-                10,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(
-            hits.iter().map(|h| h.locator.as_str()).collect::<Vec<_>>(),
-            ["s.txt#line=1"]
-        );
-        let elsewhere = Scope {
-            mandate_id: Some("other".into()),
-            ..Scope::user("bob")
-        };
-        assert_eq!(store.count(Some(&elsewhere)).unwrap(), 0);
-        assert_eq!(store.count(Some(&Scope::user("bob"))).unwrap(), 0);
-    }
-
-    #[test]
-    fn deleting_a_content_removes_all_its_chunks_and_nothing_else() {
-        let (_dir, store) = open();
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        store.upsert(&alice, &chunks("h1", 3, "a1.txt", 0)).unwrap();
-        store
-            .upsert(&alice, &chunks("h2", 2, "a2.txt", 10))
-            .unwrap();
-        store.upsert(&bob, &chunks("h1", 3, "b1.txt", 0)).unwrap();
-        store.delete_content(&alice, "h1").unwrap();
-        assert_eq!(
-            inventory(&store),
-            [
-                (alice.key(), "h2".into(), vec![0, 1], vec!["a2.txt".into()]),
-                (bob.key(), "h1".into(), vec![0, 1, 2], vec!["b1.txt".into()]),
-            ]
-        );
-        assert_eq!(store.count(None).unwrap(), 5);
-        // By key, as repair does for scopes the catalog no longer knows.
-        store.delete_content_by_key(&bob.key(), "h1").unwrap();
-        store.delete_content(&alice, "absent").unwrap();
-        assert_eq!(
-            inventory(&store),
-            [(alice.key(), "h2".into(), vec![0, 1], vec!["a2.txt".into()])]
-        );
-    }
-
-    #[test]
-    fn set_locators_repoints_every_chunk_of_one_content_in_one_scope() {
-        let (_dir, store) = open();
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        store.upsert(&alice, &chunks("h", 2, "old.txt", 0)).unwrap();
-        store.upsert(&bob, &chunks("h", 2, "bob.txt", 0)).unwrap();
-        let holders = vec!["new.txt".to_string(), "copy.txt".to_string()];
-        store.set_locators(&alice, "h", &holders).unwrap();
-        assert_eq!(
-            inventory(&store),
-            [
-                (alice.key(), "h".into(), vec![0, 1], holders.clone()),
-                (bob.key(), "h".into(), vec![0, 1], vec!["bob.txt".into()]),
-            ]
-        );
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(1)),
-                1,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap();
-        assert_eq!(hits[0].locator, "new.txt#line=2");
-        assert_eq!(hits[0].also_in, ["copy.txt"]);
-        assert_eq!(hits[0].content_hash, "h");
-        assert_eq!(hits[0].text, "h chunk 1");
-    }
-
-    #[test]
-    fn points_survive_reopening_the_shard() {
-        let dir = tempfile::tempdir().unwrap();
-        let alice = Scope::user("alice");
-        {
-            let store = EdgeIndex::open(dir.path()).unwrap();
-            store.upsert(&alice, &chunks("h", 2, "a.txt", 0)).unwrap();
-            store.flush();
-        }
-        let store = EdgeIndex::open(dir.path()).unwrap();
-        assert_eq!(store.count(Some(&alice)).unwrap(), 2);
-        assert_eq!(
-            store
-                .search(
-                    &alice,
-                    &IndexQuery::dense(unit(0)),
-                    1,
-                    0,
-                    None,
-                    &SearchFilter::default()
-                )
-                .unwrap()[0]
-                .locator,
-            "a.txt#line=1"
-        );
-    }
-
-    /// The files (hit locators without fragment) `scope` finds through `filter`, sorted, and
-    /// checked to be what the scope alone may read.
-    fn found(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
-        let hits = store
-            .search(scope, &IndexQuery::dense(unit(0)), 1000, 0, None, &filter)
-            .unwrap();
-        let mut files: Vec<String> = hits
-            .iter()
-            .map(|h| h.locator.split('#').next().unwrap().to_string())
-            .collect();
-        files.sort();
-        files.dedup();
-        files
-    }
-
-    /// The hit locators (with fragment) `scope` finds through `filter`, sorted.
-    fn found_chunks(store: &EdgeIndex, scope: &Scope, filter: SearchFilter) -> Vec<String> {
-        let hits = store
-            .search(scope, &IndexQuery::dense(unit(0)), 1000, 0, None, &filter)
-            .unwrap();
-        let mut out: Vec<String> = hits.into_iter().map(|h| h.locator).collect();
-        out.sort();
-        out
-    }
-
-    fn prefix(p: &str) -> SearchFilter {
-        SearchFilter {
-            locator_prefix: Some(p.into()),
-            ..SearchFilter::default()
-        }
-    }
-
-    const NESTED: &str = "/d/bundle.zip!/docs/inner.tar.gz!/notes/n.md";
-
-    /// Alice's files: a folder, a sibling sharing its name's start, a nested archive, an
-    /// upload, and paged, sectioned, sheeted, slided and image contents. Bob holds
-    /// `/d/a/x.txt` and `/d/p.pdf` too.
-    fn corpus() -> (tempfile::TempDir, EdgeIndex, Scope, Scope) {
-        let (dir, store) = open();
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        let up = |scope: &Scope, c: Vec<StoredChunk>| store.upsert(scope, &c).unwrap();
-        up(&alice, chunks("ha", 2, "/d/a/x.txt", 0));
-        up(&alice, chunks("hab", 1, "/d/ab.txt", 10));
-        up(&alice, chunks("hnested", 1, NESTED, 20));
-        up(&alice, chunks("hzip", 1, "/d/bundle.zip!/readme.txt", 30));
-        up(&alice, chunks("hup", 1, "upload.zip!/a.txt", 40));
-        let sections = [
-            None,
-            Some("1 Intro"),
-            Some("2 Setup"),
-            Some("2 Setup › 2.1 Install"),
-            Some("2 Setupx"),
-            Some("3 Use › 2 Setup"),
-        ];
-        let mut pdf = chunks("hpdf", 6, "/d/p.pdf", 50);
-        for (i, c) in pdf.iter_mut().enumerate() {
-            let ctx = &mut c.chunk.context_ref;
-            ctx.page_index = Some(i as u32 + 1);
-            ctx.location = format!("/d/p.pdf#page={}", i + 1);
-            ctx.section_id = sections[i].map(str::to_string);
-        }
-        up(&alice, pdf.clone());
-        for c in &mut pdf {
-            c.chunk.text = format!("bob's {}", c.chunk.text);
-        }
-        up(&bob, pdf);
-        let mut sheets = chunks("hxlsx", 2, "/d/s.xlsx", 60);
-        for (c, name) in sheets.iter_mut().zip(["Budget", "Budget 2"]) {
-            c.chunk.context_ref.sheet_name = Some(name.into());
-            c.chunk.context_ref.location = format!("/d/s.xlsx#sheet={name}");
-        }
-        up(&alice, sheets);
-        let mut deck = chunks("hpptx", 3, "/d/deck.pptx", 70);
-        for (i, c) in deck.iter_mut().enumerate() {
-            c.chunk.context_ref.slide_index = Some(i as u32 + 1);
-            c.chunk.context_ref.location = format!("/d/deck.pptx#slide={}", i + 1);
-        }
-        up(&alice, deck);
-        let mut image = chunks("hpng", 1, "/d/a/pic.png", 80);
-        image[0].chunk.content_type = extractors::ContentType::Image;
-        up(&alice, image);
-        up(&bob, chunks("hbob", 1, "/d/a/x.txt", 90));
-        up(&bob, chunks("hbob2", 1, "/d/a/bobs.txt", 91));
-        (dir, store, alice, bob)
-    }
-
-    #[test]
-    fn a_locator_prefix_matches_whole_folders_archives_and_files_only() {
-        let (_dir, store, alice, bob) = corpus();
-        // No filter: everything Alice holds.
-        assert_eq!(found(&store, &alice, SearchFilter::default()).len(), 9);
-        assert_eq!(
-            found(&store, &alice, prefix("/d/a")),
-            ["/d/a/pic.png", "/d/a/x.txt"],
-            "a folder, not its sibling /d/ab.txt"
-        );
-        assert_eq!(
-            found(&store, &alice, prefix("/d/a/")),
-            ["/d/a/pic.png", "/d/a/x.txt"]
-        );
-        assert_eq!(
-            found(&store, &alice, prefix("/d/bundle.zip")),
-            [NESTED, "/d/bundle.zip!/readme.txt"],
-            "an archive"
-        );
-        assert_eq!(
-            found(&store, &alice, prefix("/d/bundle.zip!/")),
-            [NESTED, "/d/bundle.zip!/readme.txt"]
-        );
-        for nested in [
-            "/d/bundle.zip!/docs",
-            "/d/bundle.zip!/docs/inner.tar.gz",
-            "/d/bundle.zip!/docs/inner.tar.gz!/notes",
-            NESTED,
-        ] {
-            assert_eq!(found(&store, &alice, prefix(nested)), [NESTED], "{nested}");
-        }
-        assert_eq!(
-            found(&store, &alice, prefix("/d/ab.txt")),
-            ["/d/ab.txt"],
-            "a file"
-        );
-        assert_eq!(found(&store, &alice, prefix("/d/p.pdf")), ["/d/p.pdf"]);
-        assert_eq!(
-            found(&store, &alice, prefix("upload.zip")),
-            ["upload.zip!/a.txt"]
-        );
-        assert_eq!(
-            found(&store, &alice, prefix("upload.zip!/a.txt")),
-            ["upload.zip!/a.txt"]
-        );
-        for nothing in [
-            "/d/a/x",
-            "/d/bundle",
-            "/d/bundle.zip!/docs/inner",
-            "/x",
-            "d",
-            "a.txt",
-        ] {
-            assert!(
-                found(&store, &alice, prefix(nothing)).is_empty(),
-                "{nothing}"
-            );
-        }
-        // `/` and an empty prefix narrow nothing (within the scope).
-        assert_eq!(found(&store, &alice, prefix("/")).len(), 9);
-        assert_eq!(found(&store, &alice, prefix("")).len(), 9);
-        // Bob's files under the same folder never reach Alice, nor hers him.
-        assert_eq!(
-            found(&store, &bob, prefix("/d/a")),
-            ["/d/a/bobs.txt", "/d/a/x.txt"]
-        );
-        let bobs = store
-            .search(
-                &bob,
-                &IndexQuery::dense(unit(0)),
-                100,
-                0,
-                None,
-                &prefix("/d/a"),
-            )
-            .unwrap();
-        assert!(
-            bobs.iter().all(|h| h.content_hash.starts_with("hbob")),
-            "{bobs:#?}"
-        );
-        assert!(found(&store, &alice, prefix("/d/a/bobs.txt")).is_empty());
-        assert!(found(&store, &Scope::user("carol"), prefix("/d")).is_empty());
-    }
-
-    #[test]
-    fn pages_sections_sheets_slides_and_types_narrow_the_hits() {
-        let (_dir, store, alice, bob) = corpus();
-        let pages = |first, last| SearchFilter {
-            pages: Some((first, last)),
-            ..SearchFilter::default()
-        };
-        assert_eq!(
-            found_chunks(&store, &alice, pages(2, 3)),
-            ["/d/p.pdf#page=2", "/d/p.pdf#page=3"]
-        );
-        assert_eq!(
-            found_chunks(&store, &alice, pages(6, 6)),
-            ["/d/p.pdf#page=6"]
-        );
-        assert!(found_chunks(&store, &alice, pages(7, 100)).is_empty());
-        assert!(found_chunks(&store, &alice, pages(3, 2)).is_empty());
-        // Pages and a prefix together.
-        let both = SearchFilter {
-            locator_prefix: Some("/d/a".into()),
-            ..pages(1, 6)
-        };
-        assert!(found_chunks(&store, &alice, both).is_empty());
-
-        let section = |s: &str| SearchFilter {
-            section_path: Some(s.into()),
-            ..SearchFilter::default()
-        };
-        assert_eq!(
-            found_chunks(&store, &alice, section("2 Setup")),
-            ["/d/p.pdf#page=3", "/d/p.pdf#page=4"],
-            "the section and its subsection, not `2 Setupx` nor `3 Use › 2 Setup`"
-        );
-        assert_eq!(
-            found_chunks(&store, &alice, section("2 Setup › 2.1 Install")),
-            ["/d/p.pdf#page=4"]
-        );
-        assert_eq!(
-            found_chunks(&store, &alice, section("3 Use")),
-            ["/d/p.pdf#page=6"]
-        );
-        assert!(found_chunks(&store, &alice, section("2.1 Install")).is_empty());
-
-        let sheet = |s: &str| SearchFilter {
-            sheet: Some(s.into()),
-            ..SearchFilter::default()
-        };
-        assert_eq!(
-            found_chunks(&store, &alice, sheet("Budget")),
-            ["/d/s.xlsx#sheet=Budget"]
-        );
-        assert!(found_chunks(&store, &alice, sheet("budget")).is_empty());
-
-        let slide = SearchFilter {
-            slide: Some(2),
-            ..SearchFilter::default()
-        };
-        assert_eq!(
-            found_chunks(&store, &alice, slide),
-            ["/d/deck.pptx#slide=2"]
-        );
-
-        let image = SearchFilter {
-            content_type: Some(extractors::ContentType::Image),
-            ..SearchFilter::default()
-        };
-        let hits = store
-            .search(&alice, &IndexQuery::dense(unit(0)), 100, 0, None, &image)
-            .unwrap();
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].locator, "/d/a/pic.png#line=1");
-        assert_eq!(hits[0].content_type, "image");
-        let text = SearchFilter {
-            content_type: Some(extractors::ContentType::Text),
-            ..SearchFilter::default()
-        };
-        assert_eq!(
-            store
-                .search(&alice, &IndexQuery::dense(unit(0)), 100, 0, None, &text)
-                .unwrap()
-                .len(),
-            2 + 1 + 1 + 1 + 1 + 6 + 2 + 3
-        );
-        // Bob holds the same PDF: his filters find his points only.
-        let hits = store
-            .search(
-                &bob,
-                &IndexQuery::dense(unit(0)),
-                100,
-                0,
-                None,
-                &pages(1, 6),
-            )
-            .unwrap();
-        assert_eq!(hits.len(), 6);
-        assert!(
-            hits.iter().all(|h| h.text.starts_with("bob's")),
-            "{hits:#?}"
-        );
-        // A hit carries its page and type.
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(52)),
-                1,
-                0,
-                None,
-                &pages(1, 6),
-            )
-            .unwrap();
-        assert_eq!(hits[0].locator, "/d/p.pdf#page=3");
-        assert_eq!(hits[0].page, Some(3));
-        assert_eq!(hits[0].section.as_deref(), Some("2 Setup"));
-        assert_eq!(hits[0].content_type, "text");
-        let json = serde_json::to_value(&hits[0]).unwrap();
-        assert_eq!(json["page"], 3);
-        let plain = &store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(10)),
-                1,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap()[0];
-        assert_eq!(plain.locator, "/d/ab.txt#line=1");
-        assert_eq!(plain.page, None);
-        assert!(serde_json::to_value(plain).unwrap().get("page").is_none());
-    }
-
-    #[test]
-    fn a_filter_never_lets_another_scopes_points_through() {
-        let (_dir, store, alice, bob) = corpus();
-        let filters = [
-            SearchFilter::default(),
-            prefix("/d"),
-            prefix("/d/a/x.txt"),
-            SearchFilter {
-                pages: Some((1, 6)),
-                section_path: Some("2 Setup".into()),
-                ..prefix("/d/p.pdf")
-            },
-        ];
-        for f in filters {
-            let a = store
-                .search(&alice, &IndexQuery::dense(unit(90)), 1000, 0, None, &f)
-                .unwrap();
-            let b = store
-                .search(&bob, &IndexQuery::dense(unit(90)), 1000, 0, None, &f)
-                .unwrap();
-            // Bob's texts start with `bob's` (his copy of the PDF) or `hbob`.
-            let bobs = |h: &Hit| h.text.starts_with("bob's") || h.text.starts_with("hbob");
-            assert!(!a.is_empty() && !a.iter().any(bobs), "{f:?} {a:#?}");
-            assert!(!b.is_empty() && b.iter().all(bobs), "{f:?} {b:#?}");
-            let carol = store
-                .search(
-                    &Scope::user("carol"),
-                    &IndexQuery::dense(unit(0)),
-                    1000,
-                    0,
-                    None,
-                    &f,
-                )
-                .unwrap();
-            assert!(carol.is_empty(), "{f:?}");
-        }
-        // A mandate scope sees shared points of its mandate only, filtered or not.
-        let m = |user: &str, shared: bool| Scope {
-            mandate_id: Some("m".into()),
-            is_shared: shared,
-            ..Scope::user(user)
-        };
-        store
-            .upsert(
-                &m("alice", true),
-                &chunks("hshared", 1, "/d/a/shared.txt", 95),
-            )
-            .unwrap();
-        store
-            .upsert(&m("alice", false), &chunks("hmine", 1, "/d/a/mine.txt", 96))
-            .unwrap();
-        assert_eq!(
-            found(&store, &m("dave", false), prefix("/d/a")),
-            ["/d/a/shared.txt"]
-        );
-        let other = Scope {
-            mandate_id: Some("other".into()),
-            ..Scope::user("dave")
-        };
-        assert!(found(&store, &other, prefix("/d/a")).is_empty());
-    }
-
-    #[test]
-    fn set_locators_moves_the_prefix_match() {
-        let (_dir, store, alice, bob) = corpus();
-        store
-            .set_locators(
-                &alice,
-                "ha",
-                &["/d/moved/x.txt".to_string(), "/d/z.zip!/x.txt".to_string()],
-            )
-            .unwrap();
-        assert_eq!(found(&store, &alice, prefix("/d/a")), ["/d/a/pic.png"]);
-        assert!(found(&store, &alice, prefix("/d/a/x.txt")).is_empty());
-        assert_eq!(
-            found(&store, &alice, prefix("/d/moved")),
-            ["/d/moved/x.txt"]
-        );
-        // Any holder puts the content under its prefix; the hit shows the first.
-        let hits = store
-            .search(
-                &alice,
-                &IndexQuery::dense(unit(0)),
-                10,
-                0,
-                None,
-                &prefix("/d/z.zip"),
-            )
-            .unwrap();
-        assert_eq!(hits.len(), 2);
-        assert!(hits
-            .iter()
-            .all(|h| h.locator.starts_with("/d/moved/x.txt#")));
-        assert!(hits.iter().all(|h| h.also_in == ["/d/z.zip!/x.txt"]));
-        // Bob's copy at the old place is untouched.
-        assert_eq!(found(&store, &bob, prefix("/d/a/x.txt")), ["/d/a/x.txt"]);
-    }
-
-    #[test]
-    fn offset_skips_the_best_hits_for_paging() {
-        let (_dir, store, alice, _bob) = corpus();
-        let all = SearchFilter::default();
-        // The query leans on the PDF's chunks in order: page 1 best, then 2, ...
-        let mut query = vec![0.0; crate::embed::DIMENSIONS];
-        for (i, w) in [6.0, 5.0, 4.0, 3.0, 2.0, 1.0].into_iter().enumerate() {
-            query[50 + i] = w;
-        }
-        let first = store
-            .search(&alice, &IndexQuery::dense(query.clone()), 6, 0, None, &all)
-            .unwrap();
-        let locs = |h: &[Hit]| h.iter().map(|h| h.locator.clone()).collect::<Vec<_>>();
-        assert_eq!(
-            locs(&first),
-            (1..=6)
-                .map(|p| format!("/d/p.pdf#page={p}"))
-                .collect::<Vec<_>>()
-        );
-        let page2 = store
-            .search(&alice, &IndexQuery::dense(query.clone()), 2, 2, None, &all)
-            .unwrap();
-        assert_eq!(locs(&page2), locs(&first[2..4]));
-        let tail = store
-            .search(
-                &alice,
-                &IndexQuery::dense(query.clone()),
-                10,
-                4,
-                Some(0.1),
-                &all,
-            )
-            .unwrap();
-        assert_eq!(locs(&tail), locs(&first[4..]));
-        assert!(store
-            .search(
-                &alice,
-                &IndexQuery::dense(query.clone()),
-                5,
-                6,
-                Some(0.1),
-                &all
-            )
-            .unwrap()
-            .is_empty());
-        assert!(store
-            .search(&alice, &IndexQuery::dense(query.clone()), 0, 0, None, &all)
-            .unwrap()
-            .is_empty());
-        assert!(store
-            .search(
-                &alice,
-                &IndexQuery::dense(query),
-                5,
-                MAX_SEARCH_HITS,
-                None,
-                &all
-            )
-            .unwrap()
-            .is_empty());
-    }
+    use crate::index::conformance::{found, found_chunks, locators, prefix, texts};
+    use crate::index::testing::chunks;
 
     #[test]
     fn points_of_an_earlier_version_get_the_search_fields_on_open() {
@@ -1404,158 +644,6 @@ mod tests {
             ["/d/z.zip!/p.pdf#line=2"]
         );
         assert_eq!(store.count(None).unwrap(), 3);
-    }
-
-    /// Chunks with these texts (and sections) in `locator`, chunk `i` along axis `i`.
-    fn texts(hash: &str, locator: &str, texts: &[(&str, Option<&str>)]) -> Vec<StoredChunk> {
-        let mut out = chunks(hash, texts.len() as u32, locator, 0);
-        for (c, (text, section)) in out.iter_mut().zip(texts) {
-            c.chunk.text = text.to_string();
-            c.chunk.context_ref.section_id = section.map(str::to_string);
-        }
-        out
-    }
-
-    fn locators(hits: &[Hit]) -> Vec<&str> {
-        hits.iter().map(|h| h.locator.as_str()).collect()
-    }
-
-    #[test]
-    fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
-        let (_dir, store) = open();
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        store
-            .upsert(
-                &alice,
-                &texts(
-                    "iso",
-                    "/d/iso-4217-currencies.csv",
-                    &[
-                        ("Switzerland, Swiss franc, CHF, 756", None),
-                        ("Sweden, Swedish krona, SEK, 752", None),
-                    ],
-                ),
-            )
-            .unwrap();
-        store
-            .upsert(
-                &alice,
-                &texts(
-                    "man",
-                    "/d/pump.pdf",
-                    &[
-                        ("Open the valve slowly.", Some("3 Priming")),
-                        ("Close the valve.", Some("4 Storage")),
-                    ],
-                ),
-            )
-            .unwrap();
-        // Bob's identical words are never Alice's hits.
-        store
-            .upsert(
-                &bob,
-                &texts("iso", "/b/iso.csv", &[("Swiss franc CHF", None)]),
-            )
-            .unwrap();
-        let all = SearchFilter::default();
-        let keyword = |q: &str| {
-            store
-                .search(&alice, &IndexQuery::keyword(q), 10, 0, None, &all)
-                .unwrap()
-        };
-        // A code found by its exact word.
-        assert_eq!(
-            locators(&keyword("CHF"))[..1],
-            ["/d/iso-4217-currencies.csv#line=1"]
-        );
-        // The file name and the section path are matched as words too.
-        let currencies = keyword("currencies");
-        let mut by_name = locators(&currencies);
-        by_name.sort_unstable();
-        assert_eq!(
-            by_name,
-            [
-                "/d/iso-4217-currencies.csv#line=1",
-                "/d/iso-4217-currencies.csv#line=2"
-            ]
-        );
-        assert_eq!(locators(&keyword("priming")), ["/d/pump.pdf#line=1"]);
-        // Words nobody holds, or only stop words: nothing.
-        assert!(keyword("zebra").is_empty());
-        assert!(keyword("the of and").is_empty());
-        // Filters apply to keyword hits as to dense ones.
-        let pump = SearchFilter {
-            locator_prefix: Some("/d/pump.pdf".into()),
-            ..SearchFilter::default()
-        };
-        assert!(store
-            .search(&alice, &IndexQuery::keyword("CHF"), 10, 0, None, &pump)
-            .unwrap()
-            .is_empty());
-
-        // Hybrid: the dense vector points at line 2 of the pump manual (axis 1), the words
-        // at the franc. Both come back, the one first in both rankings on top with score 1.
-        let hybrid = |text: &str, axis: usize| {
-            store
-                .search(
-                    &alice,
-                    &IndexQuery {
-                        vector: Some(unit(axis)),
-                        text: Some(text.into()),
-                    },
-                    3,
-                    0,
-                    None,
-                    &all,
-                )
-                .unwrap()
-        };
-        let hits = hybrid("swiss franc", 1);
-        let found = locators(&hits);
-        assert!(
-            found.contains(&"/d/iso-4217-currencies.csv#line=1"),
-            "{found:?}"
-        );
-        assert!(found.contains(&"/d/pump.pdf#line=2"), "{found:?}");
-        // A floor on the cosine holds in hybrid mode too: the franc's words match, its
-        // meaning (axis 0 against axis 1) does not.
-        let floored = store
-            .search(
-                &alice,
-                &IndexQuery {
-                    vector: Some(unit(1)),
-                    text: Some("swiss franc valve".into()),
-                },
-                10,
-                0,
-                Some(0.5),
-                &all,
-            )
-            .unwrap();
-        // (Line 2 of both files lies on axis 1, the franc on axis 0.)
-        let mut floored = locators(&floored);
-        floored.sort_unstable();
-        assert_eq!(
-            floored,
-            ["/d/iso-4217-currencies.csv#line=2", "/d/pump.pdf#line=2"]
-        );
-        let hits = hybrid("valve storage", 1);
-        assert_eq!(hits[0].locator, "/d/pump.pdf#line=2");
-        assert!((hits[0].score - 1.0).abs() < 1e-4, "{}", hits[0].score);
-        assert!(hits.iter().all(|h| h.locator.starts_with("/d/")));
-        // Paging a fused ranking: the second page continues the first.
-        let page = |limit, offset| {
-            let query = IndexQuery {
-                vector: Some(unit(0)),
-                text: Some("valve franc".into()),
-            };
-            store
-                .search(&alice, &query, limit, offset, None, &all)
-                .unwrap()
-        };
-        let (first, second) = (page(4, 0), page(2, 2));
-        assert_eq!(locators(&first)[2..], locators(&second)[..]);
     }
 
     #[test]

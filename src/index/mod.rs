@@ -17,11 +17,14 @@
 //! that holds them.
 
 mod catalog;
+#[cfg(test)]
+mod conformance;
 mod edge;
 mod keywords;
 pub(crate) mod objects;
 mod payload;
 mod repair;
+mod server;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -30,9 +33,11 @@ use crate::error::Result;
 use extractors::Scope;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
-pub use edge::{EdgeIndex, ExportedPoint};
+pub use edge::EdgeIndex;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
+pub(crate) use server::{index_store, node_name, record_store};
+pub use server::{ServerConfig, ServerIndex};
 
 /// The most hits one search returns, whatever its `limit`.
 pub const MAX_SEARCH_HITS: usize = 1000;
@@ -70,6 +75,19 @@ pub struct PointRecord {
     pub chunk_index: Option<u32>,
     /// The files holding the content (its payload's `locators`).
     pub locators: Vec<String>,
+}
+
+/// One point as stored: its id, dense vector and whole payload. [`IndexRead::export_points`]
+/// gives them and [`IndexWrite::import_points`] takes them (the keyword vector is computed
+/// again from the payload), so an index moves or grows without embedding anything.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportedPoint {
+    /// The point id (see `point_id`).
+    pub id: u64,
+    /// The dense embedding.
+    pub vector: Vec<f32>,
+    /// The payload (text, locators, scope, filters' fields).
+    pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One search result, straight from the payload.
@@ -283,6 +301,10 @@ pub trait IndexRead: Send + Sync {
         self.for_each_point(&mut |p| out.push(p))?;
         Ok(out)
     }
+
+    /// Visit every point with its dense vector and whole payload, in no particular order
+    /// (to move an index to another backend, or to embed its chunks again).
+    fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()>;
 }
 
 /// Writing an index. Each write is applied when the call returns (readable by the next
@@ -296,8 +318,9 @@ pub trait IndexWrite: Send + Sync {
     /// content hash and chunk index: see `point_id`). Nothing to do for no chunks.
     fn upsert(&self, scope: &Scope, chunks: &[StoredChunk]) -> Result<()>;
 
-    /// Point every chunk of content `hash` in `scope` at the files in `locators` (the first
-    /// is the one search results show).
+    /// Point every chunk of content `hash` in `scope` at the files in `locators`, given in
+    /// locator order as the catalog lists them (the first is the one search results show).
+    /// A server shared by several nodes stores the sorted union of every node's files.
     fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()>;
 
     /// Delete every chunk of content `hash` in `scope`.
@@ -316,6 +339,10 @@ pub trait IndexWrite: Send + Sync {
     /// the engine's indexing threshold, about 6 500 chunks; merged small segments; deleted
     /// points vacuumed). Blocks; cheap when nothing grew. True if anything was rebuilt.
     fn optimize(&self) -> Result<bool>;
+
+    /// Insert exported points as they are (replacing points with the same ids); their
+    /// keyword vectors are computed again from their payloads. Nothing is embedded.
+    fn import_points(&self, points: &[ExportedPoint]) -> Result<()>;
 }
 
 /// A vector index, read and write: what the ingestor and repair work with.

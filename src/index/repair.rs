@@ -117,7 +117,7 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
 mod tests {
     use super::*;
     use crate::index::testing::{chunks, inventory};
-    use crate::index::{CatalogEntry, EdgeIndex, EntryStatus, IndexWrite};
+    use crate::index::{CatalogEntry, EdgeIndex, EntryStatus, ServerIndex};
     use extractors::Scope;
 
     fn indexed(locator: &str, hash: &str, chunks: u32, parent: Option<&str>) -> CatalogEntry {
@@ -135,8 +135,26 @@ mod tests {
     #[test]
     fn repair_makes_store_and_catalog_agree_and_a_second_repair_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EdgeIndex::open(dir.path()).unwrap();
-        let mut catalog = Catalog::load(dir.path()).unwrap();
+        repair_agrees(dir.path(), &EdgeIndex::open(dir.path()).unwrap());
+    }
+
+    /// The same on a Qdrant server collection (one node).
+    #[test]
+    fn qdrant_repair_makes_store_and_catalog_agree_and_a_second_repair_changes_nothing() {
+        let Some(server) = crate::testing::QdrantServer::start() else {
+            eprintln!("{}", crate::testing::QDRANT_SKIPPED);
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::index::conformance::test_server_config(
+            &server.grpc[0],
+            &crate::index::conformance::fresh_collection(),
+        );
+        repair_agrees(dir.path(), &ServerIndex::open(&config, "node-a").unwrap());
+    }
+
+    fn repair_agrees(dir: &std::path::Path, store: &dyn VectorIndex) {
+        let mut catalog = Catalog::load(dir).unwrap();
         let u = Scope::user("u");
         let gone = Scope::user("gone");
 
@@ -167,7 +185,7 @@ mod tests {
         store.upsert(&u, &chunks("stale", 2, "x.txt", 30)).unwrap();
         store.upsert(&gone, &chunks("old", 1, "y.txt", 40)).unwrap();
 
-        let report = repair(&mut catalog, &store).unwrap();
+        let report = repair(&mut catalog, store).unwrap();
         assert_eq!(
             report,
             RepairReport {
@@ -191,21 +209,18 @@ mod tests {
                 vec!["d1.txt".into(), "d2.txt".into()],
             ),
         ];
-        assert_eq!(inventory(&store), expected_store);
+        assert_eq!(inventory(store), expected_store);
         let expected_catalog = ["a.txt", "bad.pdf", "d1.txt", "d2.txt", "empty.txt"];
         assert_eq!(locators(&catalog, &u), expected_catalog);
         // The repaired catalog was saved.
-        assert_eq!(
-            locators(&Catalog::load(dir.path()).unwrap(), &u),
-            expected_catalog
-        );
+        assert_eq!(locators(&Catalog::load(dir).unwrap(), &u), expected_catalog);
 
         // Nothing left to repair.
         assert_eq!(
-            repair(&mut catalog, &store).unwrap(),
+            repair(&mut catalog, store).unwrap(),
             RepairReport::default()
         );
-        assert_eq!(inventory(&store), expected_store);
+        assert_eq!(inventory(store), expected_store);
         assert_eq!(locators(&catalog, &u), expected_catalog);
     }
 

@@ -109,7 +109,14 @@ impl Run<'_> {
             include_hidden: self.ing.config.include_hidden,
         };
         if exists {
+            let partition = self.ing.config.partition;
+            let theirs =
+                |locator: &Locator| partition.is_some_and(|p| !p.takes(&locator.to_string()));
             walk_with(path, &options, &mut |entry| match entry {
+                // Another node's share: as if absent (what this node held of it is removed
+                // from its catalog, and the content stays while another node holds it).
+                DiskEntry::File(f) if theirs(&f.locator) => {}
+                DiskEntry::Skipped { locator, .. } if theirs(&locator) => {}
                 DiskEntry::File(f) => {
                     seen.insert(f.locator.to_string());
                     self.disk_file(f, leaves, index);

@@ -20,6 +20,7 @@ mod library;
 mod mcp;
 mod ocr;
 mod privacy;
+mod scale_out;
 mod tools;
 mod unpack_panic;
 mod util;

@@ -49,6 +49,12 @@ pub(crate) struct Common {
     /// arithmetic, ~2× faster). An existing data dir keeps the one it was embedded with.
     #[arg(long, global = true, env = "INGEST_MODEL_VARIANT")]
     pub(crate) model_variant: Option<ingest::ModelVariant>,
+    /// Where the index lives: a Qdrant server collection, qdrant://HOST:PORT/COLLECTION
+    /// (gRPC port; ?shards=N&replication=N when it creates the collection; API key from
+    /// QDRANT_API_KEY). Default: the embedded shard in --data-dir, or the store the data
+    /// dir already records.
+    #[arg(long, global = true, env = "INGEST_STORE", value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
@@ -102,6 +108,10 @@ pub(crate) struct ExtractArgs {
     /// tests use it to reach every state between two writes).
     #[arg(long, hide = true, default_value_t = 2000, value_name = "MS")]
     pub(crate) checkpoint_ms: u64,
+    /// Take only part I of N of the files in the folders given (0-based, by a stable hash of
+    /// each file's path): N nodes writing one --store collection each run with their own I.
+    #[arg(long, value_name = "I/N")]
+    pub(crate) partition: Option<ingest::Partition>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -133,6 +143,18 @@ pub(crate) enum Command {
     /// `pdf/manual.pdf#page=12`, tags): recall@k, page recall@k, MRR and search times per
     /// ranking mode, over what this data dir holds. See docs/EVALUATION.md.
     Eval(EvalArgs),
+    /// Write every point of the index (ids, vectors, payloads) to FILE as JSON lines
+    /// (gzip when FILE ends in .gz), to move the index to another store.
+    Export(TransferArgs),
+    /// Add the points of an `ingest export` FILE to the store given by --store (or the data
+    /// dir's), without embedding anything; the data dir's catalog then describes that store.
+    Import(TransferArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TransferArgs {
+    /// The export file (.jsonl or .jsonl.gz).
+    pub(crate) file: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -12,7 +12,7 @@ use ingest::{
     Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope, SearchFilter,
 };
 
-use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, WatchArgs};
+use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, TransferArgs, WatchArgs};
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
@@ -26,17 +26,19 @@ pub(crate) fn scope(common: &Common, shared: bool) -> Scope {
 }
 
 pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
-    Ingestor::open(config(common, extract))
+    Ingestor::open(config(common, extract)?)
         .with_context(|| format!("opening {}", common.data_dir.display()))
 }
 
 /// The library's configuration from the command line: data and model folders and, for
 /// commands that extract, the extraction settings.
-pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> Config {
+pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Config> {
     let mut config = Config::new(&common.data_dir);
+    config.server = common.store.as_deref().map(str::parse).transpose()?;
     config.model_dir = common.model_dir.clone();
     config.model_variant = common.model_variant;
     if let Some(args) = extract {
+        config.partition = args.partition;
         config.include_hidden = args.hidden;
         config.retry_unindexed = args.retry;
         config.ocr.enabled = !args.no_ocr;
@@ -50,7 +52,66 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> Config {
             iso.mode = Isolation::InProcess;
         }
     }
-    config
+    Ok(config)
+}
+
+/// `ingest export FILE`: every point of the index, as JSON lines (gzip for `.gz`).
+pub(crate) fn export(common: &Common, args: &TransferArgs) -> anyhow::Result<ExitCode> {
+    let ingestor = open(common, None)?;
+    let file = std::fs::File::create(&args.file)
+        .with_context(|| format!("creating {}", args.file.display()))?;
+    let points = if is_gzip(&args.file) {
+        let mut gz = flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(file),
+            flate2::Compression::fast(),
+        );
+        let n = ingestor.export(&mut gz)?;
+        gz.finish()?.flush()?;
+        n
+    } else {
+        let mut out = std::io::BufWriter::new(file);
+        let n = ingestor.export(&mut out)?;
+        out.flush()?;
+        n
+    };
+    transferred(common, "exported", points, &args.file)
+}
+
+/// `ingest import FILE`: the points of an export into the store the data dir is given.
+pub(crate) fn import(common: &Common, args: &TransferArgs) -> anyhow::Result<ExitCode> {
+    let file = std::fs::File::open(&args.file)
+        .with_context(|| format!("opening {}", args.file.display()))?;
+    let mut input: Box<dyn std::io::BufRead> = if is_gzip(&args.file) {
+        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+    } else {
+        Box::new(std::io::BufReader::new(file))
+    };
+    let points = Ingestor::import(config(common, None)?, &mut input).with_context(|| {
+        format!(
+            "importing {} into {}",
+            args.file.display(),
+            common.data_dir.display()
+        )
+    })?;
+    transferred(common, "imported", points, &args.file)
+}
+
+fn is_gzip(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
+}
+
+fn transferred(
+    common: &Common,
+    verb: &str,
+    points: u64,
+    file: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    if common.json {
+        println!("{}", serde_json::json!({ verb: points, "file": file }));
+    } else {
+        println!("{verb} {points} points ({})", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {

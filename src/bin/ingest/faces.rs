@@ -32,7 +32,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)), false)
+    run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
@@ -42,7 +42,7 @@ pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitC
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)), false)
+    run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode> {
@@ -57,7 +57,7 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)), false)
+    run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::Result<ExitCode> {
@@ -67,7 +67,7 @@ pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::R
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)), false)
+    run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result<ExitCode> {
@@ -76,7 +76,7 @@ pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    let host = ToolHost::new(config(common, Some(&args.extract)));
+    let host = ToolHost::new(config(common, Some(&args.extract))?);
     run(common, &call, host, args.shared)
 }
 
@@ -177,7 +177,7 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
     if let Some(names) = args.tools.as_ref().or(file.tools.as_ref()) {
         mcp = mcp.with_tools(names)?;
     }
-    let mut config = config(common, Some(&args.extract));
+    let mut config = config(common, Some(&args.extract))?;
     if let Some(n) = args.max_answer_chars.or(file.max_answer_chars) {
         config.max_answer_chars = n;
     }

@@ -52,6 +52,8 @@ fn main() -> ExitCode {
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),
         Some(Command::Eval(args)) => eval::run(&cli.common, args),
+        Some(Command::Export(args)) => commands::export(&cli.common, args),
+        Some(Command::Import(args)) => commands::import(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),
     };
     match result {

@@ -1,0 +1,1126 @@
+//! [`ServerIndex`]: the vector index as a collection of a Qdrant server or cluster, reached
+//! through the official `qdrant-client` (gRPC). Several ingest nodes may write one collection.
+//!
+//! The points are exactly the embedded shard's: same ids ([`point_id`]), same payload
+//! ([`payload`]), same dense and BM25 vectors, same payload indexes and the same queries, so
+//! a search answers the same on either backend. One field is added: `stored_at`, the
+//! microsecond a node wrote the point (see below); [`IndexRead::export_points`] leaves it out.
+//!
+//! # Several nodes, one collection
+//! Each node keeps its own catalog (what it has seen, for skipping unchanged files), so what
+//! must be shared is only who holds which content. That lives beside the points, in the
+//! companion collection `COLLECTION_holders`: one vectorless record per (scope, content,
+//! node) listing the files of that node holding the content. A node only ever writes its own
+//! records, so records never race; everything else follows from them:
+//! - **Locators.** A content's `locators` payload is the sorted union of every node's record,
+//!   which is what one node holding all those files would write. A node writes its record
+//!   before the points, and after every write of a content's points or payload it reads the
+//!   records again and rewrites the payload until the two agree, so the last writer always
+//!   leaves the union (two nodes racing both end on it).
+//! - **Deletes.** A node that stops holding a content deletes its record, then the points only
+//!   if no record is left, and then only points stored before it looked (`stored_at` below the
+//!   time of the check, less [`ServerConfig::clock_skew`]): a node that registered the content
+//!   after the check wrote its points after it, so they survive. Points the guard spares are
+//!   deleted once the skew has passed (the call waits for it) or by the next repair.
+//! - **Crashes.** A record is written before its content's points, so no point is ever unheld
+//!   by design; a node killed between two writes leaves a record with missing points (its next
+//!   sync writes them again: its catalog never recorded the file) or, in a delete, points
+//!   without a record (deleted by the next repair of any node, which deletes contents no
+//!   record holds).
+//!
+//! Calls block the caller (the traits are synchronous) on a small runtime of this index's
+//! own, also from inside another async runtime. Every operation is idempotent, so a failure
+//! the server may recover from (a node of a cluster going away, a timeout) is retried with
+//! backoff for up to [`ServerConfig::retry_for`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use qdrant_client::qdrant::{
+    self, point_id::PointIdOptions, Condition, CountPointsBuilder, CreateCollectionBuilder,
+    CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter, Fusion,
+    KeywordIndexParamsBuilder, Modifier, NamedVectors, PointId, PointStruct, PrefetchQueryBuilder,
+    Query, QueryPointsBuilder, Range, ScrollPointsBuilder, SetPayloadPointsBuilder,
+    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector,
+    VectorInput, VectorParamsBuilder, WriteOrdering, WriteOrderingType,
+};
+use qdrant_client::{Payload, Qdrant, QdrantError};
+use serde_json::{json, Map, Value};
+
+use super::edge::{FUSION_CANDIDATES, RRF_K, TIE_ROOM};
+use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
+use super::{
+    payload, point_id, ExportedPoint, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord,
+    SearchFilter, StoredChunk, MAX_SEARCH_HITS,
+};
+use crate::embed::DIMENSIONS;
+use crate::error::{Error, Result};
+use crate::lock;
+use extractors::Scope;
+
+/// The payload field holding when a node wrote a point (microseconds since the Unix epoch).
+const STORED_AT: &str = "stored_at";
+
+/// Points written per upsert request when importing.
+const IMPORT_BATCH: usize = 256;
+
+/// Where the index lives on a Qdrant server, and how to talk to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The server's gRPC endpoint, `http://HOST:PORT` (6334 by default).
+    pub url: String,
+    /// The collection holding the points (created on first use). Its holder records live in
+    /// `COLLECTION_holders`.
+    pub collection: String,
+    /// API key sent with every call (`QDRANT_API_KEY` by default).
+    pub api_key: Option<String>,
+    /// Shards of a collection this index creates (a cluster spreads them over its peers).
+    pub shards: u32,
+    /// Copies of each shard in a collection this index creates (2 survives one peer down).
+    pub replication: u32,
+    /// How far apart the clocks of the ingest nodes may be: a delete spares points written
+    /// this close to its check (see the module docs).
+    pub clock_skew: Duration,
+    /// How long a failing call is retried when the server may recover (a peer restarting,
+    /// a timeout) before the operation fails.
+    pub retry_for: Duration,
+    /// Calls wait this long for an answer.
+    pub timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A collection on the server at `url` with the defaults: one shard, one copy, 1 s of
+    /// clock skew, 120 s of retries, 30 s per call.
+    pub fn new(url: impl Into<String>, collection: impl Into<String>) -> Self {
+        ServerConfig {
+            url: url.into(),
+            collection: collection.into(),
+            api_key: None,
+            shards: 1,
+            replication: 1,
+            clock_skew: Duration::from_secs(1),
+            retry_for: Duration::from_secs(120),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The collection of holder records.
+    pub fn holders_collection(&self) -> String {
+        format!("{}_holders", self.collection)
+    }
+}
+
+impl std::str::FromStr for ServerConfig {
+    type Err = Error;
+
+    /// `qdrant://HOST:PORT/COLLECTION[?shards=N&replication=N]` (the port is the gRPC one,
+    /// 6334 when left out); `http://` is taken as a synonym of `qdrant://`. The API key comes
+    /// from `QDRANT_API_KEY`.
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::Config(format!(
+                "store {s:?}: {why} (expected qdrant://HOST:PORT/COLLECTION[?shards=N&replication=N])"
+            ))
+        };
+        let rest = s
+            .strip_prefix("qdrant://")
+            .or_else(|| s.strip_prefix("http://"))
+            .ok_or_else(|| {
+                if s.starts_with("https://") || s.starts_with("qdrants://") {
+                    bad("TLS is not built in; reach the server over loopback or a tunnel")
+                } else {
+                    bad("not a qdrant:// address")
+                }
+            })?;
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (host, collection) = rest.split_once('/').ok_or_else(|| bad("no collection"))?;
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let collection = collection.trim_end_matches('/');
+        if collection.is_empty()
+            || !collection
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(bad(
+                "the collection name takes letters, digits, _ and - only",
+            ));
+        }
+        let host = if host.contains(':') {
+            host.to_string()
+        } else {
+            format!("{host}:6334")
+        };
+        let mut config = ServerConfig::new(format!("http://{host}"), collection);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').ok_or_else(|| bad("bad option"))?;
+            let n: u32 = v
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad("options take a positive number"))?;
+            match k {
+                "shards" => config.shards = n,
+                "replication" => config.replication = n,
+                _ => return Err(bad(&format!("unknown option {k:?}"))),
+            }
+        }
+        config.api_key = std::env::var("QDRANT_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty());
+        Ok(config)
+    }
+}
+
+impl std::fmt::Display for ServerConfig {
+    /// The address as `--store` takes it (without the API key).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = self.url.trim_start_matches("http://");
+        write!(f, "qdrant://{host}/{}", self.collection)
+    }
+}
+
+/// A collection of a Qdrant server as the vector index (see the module docs).
+pub struct ServerIndex {
+    client: Qdrant,
+    runtime: tokio::runtime::Runtime,
+    config: ServerConfig,
+    holders: String,
+    /// This node's name in the holder records (stable per data directory).
+    node: String,
+    keywords: Keywords,
+    /// (scope key, content) → the files this node registered as holding it, and the union
+    /// of every node's records when it last looked.
+    registered: Mutex<HashMap<(String, String), (Vec<String>, Vec<String>)>>,
+    /// Contents whose points this node wrote since the last flush: their locators are
+    /// settled again from the holder records when it flushes.
+    touched: Mutex<BTreeSet<(String, String)>>,
+}
+
+impl std::fmt::Debug for ServerIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerIndex")
+            .field("store", &self.config.to_string())
+            .field("node", &self.node)
+            .finish()
+    }
+}
+
+/// Writes go through each shard's dynamically elected leader: ordered, and available while
+/// a cluster peer is down (the permanent leader of `Strong` may be the peer that is down).
+fn medium() -> WriteOrdering {
+    WriteOrdering {
+        r#type: WriteOrderingType::Medium as i32,
+    }
+}
+
+/// Microseconds since the Unix epoch.
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether the server may answer a failed call on a second try.
+fn transient(e: &QdrantError) -> bool {
+    use tonic::Code;
+    match e {
+        QdrantError::ResponseError { status } => matches!(
+            status.code(),
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Aborted
+                | Code::Internal
+                | Code::Unknown
+                | Code::Cancelled
+                | Code::ResourceExhausted
+        ),
+        QdrantError::ResourceExhaustedError { .. } => true,
+        _ => false,
+    }
+}
+
+impl ServerIndex {
+    /// Connect to the collection `config` names as node `node`, creating the collection, its
+    /// holder collection and their payload indexes when missing (several nodes may do this
+    /// at once).
+    pub fn open(config: &ServerConfig, node: &str) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("qdrant-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Server {
+                store: config.to_string(),
+                reason: format!("runtime: {e}"),
+            })?;
+        let client = {
+            // The client spawns its connection on the current runtime.
+            let _entered = runtime.enter();
+            let mut builder = Qdrant::from_url(&config.url)
+                .timeout(config.timeout)
+                .connect_timeout(Duration::from_secs(5))
+                // Server 1.18 against client 1.20: two minor versions apart, which the
+                // check warns about; the conformance tests are the check that matters.
+                .skip_compatibility_check();
+            if let Some(key) = &config.api_key {
+                builder = builder.api_key(key.clone());
+            }
+            builder.build().map_err(|e| Error::Server {
+                store: config.to_string(),
+                reason: e.to_string(),
+            })?
+        };
+        let index = ServerIndex {
+            client,
+            runtime,
+            holders: config.holders_collection(),
+            config: config.clone(),
+            node: node.to_string(),
+            keywords: Keywords::new()?,
+            registered: Mutex::new(HashMap::new()),
+            touched: Mutex::new(BTreeSet::new()),
+        };
+        index.create_collections()?;
+        Ok(index)
+    }
+
+    /// The error of a failed call.
+    fn err(&self, what: &str, e: impl std::fmt::Display) -> Error {
+        Error::Server {
+            store: self.config.to_string(),
+            reason: format!("{what}: {e}"),
+        }
+    }
+
+    /// Run `fut` to completion on this index's runtime, from any thread (inside another
+    /// runtime too: then on a scoped thread, as a runtime cannot be entered twice).
+    fn block<T: Send>(&self, fut: impl Future<Output = T> + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| match s.spawn(|| self.runtime.block_on(fut)).join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+        } else {
+            self.runtime.block_on(fut)
+        }
+    }
+
+    /// Call the server, retrying failures it may recover from for up to `retry_for`.
+    fn call<T: Send, Fut>(&self, what: &str, f: impl Fn() -> Fut) -> Result<T>
+    where
+        Fut: Future<Output = std::result::Result<T, QdrantError>> + Send,
+    {
+        let deadline = Instant::now() + self.config.retry_for;
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match self.block(f()) {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && Instant::now() + delay < deadline => {
+                    tracing::warn!("{}: {what}: {e}; retrying in {delay:?}", self.config);
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(self.err(what, e)),
+            }
+        }
+    }
+
+    fn create_collections(&self) -> Result<()> {
+        let c = &self.config;
+        let points = CreateCollectionBuilder::new(&c.collection)
+            .vectors_config(VectorParamsBuilder::new(
+                DIMENSIONS as u64,
+                Distance::Cosine,
+            ))
+            .sparse_vectors_config({
+                let mut s = SparseVectorsConfigBuilder::default();
+                s.add_named_vector_params(
+                    SPARSE_VECTOR,
+                    SparseVectorParamsBuilder::default().modifier(Modifier::Idf),
+                );
+                s
+            })
+            .on_disk_payload(true)
+            .shard_number(c.shards)
+            .replication_factor(c.replication)
+            .write_consistency_factor(1);
+        let holders = CreateCollectionBuilder::new(&self.holders)
+            .shard_number(c.shards)
+            .replication_factor(c.replication)
+            .write_consistency_factor(1);
+        for (name, create) in [(&c.collection, points), (&self.holders, holders)] {
+            let exists = self.call("collection_exists", || {
+                self.client.collection_exists(name.as_str())
+            })?;
+            if !exists {
+                let created = self.call("create_collection", || {
+                    self.client.create_collection(create.clone())
+                });
+                // Another node may have created it meanwhile.
+                if let Err(e) = created {
+                    let exists = self.call("collection_exists", || {
+                        self.client.collection_exists(name.as_str())
+                    })?;
+                    if !exists {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let mut fields: Vec<(&str, &str, FieldType)> = Vec::new();
+        for f in payload::KEYWORD_FIELDS {
+            fields.push((&c.collection, f, FieldType::Keyword));
+        }
+        for f in payload::INTEGER_FIELDS.iter().chain([&STORED_AT]) {
+            fields.push((&c.collection, f, FieldType::Integer));
+        }
+        for f in ["scope_key", "content_hash", "node"] {
+            fields.push((&self.holders, f, FieldType::Keyword));
+        }
+        for (collection, field, kind) in fields {
+            let mut request =
+                CreateFieldIndexCollectionBuilder::new(collection, field, kind).wait(true);
+            // Every search filters on the scope: a tenant index keeps each scope's points
+            // together on disk.
+            if field == "scope_key" && collection == c.collection {
+                request = request
+                    .field_index_params(KeywordIndexParamsBuilder::default().is_tenant(true));
+            }
+            self.call("create_field_index", || {
+                self.client.create_field_index(request.clone())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The id of this node's holder record of content `hash` in scope `scope_key`.
+    fn holder_id(&self, scope_key: &str, hash: &str) -> u64 {
+        point_id(&format!("{scope_key}\0holder\0{}", self.node), hash, 0)
+    }
+
+    /// Every node's files holding content `hash` in scope `scope_key`: the sorted union of
+    /// the holder records.
+    fn holders_union(&self, scope_key: &str, hash: &str) -> Result<Vec<String>> {
+        let filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        let mut union = BTreeSet::new();
+        let mut offset: Option<PointId> = None;
+        loop {
+            let mut request = ScrollPointsBuilder::new(&self.holders)
+                .filter(filter.clone())
+                .limit(1000)
+                .with_payload(true)
+                .with_vectors(false);
+            if let Some(o) = offset.clone() {
+                request = request.offset(o);
+            }
+            let page = self.call("scroll holders", || self.client.scroll(request.clone()))?;
+            for p in page.result {
+                let payload = json_payload(p.payload);
+                union.extend(string_list(&payload, "locators"));
+            }
+            match page.next_page_offset {
+                Some(o) => offset = Some(o),
+                None => return Ok(union.into_iter().collect()),
+            }
+        }
+    }
+
+    /// Record that this node's files `locators` hold content `hash` (none: it holds it no
+    /// more), and return the union of every node's records.
+    fn register(&self, scope_key: &str, hash: &str, locators: &[String]) -> Result<Vec<String>> {
+        let id = self.holder_id(scope_key, hash);
+        if locators.is_empty() {
+            let request = DeletePointsBuilder::new(&self.holders)
+                .points(vec![PointId::from(id)])
+                .wait(true)
+                .ordering(medium());
+            self.call("delete holder", || {
+                self.client.delete_points(request.clone())
+            })?;
+        } else {
+            let record = PointStruct::new(
+                id,
+                NamedVectors::default(),
+                Payload::from(json_map(json!({
+                    "scope_key": scope_key,
+                    "content_hash": hash,
+                    "node": self.node,
+                    "locators": locators,
+                    "updated_at": now_us(),
+                }))),
+            );
+            let request = UpsertPointsBuilder::new(&self.holders, vec![record])
+                .wait(true)
+                .ordering(medium());
+            self.call("upsert holder", || {
+                self.client.upsert_points(request.clone())
+            })?;
+        }
+        let union = self.holders_union(scope_key, hash)?;
+        let key = (scope_key.to_string(), hash.to_string());
+        if locators.is_empty() {
+            lock(&self.registered).remove(&key);
+        } else {
+            lock(&self.registered).insert(key, (locators.to_vec(), union.clone()));
+        }
+        Ok(union)
+    }
+
+    /// Point every chunk of content `hash` at the union of the holder records, and read the
+    /// records again until they agree with what was written (another node may have changed
+    /// them meanwhile). Nothing to do when no record holds the content.
+    fn settle_locators(&self, scope_key: &str, hash: &str, mut union: Vec<String>) -> Result<()> {
+        let filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        for _ in 0..16 {
+            if union.is_empty() {
+                return Ok(());
+            }
+            let request = SetPayloadPointsBuilder::new(
+                &self.config.collection,
+                Payload::from(payload::locators_update(&union)),
+            )
+            .points_selector(filter.clone())
+            .wait(true)
+            .ordering(medium());
+            self.call("set_payload", || self.client.set_payload(request.clone()))?;
+            let again = self.holders_union(scope_key, hash)?;
+            if again == union {
+                return Ok(());
+            }
+            union = again;
+        }
+        Err(self.err(
+            "settle locators",
+            format!("the holders of {hash} kept changing"),
+        ))
+    }
+
+    /// Delete the points of content `hash` in scope `scope_key` written before `before`
+    /// (microseconds), and count what is left of it.
+    fn delete_points_before(&self, scope_key: &str, hash: &str, before: i64) -> Result<u64> {
+        let mut filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        let content = filter.clone();
+        filter.must.push(Condition::range(
+            STORED_AT,
+            Range {
+                lt: Some(before as f64),
+                ..Default::default()
+            },
+        ));
+        let request = DeletePointsBuilder::new(&self.config.collection)
+            .points(filter)
+            .wait(true)
+            .ordering(medium());
+        self.call("delete", || self.client.delete_points(request.clone()))?;
+        let count = CountPointsBuilder::new(&self.config.collection)
+            .filter(content)
+            .exact(true);
+        Ok(self
+            .call("count", || self.client.count(count.clone()))?
+            .result
+            .map_or(0, |r| r.count))
+    }
+
+    /// Visit every point matching `filter`, a page at a time.
+    fn scroll(
+        &self,
+        filter: Option<Filter>,
+        fields: Option<&[&str]>,
+        with_vectors: bool,
+        visit: &mut dyn FnMut(qdrant::RetrievedPoint),
+    ) -> Result<()> {
+        let mut offset: Option<PointId> = None;
+        loop {
+            let mut request = ScrollPointsBuilder::new(&self.config.collection)
+                .limit(1000)
+                .with_vectors(with_vectors);
+            request = match fields {
+                Some(f) => request.with_payload(qdrant::PayloadIncludeSelector {
+                    fields: f.iter().map(|f| f.to_string()).collect(),
+                }),
+                None => request.with_payload(true),
+            };
+            if let Some(f) = filter.clone() {
+                request = request.filter(f);
+            }
+            if let Some(o) = offset.clone() {
+                request = request.offset(o);
+            }
+            let page = self.call("scroll", || self.client.scroll(request.clone()))?;
+            page.result.into_iter().for_each(&mut *visit);
+            match page.next_page_offset {
+                Some(o) => offset = Some(o),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// A point as the server takes it: dense and keyword vectors, and the payload with the
+    /// time it is written.
+    fn point(
+        &self,
+        id: u64,
+        vector: &[f32],
+        keyword: &str,
+        mut payload: Map<String, Value>,
+        at: i64,
+    ) -> PointStruct {
+        let sparse = self.keywords.document(keyword);
+        payload.insert(STORED_AT.into(), json!(at));
+        PointStruct::new(
+            id,
+            NamedVectors::default()
+                .add_vector("", Vector::new_dense(vector.to_vec()))
+                .add_vector(
+                    SPARSE_VECTOR,
+                    Vector::new_sparse(sparse.indices, sparse.values),
+                ),
+            Payload::from(payload),
+        )
+    }
+
+    fn upsert_points(&self, points: Vec<PointStruct>) -> Result<()> {
+        let request = UpsertPointsBuilder::new(&self.config.collection, points)
+            .wait(true)
+            .ordering(medium());
+        self.call("upsert", || self.client.upsert_points(request.clone()))
+            .map(drop)
+    }
+
+    /// The union of holder records for content `hash` of `scope_key`, registering `locators`
+    /// as this node's first unless the same files are registered already.
+    fn union_for(&self, scope_key: &str, hash: &str, locators: &[String]) -> Result<Vec<String>> {
+        let key = (scope_key.to_string(), hash.to_string());
+        if let Some((mine, union)) = lock(&self.registered).get(&key) {
+            if mine == locators {
+                return Ok(union.clone());
+            }
+        }
+        self.register(scope_key, hash, locators)
+    }
+}
+
+impl IndexRead for ServerIndex {
+    fn search(
+        &self,
+        scope: &Scope,
+        query: &IndexQuery,
+        limit: usize,
+        offset: usize,
+        min_score: Option<f32>,
+        search_filter: &SearchFilter,
+    ) -> Result<Vec<Hit>> {
+        // The same request as the embedded shard's (see `EdgeIndex::search`).
+        let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let filter = to_filter(&payload::search_filter(scope, search_filter))?;
+        let dense = query
+            .vector
+            .clone()
+            .map(|v| Query::new_nearest(VectorInput::new_dense(v)));
+        let sparse = query
+            .text
+            .as_deref()
+            .map(|t| self.keywords.query(t))
+            .filter(|v| !v.indices.is_empty())
+            .map(|v| Query::new_nearest(VectorInput::new_sparse(v.indices, v.values)));
+        let mut score_scale = 1.0;
+        let limit_with_ties = end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS) as u64;
+        let mut request = QueryPointsBuilder::new(&self.config.collection)
+            .filter(filter.clone())
+            .limit(limit_with_ties)
+            .with_payload(true)
+            .with_vectors(false);
+        match (dense, sparse) {
+            (Some(dense), Some(sparse)) => {
+                let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS) as u64;
+                let dense_prefetch = |limit: u64, threshold: Option<f32>| {
+                    let mut p = PrefetchQueryBuilder::default()
+                        .query(dense.clone())
+                        .filter(filter.clone())
+                        .limit(limit);
+                    if let Some(t) = threshold {
+                        p = p.score_threshold(t);
+                    }
+                    p
+                };
+                let mut keyword = PrefetchQueryBuilder::default()
+                    .query(sparse)
+                    .using(SPARSE_VECTOR)
+                    .filter(filter.clone())
+                    .limit(candidates);
+                if let Some(t) = min_score {
+                    keyword = keyword
+                        .prefetch(vec![dense_prefetch(MAX_SEARCH_HITS as u64, Some(t)).build()])
+                        .score_threshold(f32::MIN_POSITIVE);
+                }
+                score_scale = RRF_K as f32 / 2.0;
+                request = request
+                    .prefetch(vec![
+                        dense_prefetch(candidates, min_score).build(),
+                        keyword.build(),
+                    ])
+                    .query(Query::new_fusion(Fusion::Rrf));
+            }
+            (Some(dense), None) => {
+                request = request.query(dense);
+                if let Some(t) = min_score {
+                    request = request.score_threshold(t);
+                }
+            }
+            (None, Some(sparse)) => {
+                request = request.query(sparse).using(SPARSE_VECTOR);
+                if let Some(t) = min_score {
+                    request = request.score_threshold(t);
+                }
+            }
+            (None, None) => return Ok(Vec::new()),
+        }
+        let mut points = self
+            .call("query", || self.client.query(request.clone()))?
+            .result;
+        let id =
+            |p: &qdrant::ScoredPoint| match p.id.as_ref().and_then(|i| i.point_id_options.as_ref())
+            {
+                Some(PointIdOptions::Num(n)) => *n,
+                _ => 0,
+            };
+        points.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(&id(b))));
+        Ok(points
+            .into_iter()
+            .take(end)
+            .skip(offset)
+            .map(|p| payload::hit(&json_payload(p.payload), p.score * score_scale))
+            .collect())
+    }
+
+    fn count(&self, scope: Option<&Scope>) -> Result<usize> {
+        let mut request = CountPointsBuilder::new(&self.config.collection).exact(true);
+        if let Some(s) = scope {
+            request = request.filter(to_filter(&payload::scope_filter(s))?);
+        }
+        let n = self
+            .call("count", || self.client.count(request.clone()))?
+            .result
+            .map_or(0, |r| r.count);
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn for_each_point(&self, visit: &mut dyn FnMut(PointRecord)) -> Result<()> {
+        self.scroll(None, Some(payload::RECORD_FIELDS), false, &mut |p| {
+            visit(payload::record(&json_payload(p.payload)));
+        })
+    }
+
+    fn export_points(&self, visit: &mut dyn FnMut(ExportedPoint)) -> Result<()> {
+        let mut failed = None;
+        self.scroll(None, None, true, &mut |p| {
+            if failed.is_some() {
+                return;
+            }
+            let Some(PointIdOptions::Num(id)) = p.id.and_then(|i| i.point_id_options) else {
+                failed = Some("a point without a numeric id".to_string());
+                return;
+            };
+            let vector = match p.vectors.and_then(|v| v.get_vector_by_name("")) {
+                Some(qdrant::vector_output::Vector::Dense(d)) => d.data,
+                _ => Vec::new(),
+            };
+            if vector.is_empty() {
+                failed = Some(format!("point {id} has no dense vector"));
+                return;
+            }
+            let mut payload = json_payload(p.payload);
+            payload.remove(STORED_AT);
+            visit(ExportedPoint {
+                id,
+                vector,
+                payload,
+            });
+        })?;
+        failed.map_or(Ok(()), |reason| Err(self.err("export", reason)))
+    }
+}
+
+impl IndexWrite for ServerIndex {
+    fn upsert(&self, scope: &Scope, chunks: &[StoredChunk]) -> Result<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let scope_key = scope.key();
+        // Registered before the points are written: a node deleting the content meanwhile
+        // sees the record and leaves the points (see the module docs).
+        let mut unions: HashMap<&str, Vec<String>> = HashMap::new();
+        for c in chunks {
+            if !unions.contains_key(c.content_hash.as_str()) {
+                let union = self.union_for(&scope_key, &c.content_hash, &c.locators)?;
+                unions.insert(&c.content_hash, union);
+            }
+        }
+        let at = now_us();
+        let points = chunks
+            .iter()
+            .map(|c| {
+                let keyword = keyword_text(
+                    &c.chunk.text,
+                    c.chunk.context_ref.section_id.as_deref(),
+                    &c.locators,
+                );
+                let mut payload = json_map(payload::of_chunk(scope, &scope_key, c));
+                if let Some(union) = unions
+                    .get(c.content_hash.as_str())
+                    .filter(|u| !u.is_empty())
+                {
+                    payload.extend(payload::locators_update(union));
+                }
+                self.point(
+                    point_id(&scope_key, &c.content_hash, c.chunk.index),
+                    &c.vector,
+                    &keyword,
+                    payload,
+                    at,
+                )
+            })
+            .collect();
+        self.upsert_points(points)?;
+        let mut touched = lock(&self.touched);
+        for hash in unions.into_keys() {
+            touched.insert((scope_key.clone(), hash.to_string()));
+        }
+        drop(touched);
+        crate::failpoint::hit("store.upsert");
+        Ok(())
+    }
+
+    fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()> {
+        let scope_key = scope.key();
+        let union = self.register(&scope_key, hash, locators)?;
+        self.settle_locators(&scope_key, hash, union)?;
+        crate::failpoint::hit("store.set_locators");
+        Ok(())
+    }
+
+    /// This node no longer holds content `hash`: its record goes, and the points too when no
+    /// other node's record holds them (see the module docs).
+    fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()> {
+        let skew = i64::try_from(self.config.clock_skew.as_micros()).unwrap_or(i64::MAX);
+        self.register(scope_key, hash, &[])?;
+        lock(&self.touched).remove(&(scope_key.to_string(), hash.to_string()));
+        for attempt in 0..4 {
+            let checked = now_us();
+            let union = self.holders_union(scope_key, hash)?;
+            if !union.is_empty() {
+                self.settle_locators(scope_key, hash, union)?;
+                break;
+            }
+            let left = self.delete_points_before(scope_key, hash, checked.saturating_sub(skew))?;
+            if left == 0 {
+                break;
+            }
+            if attempt == 3 {
+                tracing::warn!(
+                    "{}: {left} points of {hash} were written within the clock skew of their delete; the next repair deletes them",
+                    self.config
+                );
+            } else {
+                std::thread::sleep(self.config.clock_skew + Duration::from_millis(10));
+            }
+        }
+        crate::failpoint::hit("store.delete");
+        Ok(())
+    }
+
+    /// Settle the locators of every content written since the last flush (writes are durable
+    /// on the server when they return).
+    fn flush(&self) {
+        let touched = std::mem::take(&mut *lock(&self.touched));
+        for (scope_key, hash) in touched {
+            let settled = self
+                .holders_union(&scope_key, &hash)
+                .and_then(|union| self.settle_locators(&scope_key, &hash, union));
+            if let Err(e) = settled {
+                tracing::warn!("{}: locators of {hash}: {e}", self.config);
+                lock(&self.touched).insert((scope_key, hash));
+            }
+        }
+        crate::failpoint::hit("store.flush");
+    }
+
+    /// The server builds its search structures by itself.
+    fn optimize(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Insert `points` as they are, with this node registered as holding their contents
+    /// (the files their payloads name).
+    fn import_points(&self, points: &[ExportedPoint]) -> Result<()> {
+        let mut registered: BTreeSet<(String, String)> = BTreeSet::new();
+        for p in points {
+            let record = payload::record(&p.payload);
+            let key = (record.scope_key, record.content_hash);
+            if !registered.contains(&key) {
+                self.register(&key.0, &key.1, &record.locators)?;
+                registered.insert(key);
+            }
+        }
+        let at = now_us();
+        for batch in points.chunks(IMPORT_BATCH) {
+            let batch = batch
+                .iter()
+                .map(|p| {
+                    let keyword = payload::keyword_source(&p.payload);
+                    self.point(p.id, &p.vector, &keyword, p.payload.clone(), at)
+                })
+                .collect();
+            self.upsert_points(batch)?;
+        }
+        Ok(())
+    }
+}
+
+/// The file in a data directory naming the store its catalog describes.
+const STORE_FILE: &str = "store";
+
+/// The file in a data directory holding the node's name in holder records.
+const NODE_FILE: &str = "node";
+
+/// What a data directory records as its store: `embedded`, or the server's address.
+fn store_name(server: Option<&ServerConfig>) -> String {
+    server.map_or_else(|| "embedded".to_string(), ToString::to_string)
+}
+
+/// The store of the index in `data_dir`: the one it records (its catalog describes what that
+/// store holds), else `configured` for a new index (an index from before the record, with
+/// content, is embedded); recorded either way. Another store than the recorded one is
+/// refused: the catalog would claim files the store does not hold. `ingest import` moves an
+/// index and re-records it ([`record_store`]).
+pub(crate) fn index_store(
+    data_dir: &std::path::Path,
+    configured: Option<ServerConfig>,
+    has_content: bool,
+) -> Result<Option<ServerConfig>> {
+    let path = data_dir.join(STORE_FILE);
+    let recorded = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text.trim().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => has_content.then(|| store_name(None)),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let Some(recorded) = recorded else {
+        record_store(data_dir, configured.as_ref())?;
+        return Ok(configured);
+    };
+    match configured {
+        Some(c) if c.to_string() != recorded => Err(Error::Config(format!(
+            "{} indexes into {recorded}, not {c}: use that store (or no --store), another data dir, or move the index with `ingest export` and `ingest import`",
+            data_dir.display()
+        ))),
+        Some(c) => {
+            if !path.is_file() {
+                record_store(data_dir, Some(&c))?;
+            }
+            Ok(Some(c))
+        }
+        None if recorded == store_name(None) => {
+            if !path.is_file() {
+                record_store(data_dir, None)?;
+            }
+            Ok(None)
+        }
+        None => recorded.parse().map(Some),
+    }
+}
+
+/// Record that the catalog of `data_dir` describes `server` (`None`: the embedded shard).
+pub(crate) fn record_store(
+    data_dir: &std::path::Path,
+    server: Option<&ServerConfig>,
+) -> Result<()> {
+    crate::perms::write_file(
+        &data_dir.join(STORE_FILE),
+        format!("{}\n", store_name(server)).as_bytes(),
+    )
+}
+
+/// This data directory's node name in holder records: made once (host name and a random
+/// suffix) and kept, so a restarted node is the same node.
+pub(crate) fn node_name(data_dir: &std::path::Path) -> Result<String> {
+    let path = data_dir.join(NODE_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(name) if !name.trim().is_empty() => return Ok(name.trim().to_string()),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(path, e)),
+        _ => {}
+    }
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".into());
+    let mut seed = blake3::Hasher::new();
+    seed.update(data_dir.as_os_str().as_encoded_bytes());
+    seed.update(&now_us().to_le_bytes());
+    seed.update(&std::process::id().to_le_bytes());
+    let suffix: String = seed.finalize().to_hex().chars().take(8).collect();
+    let name = format!("{host}-{suffix}");
+    crate::perms::write_file(&path, format!("{name}\n").as_bytes())?;
+    Ok(name)
+}
+
+/// A JSON object as a map (anything else: empty).
+fn json_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A payload as the server returns it, in JSON.
+fn json_payload(p: HashMap<String, qdrant::Value>) -> Map<String, Value> {
+    p.into_iter().map(|(k, v)| (k, v.into_json())).collect()
+}
+
+fn string_list(payload: &Map<String, Value>, key: &str) -> Vec<String> {
+    payload
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A filter in Qdrant's JSON syntax (as [`payload`] builds them) in the client's type: the
+/// subset the payload schema uses (`must`/`should`/`must_not`, `match` of a keyword, integer
+/// or boolean, `range`, `is_empty`).
+fn to_filter(v: &Value) -> Result<Filter> {
+    let bad = |why: &str| Error::Pipeline(format!("filter {v}: {why}"));
+    let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
+    let mut filter = Filter::default();
+    for (clause, conditions) in obj {
+        let conditions = conditions
+            .as_array()
+            .ok_or_else(|| bad("a clause is not a list"))?
+            .iter()
+            .map(to_condition)
+            .collect::<Result<Vec<_>>>()?;
+        match clause.as_str() {
+            "must" => filter.must.extend(conditions),
+            "should" => filter.should.extend(conditions),
+            "must_not" => filter.must_not.extend(conditions),
+            other => return Err(bad(&format!("unknown clause {other}"))),
+        }
+    }
+    Ok(filter)
+}
+
+fn to_condition(v: &Value) -> Result<Condition> {
+    use qdrant::r#match::MatchValue;
+    let bad = |why: &str| Error::Pipeline(format!("filter condition {v}: {why}"));
+    let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
+    if ["must", "should", "must_not"]
+        .iter()
+        .any(|k| obj.contains_key(*k))
+    {
+        return Ok(Condition::from(to_filter(v)?));
+    }
+    if let Some(empty) = obj.get("is_empty") {
+        let key = empty
+            .get("key")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("is_empty without key"))?;
+        return Ok(Condition::is_empty(key));
+    }
+    let key = obj
+        .get("key")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no key"))?;
+    if let Some(value) = obj.get("match").and_then(|m| m.get("value")) {
+        return match value {
+            // Explicitly a keyword: the client makes a string with a space a full-text match.
+            Value::String(s) => Ok(Condition::matches(key, MatchValue::Keyword(s.clone()))),
+            Value::Bool(b) => Ok(Condition::matches(key, *b)),
+            Value::Number(n) => n
+                .as_i64()
+                .map(|i| Condition::matches(key, i))
+                .ok_or_else(|| bad("match of a non-integer number")),
+            _ => Err(bad("match of an unsupported value")),
+        };
+    }
+    if let Some(range) = obj.get("range") {
+        let bound = |k: &str| range.get(k).and_then(Value::as_f64);
+        return Ok(Condition::range(
+            key,
+            Range {
+                gte: bound("gte"),
+                lte: bound("lte"),
+                gt: bound("gt"),
+                lt: bound("lt"),
+            },
+        ));
+    }
+    Err(bad("unsupported condition"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_addresses_parse_with_defaults_and_options() {
+        let c: ServerConfig = "qdrant://127.0.0.1:16334/docs".parse().unwrap();
+        assert_eq!(c.url, "http://127.0.0.1:16334");
+        assert_eq!(c.collection, "docs");
+        assert_eq!((c.shards, c.replication), (1, 1));
+        assert_eq!(c.holders_collection(), "docs_holders");
+        assert_eq!(c.to_string(), "qdrant://127.0.0.1:16334/docs");
+        let c: ServerConfig = "qdrant://db/docs?shards=3&replication=2".parse().unwrap();
+        assert_eq!(c.url, "http://db:6334");
+        assert_eq!((c.shards, c.replication), (3, 2));
+        for bad in [
+            "db:6334/docs",
+            "qdrant://db:6334",
+            "qdrant://db:6334/",
+            "qdrant:///docs",
+            "qdrant://db/do/cs",
+            "qdrant://db/docs?shards=0",
+            "qdrant://db/docs?colour=red",
+            "https://db/docs",
+        ] {
+            let e = bad.parse::<ServerConfig>().unwrap_err();
+            assert!(matches!(e, Error::Config(_)), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_filter_the_payload_schema_builds_converts() {
+        let scope = Scope {
+            user_id: "u".into(),
+            feature_instance_id: Some("f".into()),
+            mandate_id: Some("m".into()),
+            is_shared: false,
+        };
+        let all = SearchFilter {
+            locator_prefix: Some("/d/a.zip!/".into()),
+            content_type: Some(extractors::ContentType::Text),
+            pages: Some((2, 4)),
+            section_path: Some("Intro".into()),
+            sheet: Some("S".into()),
+            slide: Some(3),
+        };
+        let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
+        // scope + six narrowing conditions
+        assert_eq!(f.must.len(), 7);
+        to_filter(&payload::lacking_derived()).unwrap();
+        to_filter(&payload::content_filter("k", "h")).unwrap();
+        assert!(to_filter(&json!({"must": [{"key": "a", "match": {"value": 1.5}}]})).is_err());
+        assert!(to_filter(&json!({"nope": []})).is_err());
+    }
+}
