@@ -18,7 +18,9 @@
 //!    call the daemon, MCP and CLI faces make, with the model loaded and the index open, on
 //!    indexes of `--sizes` chunks (real chunks of `--search-source`, copied with slightly
 //!    moved vectors and renamed files until the size is reached, then optimized as an ingest
-//!    leaves them); p50/p99 over `--queries`.
+//!    leaves them); p50/p99 over `--queries`. With `--store qdrant://HOST:PORT/NAME`, the
+//!    same points are also imported into a server collection (`NAME_benchSIZE`) and searched
+//!    the same way, beside the embedded figures.
 //!
 //! Figures depend on the machine; the table says what ran beside what.
 
@@ -55,6 +57,8 @@ struct Args {
     queries: PathBuf,
     variants: Vec<ModelVariant>,
     rounds: usize,
+    /// A Qdrant server (`qdrant://HOST:PORT/COLLECTION`): step 4 also on it.
+    store: Option<String>,
 }
 
 fn args() -> Args {
@@ -69,6 +73,7 @@ fn args() -> Args {
         queries: root.join("eval/dev.tsv"),
         variants: ModelVariant::ALL.to_vec(),
         rounds: 5,
+        store: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -98,6 +103,7 @@ fn args() -> Args {
                     .collect()
             }
             "--rounds" => a.rounds = value().parse().expect("--rounds N"),
+            "--store" => a.store = Some(value()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -181,7 +187,14 @@ fn main() {
     match source {
         Some(source) => {
             for &size in &a.sizes {
-                search(&source, size, &a.queries, a.rounds, &mut rows);
+                search(
+                    &source,
+                    size,
+                    &a.queries,
+                    a.rounds,
+                    a.store.as_deref(),
+                    &mut rows,
+                );
             }
         }
         None => {
@@ -506,7 +519,14 @@ fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
 }
 
 /// Step 4: warm hybrid searches on an index of `size` chunks built from `source`'s points.
-fn search(source: &Path, size: usize, queries: &Path, rounds: usize, rows: &mut Vec<Row>) {
+fn search(
+    source: &Path,
+    size: usize,
+    queries: &Path,
+    rounds: usize,
+    store: Option<&str>,
+    rows: &mut Vec<Row>,
+) {
     let mut points = Vec::new();
     EdgeIndex::open(source)
         .expect("open the search source")
@@ -566,38 +586,63 @@ fn search(source: &Path, size: usize, queries: &Path, rounds: usize, rows: &mut 
     } else {
         questions
     };
-    let ingestor = Ingestor::open(Config::new(dir.path())).expect("open");
+    let embedded = Ingestor::open(Config::new(dir.path())).expect("open");
+    let (p50, p99, n) = latencies(&embedded, &questions, rounds);
+    row(
+        rows,
+        &format!("warm hybrid search, {size} chunks ({n} searches)"),
+        format!("p50 {p50:.1} ms, p99 {p99:.1} ms"),
+        format!("index built from copies in {built:.0} s"),
+        "–".into(),
+    );
+    // The same points on a Qdrant server, searched the same way.
+    if let Some(store) = store {
+        let mut lines = Vec::new();
+        embedded.export(&mut lines).expect("export");
+        drop(embedded);
+        let server_dir = tempfile::tempdir().expect("tempdir");
+        let mut config = Config::new(server_dir.path());
+        let mut server: ingest::ServerConfig = store.parse().expect("--store");
+        server.collection = format!("{}_bench{size}", server.collection);
+        config.server = Some(server);
+        let started = Instant::now();
+        Ingestor::import(config, &mut lines.as_slice()).expect("import into the server");
+        let built = started.elapsed().as_secs_f64();
+        let remote = Ingestor::open(Config::new(server_dir.path())).expect("open");
+        let (s50, s99, n) = latencies(&remote, &questions, rounds);
+        row(
+            rows,
+            &format!("warm hybrid search on the Qdrant server, {size} chunks ({n} searches)"),
+            format!("p50 {s50:.1} ms, p99 {s99:.1} ms"),
+            format!("embedded p50 {p50:.1} ms, p99 {p99:.1} ms (imported in {built:.0} s)"),
+            format!("{:.2}x p50", s50 / p50),
+        );
+    }
+}
+
+/// p50 and p99 of warm hybrid searches (ms), and how many were timed.
+fn latencies(ingestor: &Ingestor, questions: &[String], rounds: usize) -> (f64, f64, usize) {
     let scope = Scope::user("local");
     let filter = SearchFilter::default();
+    let mode = SearchMode::Hybrid;
+    // Warm: the model loads and the index opens on the first search.
+    ingestor
+        .search_filtered(&questions[0], &scope, 10, None, &filter, mode)
+        .expect("search");
     let mut times = Vec::new();
-    for mode in [SearchMode::Hybrid] {
-        // Warm: the model loads and the index opens on the first search.
-        ingestor
-            .search_filtered(&questions[0], &scope, 10, None, &filter, mode)
-            .expect("search");
-        for _ in 0..rounds {
-            for q in &questions {
-                let started = Instant::now();
-                let hits = ingestor
-                    .search_filtered(q, &scope, 10, None, &filter, mode)
-                    .expect("search");
-                times.push(started.elapsed().as_secs_f64() * 1e3);
-                assert!(!hits.is_empty(), "no hits for {q}");
-            }
+    for _ in 0..rounds {
+        for q in questions {
+            let started = Instant::now();
+            let hits = ingestor
+                .search_filtered(q, &scope, 10, None, &filter, mode)
+                .expect("search");
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+            assert!(!hits.is_empty(), "no hits for {q}");
         }
     }
     times.sort_by(f64::total_cmp);
     let pct = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
-    row(
-        rows,
-        &format!(
-            "warm hybrid search, {size} chunks ({} searches)",
-            times.len()
-        ),
-        format!("p50 {:.1} ms, p99 {:.1} ms", pct(0.5), pct(0.99)),
-        format!("index built from copies in {built:.0} s"),
-        "–".into(),
-    );
+    (pct(0.5), pct(0.99), times.len())
 }
 
 /// Copy `k` of a point: another id, files renamed under `copy-k/`, the vector moved a little

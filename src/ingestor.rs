@@ -296,7 +296,8 @@ impl Ingestor {
         }
     }
 
-    /// Move an index into the store `config` names: add the points of an
+    /// Move an index into the store `config` names (`config.server`; none: the store the
+    /// data dir records, the embedded shard for a new one): add the points of an
     /// [`Ingestor::export`] read from `input` (nothing is embedded: vectors come with them)
     /// and record that `config.data_dir`'s catalog now describes that store, so the next
     /// sync skips what is unchanged. Idempotent: importing the same points again rewrites
@@ -327,7 +328,11 @@ impl Ingestor {
         config.model_variant = Some(variant);
         config.validate()?;
         crate::perms::prepare_data_dir(&config.data_dir)?;
-        crate::index::record_store(&config.data_dir, config.server.as_ref())?;
+        // A store given moves the index there; none keeps the recorded one (or, for a new
+        // data dir, the embedded shard).
+        if let Some(server) = &config.server {
+            crate::index::record_store(&config.data_dir, Some(server))?;
+        }
         let ingestor = Ingestor::open(config)?;
         let _one_run_at_a_time = lock(&ingestor.run_lock);
         let store = ingestor.store()?;
