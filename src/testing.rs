@@ -56,11 +56,14 @@ pub struct QdrantServer {
     /// Each node's REST port.
     pub http: Vec<u16>,
     nodes: Vec<Option<std::process::Child>>,
-    launch: Vec<(Vec<(String, String)>, Vec<String>, std::path::PathBuf)>,
+    launch: Vec<NodeLaunch>,
     bin: std::path::PathBuf,
     /// The nodes' storage, removed when dropped.
     dir: Option<std::path::PathBuf>,
 }
+
+/// How a node is started: environment, arguments, storage folder.
+type NodeLaunch = (Vec<(String, String)>, Vec<String>, std::path::PathBuf);
 
 /// What a test prints when it cannot find a Qdrant server.
 pub const QDRANT_SKIPPED: &str = "SKIPPED: no Qdrant server (set QDRANT_URL, or provide ../shared/qdrant or INGEST_QDRANT_BIN): the server half of this test did not run";
@@ -136,8 +139,9 @@ impl QdrantServer {
         };
         let ports = free_ports(nodes * 3);
         let mut first_p2p = None;
-        for n in 0..nodes {
-            let (http, grpc, p2p) = (ports[n * 3], ports[n * 3 + 1], ports[n * 3 + 2]);
+        for (n, node_ports) in ports.chunks_exact(3).enumerate() {
+            let [http, grpc, p2p] = [node_ports.first(), node_ports.get(1), node_ports.get(2)]
+                .map(|p| p.copied().unwrap_or_default());
             let data = dir.join(format!("node{n}"));
             std::fs::create_dir_all(&data).ok()?;
             let mut env = vec![

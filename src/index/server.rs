@@ -183,6 +183,12 @@ impl std::fmt::Display for ServerConfig {
     }
 }
 
+/// (scope key, content hash).
+type ContentKey = (String, String);
+
+/// The files this node registered as holding a content, and every node's union then.
+type Registered = (Vec<String>, Vec<String>);
+
 /// A collection of a Qdrant server as the vector index (see the module docs).
 pub struct ServerIndex {
     client: Qdrant,
@@ -194,10 +200,10 @@ pub struct ServerIndex {
     keywords: Keywords,
     /// (scope key, content) → the files this node registered as holding it, and the union
     /// of every node's records when it last looked.
-    registered: Mutex<HashMap<(String, String), (Vec<String>, Vec<String>)>>,
+    registered: Mutex<HashMap<ContentKey, Registered>>,
     /// Contents whose points this node wrote since the last flush: their locators are
     /// settled again from the holder records when it flushes.
-    touched: Mutex<BTreeSet<(String, String)>>,
+    touched: Mutex<BTreeSet<ContentKey>>,
 }
 
 impl std::fmt::Debug for ServerIndex {

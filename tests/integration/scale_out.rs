@@ -89,7 +89,12 @@ fn points(sb: &Sandbox, data: &Path, store: Option<&str>) -> Points {
         "export-{}.jsonl",
         data.file_name().unwrap().to_string_lossy()
     ));
-    run_ok(ingest_cmd(data, store, &["export"], &[file.clone()]));
+    run_ok(ingest_cmd(
+        data,
+        store,
+        &["export"],
+        std::slice::from_ref(&file),
+    ));
     let text = std::fs::read_to_string(&file).unwrap();
     let mut out = Points::new();
     for line in text.lines().skip(1) {
@@ -314,7 +319,12 @@ fn qdrant_export_and_import_move_an_index_without_embedding() {
     let want = reference(&sb, &folders);
     let data = sb.path("reference");
     let file = sb.path("moved.jsonl.gz");
-    run_ok(ingest_cmd(&data, None, &["export"], &[file.clone()]));
+    run_ok(ingest_cmd(
+        &data,
+        None,
+        &["export"],
+        std::slice::from_ref(&file),
+    ));
     let store = server.store_url(0, "moved");
     // A store other than the recorded one is refused without the move.
     let refused = ingest_cmd(&data, Some(&store), &["search"], &[PathBuf::from("x")])
@@ -327,7 +337,7 @@ fn qdrant_export_and_import_move_an_index_without_embedding() {
         &data,
         Some(&store),
         &["import"],
-        &[file.clone()],
+        std::slice::from_ref(&file),
     ));
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("\"imported\":{}", want.len())));
     // The data dir now records the server: no --store needed.
@@ -343,7 +353,12 @@ fn qdrant_export_and_import_move_an_index_without_embedding() {
     // And back, into a new embedded data dir.
     let back = sb.path("back");
     let file2 = sb.path("back.jsonl");
-    run_ok(ingest_cmd(&data, None, &["export"], &[file2.clone()]));
+    run_ok(ingest_cmd(
+        &data,
+        None,
+        &["export"],
+        std::slice::from_ref(&file2),
+    ));
     run_ok(ingest_cmd(&back, None, &["import"], &[file2]));
     assert!(want == points(&sb, &back, None));
     assert_eq!(

@@ -82,7 +82,9 @@ pub(crate) fn import(common: &Common, args: &TransferArgs) -> anyhow::Result<Exi
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("opening {}", args.file.display()))?;
     let mut input: Box<dyn std::io::BufRead> = if is_gzip(&args.file) {
-        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+        Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
+            file,
+        )))
     } else {
         Box::new(std::io::BufReader::new(file))
     };
