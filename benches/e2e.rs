@@ -615,7 +615,9 @@ fn search(
             rows,
             &format!("warm hybrid search on the Qdrant server, {size} chunks ({n} searches)"),
             format!("p50 {s50:.1} ms, p99 {s99:.1} ms"),
-            format!("embedded p50 {p50:.1} ms, p99 {p99:.1} ms (imported and indexed in {built:.0} s)"),
+            format!(
+                "embedded p50 {p50:.1} ms, p99 {p99:.1} ms (imported and indexed in {built:.0} s)"
+            ),
             format!("{:.2}x p50", s50 / p50),
         );
     }
