@@ -151,8 +151,9 @@ pub(super) fn section_path(section: Option<&str>) -> Vec<String> {
     out
 }
 
-/// The `locators` list of a point's payload (the files holding its content).
-fn locators(payload: &Map<String, Value>) -> Vec<String> {
+/// The `locators` list of a point's (or a holder record's) payload: the files holding its
+/// content.
+pub(super) fn locators(payload: &Map<String, Value>) -> Vec<String> {
     payload
         .get("locators")
         .and_then(Value::as_array)

@@ -427,7 +427,7 @@ impl ServerIndex {
             let page = self.call("scroll holders", || self.client.scroll(request.clone()))?;
             for p in page.result {
                 let payload = json_payload(p.payload);
-                union.extend(string_list(&payload, "locators"));
+                union.extend(payload::locators(&payload));
             }
             match page.next_page_offset {
                 Some(o) => offset = Some(o),
@@ -989,18 +989,6 @@ fn json_map(v: Value) -> Map<String, Value> {
 /// A payload as the server returns it, in JSON.
 fn json_payload(p: HashMap<String, qdrant::Value>) -> Map<String, Value> {
     p.into_iter().map(|(k, v)| (k, v.into_json())).collect()
-}
-
-fn string_list(payload: &Map<String, Value>, key: &str) -> Vec<String> {
-    payload
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A filter in Qdrant's JSON syntax (as [`payload`] builds them) in the client's type: the
