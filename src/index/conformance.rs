@@ -1036,7 +1036,7 @@ fn qdrant_answers_as_the_embedded_shard_does() {
     BACKEND.with(|b| *b.borrow_mut() = Backend::Edge);
     // Strict rankings for the fused queries: tied scores inside a ranking give the engine a
     // free choice of rank, which RRF turns into different fused scores (on one backend too).
-    let strict = strict_corpus(&alice);
+    let strict = strict_corpus();
     for c in &strict {
         edge.upsert(&alice, std::slice::from_ref(c)).unwrap();
         remote.upsert(&alice, std::slice::from_ref(c)).unwrap();
@@ -1113,7 +1113,7 @@ fn qdrant_answers_as_the_embedded_shard_does() {
 /// 30 chunks in 30 files with strictly ordered scores: chunk `i` leans from axis 100 towards
 /// its own axis as `i` grows (cosines to axis 100 all distinct), and says "alpha" `i + 1`
 /// times and "beta" `30 - i` times (distinct BM25 scores).
-fn strict_corpus(_scope: &Scope) -> Vec<StoredChunk> {
+fn strict_corpus() -> Vec<StoredChunk> {
     (0..30u32)
         .map(|i| {
             let locator = format!("/strict/f{i}.txt");

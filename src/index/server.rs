@@ -388,7 +388,22 @@ impl ServerIndex {
         for f in ["scope_key", "content_hash", "node"] {
             fields.push((&self.holders, f, FieldType::Keyword));
         }
+        // Every command opens the index: only the indexes a collection lacks are created.
+        let mut present = HashMap::new();
+        for name in [&c.collection, &self.holders] {
+            let info = self.call("collection_info", || {
+                self.client.collection_info(name.as_str())
+            })?;
+            let schema = info.result.map(|r| r.payload_schema).unwrap_or_default();
+            present.insert(name.as_str(), schema);
+        }
         for (collection, field, kind) in fields {
+            if present
+                .get(collection)
+                .is_some_and(|schema| schema.contains_key(field))
+            {
+                continue;
+            }
             let mut request =
                 CreateFieldIndexCollectionBuilder::new(collection, field, kind).wait(true);
             // Every search filters on the scope: a tenant index keeps each scope's points

@@ -183,18 +183,30 @@ fn wait_ok(child: Child, what: &str) {
     );
 }
 
+/// A server (or `None`, said on stderr), a sandbox with a corpus of `folders` × `per_folder`
+/// files, and the corpus's single-node embedded reference.
+fn setup(
+    folders: usize,
+    per_folder: usize,
+) -> Option<(QdrantServer, Sandbox, Vec<PathBuf>, Points)> {
+    let Some(server) = QdrantServer::start() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return None;
+    };
+    let sb = Sandbox::new();
+    let folders = write_corpus(&sb.path("corpus"), folders, per_folder);
+    let want = reference(&sb, &folders);
+    Some((server, sb, folders, want))
+}
+
 /// Two nodes ingest overlapping halves of 1 000 files into one collection at the same time:
 /// the collection then holds exactly the single-node points (same ids, same locators), and
 /// each node's search finds what the other indexed.
 #[test]
 fn qdrant_two_nodes_on_overlapping_halves_index_what_one_node_does() {
-    let Some(server) = QdrantServer::start() else {
-        eprintln!("{QDRANT_SKIPPED}");
+    let Some((server, sb, folders, want)) = setup(10, 100) else {
         return;
     };
-    let sb = Sandbox::new();
-    let folders = write_corpus(&sb.path("corpus"), 10, 100);
-    let want = reference(&sb, &folders);
     let store = server.store_url(0, "shared");
     let (a, b) = (sb.path("node-a"), sb.path("node-b"));
     // Node a: s0..s5; node b: s4..s9 (s4 and s5 by both).
@@ -232,13 +244,9 @@ fn qdrant_two_nodes_on_overlapping_halves_index_what_one_node_does() {
 /// index.
 #[test]
 fn qdrant_partitioned_nodes_embed_disjoint_shares_of_the_work() {
-    let Some(server) = QdrantServer::start() else {
-        eprintln!("{QDRANT_SKIPPED}");
+    let Some((server, sb, folders, want)) = setup(4, 50) else {
         return;
     };
-    let sb = Sandbox::new();
-    let folders = write_corpus(&sb.path("corpus"), 4, 50);
-    let want = reference(&sb, &folders);
     let store = server.store_url(0, "parts");
     let mut embedded = 0;
     let mut indexed: Vec<String> = Vec::new();
@@ -278,13 +286,9 @@ fn qdrant_partitioned_nodes_embed_disjoint_shares_of_the_work() {
 /// collection equals the single-node reference.
 #[test]
 fn qdrant_a_node_killed_mid_run_is_repaired_by_its_next_sync() {
-    let Some(server) = QdrantServer::start() else {
-        eprintln!("{QDRANT_SKIPPED}");
+    let Some((server, sb, folders, want)) = setup(4, 50) else {
         return;
     };
-    let sb = Sandbox::new();
-    let folders = write_corpus(&sb.path("corpus"), 4, 50);
-    let want = reference(&sb, &folders);
     for (n, failpoint) in ["store.upsert=3", "store.set_locators=1", "catalog.save=4"]
         .iter()
         .enumerate()
@@ -310,13 +314,9 @@ fn qdrant_a_node_killed_mid_run_is_repaired_by_its_next_sync() {
 /// next sync finds everything unchanged.
 #[test]
 fn qdrant_export_and_import_move_an_index_without_embedding() {
-    let Some(server) = QdrantServer::start() else {
-        eprintln!("{QDRANT_SKIPPED}");
+    let Some((server, sb, folders, want)) = setup(2, 30) else {
         return;
     };
-    let sb = Sandbox::new();
-    let folders = write_corpus(&sb.path("corpus"), 2, 30);
-    let want = reference(&sb, &folders);
     let data = sb.path("reference");
     let file = sb.path("moved.jsonl.gz");
     run_ok(ingest_cmd(
