@@ -6,9 +6,21 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::isolation::{Isolation, IsolationConfig};
 
+/// Read a TOML file with `parse` (its errors name the file).
+pub(crate) fn load_toml<T>(
+    path: &std::path::Path,
+    parse: impl FnOnce(&str) -> Result<T>,
+) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    parse(&text).map_err(|e| match e {
+        Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+        other => other,
+    })
+}
+
 /// Hard limits applied to one container tree (a top-level archive and everything nested in
 /// it). Sizes are counted on bytes actually decompressed, never on declared sizes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Decompressed bytes, summed over the whole tree.
     pub max_total_bytes: u64,

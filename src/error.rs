@@ -73,6 +73,38 @@ pub enum Error {
         /// Its owner's uid.
         owner: u32,
     },
+    /// No such job or file in the caller's scope.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// An upload is larger than the limit.
+    #[error("the upload is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// As many uploads are being received as the queue takes at once: try again shortly
+    /// (HTTP 429).
+    #[error("busy: {reason}; retry after {retry_after_secs} s")]
+    Busy {
+        /// Which bound was reached.
+        reason: String,
+        /// Seconds after which a retry has a chance.
+        retry_after_secs: u64,
+    },
+    /// As many jobs are open as the queue holds: try again once some ended (HTTP 503).
+    #[error("queue full: {reason}; retry after {retry_after_secs} s")]
+    QueueFull {
+        /// Which bound was reached.
+        reason: String,
+        /// Seconds after which a retry has a chance.
+        retry_after_secs: u64,
+    },
+    /// An upload could not be taken: a bad name, a body that could not be read.
+    #[error("upload refused: {0}")]
+    Upload(String),
+    /// The upload queue is stopping and takes nothing new.
+    #[error("shutting down: no new uploads are taken")]
+    ShuttingDown,
     /// The MCP server could not start or serve (address in use, a broken handshake).
     #[error("MCP server: {0}")]
     Serve(String),

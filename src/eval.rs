@@ -347,6 +347,10 @@ mod tests {
             content_hash: "h".into(),
             content_type: "text".into(),
             page,
+            sheet: None,
+            slide: None,
+            chunk_index: 0,
+            chunk_id: 0,
         }
     }
 

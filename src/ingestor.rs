@@ -47,12 +47,150 @@ pub enum Input {
         /// Its content.
         bytes: Vec<u8>,
     },
+    /// An upload spooled to a file, known as `name` (its locator's first segment): what
+    /// [`crate::Uploads`] queues. Never answered as unchanged from the catalog (an upload has
+    /// no modification time); identical bytes are still found by hash and not embedded again.
+    Upload {
+        /// The name it is known by.
+        name: String,
+        /// The spooled bytes.
+        path: PathBuf,
+        /// Limits for this upload's container tree instead of the configured ones.
+        limits: Option<crate::Limits>,
+    },
+    /// Remove a file (an archive with all its members) from the catalog and the index.
+    Remove {
+        /// Its locator, as search hits and reports name it (without `#fragment`).
+        locator: String,
+    },
+}
+
+/// Which scopes have a run going. Runs of different scopes go at once (their catalog
+/// entries and points are apart; the content indexes they share are written and deleted
+/// under the catalog's lock); runs of one scope, and repair or export, go one at a time.
+#[derive(Default)]
+pub(crate) struct RunSlots {
+    state: Mutex<SlotState>,
+    freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// Keys of the scopes with a run going.
+    busy: std::collections::HashSet<String>,
+    /// A repair, export or import has the whole index.
+    exclusive: bool,
+    /// Set while any run goes: a crash leaves it, and the next start repairs.
+    marker: Option<crate::index::DirtyMarker>,
+    /// A run failed since the marker was set: the marker stays until a repair.
+    failed: bool,
+}
+
+/// A run's hold on its scope; ended by [`RunSlot::end`] (dropped without it: as failed).
+pub(crate) struct RunSlot<'a> {
+    slots: &'a RunSlots,
+    key: Option<String>,
+}
+
+impl RunSlots {
+    fn wait<'a>(
+        &'a self,
+        mut state: std::sync::MutexGuard<'a, SlotState>,
+        until: impl Fn(&SlotState) -> bool,
+    ) -> std::sync::MutexGuard<'a, SlotState> {
+        while !until(&state) {
+            state = self
+                .freed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        state
+    }
+
+    /// Wait until `scope` has no run going, then hold it (marking the data dir as being
+    /// written when no other run is).
+    pub(crate) fn begin(&self, data_dir: &Path, scope: &Scope) -> Result<RunSlot<'_>> {
+        let key = scope.key();
+        let mut state = self.wait(lock(&self.state), |s| {
+            !s.exclusive && !s.busy.contains(&key)
+        });
+        if state.marker.is_none() {
+            state.marker = Some(crate::index::DirtyMarker::set(data_dir)?);
+        }
+        state.busy.insert(key.clone());
+        Ok(RunSlot {
+            slots: self,
+            key: Some(key),
+        })
+    }
+
+    /// Wait until no run goes, then hold the whole index until the guard drops.
+    pub(crate) fn exclusive(&self) -> ExclusiveSlot<'_> {
+        let mut state = self.wait(lock(&self.state), |s| !s.exclusive && s.busy.is_empty());
+        state.exclusive = true;
+        ExclusiveSlot(self)
+    }
+
+    /// A repair made the store and the catalog agree again.
+    fn repaired(&self) {
+        lock(&self.state).failed = false;
+    }
+
+    fn release(&self, key: &str, ok: bool) -> Result<()> {
+        let mut state = lock(&self.state);
+        state.busy.remove(key);
+        state.failed |= !ok;
+        let mut result = Ok(());
+        if state.busy.is_empty() {
+            if let Some(marker) = state.marker.take() {
+                // Store and catalog agree: nothing to repair at the next start.
+                if !state.failed {
+                    result = marker.clear();
+                }
+            }
+        }
+        drop(state);
+        self.freed.notify_all();
+        result
+    }
+}
+
+impl RunSlot<'_> {
+    /// The run ended: `ok` if the catalog and the store agree.
+    pub(crate) fn end(mut self, ok: bool) -> Result<()> {
+        match self.key.take() {
+            Some(key) => self.slots.release(&key, ok),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunSlot<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let _ = self.slots.release(&key, false);
+        }
+    }
+}
+
+/// The whole index held by a repair, export or import.
+pub(crate) struct ExclusiveSlot<'a>(&'a RunSlots);
+
+impl Drop for ExclusiveSlot<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.0.state);
+        state.exclusive = false;
+        drop(state);
+        self.0.freed.notify_all();
+    }
 }
 
 /// The long-lived ingestion runtime: configuration, catalog, and (loaded on first use) the
 /// embedding model and the vector store. `Send + Sync`: share one per process.
 ///
-/// Ingest calls block while another ingest call on the same `Ingestor` runs; searches do not.
+/// An ingest call waits while another one of the same scope runs (runs of different scopes
+/// go at once); searches never wait. For uploads that must not block their caller, see
+/// [`crate::Uploads`].
 pub struct Ingestor {
     pub(crate) config: Config,
     pub(crate) catalog: Mutex<Catalog>,
@@ -67,7 +205,7 @@ pub struct Ingestor {
     pub(crate) extract_options: extractors::ExtractOptions,
     /// The model file this index is embedded and searched with (settled when it opens).
     model_variant: crate::ModelVariant,
-    pub(crate) run_lock: Mutex<()>,
+    pub(crate) runs: RunSlots,
 }
 
 impl std::fmt::Debug for Ingestor {
@@ -107,7 +245,7 @@ impl Ingestor {
             embedder: Mutex::new(None),
             chunker: Mutex::new(None),
             store: Mutex::new(None),
-            run_lock: Mutex::new(()),
+            runs: RunSlots::default(),
         };
         if crate::index::DirtyMarker::present(&ingestor.config.data_dir) {
             let report = ingestor.repair()?;
@@ -129,10 +267,11 @@ impl Ingestor {
     /// Make the catalog and the store agree (after a run that did not finish; see
     /// [`crate::RepairReport`]). Blocks while an ingest runs.
     pub fn repair(&self) -> Result<crate::RepairReport> {
-        let _one_run_at_a_time = lock(&self.run_lock);
+        let _whole_index = self.runs.exclusive();
         let store = self.store()?;
         let report = crate::index::repair(&mut lock(&self.catalog), &*store)?;
         crate::index::DirtyMarker::set(&self.config.data_dir)?.clear()?;
+        self.runs.repaired();
         Ok(report)
     }
 
@@ -271,7 +410,7 @@ impl Ingestor {
     /// no particular order: what [`Ingestor::import`] reads to move the index to another
     /// store without embedding. Returns the number of points.
     pub fn export(&self, out: &mut dyn std::io::Write) -> Result<u64> {
-        let _one_run_at_a_time = lock(&self.run_lock);
+        let _whole_index = self.runs.exclusive();
         let header = serde_json::json!({
             "format": EXPORT_FORMAT,
             "version": 1,
@@ -334,7 +473,7 @@ impl Ingestor {
             crate::index::record_store(&config.data_dir, Some(server))?;
         }
         let ingestor = Ingestor::open(config)?;
-        let _one_run_at_a_time = lock(&ingestor.run_lock);
+        let _whole_index = ingestor.runs.exclusive();
         let store = ingestor.store()?;
         let mut batch = Vec::with_capacity(IMPORT_BATCH);
         let mut imported = 0u64;
@@ -400,8 +539,23 @@ impl Ingestor {
         observer: &(dyn Fn(&FileReport) + Sync),
         stop: &AtomicBool,
     ) -> Result<IngestReport> {
-        let _one_run_at_a_time = lock(&self.run_lock);
-        crate::pipeline::run(self, inputs, scope, observer, stop)
+        self.run_inputs(Box::new(inputs.into_iter()), scope, &observer, stop, true)
+    }
+
+    /// One pipeline run over `inputs` (a list, or a feed), once `scope` has no other run
+    /// going.
+    pub(crate) fn run_inputs(
+        &self,
+        inputs: crate::pipeline::Inputs<'_>,
+        scope: &Scope,
+        progress: &dyn crate::pipeline::Progress,
+        stop: &AtomicBool,
+        keep_lines: bool,
+    ) -> Result<IngestReport> {
+        let slot = self.runs.begin(&self.config.data_dir, scope)?;
+        let report = crate::pipeline::run(self, inputs, scope, progress, stop, keep_lines);
+        slot.end(report.is_ok())?;
+        report
     }
 }
 

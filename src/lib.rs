@@ -47,8 +47,11 @@ mod perms;
 mod pipeline;
 mod report;
 mod serve;
+#[cfg(feature = "tokio")]
+pub mod service;
 pub mod tools;
 mod unpack;
+mod uploads;
 mod watch;
 
 #[doc(hidden)]
@@ -66,6 +69,11 @@ pub use ingestor::{Ingestor, Input};
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
+#[cfg(feature = "tokio")]
+pub use uploads::AsyncUploads;
+pub use uploads::{
+    FileLine, FileState, JobId, JobKind, JobState, JobStatus, UploadOptions, Uploads, UploadsConfig,
+};
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;

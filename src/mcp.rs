@@ -162,11 +162,7 @@ pub struct FileHttp {
 impl FileConfig {
     /// Read and parse `path`.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::parse(&text).map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
-            other => other,
-        })
+        crate::config::load_toml(path, Self::parse)
     }
 
     /// Parse a configuration file's text.
@@ -245,8 +241,8 @@ pub async fn serve_http(host: Arc<ToolHost>, config: McpConfig, addr: SocketAddr
         .map_err(|e| Error::Serve(format!("HTTP server: {e}")))
 }
 
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
+/// Resolves on SIGINT or SIGTERM (a server's graceful shutdown). Needs a tokio runtime.
+pub async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let term = async {
         match signal(SignalKind::terminate()) {
@@ -357,7 +353,7 @@ impl ServerHandler for IngestMcp {
 }
 
 /// The tool call `name` with `args`, or what is wrong with them, worded for the model.
-fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
+pub(crate) fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
     fn parse<T: serde::de::DeserializeOwned>(
         name: &str,
         args: Value,

@@ -116,6 +116,19 @@ pub struct Hit {
     /// The 1-based physical page the chunk is on, if the file has pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
+    /// The spreadsheet sheet the chunk is from, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
+    /// The 1-based slide the chunk is from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slide: Option<u32>,
+    /// The chunk's number within its content (0-based, in reading order).
+    #[serde(default)]
+    pub chunk_index: u32,
+    /// The chunk's id in the index: stable for the same bytes in the same scope (a hash of
+    /// the scope, the content and `chunk_index`), so a re-upload keeps its ids.
+    #[serde(default)]
+    pub chunk_id: u64,
 }
 
 /// How a search ranks chunks.

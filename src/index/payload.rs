@@ -199,6 +199,13 @@ pub(super) fn record(payload: &Map<String, Value>) -> PointRecord {
 /// The search result for a point with this full payload and `score`.
 pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
     let s = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_string);
+    let u32_of = |k: &str| {
+        payload
+            .get(k)
+            .and_then(Value::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let chunk_index = u32_of("chunk_index").unwrap_or_default();
     let locators = locators(payload);
     let file = locators.first().cloned().unwrap_or_default();
     let locator = match s("fragment").filter(|f| !f.is_empty()) {
@@ -214,10 +221,15 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
         also_in: locators.into_iter().skip(1).collect(),
         content_hash: s("content_hash").unwrap_or_default(),
         content_type: s("content_type").unwrap_or_default(),
-        page: payload
-            .get("page_index")
-            .and_then(Value::as_u64)
-            .and_then(|p| u32::try_from(p).ok()),
+        page: u32_of("page_index"),
+        sheet: s("sheet_name"),
+        slide: u32_of("slide_index"),
+        chunk_index,
+        chunk_id: super::point_id(
+            &s("scope_key").unwrap_or_default(),
+            &s("content_hash").unwrap_or_default(),
+            chunk_index,
+        ),
     }
 }
 

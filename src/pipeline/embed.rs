@@ -12,12 +12,17 @@ use super::{timed, FileMeta, IndexItem, Run, StoreItem};
 use crate::batcher::Batcher;
 use crate::index::objects::ContentRecord;
 use crate::index::StoredChunk;
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// Model runs per embedding call: the embedder sorts a call's chunks by length, so the more
 /// runs a call holds, the less padding (4 × 16 chunks keeps a file's wait short).
 pub(crate) const LENGTH_BUCKETS: usize = 4;
+
+/// How long chunks short of a full batch wait for more files before they are embedded as
+/// they are (the model would idle otherwise).
+const PARTIAL_WAIT: Duration = Duration::from_millis(100);
 
 /// A file whose chunks are in the batcher, with its content index.
 type Waiting = (FileMeta, Box<ContentRecord>);
@@ -36,7 +41,10 @@ impl Run<'_> {
                 for _ in items.iter() {} // drain, so senders never block forever
                 return;
             }
-            // Take the files that are ready; wait for one only when no full batch is.
+            // Take the files that are ready; wait for one only when no full batch is, and
+            // for at most PARTIAL_WAIT while chunks are waiting: a run fed by an upload
+            // queue may get no next file for hours.
+            let mut quiet = false;
             while input_open {
                 let full = batcher.has_batch();
                 if full && batcher.files_waiting() >= max_waiting {
@@ -51,10 +59,22 @@ impl Run<'_> {
                             break;
                         }
                     }
-                } else {
+                } else if batcher.is_empty() {
                     match items.recv() {
                         Ok(item) => item,
                         Err(_) => {
+                            input_open = false;
+                            break;
+                        }
+                    }
+                } else {
+                    match items.recv_timeout(PARTIAL_WAIT) {
+                        Ok(item) => item,
+                        Err(RecvTimeoutError::Timeout) => {
+                            quiet = true;
+                            break;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
                             input_open = false;
                             break;
                         }
@@ -64,7 +84,7 @@ impl Run<'_> {
                     return;
                 }
             }
-            if !self.embed_next(&mut batcher, !input_open, &store) {
+            if !self.embed_next(&mut batcher, !input_open || quiet, &store) {
                 return;
             }
             if !input_open && batcher.is_empty() {
@@ -96,6 +116,7 @@ impl Run<'_> {
                         locators: vec![meta.locator.clone()],
                     })
                     .collect();
+                self.stage(&meta.locator, super::FileStage::Embedding);
                 batcher.push((meta, content), stored);
                 true
             }

@@ -157,6 +157,7 @@ impl Run<'_> {
         drop(bytes);
         let mut permit = permit;
         permit.resize(chunks.iter().map(chunk_weight).sum::<u64>() + pack.len() as u64);
+        self.stage(&meta.locator, super::FileStage::Extracted);
         let item = IndexItem::Content {
             meta,
             chunks,

@@ -111,6 +111,55 @@ enum StoreItem {
     Other(IndexItem),
 }
 
+/// How far a file has come before its ledger line: what [`Progress::stage`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileStage {
+    /// Extracted and chunked; waiting for the model.
+    Extracted,
+    /// Its chunks are being embedded.
+    Embedding,
+}
+
+/// What a run tells its caller as it goes, in order, on the caller's thread: every ledger
+/// line, the intermediate stages of files on their way to one, and when an input is
+/// complete (every line of it sent). A plain `Fn(&FileReport)` takes the lines alone.
+pub(crate) trait Progress: Sync {
+    /// A ledger line.
+    fn file(&self, report: &FileReport);
+    /// A file reached `stage` (its line comes later).
+    fn stage(&self, _locator: &str, _stage: FileStage) {}
+    /// Input number `input` (0-based, in the order the inputs came) has every line sent.
+    /// Not called for an input the run stopped in the middle of.
+    fn input_done(&self, _input: usize) {}
+}
+
+impl<F: Fn(&FileReport) + Sync + ?Sized> Progress for F {
+    fn file(&self, report: &FileReport) {
+        self(report)
+    }
+}
+
+/// What the stages send the caller's thread.
+enum Event {
+    File(FileReport),
+    Stage(String, FileStage),
+    InputDone(usize),
+}
+
+/// Which input each file on its way to a ledger line came from, so that an input is known
+/// to be complete once its walk ended and all its files have their lines.
+#[derive(Default)]
+struct Tracker {
+    /// The input the walk stage is on.
+    current: usize,
+    /// Locator of a file sent on → its input.
+    outstanding: HashMap<String, usize>,
+    /// Input → files sent on without a line yet.
+    pending: HashMap<usize, usize>,
+    /// Inputs whose walk ended (without a stop in the middle).
+    walked: HashSet<usize>,
+}
+
 /// Busy time per stage, accumulated across threads.
 #[derive(Default)]
 struct Timings {
@@ -136,7 +185,9 @@ struct Run<'a> {
     scope: &'a Scope,
     /// Dropped by the store stage when it ends (it is the last stage that reports), which
     /// ends the caller's report loop.
-    reports: Mutex<Option<Sender<FileReport>>>,
+    reports: Mutex<Option<Sender<Event>>>,
+    /// Which files each input is still waiting for.
+    tracker: Mutex<Tracker>,
     timings: Timings,
     /// Content hashes claimed for extraction in this run.
     claimed: Mutex<HashSet<String>>,
@@ -160,7 +211,9 @@ struct Run<'a> {
     /// When the catalog was last checkpointed, and how long that took.
     saved_at: Mutex<(Instant, Duration)>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
-    containers: Mutex<Vec<(CatalogEntry, Vec<String>)>>,
+    /// Each with the input it came from: recorded when that input is complete (or at the
+    /// end of the run).
+    containers: Mutex<Vec<(usize, CatalogEntry, Vec<String>)>>,
     /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
     gate: ByteGate,
 }
@@ -183,9 +236,74 @@ impl Run<'_> {
     }
 
     fn send_report(&self, report: FileReport) {
-        if let Some(tx) = lock(&self.reports).as_ref() {
-            let _ = tx.send(report);
+        // Under the tracker's lock: an input's completion goes after its last line.
+        let done = {
+            let mut tracker = lock(&self.tracker);
+            let done = tracker
+                .outstanding
+                .remove(&report.locator)
+                .and_then(|input| {
+                    let left = tracker.pending.entry(input).or_default();
+                    *left = left.saturating_sub(1);
+                    (*left == 0 && tracker.walked.contains(&input)).then_some(input)
+                });
+            self.send_event(Event::File(report));
+            done
+        };
+        if let Some(input) = done {
+            self.input_complete(input);
         }
+    }
+
+    /// Every line of input `input` is sent: record its archives, then tell the caller.
+    fn input_complete(&self, input: usize) {
+        if let Err(e) = self.finish_containers_of(Some(input)) {
+            self.fail_run(e);
+        }
+        self.send_event(Event::InputDone(input));
+    }
+
+    fn send_event(&self, event: Event) {
+        if let Some(tx) = lock(&self.reports).as_ref() {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// A file of the current input goes on to a later stage: its input waits for its line.
+    fn expect_line(&self, locator: &str) {
+        let mut tracker = lock(&self.tracker);
+        let input = tracker.current;
+        tracker.outstanding.insert(locator.to_string(), input);
+        *tracker.pending.entry(input).or_default() += 1;
+    }
+
+    /// The input the walk stage is on.
+    fn current_input(&self) -> usize {
+        lock(&self.tracker).current
+    }
+
+    /// The walk stage starts input `input`.
+    fn input_started(&self, input: usize) {
+        let mut tracker = lock(&self.tracker);
+        tracker.current = input;
+        tracker.pending.insert(input, 0);
+    }
+
+    /// The walk stage is through input `input`: complete now if no file of it is on its way.
+    fn input_walked(&self, input: usize) {
+        let complete = {
+            let mut tracker = lock(&self.tracker);
+            tracker.walked.insert(input);
+            tracker.pending.get(&input).copied().unwrap_or(0) == 0
+        };
+        if complete {
+            self.input_complete(input);
+        }
+    }
+
+    /// A file reached `stage`.
+    fn stage(&self, locator: &str, stage: FileStage) {
+        self.send_event(Event::Stage(locator.to_string(), stage));
     }
 
     /// Save the catalog now and then during a long run, so a crash loses little work (what
@@ -222,7 +340,19 @@ impl Run<'_> {
     /// Record expanded archives and forget members that are gone. An archive is recorded as
     /// unchanged-able only when every member it produced reached the catalog.
     fn finish_containers(&self) -> Result<()> {
-        let containers = std::mem::take(&mut *lock(&self.containers));
+        self.finish_containers_of(None)
+    }
+
+    /// [`Run::finish_containers`] for the archives of input `input` only (`None`: all).
+    fn finish_containers_of(&self, input: Option<usize>) -> Result<()> {
+        let containers: Vec<(CatalogEntry, Vec<String>)> = {
+            let mut all = lock(&self.containers);
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|(n, _, _)| input.is_none_or(|i| i == *n));
+            *all = rest;
+            mine.into_iter().map(|(_, e, seen)| (e, seen)).collect()
+        };
         for (entry, seen) in containers {
             let seen: HashSet<String> = seen.into_iter().collect();
             let members = lock(&self.ing.catalog).members_of(self.scope, &entry.locator);
@@ -266,21 +396,29 @@ fn unread_status(status: FileStatus) -> crate::index::EntryStatus {
     }
 }
 
-/// One run: the stages on their threads, joined by bounded channels; reports go to `observer`
-/// as files are decided. The caller holds the ingestor's run lock.
+/// The inputs of a run: a list, or a feed that ends when its sender is dropped (an upload
+/// queue keeps one run going while uploads keep coming).
+pub(crate) type Inputs<'a> = Box<dyn Iterator<Item = Input> + Send + 'a>;
+
+/// One run: the stages on their threads, joined by bounded channels; reports go to
+/// `progress` as files are decided. The returned ledger holds every line when `keep_lines`
+/// (else only the counts: a feed may run for days). The caller holds the scope's run slot
+/// (`Ingestor::begin_run`).
 pub(crate) fn run(
     ing: &Ingestor,
-    inputs: Vec<Input>,
+    inputs: Inputs<'_>,
     scope: &Scope,
-    observer: &(dyn Fn(&FileReport) + Sync),
+    progress: &dyn Progress,
     stop: &AtomicBool,
+    keep_lines: bool,
 ) -> Result<IngestReport> {
     let started = Instant::now();
-    let (report_tx, report_rx) = unbounded::<FileReport>();
+    let (report_tx, report_rx) = unbounded::<Event>();
     let run = Run {
         ing,
         scope,
         reports: Mutex::new(Some(report_tx)),
+        tracker: Mutex::new(Tracker::default()),
         timings: Timings::default(),
         claimed: Mutex::new(HashSet::new()),
         fatal: Mutex::new(None),
@@ -294,7 +432,6 @@ pub(crate) fn run(
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),
     };
-    let dirty = crate::index::DirtyMarker::set(&ing.config.data_dir)?;
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
     // Extracted files wait in `gated` holding their permits; the hand-off to the embed
@@ -317,10 +454,18 @@ pub(crate) fn run(
         });
         s.spawn(move || run.embed_stage(index_rx, store_tx));
         s.spawn(move || run.store_stage(store_rx));
-        for r in report_rx.iter() {
-            observer(&r);
-            report.summary.add(&r);
-            report.files.push(r);
+        for event in report_rx.iter() {
+            match event {
+                Event::File(r) => {
+                    progress.file(&r);
+                    report.summary.add(&r);
+                    if keep_lines {
+                        report.files.push(r);
+                    }
+                }
+                Event::Stage(locator, stage) => progress.stage(&locator, stage),
+                Event::InputDone(input) => progress.input_done(input),
+            }
         }
     });
     // All stage threads have ended here (the scope joined them).
@@ -364,7 +509,5 @@ pub(crate) fn run(
         });
         catalog.save()?;
     }
-    // Store and catalog agree: nothing to repair at the next start.
-    dirty.clear()?;
     Ok(report)
 }

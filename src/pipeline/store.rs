@@ -16,7 +16,7 @@ impl Run<'_> {
     /// Stage 4: upsert points, then record files and resolve duplicates.
     pub(super) fn store_stage(&self, items: Receiver<StoreItem>) {
         /// Closes the report channel when the store stage ends, even by a panic.
-        struct CloseReports<'r>(&'r Mutex<Option<Sender<FileReport>>>);
+        struct CloseReports<'r>(&'r Mutex<Option<Sender<super::Event>>>);
         impl Drop for CloseReports<'_> {
             fn drop(&mut self) {
                 lock(self.0).take();
@@ -39,10 +39,7 @@ impl Run<'_> {
                     content,
                 } => {
                     let hash = meta.hash.clone();
-                    if let Err(e) = lock(&self.ing.catalog).write_content(&hash, &content) {
-                        tracing::warn!("content index for {}: {e}", meta.locator);
-                    }
-                    self.file_stored(meta, chunks)?;
+                    self.file_stored(meta, chunks, &content)?;
                     lock(&self.claimed).remove(&hash);
                     for dup in waiting_dups.remove(&hash).unwrap_or_default() {
                         self.duplicate_stored(dup)?;
@@ -103,8 +100,17 @@ impl Run<'_> {
     }
 
     pub(super) fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
-        lock(&self.ing.catalog).put(
-            self.scope,
+        Self::put_indexed_in(&mut lock(&self.ing.catalog), self.scope, meta, chunks);
+    }
+
+    fn put_indexed_in(
+        catalog: &mut crate::index::Catalog,
+        scope: &extractors::Scope,
+        meta: &FileMeta,
+        chunks: u32,
+    ) {
+        catalog.put(
+            scope,
             CatalogEntry::indexed(
                 meta.locator.clone(),
                 meta.parent.clone(),
@@ -117,9 +123,23 @@ impl Run<'_> {
         );
     }
 
-    /// All chunks of a new content are stored: record the file, retire what it replaced.
-    pub(super) fn file_stored(&self, meta: FileMeta, chunks: u32) -> Result<()> {
-        self.put_indexed(&meta, chunks);
+    /// All chunks of a new content are stored: write its content index, record the file,
+    /// retire what it replaced. The index is written and the file recorded under one catalog
+    /// lock: a run of another scope deleting the content indexes nobody holds (they are
+    /// shared by identical bytes) sees this one held.
+    pub(super) fn file_stored(
+        &self,
+        meta: FileMeta,
+        chunks: u32,
+        content: &crate::index::objects::ContentRecord,
+    ) -> Result<()> {
+        {
+            let mut catalog = lock(&self.ing.catalog);
+            if let Err(e) = catalog.write_content(&meta.hash, content) {
+                tracing::warn!("content index for {}: {e}", meta.locator);
+            }
+            Self::put_indexed_in(&mut catalog, self.scope, &meta, chunks);
+        }
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
         }

@@ -35,15 +35,16 @@ impl Run<'_> {
     /// Stage 1: walk inputs, answer unchanged files from the catalog, unpack the rest.
     pub(super) fn walk_stage(
         &self,
-        inputs: Vec<Input>,
+        inputs: super::Inputs<'_>,
         leaves: Sender<Work>,
         index: Sender<IndexItem>,
     ) {
         let limits = &self.ing.config.limits;
-        for input in inputs {
+        for (n, input) in inputs.enumerate() {
             if self.halted() {
                 return;
             }
+            self.input_started(n);
             match input {
                 Input::Bytes { name, bytes } => {
                     let locator = Locator::root(name);
@@ -57,7 +58,70 @@ impl Run<'_> {
                 }
                 Input::Path(path) => self.sync_path(&path, &leaves, &index),
                 Input::Member { archive, member } => self.member(&archive, &member, &leaves),
+                Input::Upload { name, path, limits } => {
+                    self.upload(&name, &path, limits.as_ref(), &leaves, &index);
+                }
+                Input::Remove { locator } => self.remove(&locator, &index),
             }
+            if self.halted() {
+                return; // files of this input may be missing: it is not complete
+            }
+            self.input_walked(n);
+        }
+    }
+
+    /// An upload spooled to `path`, known as `name`: unpacked and extracted like a file on
+    /// disk (an archive's members that are gone since an earlier upload of the same name are
+    /// removed), never answered from the catalog as unchanged (an upload has no mtime; its
+    /// identical bytes are found by hash instead, and not embedded again).
+    fn upload(
+        &self,
+        name: &str,
+        path: &Path,
+        limits: Option<&crate::Limits>,
+        leaves: &Sender<Work>,
+        index: &Sender<IndexItem>,
+    ) {
+        let size = match std::fs::metadata(path) {
+            Ok(m) => m.len(),
+            Err(e) => {
+                let reason = format!("the spooled upload is unreadable: {e}");
+                return self.report(name, FileStatus::Failed, Some(reason), 0, None);
+            }
+        };
+        let file = crate::unpack::DiskFile {
+            path: path.to_path_buf(),
+            locator: Locator::root(name),
+            size,
+            mtime_ns: 0,
+        };
+        self.expand_disk_file(
+            file,
+            limits.unwrap_or(&self.ing.config.limits),
+            leaves,
+            index,
+        );
+    }
+
+    /// Remove `locator` (a file, or an archive with its members) from the catalog and the
+    /// index, with everything derived from it.
+    fn remove(&self, locator: &str, index: &Sender<IndexItem>) {
+        let nested = format!("{locator}!/");
+        let doomed: Vec<String> = {
+            let catalog = lock(&self.ing.catalog);
+            let mut doomed: Vec<String> = catalog
+                .entries(self.scope)
+                .into_iter()
+                .map(|e| e.locator)
+                .filter(|l| l == locator || l.starts_with(&nested))
+                .collect();
+            // Members first, the file itself last.
+            doomed.sort_by_key(|l| std::cmp::Reverse(l.len()));
+            doomed
+        };
+        for locator in doomed {
+            self.expect_line(&locator);
+            let _ = index.send(IndexItem::Removed { locator });
         }
     }
 
@@ -206,9 +270,21 @@ impl Run<'_> {
             self.replay_unchanged(&e);
             return;
         }
+        self.expand_disk_file(f, &self.ing.config.limits, leaves, index);
+    }
+
+    /// Unpack a file on disk (an archive recursively) under `limits` and send its files on.
+    fn expand_disk_file(
+        &self,
+        f: crate::unpack::DiskFile,
+        limits: &crate::Limits,
+        leaves: &Sender<Work>,
+        index: &Sender<IndexItem>,
+    ) {
+        let loc = f.locator.to_string();
         let mut expansion = Expansion::default();
         let unpacked = self.unpack_contained(&f.locator, || {
-            Unpacker::new(&self.ing.config.limits).expand_file(&f.path, &f.locator, &mut |leaf| {
+            Unpacker::new(limits).expand_file(&f.path, &f.locator, &mut |leaf| {
                 self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
             });
         });
@@ -216,7 +292,9 @@ impl Run<'_> {
             return; // members were dropped: the archive is opened again next time
         }
         if let Some((hash, reason)) = expansion.opened {
+            let input = self.current_input();
             lock(&self.containers).push((
+                input,
                 CatalogEntry::container(
                     loc.clone(),
                     hash,
@@ -341,6 +419,7 @@ impl Run<'_> {
                     bytes,
                     detected,
                 };
+                self.expect_line(&work.locator.to_string());
                 timed(&self.timings.unpack_blocked, || {
                     let _ = leaves.send(work);
                 });

@@ -357,4 +357,6 @@ mod section;
 mod snippet;
 mod view;
 
+pub(crate) use read::{parse_pages, parse_type};
+
 use budget::Budget;

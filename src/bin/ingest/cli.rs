@@ -136,6 +136,13 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// What the index holds (asks the daemon when one runs on this data dir).
     Status,
+    /// Serve uploads over HTTP for platforms not written in Rust: upload (raw body or
+    /// multipart), job and file status, delete, search, the agent's tools, /health and
+    /// /metrics. Callers authenticate with the API keys of --config, each bound to a scope.
+    /// Like `ingest watch`, it is the data dir's one writer while it runs (the CLI's
+    /// searches ask it). SIGINT/SIGTERM stop it gracefully: jobs not ended resume at the
+    /// next start.
+    Serve(ServeArgs),
     /// Keep folders indexed: sync them now, then follow their changes until SIGINT/SIGTERM.
     /// While it runs, `ingest search`, `ingest status`, the tool commands and `ingest mcp` ask it.
     Watch(WatchArgs),
@@ -173,6 +180,20 @@ pub(crate) struct EvalArgs {
     /// Also print every question missed at K, with the hits it got instead.
     #[arg(long)]
     pub(crate) misses: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (overrides `listen` of the config; port 0 picks a free
+    /// one, printed on stdout).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// The service's TOML file: [[api_keys]] (key, user, feature_instance, mandate),
+    /// listen, max_upload_bytes, max_receiving, max_open_jobs, max_scope_runs, max_queries.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+    #[command(flatten)]
+    pub(crate) extract: ExtractArgs,
 }
 
 #[derive(Args, Debug)]

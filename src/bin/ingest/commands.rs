@@ -12,7 +12,7 @@ use ingest::{
     Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope, SearchFilter,
 };
 
-use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, TransferArgs, WatchArgs};
+use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, ServeArgs, TransferArgs, WatchArgs};
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
@@ -240,6 +240,67 @@ fn take_index(common: &Common, extract: &ExtractArgs) -> anyhow::Result<Ingestor
             }
         }
     }
+}
+
+/// Refuse to start a second writer of the data dir while a daemon (watch or serve) runs.
+fn refuse_if_served(common: &Common) -> anyhow::Result<()> {
+    if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
+        anyhow::bail!(
+            "{} is already held by a running ingest daemon (pid {})",
+            common.data_dir.display(),
+            field(&daemon, "/daemon/pid")
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    use std::sync::{Arc, Mutex};
+    let config = ingest::service::ServiceConfig::load(&args.config)?;
+    let addr = args
+        .listen
+        .or(config.listen)
+        .context("no address to listen on: give --listen ADDR or `listen` in the config")?;
+    ingest::find_model_dir(common.model_dir.as_deref())?;
+    refuse_if_served(common)?;
+    ingest::prepare_data_dir(&common.data_dir)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
+    // The CLI's searches and `ingest status` ask this process while it holds the index.
+    let socket = Server::bind(&socket_path(&common.data_dir))?;
+    let ingestor = Arc::new(take_index(common, &args.extract)?);
+    if let Err(e) = ingestor.load_model() {
+        tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
+    }
+    let state = Arc::new(Mutex::new(serde_json::json!({
+        "pid": std::process::id(),
+        "started_at": now_secs(),
+        "serving": addr.to_string(),
+    })));
+    let _socket = socket.serve(Arc::clone(&ingestor), state)?;
+    let uploads = Arc::new(ingest::Uploads::start(
+        Arc::clone(&ingestor),
+        config.uploads(),
+    )?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        let bound = listener.local_addr().unwrap_or(addr);
+        if !bound.ip().is_loopback() {
+            tracing::warn!(
+                "serving on {bound}, not a loopback address: keys and documents travel                  unencrypted; put a TLS-terminating proxy in front"
+            );
+        }
+        println!("listening on http://{bound}");
+        let _ = std::io::stdout().flush();
+        ingest::service::serve(uploads, &config, listener, ingest::mcp::stop_signal()).await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {

@@ -24,10 +24,12 @@ fn main() -> ExitCode {
     // Everything this process creates (the store's files included) is the user's alone.
     ingest::owner_only_umask();
     let cli = Cli::parse();
-    let serving = matches!(cli.command, Some(Command::Mcp(_)));
+    let serving = matches!(cli.command, Some(Command::Mcp(_) | Command::Serve(_)));
     let filter = match cli.common.verbose {
         // The MCP server logs a line per call (on stderr: stdout is the protocol).
-        0 if serving => "warn,ingest::mcp=info,ingest::faces=info,qdrant_edge=error",
+        0 if serving => {
+            "warn,ingest::mcp=info,ingest::faces=info,ingest::service=info,ingest::uploads=info,qdrant_edge=error"
+        }
         0 => "warn,qdrant_edge=error",
         1 => "info,qdrant_edge=warn",
         _ => "debug",
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),
+        Some(Command::Serve(args)) => commands::serve(&cli.common, args),
         Some(Command::Eval(args)) => eval::run(&cli.common, args),
         Some(Command::Export(args)) => commands::export(&cli.common, args),
         Some(Command::Import(args)) => commands::import(&cli.common, args),

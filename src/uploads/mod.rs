@@ -1,0 +1,549 @@
+//! Uploads: files handed over by a caller that must not wait for them to be indexed.
+//!
+//! [`Uploads::submit`] streams a body to disk (hashed on the way, never whole in memory),
+//! records the job durably and returns its [`JobId`] at once; a scope's jobs then go through
+//! one pipeline run that takes each as it comes ([`runner`]), several at a time, so a small
+//! upload is not stuck behind a large one. [`Uploads::job`] and [`Uploads::file_status`] say
+//! where a job or a file stands (`pending → extracted → embedding → indexed | failed`, with a
+//! line per archive member), [`Uploads::delete`] removes a file and everything derived from
+//! it. Jobs survive a crash or a restart: a job not ended is queued again when the data
+//! directory is opened next.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ingest::{Config, Ingestor, Scope, UploadOptions, Uploads, UploadsConfig};
+//!
+//! # fn main() -> Result<(), ingest::Error> {
+//! let ingestor = Arc::new(Ingestor::open(Config::new("/var/lib/ingest"))?);
+//! let uploads = Uploads::start(Arc::clone(&ingestor), UploadsConfig::default())?;
+//! let scope = Scope::user("alice");
+//! let body = std::fs::File::open("report.zip").unwrap();
+//! let job = uploads.submit("report.zip", body, &scope, &UploadOptions::default())?;
+//! let status = uploads.wait(&job, &scope, std::time::Duration::from_secs(600));
+//! println!("{:?}", status.map(|s| s.state));
+//! uploads.shutdown();
+//! # Ok(())
+//! # }
+//! ```
+
+mod jobs;
+mod metrics;
+mod runner;
+mod spool;
+
+#[cfg(feature = "tokio")]
+mod nonblocking;
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use extractors::Scope;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::index::EntryStatus;
+use crate::ingestor::Ingestor;
+use crate::lock;
+
+pub use jobs::{FileLine, JobId, JobKind, JobState, JobStatus};
+#[cfg(feature = "tokio")]
+pub(crate) use nonblocking::drain;
+#[cfg(feature = "tokio")]
+pub use nonblocking::AsyncUploads;
+
+use jobs::{JobRecord, Progress};
+use runner::{top_name, Job, Shared, State};
+
+/// How the upload queue is bounded. Every bound refuses work instead of queueing it
+/// without end: [`Error::TooLarge`], [`Error::Busy`] or [`Error::QueueFull`] (with a time to
+/// retry after).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadsConfig {
+    /// The largest upload, in bytes.
+    pub max_upload_bytes: u64,
+    /// Upload bodies received at once; one more is refused as busy.
+    pub max_receiving: usize,
+    /// Jobs accepted and not ended (queued or running); one more is refused as busy.
+    pub max_open_jobs: usize,
+    /// Scopes whose pipeline runs go at once (each run is a set of pipeline threads).
+    pub max_scope_runs: usize,
+    /// How long the status of an ended job is kept (its files stay in the index).
+    pub keep_ended: Duration,
+}
+
+impl Default for UploadsConfig {
+    fn default() -> Self {
+        UploadsConfig {
+            max_upload_bytes: 1 << 30,
+            max_receiving: 16,
+            max_open_jobs: 1000,
+            max_scope_runs: 2,
+            keep_ended: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// Per-upload choices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UploadOptions {
+    /// Index it as shared within the scope's mandate (visible to every user of it).
+    pub shared: bool,
+    /// Limits for this upload's container tree instead of the configured ones.
+    pub limits: Option<crate::Limits>,
+    /// A smaller size limit than [`UploadsConfig::max_upload_bytes`] for this upload.
+    pub max_bytes: Option<u64>,
+}
+
+/// Where a file stands: a file of a job not ended, or an entry of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileState {
+    /// The file's locator.
+    pub locator: String,
+    /// `pending`, `extracted`, `embedding`, `indexed`, `failed` or `skipped`.
+    pub status: String,
+    /// Why it failed or was skipped; an archive's member count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Chunks it has in the index.
+    pub chunks: u32,
+    /// It is an archive (its members are in `members`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archive: bool,
+    /// The job working on it, while one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobId>,
+    /// An archive's members, at any depth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<FileLine>,
+}
+
+/// The upload queue of one [`Ingestor`]: submit, follow and delete uploads. `Send + Sync`;
+/// one per data directory (it is the directory's writer, like the watch daemon).
+pub struct Uploads {
+    shared: Arc<Shared>,
+    receiving: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Uploads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uploads")
+            .field("dir", &self.shared.dir)
+            .finish()
+    }
+}
+
+/// A body being received: counted while it lives.
+struct Receiving(Arc<AtomicUsize>);
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The scope a job is visible to: its owner, shared or not.
+fn same_owner(a: &Scope, b: &Scope) -> bool {
+    a.user_id == b.user_id
+        && a.feature_instance_id == b.feature_instance_id
+        && a.mandate_id == b.mandate_id
+}
+
+/// Refuse a name that would not be one plain locator segment.
+fn check_name(name: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::Upload(format!("bad upload name {name:?}: {why}")));
+    if name.trim().is_empty() {
+        return bad("empty");
+    }
+    if name.len() > 1024 {
+        return bad("longer than 1024 bytes");
+    }
+    if name.starts_with('/') {
+        return bad("starts with / (upload names are relative)");
+    }
+    if name.chars().any(char::is_control) || name.contains("!/") || name.contains('#') {
+        return bad("holds a control character, `!/` or `#`");
+    }
+    if extractors::Locator::root(name).to_string() != name {
+        return bad("not a plain locator segment");
+    }
+    Ok(())
+}
+
+impl Uploads {
+    /// Start the queue on `ingestor`'s data directory: jobs a previous process accepted and
+    /// did not end are queued again, ended jobs older than [`UploadsConfig::keep_ended`] are
+    /// forgotten.
+    pub fn start(ingestor: Arc<Ingestor>, config: UploadsConfig) -> Result<Self> {
+        let dir = ingestor.config().data_dir.join("uploads");
+        crate::perms::create_dir(&dir)?;
+        crate::perms::create_dir(&jobs::records_dir(&dir))?;
+        crate::perms::create_dir(&spool::spool_dir(&dir))?;
+        let shared = Arc::new(Shared {
+            ing: ingestor,
+            dir,
+            config,
+            state: Mutex::new(State::default()),
+            ended: Condvar::new(),
+            stop: AtomicBool::new(false),
+            metrics: Default::default(),
+        });
+        let records = jobs::load_all(&shared.dir)?;
+        let oldest = jobs::now() - shared.config.keep_ended.as_secs_f64();
+        let mut state = lock(&shared.state);
+        let mut resumed = 0;
+        for mut record in records {
+            let id = record.status.id.clone();
+            if record.status.state.is_final() {
+                if record.status.finished_at.unwrap_or(0.0) < oldest {
+                    jobs::forget(&shared.dir, &id);
+                } else {
+                    let job = Job {
+                        record,
+                        progress: Progress::default(),
+                    };
+                    state.jobs.insert(id, job);
+                }
+                continue;
+            }
+            let body = spool::body_path(&shared.dir, &id);
+            record.status.state = jobs::JobState::Pending;
+            let lost = record.status.kind == JobKind::Upload && !body.is_file();
+            let job = Job {
+                record,
+                progress: Progress::default(),
+            };
+            state.jobs.insert(id.clone(), job);
+            if lost {
+                if let Some(job) = state.jobs.get_mut(&id) {
+                    job.record.status.state = JobState::Failed;
+                    job.record.status.reason = Some("its spooled body was lost".into());
+                    job.record.status.finished_at = Some(jobs::now());
+                    let _ = jobs::save(&shared.dir, &job.record);
+                }
+                continue;
+            }
+            resumed += 1;
+            shared.enqueue(&mut state, id);
+        }
+        // Bodies of jobs that were never accepted (a crash while receiving).
+        if let Ok(entries) = std::fs::read_dir(spool::spool_dir(&shared.dir)) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let known = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| s.parse::<JobId>().ok())
+                    .is_some_and(|id| state.jobs.contains_key(&id));
+                if !known || path.extension().is_some_and(|e| e == "part") {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        drop(state);
+        if resumed > 0 {
+            tracing::info!("{resumed} upload jobs accepted before the last stop are queued again");
+        }
+        Ok(Uploads {
+            shared,
+            receiving: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// The ingestor the queue feeds (for searches and the agent's tools).
+    pub fn ingestor(&self) -> &Arc<Ingestor> {
+        &self.shared.ing
+    }
+
+    /// The bounds it was started with.
+    pub fn config(&self) -> &UploadsConfig {
+        &self.shared.config
+    }
+
+    /// Accept an upload: stream `body` to disk, record the job durably and queue it; returns
+    /// as soon as the body is received. `name` is its locator's first segment (`report.zip`,
+    /// `team/notes.md`; not starting with `/`, without `!/` or `#`). An upload of a name the
+    /// scope already holds replaces it (members gone from a new version of an archive are
+    /// removed). Errors: [`Error::TooLarge`], [`Error::Busy`] and [`Error::QueueFull`]
+    /// (retry later),
+    /// [`Error::Upload`] (a bad name, a body that could not be read), [`Error::ShuttingDown`].
+    pub fn submit(
+        &self,
+        name: &str,
+        mut body: impl Read,
+        scope: &Scope,
+        options: &UploadOptions,
+    ) -> Result<JobId> {
+        let shared = &self.shared;
+        if shared.stop.load(Ordering::SeqCst) {
+            return Err(Error::ShuttingDown);
+        }
+        check_name(name)?;
+        let mut scope = scope.clone();
+        scope.is_shared = options.shared;
+        if lock(&shared.state).open_jobs() >= shared.config.max_open_jobs {
+            shared.metrics.refused("queue_full");
+            return Err(Error::QueueFull {
+                reason: format!(
+                    "{} jobs are open, the most this service queues",
+                    shared.config.max_open_jobs
+                ),
+                retry_after_secs: 10,
+            });
+        }
+        let _receiving = self.receiving_slot()?;
+        let id = JobId::new();
+        let max = options
+            .max_bytes
+            .map_or(shared.config.max_upload_bytes, |m| {
+                m.min(shared.config.max_upload_bytes)
+            });
+        let path = spool::body_path(&shared.dir, &id);
+        let spooled = match spool::receive(&mut body, &path, max) {
+            Ok(s) => s,
+            Err(e) => {
+                if matches!(e, Error::TooLarge { .. }) {
+                    shared.metrics.refused("too_large");
+                }
+                return Err(e);
+            }
+        };
+        let mut status =
+            JobStatus::accepted(JobKind::Upload, name, spooled.bytes, Some(spooled.hash));
+        status.id = id;
+        let record = JobRecord {
+            status,
+            scope,
+            limits: options.limits.clone(),
+        };
+        if let Err(e) = jobs::save(&shared.dir, &record) {
+            let _ = std::fs::remove_file(&spooled.path);
+            return Err(e);
+        }
+        shared.metrics.accepted(spooled.bytes);
+        Ok(shared.add(&mut lock(&shared.state), record))
+    }
+
+    fn receiving_slot(&self) -> Result<Receiving> {
+        let max = self.shared.config.max_receiving.max(1);
+        let now = self.receiving.fetch_add(1, Ordering::SeqCst);
+        let slot = Receiving(Arc::clone(&self.receiving));
+        if now >= max {
+            self.shared.metrics.refused("busy");
+            return Err(Error::Busy {
+                reason: format!("{max} uploads are being received, the most at once"),
+                retry_after_secs: 1,
+            });
+        }
+        Ok(slot)
+    }
+
+    /// Job `id` as `scope` sees it: `None` when it does not exist or is another owner's.
+    pub fn job(&self, id: &JobId, scope: &Scope) -> Option<JobStatus> {
+        let state = lock(&self.shared.state);
+        let job = state.jobs.get(id)?;
+        if !same_owner(&job.record.scope, scope) {
+            return None;
+        }
+        let mut status = job.record.status.clone();
+        if !status.state.is_final() {
+            status.state = job.progress.running_state();
+            status.files = job.progress.lines.values().cloned().collect();
+            status.chunks = status.files.iter().map(|l| u64::from(l.chunks)).sum();
+        }
+        Some(status)
+    }
+
+    /// Wait until job `id` ends or `timeout` passes; its status then (`None` as for
+    /// [`Uploads::job`]).
+    pub fn wait(&self, id: &JobId, scope: &Scope, timeout: Duration) -> Option<JobStatus> {
+        let deadline = Instant::now() + timeout;
+        let mut state = lock(&self.shared.state);
+        loop {
+            let ended = state
+                .jobs
+                .get(id)
+                .map(|j| j.record.status.state.is_final())?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if ended || left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .ended
+                .wait_timeout(state, left.min(Duration::from_millis(500)))
+                .map(|(s, _)| s)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        drop(state);
+        self.job(id, scope)
+    }
+
+    /// Where `locator` (a file or an archive member, without `#fragment`) stands for
+    /// `scope`: the job working on it if one is, else the catalog's entry. `None` when the
+    /// scope holds no such file (another scope's files included).
+    pub fn file_status(&self, locator: &str, scope: &Scope) -> Option<FileState> {
+        let key = scope.key();
+        {
+            let state = lock(&self.shared.state);
+            let job = state.jobs.values().find(|j| {
+                !j.record.status.state.is_final()
+                    && j.record.scope.key() == key
+                    && j.record.status.kind == JobKind::Upload
+                    && top_name(&j.record.status.locator) == top_name(locator)
+            });
+            if let Some(job) = job {
+                let line = job.progress.lines.get(locator);
+                let nested = format!("{locator}!/");
+                return Some(FileState {
+                    locator: locator.to_string(),
+                    status: line.map_or_else(
+                        || job.progress.running_state().as_str().to_string(),
+                        |l| l.status.clone(),
+                    ),
+                    reason: line.and_then(|l| l.reason.clone()),
+                    chunks: line.map_or(0, |l| l.chunks),
+                    archive: line.is_some_and(|l| l.archive),
+                    job: Some(job.record.status.id.clone()),
+                    members: job
+                        .progress
+                        .lines
+                        .values()
+                        .filter(|l| l.locator.starts_with(&nested))
+                        .cloned()
+                        .collect(),
+                });
+            }
+        }
+        let catalog = lock(&self.shared.ing.catalog);
+        let entry = catalog.get(scope, locator)?.clone();
+        let word = |s: EntryStatus| match s {
+            EntryStatus::Indexed | EntryStatus::Container => "indexed",
+            EntryStatus::Failed => "failed",
+            EntryStatus::Skipped => "skipped",
+        };
+        let nested = format!("{locator}!/");
+        let mut members: Vec<FileLine> = catalog
+            .entries(scope)
+            .into_iter()
+            .filter(|e| e.locator.starts_with(&nested))
+            .map(|e| FileLine {
+                status: word(e.status).to_string(),
+                archive: e.status == EntryStatus::Container,
+                locator: e.locator,
+                reason: e.reason,
+                chunks: e.chunks,
+            })
+            .collect();
+        members.sort_by(|a, b| a.locator.cmp(&b.locator));
+        Some(FileState {
+            locator: entry.locator,
+            status: word(entry.status).to_string(),
+            reason: entry.reason,
+            chunks: entry.chunks,
+            archive: entry.status == EntryStatus::Container,
+            job: None,
+            members,
+        })
+    }
+
+    /// Queue the removal of `locator` (a file, or an archive with its members) and of
+    /// everything derived from it; it runs after any job on the same name accepted before.
+    /// [`Error::NotFound`] when `scope` holds no such file and no job is bringing one.
+    pub fn delete(&self, locator: &str, scope: &Scope) -> Result<JobId> {
+        let shared = &self.shared;
+        if shared.stop.load(Ordering::SeqCst) {
+            return Err(Error::ShuttingDown);
+        }
+        let key = scope.key();
+        let nested = format!("{locator}!/");
+        let catalogued = {
+            let catalog = lock(&shared.ing.catalog);
+            catalog.get(scope, locator).is_some()
+                || catalog
+                    .entries(scope)
+                    .iter()
+                    .any(|e| e.locator.starts_with(&nested))
+        };
+        let mut state = lock(&shared.state);
+        if !catalogued && !state.name_busy(&key, top_name(locator)) {
+            return Err(Error::NotFound(format!("no file {locator}")));
+        }
+        let record = JobRecord {
+            status: JobStatus::accepted(JobKind::Delete, locator, 0, None),
+            scope: scope.clone(),
+            limits: None,
+        };
+        jobs::save(&shared.dir, &record)?;
+        Ok(shared.add(&mut state, record))
+    }
+
+    /// Counts for monitoring, in the Prometheus text format: files by status, jobs,
+    /// queue depth, uploads and refusals, chunks, busy seconds per stage.
+    pub fn metrics(&self) -> String {
+        let (queued, open_jobs) = {
+            let state = lock(&self.shared.state);
+            (state.queued(), state.open_jobs())
+        };
+        self.shared.metrics.render(&metrics::Gauges {
+            queued,
+            open_jobs,
+            receiving: self.receiving.load(Ordering::SeqCst),
+            catalog: self.shared.ing.stats(None),
+        })
+    }
+
+    /// Count an upload refused as too large before its body reached [`Uploads::submit`]
+    /// (an HTTP front end checking the declared length).
+    pub fn refused_too_large(&self) {
+        self.shared.metrics.refused("too_large");
+    }
+
+    /// Jobs accepted and not ended.
+    pub fn open_jobs(&self) -> usize {
+        lock(&self.shared.state).open_jobs()
+    }
+
+    /// Stop: refuse new uploads, let every run store what is in flight, and return once the
+    /// runs ended. Jobs not ended keep their records and bodies and are queued again by the
+    /// next [`Uploads::start`] on this data directory.
+    pub fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.close_feeds();
+        for handle in self.shared.take_threads() {
+            let _ = handle.join();
+        }
+        let left = lock(&self.shared.state)
+            .jobs
+            .values()
+            .filter(|j| !j.record.status.state.is_final())
+            .count();
+        if left > 0 {
+            tracing::info!("{left} upload jobs not ended are left for the next start");
+        }
+    }
+}
+
+impl Drop for Uploads {
+    fn drop(&mut self) {
+        if !self.shared.stop.load(Ordering::SeqCst) {
+            self.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_plain_relative_segments() {
+        for good in ["report.pdf", "team/notes.md", "a b (1).zip", "ünï.txt"] {
+            check_name(good).unwrap();
+        }
+        for bad in ["", " ", "/etc/passwd", "a.zip!/b.txt", "a#page=1", "a\nb"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Running jobs: one pipeline run per scope with work, fed while jobs keep coming.
+//!
+//! ```text
+//!  submit ──▶ scope queue ──pump──▶ feed (channel) ──▶ pipeline run of the scope ──▶ lines
+//!                                                        (one thread per busy scope)
+//! ```
+//!
+//! A scope's run takes each job as it is queued, so a small upload behind a large one is
+//! unpacked, parsed and embedded beside it (the embed stage draws batches round-robin from
+//! every waiting file) instead of after it. Runs of different scopes go at once, up to
+//! [`super::UploadsConfig::max_scope_runs`]. Two jobs on the same name never run together:
+//! the later waits, so that an upload and a delete of one file happen in the order they were
+//! accepted. A run whose jobs are all done is closed (the pipeline finishes its run: archives
+//! recorded, orphans deleted, the index optimized); jobs queued meanwhile start a new one.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crossbeam_channel::Sender;
+use extractors::Scope;
+
+use super::jobs::{self, JobId, JobKind, JobRecord, JobState, Progress};
+use super::metrics::Metrics;
+use crate::ingestor::{Ingestor, Input};
+use crate::lock;
+use crate::pipeline::FileStage;
+use crate::report::FileReport;
+
+/// A job the runner knows: queued, running, or ended (kept for status queries).
+pub(crate) struct Job {
+    pub record: JobRecord,
+    pub progress: Progress,
+}
+
+/// A scope's pipeline run.
+struct ActiveRun {
+    /// Closed (None) once every job sent is done and nothing waits: the run then ends.
+    feed: Option<Sender<Input>>,
+    /// Jobs in the order they were sent (the pipeline numbers inputs so).
+    sent: Vec<JobId>,
+    /// Top-level name → the job running on it.
+    running: HashMap<String, JobId>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub jobs: HashMap<JobId, Job>,
+    /// Scope key → jobs waiting, in the order accepted.
+    queues: HashMap<String, VecDeque<JobId>>,
+    runs: HashMap<String, ActiveRun>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl State {
+    /// Jobs accepted and not ended.
+    pub fn open_jobs(&self) -> usize {
+        self.queues.values().map(VecDeque::len).sum::<usize>()
+            + self.runs.values().map(|r| r.running.len()).sum::<usize>()
+    }
+
+    /// Jobs waiting for a run.
+    pub fn queued(&self) -> usize {
+        self.queues.values().map(VecDeque::len).sum()
+    }
+
+    /// Whether a job not ended holds top-level name `name` in scope `key`.
+    pub fn name_busy(&self, key: &str, name: &str) -> bool {
+        self.runs
+            .get(key)
+            .is_some_and(|r| r.running.contains_key(name))
+            || self.queues.get(key).is_some_and(|q| {
+                q.iter().any(|id| {
+                    self.jobs
+                        .get(id)
+                        .is_some_and(|j| top_name(&j.record.status.locator) == name)
+                })
+            })
+    }
+}
+
+/// What the runner shares with the facade and its run threads.
+pub(crate) struct Shared {
+    pub ing: Arc<Ingestor>,
+    /// `DATA_DIR/uploads`.
+    pub dir: std::path::PathBuf,
+    pub config: super::UploadsConfig,
+    pub state: Mutex<State>,
+    /// Signalled when a job ends.
+    pub ended: Condvar,
+    /// Set by shutdown: runs stop taking inputs, what is in flight is stored.
+    pub stop: AtomicBool,
+    pub metrics: Metrics,
+}
+
+/// The first segment of a locator: the name a job runs on.
+pub(crate) fn top_name(locator: &str) -> &str {
+    locator.split_once("!/").map_or(locator, |(top, _)| top)
+}
+
+impl Shared {
+    /// Record `record` as a job and queue it.
+    pub fn add(self: &Arc<Self>, state: &mut State, record: JobRecord) -> JobId {
+        let id = record.status.id.clone();
+        let job = Job {
+            record,
+            progress: Progress::default(),
+        };
+        state.jobs.insert(id.clone(), job);
+        self.enqueue(state, id.clone());
+        id
+    }
+
+    /// Queue job `id` (already in `state.jobs`) and start what can start.
+    pub fn enqueue(self: &Arc<Self>, state: &mut State, id: JobId) {
+        let key = match state.jobs.get(&id) {
+            Some(j) => j.record.scope.key(),
+            None => return,
+        };
+        state.queues.entry(key.clone()).or_default().push_back(id);
+        self.pump(state, &key);
+    }
+
+    /// Start a run for scope `key` if it has jobs and none, and send it every job whose name
+    /// is free.
+    fn pump(self: &Arc<Self>, state: &mut State, key: &str) {
+        if self.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let waiting = state.queues.get(key).is_some_and(|q| !q.is_empty());
+        if !state.runs.contains_key(key) {
+            if !waiting || state.runs.len() >= self.config.max_scope_runs.max(1) {
+                return;
+            }
+            let Some(scope) = state
+                .queues
+                .get(key)
+                .and_then(|q| q.front())
+                .and_then(|id| state.jobs.get(id))
+                .map(|j| j.record.scope.clone())
+            else {
+                return;
+            };
+            let (tx, rx) = crossbeam_channel::unbounded::<Input>();
+            state.runs.insert(
+                key.to_string(),
+                ActiveRun {
+                    feed: Some(tx),
+                    sent: Vec::new(),
+                    running: HashMap::new(),
+                },
+            );
+            let shared = Arc::clone(self);
+            let run_key = key.to_string();
+            let spawned = std::thread::Builder::new()
+                .name("upload-run".into())
+                .spawn(move || shared.run_scope(run_key, scope, rx));
+            match spawned {
+                Ok(handle) => state.threads.push(handle),
+                Err(e) => {
+                    tracing::error!("cannot start a run thread: {e}");
+                    state.runs.remove(key);
+                    return;
+                }
+            }
+        }
+        let (Some(queue), Some(run)) = (state.queues.get_mut(key), state.runs.get_mut(key)) else {
+            return;
+        };
+        let Some(feed) = run.feed.as_ref() else {
+            return; // closing: the next run takes them
+        };
+        let mut i = 0;
+        while let Some(id) = queue.get(i).cloned() {
+            let Some(job) = state.jobs.get(&id) else {
+                queue.remove(i);
+                continue;
+            };
+            let name = top_name(&job.record.status.locator).to_string();
+            if run.running.contains_key(&name) {
+                i += 1;
+                continue;
+            }
+            queue.remove(i);
+            let input = match job.record.status.kind {
+                JobKind::Upload => Input::Upload {
+                    name: job.record.status.locator.clone(),
+                    path: super::spool::body_path(&self.dir, &id),
+                    limits: job.record.limits.clone(),
+                },
+                JobKind::Delete => Input::Remove {
+                    locator: job.record.status.locator.clone(),
+                },
+            };
+            if feed.send(input).is_err() {
+                // The run ended under us (it failed): the job waits for the next one.
+                queue.push_front(id);
+                return;
+            }
+            run.sent.push(id.clone());
+            run.running.insert(name, id);
+        }
+    }
+
+    /// Pump every scope (after a run ended, a slot may be free).
+    fn pump_all(self: &Arc<Self>, state: &mut State) {
+        let keys: Vec<String> = state.queues.keys().cloned().collect();
+        for key in keys {
+            self.pump(state, &key);
+        }
+    }
+
+    /// A run thread: one pipeline run fed with the scope's jobs until its feed closes.
+    fn run_scope(
+        self: Arc<Self>,
+        key: String,
+        scope: Scope,
+        feed: crossbeam_channel::Receiver<Input>,
+    ) {
+        let progress = RunProgress {
+            shared: &self,
+            key: &key,
+        };
+        let result = self.ing.run_inputs(
+            Box::new(feed.into_iter()),
+            &scope,
+            &progress,
+            &self.stop,
+            false,
+        );
+        let mut state = lock(&self.state);
+        match &result {
+            Ok(report) => self.metrics.add_run(&report.summary),
+            Err(e) => tracing::error!("upload run of a scope failed: {e}"),
+        }
+        if let Some(run) = state.runs.remove(&key) {
+            let unfinished: Vec<JobId> = run.running.into_values().collect();
+            for id in unfinished {
+                match &result {
+                    // Stopped: the record on disk still says pending, so the next start
+                    // queues it again; its lines so far are forgotten.
+                    _ if self.stop.load(Ordering::SeqCst) => {
+                        if let Some(job) = state.jobs.get_mut(&id) {
+                            job.progress = Progress::default();
+                        }
+                    }
+                    Err(e) => {
+                        let reason = format!("the run it was in failed: {e}");
+                        self.end_job(&mut state, &id, Some(reason));
+                    }
+                    // A job the pipeline never completed although its run ended normally.
+                    Ok(_) => self.end_job(&mut state, &id, None),
+                }
+            }
+        }
+        self.pump_all(&mut state);
+        self.ended.notify_all();
+    }
+
+    /// Job `id` has all its lines: record its end durably, drop its body.
+    fn end_job(&self, state: &mut State, id: &JobId, failure: Option<String>) {
+        let Some(job) = state.jobs.get_mut(id) else {
+            return;
+        };
+        let progress = std::mem::take(&mut job.progress);
+        progress.finish(&mut job.record.status);
+        if let Some(reason) = failure {
+            job.record.status.state = JobState::Failed;
+            job.record.status.reason = Some(reason);
+        }
+        self.metrics.job_ended(&job.record.status);
+        if let Err(e) = jobs::save(&self.dir, &job.record) {
+            tracing::error!("recording the end of job {id}: {e}");
+        }
+        if job.record.status.kind == JobKind::Upload {
+            let _ = std::fs::remove_file(super::spool::body_path(&self.dir, id));
+        }
+        self.ended.notify_all();
+    }
+
+    /// The pipeline completed input `n` of scope `key`'s run.
+    fn input_done(self: &Arc<Self>, key: &str, n: usize) {
+        let mut state = lock(&self.state);
+        let Some(id) = state.runs.get(key).and_then(|r| r.sent.get(n)).cloned() else {
+            return;
+        };
+        self.end_job(&mut state, &id, None);
+        let name = state
+            .jobs
+            .get(&id)
+            .map(|j| top_name(&j.record.status.locator).to_string())
+            .unwrap_or_default();
+        if let Some(run) = state.runs.get_mut(key) {
+            run.running.remove(&name);
+        }
+        self.pump(&mut state, key);
+        let idle = state.queues.get(key).is_none_or(VecDeque::is_empty);
+        if let Some(run) = state.runs.get_mut(key) {
+            if run.running.is_empty() && idle {
+                run.feed = None; // the run finishes and ends
+            }
+        }
+    }
+
+    /// The job running on `locator`'s name in scope `key`.
+    fn job_of(&self, state: &State, key: &str, locator: &str) -> Option<JobId> {
+        state
+            .runs
+            .get(key)
+            .and_then(|r| r.running.get(top_name(locator)))
+            .cloned()
+    }
+
+    /// Close every feed: runs end once what is in flight is stored.
+    pub fn close_feeds(&self) {
+        let mut state = lock(&self.state);
+        for run in state.runs.values_mut() {
+            run.feed = None;
+        }
+    }
+
+    /// The run threads, to join.
+    pub fn take_threads(&self) -> Vec<std::thread::JoinHandle<()>> {
+        std::mem::take(&mut lock(&self.state).threads)
+    }
+}
+
+/// What a scope's run reports, routed to the jobs.
+struct RunProgress<'a> {
+    shared: &'a Arc<Shared>,
+    key: &'a str,
+}
+
+impl crate::pipeline::Progress for RunProgress<'_> {
+    fn file(&self, report: &FileReport) {
+        self.shared.metrics.file(report);
+        let mut state = lock(&self.shared.state);
+        if let Some(id) = self.shared.job_of(&state, self.key, &report.locator) {
+            if let Some(job) = state.jobs.get_mut(&id) {
+                job.progress.file(report);
+            }
+        }
+    }
+
+    fn stage(&self, locator: &str, stage: FileStage) {
+        let mut state = lock(&self.shared.state);
+        if let Some(id) = self.shared.job_of(&state, self.key, locator) {
+            if let Some(job) = state.jobs.get_mut(&id) {
+                let s = match stage {
+                    FileStage::Extracted => JobState::Extracted,
+                    FileStage::Embedding => JobState::Embedding,
+                };
+                job.progress.stage(locator, s);
+            }
+        }
+    }
+
+    fn input_done(&self, input: usize) {
+        self.shared.input_done(self.key, input);
+    }
+}

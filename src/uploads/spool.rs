@@ -1,0 +1,100 @@
+//! Receiving an upload: its body streamed to a file in the data directory, hashed on the way,
+//! never held in memory whole (one buffer of [`BUFFER`] bytes), refused past a size limit.
+//!
+//! Every upload is written to disk, small ones too: an accepted upload must survive a crash
+//! of the service, and the file is synced before the job is accepted.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Bytes read from the body at a time.
+pub(crate) const BUFFER: usize = 64 * 1024;
+
+/// A received body on disk.
+#[derive(Debug)]
+pub(crate) struct Spooled {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub hash: String,
+}
+
+/// The folder of spooled bodies.
+pub(crate) fn spool_dir(uploads: &Path) -> PathBuf {
+    uploads.join("spool")
+}
+
+/// Where job `id`'s body is kept until the job ends.
+pub(crate) fn body_path(uploads: &Path, id: &super::JobId) -> PathBuf {
+    spool_dir(uploads).join(format!("{id}.body"))
+}
+
+/// Stream `body` into `path` (through a temporary name), hashing it; more than `max_bytes`
+/// is refused with [`Error::TooLarge`] and nothing is left behind.
+pub(crate) fn receive(body: &mut dyn Read, path: &Path, max_bytes: u64) -> Result<Spooled> {
+    let part = path.with_extension("part");
+    let result = write_part(body, &part, max_bytes);
+    match result {
+        Ok((bytes, hash)) => {
+            std::fs::rename(&part, path).map_err(|e| Error::io(path, e))?;
+            if let Some(dir) = path.parent() {
+                super::jobs::sync_file(dir)?;
+            }
+            Ok(Spooled {
+                path: path.to_path_buf(),
+                bytes,
+                hash,
+            })
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&part);
+            Err(e)
+        }
+    }
+}
+
+fn write_part(body: &mut dyn Read, part: &Path, max_bytes: u64) -> Result<(u64, String)> {
+    let mut file = crate::perms::create_file(part)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buffer = vec![0u8; BUFFER];
+    let mut total = 0u64;
+    loop {
+        let n = match body.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::Upload(format!("reading the upload: {e}"))),
+        };
+        total += n as u64;
+        if total > max_bytes {
+            return Err(Error::TooLarge { limit: max_bytes });
+        }
+        let chunk = buffer.get(..n).unwrap_or_default();
+        hasher.update(chunk);
+        file.write_all(chunk).map_err(|e| Error::io(part, e))?;
+    }
+    file.sync_all().map_err(|e| Error::io(part, e))?;
+    Ok((total, hasher.finalize().to_hex().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_hashed_on_the_way_and_refused_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = vec![7u8; 3 * BUFFER + 5];
+        let path = dir.path().join("a.body");
+        let s = receive(&mut body.as_slice(), &path, 1 << 20).unwrap();
+        assert_eq!(s.bytes, body.len() as u64);
+        assert_eq!(s.hash, blake3::hash(&body).to_hex().to_string());
+        assert_eq!(std::fs::read(&path).unwrap(), body);
+
+        let path = dir.path().join("b.body");
+        let e = receive(&mut body.as_slice(), &path, 2 * BUFFER as u64).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+        assert!(!path.exists() && !path.with_extension("part").exists());
+    }
+}
