@@ -227,16 +227,18 @@ impl Uploads {
             resumed += 1;
             shared.enqueue(&mut state, id);
         }
-        // Bodies of jobs that were never accepted (a crash while receiving).
+        // Bodies no job waits for: never accepted (a crash while receiving), or of a job
+        // that ended just before a crash removed them.
         if let Ok(entries) = std::fs::read_dir(spool::spool_dir(&shared.dir)) {
             for entry in entries.flatten() {
                 let path = entry.path();
-                let known = path
+                let waited_for = path
                     .file_stem()
                     .and_then(|s| s.to_str())
                     .and_then(|s| s.parse::<JobId>().ok())
-                    .is_some_and(|id| state.jobs.contains_key(&id));
-                if !known || path.extension().is_some_and(|e| e == "part") {
+                    .and_then(|id| state.jobs.get(&id))
+                    .is_some_and(|j| !j.record.status.state.is_final());
+                if !waited_for || path.extension().is_some_and(|e| e == "part") {
                     let _ = std::fs::remove_file(&path);
                 }
             }
