@@ -171,9 +171,15 @@ pub struct JobStatus {
 
 impl JobStatus {
     /// A job just accepted.
-    pub(crate) fn accepted(kind: JobKind, locator: &str, bytes: u64, hash: Option<String>) -> Self {
+    pub(crate) fn accepted(
+        id: JobId,
+        kind: JobKind,
+        locator: &str,
+        bytes: u64,
+        hash: Option<String>,
+    ) -> Self {
         JobStatus {
-            id: JobId::new(),
+            id,
             kind,
             locator: locator.to_string(),
             state: JobState::Pending,

@@ -99,18 +99,10 @@ pub struct UploadOptions {
 /// Where a file stands: a file of a job not ended, or an entry of the catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
-    /// The file's locator.
-    pub locator: String,
-    /// `pending`, `extracted`, `embedding`, `indexed`, `failed` or `skipped`.
-    pub status: String,
-    /// Why it failed or was skipped; an archive's member count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Chunks it has in the index.
-    pub chunks: u32,
-    /// It is an archive (its members are in `members`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub archive: bool,
+    /// The file's own line: locator, `pending`, `extracted`, `embedding`, `indexed`,
+    /// `failed` or `skipped`, reason, chunks, whether it is an archive.
+    #[serde(flatten)]
+    pub file: FileLine,
     /// The job working on it, while one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobId>,
@@ -311,9 +303,8 @@ impl Uploads {
                 return Err(e);
             }
         };
-        let mut status =
-            JobStatus::accepted(JobKind::Upload, name, spooled.bytes, Some(spooled.hash));
-        status.id = id;
+        let status =
+            JobStatus::accepted(id, JobKind::Upload, name, spooled.bytes, Some(spooled.hash));
         let record = JobRecord {
             status,
             scope,
@@ -398,15 +389,15 @@ impl Uploads {
             if let Some(job) = job {
                 let line = job.progress.lines.get(locator);
                 let nested = format!("{locator}!/");
-                return Some(FileState {
+                let file = line.cloned().unwrap_or_else(|| FileLine {
                     locator: locator.to_string(),
-                    status: line.map_or_else(
-                        || job.progress.running_state().as_str().to_string(),
-                        |l| l.status.clone(),
-                    ),
-                    reason: line.and_then(|l| l.reason.clone()),
-                    chunks: line.map_or(0, |l| l.chunks),
-                    archive: line.is_some_and(|l| l.archive),
+                    status: job.progress.running_state().as_str().to_string(),
+                    reason: None,
+                    chunks: 0,
+                    archive: false,
+                });
+                return Some(FileState {
+                    file,
                     job: Some(job.record.status.id.clone()),
                     members: job
                         .progress
@@ -440,11 +431,13 @@ impl Uploads {
             .collect();
         members.sort_by(|a, b| a.locator.cmp(&b.locator));
         Some(FileState {
-            locator: entry.locator,
-            status: word(entry.status).to_string(),
-            reason: entry.reason,
-            chunks: entry.chunks,
-            archive: entry.status == EntryStatus::Container,
+            file: FileLine {
+                locator: entry.locator,
+                status: word(entry.status).to_string(),
+                reason: entry.reason,
+                chunks: entry.chunks,
+                archive: entry.status == EntryStatus::Container,
+            },
             job: None,
             members,
         })
@@ -473,7 +466,7 @@ impl Uploads {
             return Err(Error::NotFound(format!("no file {locator}")));
         }
         let record = JobRecord {
-            status: JobStatus::accepted(JobKind::Delete, locator, 0, None),
+            status: JobStatus::accepted(JobId::new(), JobKind::Delete, locator, 0, None),
             scope: scope.clone(),
             limits: None,
         };
