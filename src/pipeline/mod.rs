@@ -235,6 +235,15 @@ impl Run<'_> {
         );
     }
 
+    /// The line of a member hidden by an earlier member of the same name. Its locator is that
+    /// earlier member's, whose own line may still be on its way: this line must not count
+    /// as that one, or the input would complete (and its archive be judged incomplete)
+    /// before the earlier member is stored.
+    fn report_shadowed(&self, locator: &str, reason: &str) {
+        let report = FileReport::new(locator, FileStatus::Skipped).reason(Some(reason.to_string()));
+        self.send_event(Event::File(report));
+    }
+
     fn send_report(&self, report: FileReport) {
         // Under the tracker's lock: an input's completion goes after its last line.
         let done = {

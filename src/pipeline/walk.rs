@@ -357,13 +357,7 @@ impl Run<'_> {
             entries.extend(lock(&self.ing.catalog).members_of(self.scope, &e.locator));
         }
         for s in &e.shadowed {
-            self.report(
-                &s.locator,
-                FileStatus::Skipped,
-                Some(s.reason.clone()),
-                0,
-                None,
-            );
+            self.report_shadowed(&s.locator, &s.reason);
         }
         for m in entries {
             let status = match m.status {
@@ -436,7 +430,7 @@ impl Run<'_> {
             Leaf::Shadowed { locator, reason } => {
                 // Its locator names an earlier member: reported, not catalogued.
                 let locator = locator.to_string();
-                self.report(&locator, FileStatus::Skipped, Some(reason.clone()), 0, None);
+                self.report_shadowed(&locator, &reason);
                 shadowed.push(ShadowedMember { locator, reason });
             }
             Leaf::Container {

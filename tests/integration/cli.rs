@@ -134,6 +134,73 @@ fn archive_members_are_tracked_one_by_one() {
     assert_store_matches_catalog(&sb);
 }
 
+/// A member hidden by an earlier one of the same name has that member's locator. Its line must
+/// not stand for the earlier member's: when the earlier member is stored last (here it is long,
+/// the other one short), the archive is recorded only once it is, and the next run finds the
+/// archive unchanged.
+#[test]
+fn a_shadowed_member_does_not_complete_its_archive_early() {
+    let sb = Sandbox::new();
+    let long: String = (0..12_000)
+        .map(|i| {
+            let w = ["pier", "gull", "tide", "rope", "sail", "keel"][(i * 5 + i / 11) % 6];
+            if i % 14 == 13 {
+                format!("{w}{i}.\n")
+            } else {
+                format!("{w} ")
+            }
+        })
+        .collect();
+    let mut tar = tar::Builder::new(Vec::new());
+    for (name, text) in [
+        ("log.txt", long.as_str()),
+        ("log.txt", "A second log under the same name: never read."),
+        (
+            "short.txt",
+            "The short note: the lighthouse lamp was cleaned.",
+        ),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, name, text.as_bytes()).unwrap();
+    }
+    let archive = sb.write("in/logs.tar", &tar.into_inner().unwrap());
+
+    let (lines, _, code) = sb.ingest(&[&archive]);
+    assert_eq!(code, 2, "a skipped member: {lines:#?}");
+    let at = |suffix: &str, status: &str| {
+        lines
+            .iter()
+            .position(|l| {
+                l["locator"].as_str().is_some_and(|s| s.ends_with(suffix)) && l["status"] == status
+            })
+            .unwrap_or_else(|| panic!("no {status} line for {suffix}: {lines:#?}"))
+    };
+    let long_at = at("logs.tar!/log.txt", "indexed");
+    assert!(
+        lines[long_at]["chunks"].as_u64().unwrap() >= 40,
+        "{lines:#?}"
+    );
+    // The order this test is about: the shadowed line, then the short member's, then the long.
+    assert!(at("logs.tar!/log.txt", "skipped") < long_at, "{lines:#?}");
+    assert!(at("logs.tar!/short.txt", "indexed") < long_at, "{lines:#?}");
+
+    let (lines, summary, code) = sb.ingest(&[&archive]);
+    assert_eq!(code, 2, "a skipped member: {lines:#?}");
+    assert_eq!(summary["indexed"], 0, "{lines:#?}");
+    assert_eq!(by_name(&lines, "in/logs.tar")["status"], "unchanged");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["status"] == "skipped")
+            .map(|l| l["reason"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["duplicate name: an earlier member has the same name"],
+        "{lines:#?}"
+    );
+}
 #[test]
 fn a_bad_member_fails_alone_and_the_exit_code_says_so() {
     let sb = Sandbox::new();
