@@ -344,6 +344,7 @@ mod tests {
             section: None,
             label: None,
             also_in: Vec::new(),
+            tags: Vec::new(),
             content_hash: "h".into(),
             content_type: "text".into(),
             page,

@@ -57,6 +57,8 @@ pub enum Input {
         path: PathBuf,
         /// Limits for this upload's container tree instead of the configured ones.
         limits: Option<crate::Limits>,
+        /// User tags (`key=value`, sorted) for the file and every member of it.
+        tags: Vec<String>,
     },
     /// Remove a file (an archive with all its members) from the catalog and the index.
     Remove {

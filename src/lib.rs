@@ -72,7 +72,8 @@ pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 #[cfg(feature = "tokio")]
 pub use uploads::AsyncUploads;
 pub use uploads::{
-    FileLine, FileState, JobId, JobKind, JobState, JobStatus, UploadOptions, Uploads, UploadsConfig,
+    encode_tags, FileLine, FileState, JobId, JobKind, JobState, JobStatus, UploadOptions, Uploads,
+    UploadsConfig, MAX_TAGS,
 };
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.

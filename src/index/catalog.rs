@@ -12,6 +12,7 @@ use extractors::{FileContentIndex, Scope};
 use serde::{Deserialize, Serialize};
 
 use super::objects::ContentRecord;
+use super::Holders;
 use crate::error::{Error, Result};
 
 const CATALOG_FILE: &str = "catalog.json";
@@ -51,6 +52,10 @@ pub struct CatalogEntry {
     /// The type detected from its bytes (a MIME type), for files that were read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime: Option<String>,
+    /// User tags (`key=value`, sorted) given with the file at upload; an archive's members
+    /// carry the archive's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// For a top-level archive: its members hidden by an earlier member of the same name.
     /// They are not catalogued (their locator is the earlier member's), but their ledger
     /// lines are replayed when the unchanged archive is skipped.
@@ -85,6 +90,7 @@ impl CatalogEntry {
             reason: None,
             chunks,
             mime: None,
+            tags: Vec::new(),
             shadowed: Vec::new(),
         }
     }
@@ -92,6 +98,12 @@ impl CatalogEntry {
     /// The same entry with its detected type.
     pub fn with_mime(mut self, mime: Option<String>) -> Self {
         self.mime = mime;
+        self
+    }
+
+    /// The same entry with these user tags.
+    pub fn with_tags(mut self, tags: Vec<String>) -> Self {
+        self.tags = tags;
         self
     }
 
@@ -132,6 +144,7 @@ impl CatalogEntry {
             reason: Some(reason.into()),
             chunks: 0,
             mime: None,
+            tags: Vec::new(),
             shadowed: Vec::new(),
         }
     }
@@ -344,6 +357,26 @@ impl Catalog {
             .and_then(|s| s.by_hash.get(hash))
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The files holding content `hash` in `scope` (as [`Catalog::locators_with_hash`]) and
+    /// the union of their tags: what the content's points carry.
+    pub fn holders(&self, scope: &Scope, hash: &str) -> Holders {
+        let locators = self.locators_with_hash(scope, hash);
+        Holders {
+            tags: self.tags_of(scope, &locators),
+            locators,
+        }
+    }
+
+    /// The union of the tags of the entries at `locators` in `scope`, sorted.
+    pub fn tags_of(&self, scope: &Scope, locators: &[String]) -> Vec<String> {
+        let tags: BTreeSet<&String> = locators
+            .iter()
+            .filter_map(|l| self.get(scope, l))
+            .flat_map(|e| &e.tags)
+            .collect();
+        tags.into_iter().cloned().collect()
     }
 
     /// The scopes with entries.

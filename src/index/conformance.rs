@@ -76,12 +76,12 @@ on_every_backend!(
     a_scope_never_sees_another_users_points,
     shared_content_is_visible_within_its_mandate_only,
     deleting_a_content_removes_all_its_chunks_and_nothing_else,
-    set_locators_repoints_every_chunk_of_one_content_in_one_scope,
+    set_holders_repoints_and_retags_every_chunk_of_one_content_in_one_scope,
     points_survive_reopening_the_shard,
     a_locator_prefix_matches_whole_folders_archives_and_files_only,
     pages_sections_sheets_slides_and_types_narrow_the_hits,
     a_filter_never_lets_another_scopes_points_through,
-    set_locators_moves_the_prefix_match,
+    set_holders_moves_the_prefix_match,
     offset_skips_the_best_hits_for_paging,
     keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses,
 );
@@ -337,23 +337,62 @@ fn deleting_a_content_removes_all_its_chunks_and_nothing_else() {
     }
 }
 
-fn set_locators_repoints_every_chunk_of_one_content_in_one_scope() {
+/// Holders with these files and tags.
+fn holders(locators: &[&str], tags: &[&str]) -> Holders {
+    Holders {
+        locators: locators.iter().map(|s| s.to_string()).collect(),
+        tags: tags.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// A filter requiring these tags.
+fn tagged(tags: &[&str]) -> SearchFilter {
+    SearchFilter {
+        tags: tags.iter().map(|s| s.to_string()).collect(),
+        ..SearchFilter::default()
+    }
+}
+
+fn set_holders_repoints_and_retags_every_chunk_of_one_content_in_one_scope() {
     {
         let (_dir, store) = open();
         let alice = Scope::user("alice");
         let bob = Scope::user("bob");
+        let mut bobs = chunks("h", 2, "bob.txt", 0);
+        for c in &mut bobs {
+            c.tags = vec!["team=ops".into()];
+        }
         store.upsert(&alice, &chunks("h", 2, "old.txt", 0)).unwrap();
-        store.upsert(&bob, &chunks("h", 2, "bob.txt", 0)).unwrap();
+        store.upsert(&bob, &bobs).unwrap();
+        let search = |scope: &Scope, filter: &SearchFilter| {
+            store
+                .search(scope, &IndexQuery::dense(unit(1)), 5, 0, None, filter)
+                .unwrap()
+        };
+        assert!(search(&alice, &tagged(&["team=ops"])).is_empty());
+        assert_eq!(search(&bob, &tagged(&["team=ops"])).len(), 2);
         // In locator order, as the catalog lists holders (a server sorts its union).
-        let holders = vec!["copy.txt".to_string(), "new.txt".to_string()];
-        store.set_locators(&alice, "h", &holders).unwrap();
+        let both = holders(&["copy.txt", "new.txt"], &["case=17", "team=ops"]);
+        store.set_holders(&alice, "h", &both).unwrap();
         assert_eq!(
             inventory(&*store),
             [
-                (alice.key(), "h".into(), vec![0, 1], holders.clone()),
+                (alice.key(), "h".into(), vec![0, 1], both.locators.clone()),
                 (bob.key(), "h".into(), vec![0, 1], vec!["bob.txt".into()]),
             ]
         );
+        // Every tag asked for must be there; bob's points keep their own tags.
+        assert_eq!(search(&alice, &tagged(&["team=ops", "case=17"])).len(), 2);
+        assert!(search(&alice, &tagged(&["team=ops", "case=18"])).is_empty());
+        assert!(search(&bob, &tagged(&["case=17"])).is_empty());
+        assert_eq!(search(&alice, &tagged(&[]))[0].tags, both.tags);
+        // Tags go as they came.
+        store
+            .set_holders(&alice, "h", &holders(&["copy.txt", "new.txt"], &[]))
+            .unwrap();
+        assert!(search(&alice, &tagged(&["team=ops"])).is_empty());
+        assert_eq!(search(&bob, &tagged(&["team=ops"])).len(), 2);
+        store.set_holders(&alice, "h", &both).unwrap();
         let hits = store
             .search(
                 &alice,
@@ -768,14 +807,14 @@ fn a_filter_never_lets_another_scopes_points_through() {
     }
 }
 
-fn set_locators_moves_the_prefix_match() {
+fn set_holders_moves_the_prefix_match() {
     {
         let (_dir, store, alice, bob) = corpus();
         store
-            .set_locators(
+            .set_holders(
                 &alice,
                 "ha",
-                &["/d/moved/x.txt".to_string(), "/d/z.zip!/x.txt".to_string()],
+                &holders(&["/d/moved/x.txt", "/d/z.zip!/x.txt"], &[]),
             )
             .unwrap();
         assert_eq!(found(&*store, &alice, prefix("/d/a")), ["/d/a/pic.png"]);
@@ -1201,12 +1240,15 @@ fn qdrant_nodes_share_a_content_and_the_last_holder_deletes_it() {
         ]
     );
     // A second copy on b: its list grows, a's stays out.
-    b.set_locators(&alice, "h", &["/e/b.txt".into(), "/e/c.txt".into()])
-        .unwrap();
-    assert_eq!(
-        a.inventory().unwrap()[&(key.clone(), "h".to_string())].locators,
-        ["/e/b.txt", "/e/c.txt"]
-    );
+    b.set_holders(
+        &alice,
+        "h",
+        &holders(&["/e/b.txt", "/e/c.txt"], &["node=b"]),
+    )
+    .unwrap();
+    let seen_by_a = &a.inventory().unwrap()[&(key.clone(), "h".to_string())];
+    assert_eq!(seen_by_a.locators, ["/e/b.txt", "/e/c.txt"]);
+    assert_eq!(seen_by_a.tags, ["node=b"]);
     // b lets go too: now nobody holds h and its points go.
     b.delete_content(&alice, "h").unwrap();
     assert_eq!(

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, ExportedPoint, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord,
+    payload, point_id, ExportedPoint, Hit, Holders, IndexQuery, IndexRead, IndexWrite, PointRecord,
     SearchFilter, StoredChunk, MAX_SEARCH_HITS,
 };
 use crate::embed::DIMENSIONS;
@@ -518,10 +518,10 @@ impl IndexWrite for EdgeIndex {
         Ok(())
     }
 
-    fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()> {
+    fn set_holders(&self, scope: &Scope, hash: &str, holders: &Holders) -> Result<()> {
         self.update(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(
             SetPayloadOp {
-                payload: Payload(payload::locators_update(locators)),
+                payload: Payload(payload::holders_update(holders)),
                 points: None,
                 filter: Some(filter(payload::content_filter(&scope.key(), hash))?),
                 key: None,

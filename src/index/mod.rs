@@ -53,6 +53,19 @@ pub struct StoredChunk {
     pub content_hash: String,
     /// Every file locator holding these bytes in this scope; the first is shown in results.
     pub locators: Vec<String>,
+    /// The user tags (`key=value`) of those files, sorted: see [`Holders::tags`].
+    pub tags: Vec<String>,
+}
+
+/// The files holding one content in one scope, and their tags: what every chunk of the
+/// content carries beside its text (its `locators` and `tags` payload fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holders {
+    /// The files, in locator order (the first is the one search results show).
+    pub locators: Vec<String>,
+    /// The union of the files' user tags, each `key=value`, sorted and without repeats: a
+    /// content held by two files matches a tag filter when either file has the tag.
+    pub tags: Vec<String>,
 }
 
 /// What the index holds of one content.
@@ -62,6 +75,8 @@ pub struct StoredContent {
     pub chunk_indexes: BTreeSet<u32>,
     /// The files holding it, as its first point read says.
     pub locators: Vec<String>,
+    /// Their tags, as its first point read says.
+    pub tags: Vec<String>,
 }
 
 /// One stored point: whose, which chunk of which content, and the files holding it.
@@ -75,6 +90,8 @@ pub struct PointRecord {
     pub chunk_index: Option<u32>,
     /// The files holding the content (its payload's `locators`).
     pub locators: Vec<String>,
+    /// Their tags (its payload's `tags`).
+    pub tags: Vec<String>,
 }
 
 /// One point as stored: its id, dense vector and whole payload. [`IndexRead::export_points`]
@@ -108,6 +125,9 @@ pub struct Hit {
     /// Other files with identical content.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_in: Vec<String>,
+    /// The user tags (`key=value`) of the files holding the chunk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// The content the chunk was cut from (blake3 of the file's bytes).
     pub content_hash: String,
     /// The type of the object the chunk was cut from (`text`, `image`, …).
@@ -240,6 +260,9 @@ pub struct SearchFilter {
     pub sheet: Option<String>,
     /// Only chunks of this 1-based slide.
     pub slide: Option<u32>,
+    /// Only chunks of files with every one of these user tags (`key=value`, as given at
+    /// upload): a content held by several files matches when any of them has each tag.
+    pub tags: Vec<String>,
 }
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
@@ -299,6 +322,7 @@ pub trait IndexRead: Send + Sync {
                 .or_insert_with(|| StoredContent {
                     chunk_indexes: BTreeSet::new(),
                     locators: p.locators,
+                    tags: p.tags,
                 });
             if let Some(i) = p.chunk_index {
                 entry.chunk_indexes.insert(i);
@@ -324,17 +348,18 @@ pub trait IndexRead: Send + Sync {
 /// search) but durable only after [`IndexWrite::flush`].
 ///
 /// Crash tests stop the process right after each write: an implementation hits the failpoint
-/// sites `store.upsert`, `store.set_locators`, `store.delete` and `store.flush` (see
+/// sites `store.upsert`, `store.set_locators` (for [`IndexWrite::set_holders`]), `store.delete` and `store.flush` (see
 /// `crate::failpoint`) after the corresponding write succeeded.
 pub trait IndexWrite: Send + Sync {
     /// Insert `chunks` into `scope`, replacing the points with the same ids (same scope,
     /// content hash and chunk index: see `point_id`). Nothing to do for no chunks.
     fn upsert(&self, scope: &Scope, chunks: &[StoredChunk]) -> Result<()>;
 
-    /// Point every chunk of content `hash` in `scope` at the files in `locators`, given in
-    /// locator order as the catalog lists them (the first is the one search results show).
-    /// A server shared by several nodes stores the sorted union of every node's files.
-    fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()>;
+    /// Point every chunk of content `hash` in `scope` at the files in `holders` (given in
+    /// locator order as the catalog lists them: the first is the one search results show)
+    /// and give them those files' tags. A server shared by several nodes stores the sorted
+    /// union of every node's files and tags.
+    fn set_holders(&self, scope: &Scope, hash: &str, holders: &Holders) -> Result<()>;
 
     /// Delete every chunk of content `hash` in `scope`.
     fn delete_content(&self, scope: &Scope, hash: &str) -> Result<()> {
@@ -404,6 +429,7 @@ pub(crate) mod testing {
                     vector: unit(axis + i as usize),
                     content_hash: hash.to_string(),
                     locators: vec![locator.to_string()],
+                    tags: Vec::new(),
                 }
             })
             .collect()

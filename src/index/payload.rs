@@ -6,12 +6,13 @@
 //! `content_type`, and its context: `label`, `page_index`, `section_id`, `sheet_name`,
 //! `slide_index`, and `section_path`: every ancestor of `section_id`), its content
 //! (`content_hash`, `locators`: the files holding it, the first shown in results, and
-//! `containers`: every folder, archive and file any of them lies in or is) and its scope
+//! `containers`: every folder, archive and file any of them lies in or is; `tags`: the user
+//! tags of those files, `key=value`) and its scope
 //! (`scope_key`, `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`).
 
 use serde_json::{json, Map, Value};
 
-use super::{Hit, PointRecord, SearchFilter, StoredChunk};
+use super::{Hit, Holders, PointRecord, SearchFilter, StoredChunk};
 use extractors::{Scope, MEMBER_SEPARATOR, SECTION_SEPARATOR};
 
 /// Fields with a keyword index: everything searches and deletes filter on.
@@ -24,13 +25,20 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "section_path",
     "content_type",
     "sheet_name",
+    "tags",
 ];
 
 /// Fields with an integer index: the page and slide filters of a search.
 pub(super) const INTEGER_FIELDS: &[&str] = &["page_index", "slide_index"];
 
 /// The fields [`record`] reads: a backend asks only for these when it lists every point.
-pub(super) const RECORD_FIELDS: &[&str] = &["scope_key", "content_hash", "chunk_index", "locators"];
+pub(super) const RECORD_FIELDS: &[&str] = &[
+    "scope_key",
+    "content_hash",
+    "chunk_index",
+    "locators",
+    "tags",
+];
 
 /// The payload of chunk `c` stored in `scope` (whose key is `scope_key`).
 pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value {
@@ -44,6 +52,7 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "text": c.chunk.text,
         "fragment": fragment,
         "locators": c.locators,
+        "tags": c.tags,
         "content_hash": c.content_hash,
         "chunk_index": c.chunk.index,
         "object_id": c.chunk.object_id,
@@ -63,12 +72,13 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
     })
 }
 
-/// The payload update that points a content's chunks at the files in `locators` (and
-/// rewrites `containers`, which derives from them).
-pub(super) fn locators_update(locators: &[String]) -> Map<String, Value> {
+/// The payload update that points a content's chunks at the files in `holders` with their
+/// tags (and rewrites `containers`, which derives from the files).
+pub(super) fn holders_update(holders: &Holders) -> Map<String, Value> {
     let mut payload = Map::new();
-    payload.insert("locators".into(), json!(locators));
-    payload.insert("containers".into(), json!(containers(locators)));
+    payload.insert("locators".into(), json!(holders.locators));
+    payload.insert("containers".into(), json!(containers(&holders.locators)));
+    payload.insert("tags".into(), json!(holders.tags));
     payload
 }
 
@@ -154,8 +164,18 @@ pub(super) fn section_path(section: Option<&str>) -> Vec<String> {
 /// The `locators` list of a point's (or a holder record's) payload: the files holding its
 /// content.
 pub(super) fn locators(payload: &Map<String, Value>) -> Vec<String> {
+    strings(payload, "locators")
+}
+
+/// The `tags` list of a point's (or a holder record's) payload: its files' tags.
+pub(super) fn tags(payload: &Map<String, Value>) -> Vec<String> {
+    strings(payload, "tags")
+}
+
+/// A payload field that is a list of strings (empty when missing).
+fn strings(payload: &Map<String, Value>, key: &str) -> Vec<String> {
     payload
-        .get("locators")
+        .get(key)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -193,6 +213,7 @@ pub(super) fn record(payload: &Map<String, Value>) -> PointRecord {
             .and_then(Value::as_u64)
             .and_then(|i| u32::try_from(i).ok()),
         locators: locators(payload),
+        tags: tags(payload),
     }
 }
 
@@ -219,6 +240,7 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
         section: s("section_id"),
         label: s("label"),
         also_in: locators.into_iter().skip(1).collect(),
+        tags: tags(payload),
         content_hash: s("content_hash").unwrap_or_default(),
         content_type: s("content_type").unwrap_or_default(),
         page: u32_of("page_index"),
@@ -265,6 +287,9 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     }
     if let Some(slide) = filter.slide {
         must.push(json!({ "key": "slide_index", "match": { "value": slide } }));
+    }
+    for tag in &filter.tags {
+        must.push(match_kw("tags", tag));
     }
     json!({ "must": must })
 }
@@ -353,8 +378,12 @@ mod tests {
     }
 
     #[test]
-    fn locators_update_rewrites_containers() {
-        let update = locators_update(&owned(&["/new/x.txt"]));
+    fn holders_update_rewrites_containers() {
+        let update = holders_update(&Holders {
+            locators: owned(&["/new/x.txt"]),
+            tags: owned(&["team=ops"]),
+        });
+        assert_eq!(update["tags"], json!(["team=ops"]));
         assert_eq!(update["locators"], json!(["/new/x.txt"]));
         assert_eq!(update["containers"], json!(["/new", "/new/x.txt"]));
     }

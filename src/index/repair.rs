@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Catalog, VectorIndex};
+use super::{Catalog, Holders, VectorIndex};
 use crate::error::{Error, Result};
 
 const MARKER: &str = "run-in-progress";
@@ -59,7 +59,7 @@ pub struct RepairReport {
     pub entries_forgotten: u64,
     /// Contents whose points no catalog entry held, deleted.
     pub stale_contents_deleted: u64,
-    /// Contents whose `locators` payload was out of date.
+    /// Contents whose `locators` (or `tags`) payload was out of date.
     pub locators_fixed: u64,
     /// Content index files (`content/<hash>.json`) of contents no scope holds, deleted.
     pub content_indexes_deleted: u64,
@@ -81,22 +81,28 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
                     .push(e.locator);
             }
         }
-        for (hash, (chunks, holders)) in held {
+        for (hash, (chunks, locators)) in held {
+            let holders = Holders {
+                tags: catalog.tags_of(&scope, &locators),
+                locators,
+            };
             let points = stored.remove(&(key.clone(), hash.clone()));
             let complete = match &points {
                 None => chunks == 0,
                 Some(p) => p.chunk_indexes.iter().copied().eq(0..chunks),
             };
             if !complete {
-                for locator in &holders {
+                for locator in &holders.locators {
                     catalog.forget(&scope, locator);
                 }
                 if points.is_some() {
                     store.delete_content(&scope, &hash)?;
                 }
-                report.entries_forgotten += holders.len() as u64;
-            } else if points.is_some_and(|p| p.locators != holders) {
-                store.set_locators(&scope, &hash, &holders)?;
+                report.entries_forgotten += holders.locators.len() as u64;
+            } else if points
+                .is_some_and(|p| p.locators != holders.locators || p.tags != holders.tags)
+            {
+                store.set_holders(&scope, &hash, &holders)?;
                 report.locators_fixed += 1;
             }
         }
@@ -174,6 +180,12 @@ mod tests {
         catalog.put(&u, indexed("d1.txt", "hd", 1, None));
         catalog.put(&u, indexed("d2.txt", "hd", 1, None));
         store.upsert(&u, &chunks("hd", 1, "old.txt", 20)).unwrap();
+        // The right file, stored without the tags it was given since: the tags are fixed.
+        catalog.put(
+            &u,
+            indexed("t.txt", "ht", 1, None).with_tags(vec!["team=ops".into()]),
+        );
+        store.upsert(&u, &chunks("ht", 1, "t.txt", 25)).unwrap();
         // An empty file holds no points and needs none.
         catalog.put(&u, indexed("empty.txt", "he", 0, None));
         // A failed file holds nothing either.
@@ -191,7 +203,7 @@ mod tests {
             RepairReport {
                 entries_forgotten: 2,
                 stale_contents_deleted: 2,
-                locators_fixed: 1,
+                locators_fixed: 2,
                 content_indexes_deleted: 0,
             }
         );
@@ -208,9 +220,12 @@ mod tests {
                 vec![0],
                 vec!["d1.txt".into(), "d2.txt".into()],
             ),
+            (u.key(), "ht".into(), vec![0], vec!["t.txt".into()]),
         ];
         assert_eq!(inventory(store), expected_store);
-        let expected_catalog = ["a.txt", "bad.pdf", "d1.txt", "d2.txt", "empty.txt"];
+        let tags = &store.inventory().unwrap()[&(u.key(), "ht".to_string())].tags;
+        assert_eq!(tags, &["team=ops"]);
+        let expected_catalog = ["a.txt", "bad.pdf", "d1.txt", "d2.txt", "empty.txt", "t.txt"];
         assert_eq!(locators(&catalog, &u), expected_catalog);
         // The repaired catalog was saved.
         assert_eq!(locators(&Catalog::load(dir).unwrap(), &u), expected_catalog);

@@ -52,7 +52,7 @@ use serde_json::{json, Map, Value};
 use super::edge::{FUSION_CANDIDATES, RRF_K, TIE_ROOM};
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, ExportedPoint, Hit, IndexQuery, IndexRead, IndexWrite, PointRecord,
+    payload, point_id, ExportedPoint, Hit, Holders, IndexQuery, IndexRead, IndexWrite, PointRecord,
     SearchFilter, StoredChunk, MAX_SEARCH_HITS,
 };
 use crate::embed::DIMENSIONS;
@@ -186,8 +186,8 @@ impl std::fmt::Display for ServerConfig {
 /// (scope key, content hash).
 type ContentKey = (String, String);
 
-/// The files this node registered as holding a content, and every node's union then.
-type Registered = (Vec<String>, Vec<String>);
+/// The files (and tags) this node registered as holding a content, and every node's union then.
+type Registered = (Holders, Holders);
 
 /// A collection of a Qdrant server as the vector index (see the module docs).
 pub struct ServerIndex {
@@ -424,11 +424,12 @@ impl ServerIndex {
         point_id(&format!("{scope_key}\0holder\0{}", self.node), hash, 0)
     }
 
-    /// Every node's files holding content `hash` in scope `scope_key`: the sorted union of
-    /// the holder records.
-    fn holders_union(&self, scope_key: &str, hash: &str) -> Result<Vec<String>> {
+    /// Every node's files holding content `hash` in scope `scope_key`, and their tags: the
+    /// sorted unions of the holder records.
+    fn holders_union(&self, scope_key: &str, hash: &str) -> Result<Holders> {
         let filter = to_filter(&payload::content_filter(scope_key, hash))?;
         let mut union = BTreeSet::new();
+        let mut tags = BTreeSet::new();
         let mut offset: Option<PointId> = None;
         loop {
             let mut request = ScrollPointsBuilder::new(&self.holders)
@@ -443,19 +444,25 @@ impl ServerIndex {
             for p in page.result {
                 let payload = json_payload(p.payload);
                 union.extend(payload::locators(&payload));
+                tags.extend(payload::tags(&payload));
             }
             match page.next_page_offset {
                 Some(o) => offset = Some(o),
-                None => return Ok(union.into_iter().collect()),
+                None => {
+                    return Ok(Holders {
+                        locators: union.into_iter().collect(),
+                        tags: tags.into_iter().collect(),
+                    })
+                }
             }
         }
     }
 
-    /// Record that this node's files `locators` hold content `hash` (none: it holds it no
+    /// Record that this node's files `mine` hold content `hash` (none: it holds it no
     /// more), and return the union of every node's records.
-    fn register(&self, scope_key: &str, hash: &str, locators: &[String]) -> Result<Vec<String>> {
+    fn register(&self, scope_key: &str, hash: &str, mine: &Holders) -> Result<Holders> {
         let id = self.holder_id(scope_key, hash);
-        if locators.is_empty() {
+        if mine.locators.is_empty() {
             let request = DeletePointsBuilder::new(&self.holders)
                 .points(vec![PointId::from(id)])
                 .wait(true)
@@ -471,7 +478,8 @@ impl ServerIndex {
                     "scope_key": scope_key,
                     "content_hash": hash,
                     "node": self.node,
-                    "locators": locators,
+                    "locators": mine.locators,
+                    "tags": mine.tags,
                     "updated_at": now_us(),
                 }))),
             );
@@ -484,10 +492,10 @@ impl ServerIndex {
         }
         let union = self.holders_union(scope_key, hash)?;
         let key = (scope_key.to_string(), hash.to_string());
-        if locators.is_empty() {
+        if mine.locators.is_empty() {
             lock(&self.registered).remove(&key);
         } else {
-            lock(&self.registered).insert(key, (locators.to_vec(), union.clone()));
+            lock(&self.registered).insert(key, (mine.clone(), union.clone()));
         }
         Ok(union)
     }
@@ -495,15 +503,15 @@ impl ServerIndex {
     /// Point every chunk of content `hash` at the union of the holder records, and read the
     /// records again until they agree with what was written (another node may have changed
     /// them meanwhile). Nothing to do when no record holds the content.
-    fn settle_locators(&self, scope_key: &str, hash: &str, mut union: Vec<String>) -> Result<()> {
+    fn settle_locators(&self, scope_key: &str, hash: &str, mut union: Holders) -> Result<()> {
         let filter = to_filter(&payload::content_filter(scope_key, hash))?;
         for _ in 0..16 {
-            if union.is_empty() {
+            if union.locators.is_empty() {
                 return Ok(());
             }
             let request = SetPayloadPointsBuilder::new(
                 &self.config.collection,
-                Payload::from(payload::locators_update(&union)),
+                Payload::from(payload::holders_update(&union)),
             )
             .points_selector(filter.clone())
             .wait(true)
@@ -613,16 +621,16 @@ impl ServerIndex {
             .map(drop)
     }
 
-    /// The union of holder records for content `hash` of `scope_key`, registering `locators`
-    /// as this node's first unless the same files are registered already.
-    fn union_for(&self, scope_key: &str, hash: &str, locators: &[String]) -> Result<Vec<String>> {
+    /// The union of holder records for content `hash` of `scope_key`, registering `holders`
+    /// as this node's first unless the same files and tags are registered already.
+    fn union_for(&self, scope_key: &str, hash: &str, holders: &Holders) -> Result<Holders> {
         let key = (scope_key.to_string(), hash.to_string());
         if let Some((mine, union)) = lock(&self.registered).get(&key) {
-            if mine == locators {
+            if mine == holders {
                 return Ok(union.clone());
             }
         }
-        self.register(scope_key, hash, locators)
+        self.register(scope_key, hash, holders)
     }
 }
 
@@ -778,10 +786,14 @@ impl IndexWrite for ServerIndex {
         let scope_key = scope.key();
         // Registered before the points are written: a node deleting the content meanwhile
         // sees the record and leaves the points (see the module docs).
-        let mut unions: HashMap<&str, Vec<String>> = HashMap::new();
+        let mut unions: HashMap<&str, Holders> = HashMap::new();
         for c in chunks {
             if !unions.contains_key(c.content_hash.as_str()) {
-                let union = self.union_for(&scope_key, &c.content_hash, &c.locators)?;
+                let mine = Holders {
+                    locators: c.locators.clone(),
+                    tags: c.tags.clone(),
+                };
+                let union = self.union_for(&scope_key, &c.content_hash, &mine)?;
                 unions.insert(&c.content_hash, union);
             }
         }
@@ -797,9 +809,9 @@ impl IndexWrite for ServerIndex {
                 let mut payload = json_map(payload::of_chunk(scope, &scope_key, c));
                 if let Some(union) = unions
                     .get(c.content_hash.as_str())
-                    .filter(|u| !u.is_empty())
+                    .filter(|u| !u.locators.is_empty())
                 {
-                    payload.extend(payload::locators_update(union));
+                    payload.extend(payload::holders_update(union));
                 }
                 self.point(
                     point_id(&scope_key, &c.content_hash, c.chunk.index),
@@ -820,9 +832,9 @@ impl IndexWrite for ServerIndex {
         Ok(())
     }
 
-    fn set_locators(&self, scope: &Scope, hash: &str, locators: &[String]) -> Result<()> {
+    fn set_holders(&self, scope: &Scope, hash: &str, holders: &Holders) -> Result<()> {
         let scope_key = scope.key();
-        let union = self.register(&scope_key, hash, locators)?;
+        let union = self.register(&scope_key, hash, holders)?;
         self.settle_locators(&scope_key, hash, union)?;
         crate::failpoint::hit("store.set_locators");
         Ok(())
@@ -832,12 +844,12 @@ impl IndexWrite for ServerIndex {
     /// other node's record holds them (see the module docs).
     fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()> {
         let skew = i64::try_from(self.config.clock_skew.as_micros()).unwrap_or(i64::MAX);
-        self.register(scope_key, hash, &[])?;
+        self.register(scope_key, hash, &Holders::default())?;
         lock(&self.touched).remove(&(scope_key.to_string(), hash.to_string()));
         for attempt in 0..4 {
             let checked = now_us();
             let union = self.holders_union(scope_key, hash)?;
-            if !union.is_empty() {
+            if !union.locators.is_empty() {
                 self.settle_locators(scope_key, hash, union)?;
                 break;
             }
@@ -887,7 +899,11 @@ impl IndexWrite for ServerIndex {
             let record = payload::record(&p.payload);
             let key = (record.scope_key, record.content_hash);
             if !registered.contains(&key) {
-                self.register(&key.0, &key.1, &record.locators)?;
+                let mine = Holders {
+                    locators: record.locators,
+                    tags: record.tags,
+                };
+                self.register(&key.0, &key.1, &mine)?;
                 registered.insert(key);
             }
         }
@@ -1123,10 +1139,11 @@ mod tests {
             section_path: Some("Intro".into()),
             sheet: Some("S".into()),
             slide: Some(3),
+            tags: vec!["team=ops".into(), "case=17".into()],
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + six narrowing conditions
-        assert_eq!(f.must.len(), 7);
+        // scope + six narrowing conditions + one per tag
+        assert_eq!(f.must.len(), 9);
         to_filter(&payload::lacking_derived()).unwrap();
         to_filter(&payload::content_filter("k", "h")).unwrap();
         assert!(to_filter(&json!({"must": [{"key": "a", "match": {"value": 1.5}}]})).is_err());

@@ -114,6 +114,7 @@ impl Run<'_> {
                         vector: Vec::new(),
                         content_hash: meta.hash.clone(),
                         locators: vec![meta.locator.clone()],
+                        tags: meta.tags.clone(),
                     })
                     .collect();
                 self.stage(&meta.locator, super::FileStage::Embedding);

@@ -48,10 +48,13 @@ impl Run<'_> {
             .as_ref()
             .and_then(CatalogEntry::content)
             .filter(|(h, _)| h != &hash);
-        if let Some(e) = known
-            .as_ref()
-            .filter(|e| e.hash.as_deref() == Some(&hash) && e.status == EntryStatus::Indexed)
-        {
+        // Same bytes and tags. (Same bytes with other tags go on as a duplicate of
+        // themselves: the store stage records the tags and gives them to the points.)
+        if let Some(e) = known.as_ref().filter(|e| {
+            e.hash.as_deref() == Some(&hash)
+                && e.status == EntryStatus::Indexed
+                && e.tags == work.tags
+        }) {
             // Same bytes: refresh size/mtime so the next run can skip without reading.
             let mut fresh = e.clone();
             fresh.size = work.size;
@@ -70,6 +73,7 @@ impl Run<'_> {
             mtime_ns: work.mtime_ns,
             mime: Some(work.detected.mime.clone()),
             previous,
+            tags: work.tags.clone(),
         };
         // Pinned before looking: the store stage may release the last holder meanwhile, and
         // must not delete content this file is about to share.

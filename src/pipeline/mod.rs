@@ -50,6 +50,8 @@ struct Work {
     mtime_ns: u64,
     /// Its bytes' share of [`Config::in_flight_bytes`].
     permit: Permit,
+    /// User tags (`key=value`, sorted) given with its upload.
+    tags: Vec<String>,
 }
 
 /// An item from the extract stage with the bytes it holds in flight, given back when the embed
@@ -65,6 +67,8 @@ struct Expansion {
     opened: Option<(String, String)>,
     /// Members hidden by an earlier member of the same name.
     shadowed: Vec<ShadowedMember>,
+    /// User tags every file of the input gets (an upload's).
+    tags: Vec<String>,
 }
 
 /// A file's facts as they go into the catalog once it is stored.
@@ -79,6 +83,8 @@ struct FileMeta {
     mime: Option<String>,
     /// The content hash (and its chunk count) this locator held before, if different.
     previous: Option<(String, u32)>,
+    /// User tags (`key=value`, sorted).
+    tags: Vec<String>,
 }
 
 /// What the extract stage hands the indexing side.

@@ -119,7 +119,8 @@ impl Run<'_> {
                 meta.mtime_ns,
                 chunks,
             )
-            .with_mime(meta.mime.clone()),
+            .with_mime(meta.mime.clone())
+            .with_tags(meta.tags.clone()),
         );
     }
 
@@ -162,17 +163,19 @@ impl Run<'_> {
                 .first()
                 .and_then(|l| cat.get(self.scope, l))
                 .map(|e| e.chunks);
-            (locs.first().cloned(), chunks)
+            // Itself, when only its tags changed.
+            let original = locs.into_iter().find(|l| *l != meta.locator);
+            (original, chunks)
         };
         // Adopt an orphaned content (the file that held it moved or changed in this run).
         let adopted = lock(&self.orphaned).remove(&meta.hash);
         let chunks = chunks.or(adopted).unwrap_or(0);
         self.put_indexed(&meta, chunks);
-        let all = lock(&self.ing.catalog).locators_with_hash(self.scope, &meta.hash);
+        let all = lock(&self.ing.catalog).holders(self.scope, &meta.hash);
         if chunks > 0 {
             self.ing
                 .store()?
-                .set_locators(self.scope, &meta.hash, &all)?;
+                .set_holders(self.scope, &meta.hash, &all)?;
         }
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
@@ -197,9 +200,9 @@ impl Run<'_> {
     /// content's chunks at the files that still hold it; delete them when none does, unless a
     /// file in flight is about to adopt them.
     pub(super) fn release(&self, hash: &str, chunks: u32) -> Result<()> {
-        let remaining = lock(&self.ing.catalog).locators_with_hash(self.scope, hash);
-        if !remaining.is_empty() {
-            return self.ing.store()?.set_locators(self.scope, hash, &remaining);
+        let remaining = lock(&self.ing.catalog).holders(self.scope, hash);
+        if !remaining.locators.is_empty() {
+            return self.ing.store()?.set_holders(self.scope, hash, &remaining);
         }
         let wanted = lock(&self.pinned).contains_key(hash) || lock(&self.claimed).contains(hash);
         if wanted {

@@ -58,8 +58,13 @@ impl Run<'_> {
                 }
                 Input::Path(path) => self.sync_path(&path, &leaves, &index),
                 Input::Member { archive, member } => self.member(&archive, &member, &leaves),
-                Input::Upload { name, path, limits } => {
-                    self.upload(&name, &path, limits.as_ref(), &leaves, &index);
+                Input::Upload {
+                    name,
+                    path,
+                    limits,
+                    tags,
+                } => {
+                    self.upload(&name, &path, limits.as_ref(), tags, &leaves, &index);
                 }
                 Input::Remove { locator } => self.remove(&locator, &index),
             }
@@ -79,6 +84,7 @@ impl Run<'_> {
         name: &str,
         path: &Path,
         limits: Option<&crate::Limits>,
+        tags: Vec<String>,
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
@@ -98,6 +104,7 @@ impl Run<'_> {
         self.expand_disk_file(
             file,
             limits.unwrap_or(&self.ing.config.limits),
+            tags,
             leaves,
             index,
         );
@@ -270,7 +277,7 @@ impl Run<'_> {
             self.replay_unchanged(&e);
             return;
         }
-        self.expand_disk_file(f, &self.ing.config.limits, leaves, index);
+        self.expand_disk_file(f, &self.ing.config.limits, Vec::new(), leaves, index);
     }
 
     /// Unpack a file on disk (an archive recursively) under `limits` and send its files on.
@@ -278,11 +285,15 @@ impl Run<'_> {
         &self,
         f: crate::unpack::DiskFile,
         limits: &crate::Limits,
+        tags: Vec<String>,
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
         let loc = f.locator.to_string();
-        let mut expansion = Expansion::default();
+        let mut expansion = Expansion {
+            tags,
+            ..Expansion::default()
+        };
         let unpacked = self.unpack_contained(&f.locator, || {
             Unpacker::new(limits).expand_file(&f.path, &f.locator, &mut |leaf| {
                 self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
@@ -390,6 +401,7 @@ impl Run<'_> {
             seen,
             opened,
             shadowed,
+            tags,
         } = expansion;
         let top_str = top.to_string();
         let parent_of = |l: &Locator| (l != top).then(|| top_str.clone());
@@ -412,6 +424,7 @@ impl Run<'_> {
                     locator,
                     bytes,
                     detected,
+                    tags: tags.clone(),
                 };
                 self.expect_line(&work.locator.to_string());
                 timed(&self.timings.unpack_blocked, || {

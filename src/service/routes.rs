@@ -3,7 +3,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `POST /v1/files?name=NAME[&shared=true]` (raw body, or multipart with a file field) | 202 `{"job", "status_url"}` |
+//! | `POST /v1/files?name=NAME[&shared=true][&tag.KEY=VALUE…]` (raw body, or multipart with a file field) | 202 `{"job", "status_url"}` |
 //! | `GET /v1/jobs/{id}` | the job: state, reason, one line per file |
 //! | `GET /v1/files/status?locator=L` | where a file stands (and its members) |
 //! | `DELETE /v1/files?locator=L` | 200 with the ended delete job (202 if it takes over 30 s) |
@@ -212,8 +212,16 @@ async fn upload(
     }
     let options = UploadOptions {
         shared: flag(&q, "shared"),
+        tags: q
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("tag.")?.to_string(), v.clone())))
+            .collect(),
         ..UploadOptions::default()
     };
+    if let Err(e) = crate::uploads::encode_tags(&options.tags) {
+        crate::uploads::drain(body.into_data_stream()).await;
+        return error_of(&e);
+    }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -356,6 +364,9 @@ struct SearchFilters {
     section: Option<String>,
     sheet: Option<String>,
     slide: Option<u32>,
+    /// User tags the file was uploaded with: `{"team": "ops"}`; every one must be present.
+    #[serde(default)]
+    tags: std::collections::BTreeMap<String, String>,
 }
 
 impl SearchFilters {
@@ -377,6 +388,7 @@ impl SearchFilters {
             section_path: self.section.clone(),
             sheet: self.sheet.clone(),
             slide: self.slide,
+            tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
         })
     }
 }

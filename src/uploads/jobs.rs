@@ -202,6 +202,9 @@ pub(crate) struct JobRecord {
     /// Limits for this upload's container tree.
     #[serde(default)]
     pub limits: Option<crate::Limits>,
+    /// User tags (`key=value`, sorted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// A job's lines while it runs: ledger lines and the stages of files without one yet.

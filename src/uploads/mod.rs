@@ -34,6 +34,7 @@ mod spool;
 #[cfg(feature = "tokio")]
 mod nonblocking;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -94,6 +95,44 @@ pub struct UploadOptions {
     pub limits: Option<crate::Limits>,
     /// A smaller size limit than [`UploadsConfig::max_upload_bytes`] for this upload.
     pub max_bytes: Option<u64>,
+    /// User metadata: tags stored with every chunk of the file (and of every member of an
+    /// archive), which a search filter can require ([`crate::SearchFilter::tags`], as
+    /// `key=value`). Keys are 1–64 of `A-Z a-z 0-9 _ - .`; values at most 256 bytes without
+    /// control characters; at most 32 tags. An upload of the same name replaces the tags.
+    pub tags: BTreeMap<String, String>,
+}
+
+/// The most tags one upload carries.
+pub const MAX_TAGS: usize = 32;
+
+/// `tags` as chunks carry them and filters name them: `key=value`, sorted by key. Refused
+/// with [`Error::Upload`] when a key or value breaks the rules of [`UploadOptions::tags`].
+pub fn encode_tags(tags: &BTreeMap<String, String>) -> Result<Vec<String>> {
+    if tags.len() > MAX_TAGS {
+        return Err(Error::Upload(format!(
+            "{} tags: at most {MAX_TAGS} are allowed",
+            tags.len()
+        )));
+    }
+    tags.iter()
+        .map(|(key, value)| {
+            let key_ok = (1..=64).contains(&key.len())
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !key_ok {
+                return Err(Error::Upload(format!(
+                    "bad tag key {key:?}: 1-64 characters of A-Z a-z 0-9 _ - ."
+                )));
+            }
+            if value.len() > 256 || value.chars().any(char::is_control) {
+                return Err(Error::Upload(format!(
+                    "bad value for tag {key:?}: at most 256 bytes, no control characters"
+                )));
+            }
+            Ok(format!("{key}={value}"))
+        })
+        .collect()
 }
 
 /// Where a file stands: a file of a job not ended, or an entry of the catalog.
@@ -274,6 +313,7 @@ impl Uploads {
             return Err(Error::ShuttingDown);
         }
         check_name(name)?;
+        let tags = encode_tags(&options.tags)?;
         let mut scope = scope.clone();
         scope.is_shared = options.shared;
         if lock(&shared.state).open_jobs() >= shared.config.max_open_jobs {
@@ -309,6 +349,7 @@ impl Uploads {
             status,
             scope,
             limits: options.limits.clone(),
+            tags,
         };
         if let Err(e) = jobs::save(&shared.dir, &record) {
             let _ = std::fs::remove_file(&spooled.path);
@@ -469,6 +510,7 @@ impl Uploads {
             status: JobStatus::accepted(JobId::new(), JobKind::Delete, locator, 0, None),
             scope: scope.clone(),
             limits: None,
+            tags: Vec::new(),
         };
         jobs::save(&shared.dir, &record)?;
         Ok(shared.add(&mut state, record))
@@ -540,5 +582,33 @@ mod tests {
         for bad in ["", " ", "/etc/passwd", "a.zip!/b.txt", "a#page=1", "a\nb"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn tags_are_key_value_strings_sorted_by_key_within_the_rules() {
+        let tags = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            encode_tags(&tags(&[("team", "ops"), ("case-id", "A=17 b")])).unwrap(),
+            ["case-id=A=17 b", "team=ops"]
+        );
+        for bad in [
+            ("", "x"),
+            ("a=b", "x"),
+            ("sp ace", "x"),
+            ("k", "line\nbreak"),
+        ] {
+            assert!(encode_tags(&tags(&[bad])).is_err(), "{bad:?}");
+        }
+        let long = "v".repeat(257);
+        assert!(encode_tags(&tags(&[("k", &long)])).is_err());
+        let many: BTreeMap<String, String> = (0..=MAX_TAGS)
+            .map(|i| (format!("k{i}"), "v".into()))
+            .collect();
+        assert!(encode_tags(&many).is_err());
     }
 }

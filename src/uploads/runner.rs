@@ -187,6 +187,7 @@ impl Shared {
                     name: job.record.status.locator.clone(),
                     path: super::spool::body_path(&self.dir, &id),
                     limits: job.record.limits.clone(),
+                    tags: job.record.tags.clone(),
                 },
                 JobKind::Delete => Input::Remove {
                     locator: job.record.status.locator.clone(),

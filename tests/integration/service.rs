@@ -190,7 +190,11 @@ impl Client {
     }
 
     fn search(&self, query: &str, limit: usize) -> Vec<Value> {
-        let body = json!({ "query": query, "limit": limit }).to_string();
+        self.search_filtered(query, limit, json!({}))
+    }
+
+    fn search_filtered(&self, query: &str, limit: usize, filters: Value) -> Vec<Value> {
+        let body = json!({ "query": query, "limit": limit, "filters": filters }).to_string();
         let (status, answer) = self.post("/v1/search", "application/json", body.as_bytes());
         assert_eq!(status, 200, "{answer}");
         answer["hits"].as_array().cloned().unwrap_or_default()
@@ -340,6 +344,105 @@ fn service_indexes_uploads_in_the_scope_of_their_key() {
     ] {
         assert!(metrics.contains(family), "{family} missing:\n{metrics}");
     }
+    assert!(service.stop().success());
+}
+
+/// User metadata: tags given at upload travel with every chunk (an archive's members too)
+/// and narrow searches; an upload of the same name replaces them; a content held by two
+/// files carries both files' tags until one of them goes.
+#[test]
+fn service_tags_travel_with_every_chunk_and_filter_searches() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let upload = |name: &str, tags: &str, bytes: &[u8]| {
+        let (status, answer) = alice.post(
+            &format!("/v1/files?name={name}&{tags}"),
+            "application/octet-stream",
+            bytes,
+        );
+        assert_eq!(status, 202, "{answer}");
+        let ended = alice.wait_job(&job_of(&answer));
+        assert_eq!(ended["state"], "indexed", "{ended}");
+    };
+    let with_tags = |tags: Value| json!({ "tags": tags });
+    // The files of the hits, without their fragments.
+    let locators = |hits: &[Value]| -> Vec<String> {
+        hits.iter()
+            .map(|h| h["locator"].as_str().unwrap())
+            .map(|l| l.split_once('#').map_or(l, |(file, _)| file).to_string())
+            .collect()
+    };
+    let bundle = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
+    let ferry = b"The ferry to Skerry Point leaves the harbour at dawn on Tuesdays.\n";
+    upload("bundle.zip", "tag.team=ops&tag.case=17", &bundle);
+    upload("ferry.txt", "tag.team=dev", ferry);
+
+    // Every member of the archive carries the archive's tags; a filter needs all it names.
+    let ops = alice.search_filtered("lighthouse keeper", 10, with_tags(json!({"team": "ops"})));
+    assert!(!ops.is_empty());
+    for h in &ops {
+        assert!(
+            h["locator"].as_str().unwrap().starts_with("bundle.zip!/"),
+            "{h}"
+        );
+        assert_eq!(h["tags"], json!(["case=17", "team=ops"]), "{h}");
+    }
+    assert!(ops.iter().any(|h| h["locator"]
+        .as_str()
+        .unwrap()
+        .contains("inner.tar.gz!/notes/lighthouse.md")));
+    let both = json!({"team": "ops", "case": "17"});
+    assert_eq!(
+        locators(&alice.search_filtered("lighthouse keeper", 10, with_tags(both))),
+        locators(&ops)
+    );
+    let wrong_case = json!({"team": "ops", "case": "18"});
+    assert!(alice
+        .search_filtered("lighthouse keeper", 10, with_tags(wrong_case))
+        .is_empty());
+    let dev = alice.search_filtered("ferry to Skerry", 10, with_tags(json!({"team": "dev"})));
+    assert_eq!(locators(&dev), ["ferry.txt"], "{dev:?}");
+    // Unfiltered, both files are found; another key sees neither, tags or not.
+    let all = locators(&alice.search("ferry lighthouse", 50));
+    assert!(
+        all.iter().any(|l| l.starts_with("ferry.txt"))
+            && all.iter().any(|l| l.starts_with("bundle.zip"))
+    );
+    assert!(bob
+        .search_filtered("ferry", 10, with_tags(json!({"team": "dev"})))
+        .is_empty());
+
+    // The same bytes under the same name with other tags: the tags are replaced.
+    upload("ferry.txt", "tag.team=ops", ferry);
+    assert!(alice
+        .search_filtered("ferry", 10, with_tags(json!({"team": "dev"})))
+        .is_empty());
+    let now_ops = alice.search_filtered("ferry to Skerry", 1, with_tags(json!({"team": "ops"})));
+    assert_eq!(locators(&now_ops), ["ferry.txt"]);
+    // A copy under another name: the content carries both files' tags, until the copy goes.
+    upload("copy.txt", "tag.team=qa", ferry);
+    let qa = alice.search_filtered("ferry to Skerry", 1, with_tags(json!({"team": "qa"})));
+    assert_eq!(qa[0]["tags"], json!(["team=ops", "team=qa"]), "{qa:?}");
+    assert_eq!(alice.delete("/v1/files?locator=copy.txt").0, 200);
+    assert!(alice
+        .search_filtered("ferry", 10, with_tags(json!({"team": "qa"})))
+        .is_empty());
+    let ops_again = alice.search_filtered("ferry to Skerry", 1, with_tags(json!({"team": "ops"})));
+    assert_eq!(ops_again[0]["tags"], json!(["team=ops"]), "{ops_again:?}");
+
+    // Bad tags are refused before anything is stored.
+    let (status, answer) = alice.post("/v1/files?name=x.txt&tag.bad%20key=1", "text/plain", b"x");
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("bad tag key"), "{answer}");
+    let body = json!({ "query": "x", "filters": { "tags": { "k": "a\u{7}b" } } }).to_string();
+    assert_eq!(
+        alice
+            .post("/v1/search", "application/json", body.as_bytes())
+            .0,
+        400
+    );
     assert!(service.stop().success());
 }
 
