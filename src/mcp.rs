@@ -207,9 +207,33 @@ pub fn http_router(
     config: McpConfig,
     stop: CancellationToken,
 ) -> axum::Router {
+    mcp_router(IngestMcp::new(host, config), stop)
+}
+
+/// The scope of one HTTP request, put into the request's extensions by whoever
+/// authenticated it (the upload service, from the API key): [`keyed_http_router`]'s calls
+/// answer in it.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestScope(pub Scope);
+
+/// [`http_router`] for a server whose callers are authenticated per request: every call
+/// answers in the [`RequestScope`] of its HTTP request, and a request without one is refused
+/// (the scope never falls back to a default). A call finding every one of `slots` taken is
+/// answered at once with a tool error asking to retry.
+pub(crate) fn keyed_http_router(
+    host: Arc<ToolHost>,
+    slots: Arc<tokio::sync::Semaphore>,
+    stop: CancellationToken,
+) -> axum::Router {
+    let mut server = IngestMcp::new(host, McpConfig::new(Scope::user("")));
+    server.scope_per_request = true;
+    server.slots = Some(slots);
+    mcp_router(server, stop)
+}
+
+fn mcp_router(server: IngestMcp, stop: CancellationToken) -> axum::Router {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    let server = IngestMcp::new(host, config);
     let mut http = StreamableHttpServerConfig::default();
     http.cancellation_token = stop;
     let service = StreamableHttpService::new(
@@ -264,6 +288,10 @@ struct IngestMcp {
     host: Arc<ToolHost>,
     config: Arc<McpConfig>,
     tools: Arc<Vec<Tool>>,
+    /// Answer in each HTTP request's [`RequestScope`], not in `config.scope`.
+    scope_per_request: bool,
+    /// Calls answered at once, when bounded.
+    slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl IngestMcp {
@@ -273,12 +301,24 @@ impl IngestMcp {
             host,
             config: Arc::new(config),
             tools: Arc::new(tools),
+            scope_per_request: false,
+            slots: None,
         }
+    }
+
+    /// The scope a call answers in: the server's, or its HTTP request's.
+    fn scope_of(&self, context: &RequestContext<RoleServer>) -> Option<Scope> {
+        if !self.scope_per_request {
+            return Some(self.config.scope.clone());
+        }
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        parts.extensions.get::<RequestScope>().map(|s| s.0.clone())
     }
 
     async fn run(
         &self,
         request: CallToolRequestParams,
+        scope: Scope,
     ) -> std::result::Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
         if !self.config.tools.contains(&name.as_str()) {
@@ -300,7 +340,6 @@ impl IngestMcp {
             Ok(call) => {
                 let budget = call.budget(ceiling);
                 let host = Arc::clone(&self.host);
-                let scope = self.config.scope.clone();
                 match tokio::task::spawn_blocking(move || host.call_traced(&scope, &call)).await {
                     Ok(Ok((answer, via))) => (answer, via.as_str()),
                     Ok(Err(e)) => (error_answer(&e.to_string(), budget), "none"),
@@ -346,9 +385,28 @@ impl ServerHandler for IngestMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
-        self.run(request).await.map(CallToolResponse::from)
+        let Some(scope) = self.scope_of(&context) else {
+            return Err(ErrorData::invalid_request(
+                "this request carries no authenticated scope",
+                None,
+            ));
+        };
+        let _slot = match self
+            .slots
+            .as_ref()
+            .map(|s| Arc::clone(s).try_acquire_owned())
+        {
+            Some(Err(_)) => {
+                let busy = "the server is answering as many calls as it takes at once: \
+                            call again in a second";
+                return Ok(result_of(error_answer(busy, DEFAULT_MAX_CHARS)).into());
+            }
+            Some(Ok(slot)) => Some(slot),
+            None => None,
+        };
+        self.run(request, scope).await.map(CallToolResponse::from)
     }
 }
 

@@ -168,9 +168,14 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let app = router(Arc::clone(&uploads), config);
+    // Open MCP sessions end with the server, or graceful shutdown would wait for them.
+    let sessions = crate::mcp::CancellationToken::new();
+    let app = router(Arc::clone(&uploads), config, sessions.clone());
     axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
+        .with_graceful_shutdown(async move {
+            stop.await;
+            sessions.cancel();
+        })
         .await
         .map_err(|e| Error::Serve(format!("HTTP server: {e}")))?;
     tracing::info!("no more requests; storing what is in flight");

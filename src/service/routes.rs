@@ -9,6 +9,7 @@
 //! | `DELETE /v1/files?locator=L` | 200 with the ended delete job (202 if it takes over 30 s) |
 //! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...]}` |
 //! | `POST /v1/tools/{tool}` (the tool's JSON arguments) | the tool's answer, within its budget |
+//! | `POST/GET/DELETE /mcp` | the same tools over MCP (streamable HTTP), each request in its key's scope |
 //! | `GET /health`, `GET /metrics` | liveness; Prometheus text |
 
 // Helpers return the ready error answer as their `Err`: it is the handler's reply at once.
@@ -50,8 +51,13 @@ struct App {
 
 type Shared = State<Arc<App>>;
 
-/// The service's routes over `uploads`, with `config`'s keys and bounds.
-pub fn router(uploads: Arc<Uploads>, config: &ServiceConfig) -> axum::Router {
+/// The service's routes over `uploads`, with `config`'s keys and bounds. Cancel `sessions`
+/// to end the open MCP sessions.
+pub fn router(
+    uploads: Arc<Uploads>,
+    config: &ServiceConfig,
+    sessions: crate::mcp::CancellationToken,
+) -> axum::Router {
     let keys = config
         .api_keys
         .iter()
@@ -66,6 +72,13 @@ pub fn router(uploads: Arc<Uploads>, config: &ServiceConfig) -> axum::Router {
             config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1),
         )),
     };
+    let app = Arc::new(app);
+    let mcp =
+        crate::mcp::keyed_http_router(Arc::clone(&app.tools), Arc::clone(&app.queries), sessions)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&app),
+                mcp_scope,
+            ));
     axum::Router::new()
         .route("/v1/files", post(upload).delete(delete_file))
         .route("/v1/files/status", get(file_status))
@@ -74,7 +87,26 @@ pub fn router(uploads: Arc<Uploads>, config: &ServiceConfig) -> axum::Router {
         .route("/v1/tools/{tool}", post(tool))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .with_state(Arc::new(app))
+        .with_state(app)
+        .merge(mcp)
+}
+
+/// In front of `/mcp`: the request's key gives the scope its tool calls answer in (401
+/// without a valid key, like every `/v1` route).
+async fn mcp_scope(
+    State(app): Shared,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match app.scope(request.headers()) {
+        Ok(scope) => {
+            request
+                .extensions_mut()
+                .insert(crate::mcp::RequestScope(scope));
+            next.run(request).await
+        }
+        Err(refused) => refused,
+    }
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {

@@ -22,6 +22,11 @@ struct Service {
 impl Service {
     /// Start it on `sb`'s data dir with `extra` config lines (keys for alice and bob added).
     fn start(sb: &Sandbox, extra: &str) -> Service {
+        Self::start_with(sb, extra, &[])
+    }
+
+    /// [`Service::start`] with more command-line arguments.
+    fn start_with(sb: &Sandbox, extra: &str, args: &[&str]) -> Service {
         let config = sb.path("ingest.toml");
         if !config.exists() {
             let text = format!(
@@ -36,6 +41,7 @@ impl Service {
             .arg(&config)
             .arg("--data-dir")
             .arg(sb.data_dir())
+            .args(args)
             .env_remove(ingest::testing::FAILPOINTS_ENV)
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(sb.path("serve.err")).unwrap())
@@ -443,6 +449,104 @@ fn service_tags_travel_with_every_chunk_and_filter_searches() {
             .0,
         400
     );
+    assert!(service.stop().success());
+}
+
+/// The agent's tools over MCP on the service's own port (`/mcp`, streamable HTTP), driven by
+/// the official Python MCP client (tests/mcp/service_mcp.py): each request answers in the
+/// scope of its key, and no key means 401.
+#[test]
+fn service_mcp_answers_in_the_scope_of_the_key() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let phrase = "The tide gauge at Skerry Point was recalibrated in March";
+    let (status, answer) = alice.upload("gauge-notes.txt", format!("{phrase}.\n").as_bytes());
+    assert_eq!(status, 202, "{answer}");
+    let ended = alice.wait_job(&job_of(&answer));
+    assert_eq!(ended["state"], "indexed", "{ended}");
+    let python = repo_dir().join(".venv-test/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make deps`",
+        python.display()
+    );
+    let out = Command::new(python)
+        .arg(repo_dir().join("tests/mcp/service_mcp.py"))
+        .args([&service.url, ALICE, BOB, phrase, "gauge-notes.txt"])
+        .output()
+        .expect("run tests/mcp/service_mcp.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("\nOK"),
+        "tests/mcp/service_mcp.py: {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(service.stop().success());
+}
+
+/// `ingest serve --watch FOLDER`: the same process keeps a folder indexed in the scope of
+/// `--user/--mandate` while it serves uploads; a key bound to that scope finds both.
+#[test]
+fn service_also_watches_folders_in_the_scope_given() {
+    let sb = Sandbox::new();
+    let folder = sb.path("watched");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("moorings.txt"),
+        "Mooring buoy nine was moved to the north basin in April.\n",
+    )
+    .unwrap();
+    let folder_arg = folder.to_str().unwrap();
+    let args = [
+        "--watch",
+        folder_arg,
+        "--user",
+        "alice",
+        "--mandate",
+        "acme",
+    ];
+    let service = Service::start_with(&sb, "", &args);
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let found = |client: &Client, query: &str, file: &str| {
+        client
+            .search(query, 5)
+            .iter()
+            .any(|h| h["locator"].as_str().unwrap().contains(file))
+    };
+    let guard = Duration::from_secs(300);
+    assert!(
+        wait_for(guard, || found(
+            &alice,
+            "mooring buoy moved",
+            "moorings.txt"
+        ))
+        .is_some(),
+        "the watched folder's file never became searchable"
+    );
+    // A file added later, and an upload meanwhile: both searchable, and bob sees neither.
+    std::fs::write(
+        folder.join("dredging.txt"),
+        "Dredging of the harbour mouth starts after the autumn storms.\n",
+    )
+    .unwrap();
+    let (status, answer) = alice.upload("pilots.txt", b"Pilot boats wait at the outer buoy.\n");
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(alice.wait_job(&job_of(&answer))["state"], "indexed");
+    assert!(
+        wait_for(guard, || found(
+            &alice,
+            "dredging harbour mouth",
+            "dredging.txt"
+        ))
+        .is_some(),
+        "a file added to the watched folder never became searchable"
+    );
+    assert!(found(&alice, "pilot boats", "pilots.txt"));
+    assert!(!found(&bob, "mooring buoy moved", "moorings.txt"));
     assert!(service.stop().success());
 }
 

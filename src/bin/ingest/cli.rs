@@ -192,6 +192,10 @@ pub(crate) struct ServeArgs {
     /// listen, max_upload_bytes, max_receiving, max_open_jobs, max_scope_runs, max_queries.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: PathBuf,
+    /// Also keep these folders (or files) indexed, as `ingest watch` does, in the scope of
+    /// --user/--feature-instance/--mandate (repeat for several).
+    #[arg(long, value_name = "FOLDER")]
+    pub(crate) watch: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
 }

@@ -271,16 +271,30 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     if let Err(e) = ingestor.load_model() {
         tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
     }
+    let roots = canonical_roots(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
         "started_at": now_secs(),
         "serving": addr.to_string(),
+        "watching": roots,
+        "syncs": 0,
+        "last_sync": null,
     })));
-    let _socket = socket.serve(Arc::clone(&ingestor), state)?;
+    let _socket = socket.serve(Arc::clone(&ingestor), Arc::clone(&state))?;
     let uploads = Arc::new(ingest::Uploads::start(
         Arc::clone(&ingestor),
         config.uploads(),
     )?);
+    // The folders are synced on their own thread; it stops after the HTTP server.
+    let stop_watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = (!roots.is_empty()).then(|| {
+        let config = WatchConfig::new(roots, scope(common, false));
+        let (ingestor, stop) = (Arc::clone(&ingestor), Arc::clone(&stop_watching));
+        std::thread::spawn(move || {
+            let mut on_sync = record_sync(&state);
+            ingest::daemon::watch(&ingestor, &config, &stop, &|_| {}, &mut on_sync)
+        })
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -300,7 +314,51 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         ingest::service::serve(uploads, &config, listener, ingest::mcp::stop_signal()).await?;
         anyhow::Ok(())
     })?;
+    stop_watching.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Some(watcher) = watcher {
+        match watcher.join() {
+            Ok(watched) => watched.context("watching folders")?,
+            Err(_) => anyhow::bail!("the folder watcher panicked"),
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The folders (or files) to watch, as absolute paths.
+fn canonical_roots(folders: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    folders
+        .iter()
+        .map(|f| std::fs::canonicalize(f).with_context(|| format!("watching {}", f.display())))
+        .collect()
+}
+
+/// What a daemon does after each sync: log it and put it into the status it answers with.
+fn record_sync(
+    state: &std::sync::Mutex<serde_json::Value>,
+) -> impl FnMut(SyncCause, &ingest::IngestReport) + '_ {
+    move |cause, report| {
+        let s = &report.summary;
+        tracing::info!(
+            cause = ?cause,
+            files = s.files,
+            indexed = s.indexed,
+            removed = s.removed,
+            failed = s.failed,
+            chunks_embedded = s.chunks_embedded,
+            seconds = s.seconds.total,
+            "synced"
+        );
+        if let Ok(mut st) = state.lock() {
+            let syncs = field(&st, "/syncs").as_u64().unwrap_or(0) + 1;
+            if let Some(st) = st.as_object_mut() {
+                st.insert("syncs".into(), serde_json::json!(syncs));
+                st.insert(
+                    "last_sync".into(),
+                    serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s }),
+                );
+            }
+        }
+    }
 }
 
 pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -326,11 +384,7 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     if let Err(e) = ingestor.load_model() {
         tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
     }
-    let roots: Vec<PathBuf> = args
-        .folders
-        .iter()
-        .map(|f| std::fs::canonicalize(f).with_context(|| format!("watching {}", f.display())))
-        .collect::<anyhow::Result<_>>()?;
+    let roots = canonical_roots(&args.folders)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
         "started_at": now_secs(),
@@ -353,29 +407,7 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
             let _ = writeln!(std::io::stdout().lock(), "{}", print_line(json, r));
         }
     };
-    let mut on_sync = |cause: SyncCause, report: &ingest::IngestReport| {
-        let s = &report.summary;
-        tracing::info!(
-            cause = ?cause,
-            files = s.files,
-            indexed = s.indexed,
-            removed = s.removed,
-            failed = s.failed,
-            chunks_embedded = s.chunks_embedded,
-            seconds = s.seconds.total,
-            "synced"
-        );
-        if let Ok(mut st) = state.lock() {
-            let syncs = field(&st, "/syncs").as_u64().unwrap_or(0) + 1;
-            if let Some(st) = st.as_object_mut() {
-                st.insert("syncs".into(), serde_json::json!(syncs));
-                st.insert(
-                    "last_sync".into(),
-                    serde_json::json!({ "at": now_secs(), "cause": cause, "summary": s }),
-                );
-            }
-        }
-    };
+    let mut on_sync = record_sync(&state);
     ingest::daemon::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
