@@ -86,6 +86,9 @@ struct SlotState {
     marker: Option<crate::index::DirtyMarker>,
     /// A run failed since the marker was set: the marker stays until a repair.
     failed: bool,
+    /// Per scope key, the runs waiting for it, served in the order they asked (a ticket
+    /// each): (next ticket, ticket served next).
+    turns: std::collections::HashMap<String, (u64, u64)>,
 }
 
 /// A run's hold on its scope; ended by [`RunSlot::end`] (dropped without it: as failed).
@@ -109,21 +112,50 @@ impl RunSlots {
         state
     }
 
-    /// Wait until `scope` has no run going, then hold it (marking the data dir as being
-    /// written when no other run is).
+    /// Wait until `scope` has no run going and every run that asked for it earlier has had
+    /// its turn, then hold it (marking the data dir as being written when no other run is).
     pub(crate) fn begin(&self, data_dir: &Path, scope: &Scope) -> Result<RunSlot<'_>> {
         let key = scope.key();
-        let mut state = self.wait(lock(&self.state), |s| {
-            !s.exclusive && !s.busy.contains(&key)
+        let mut state = lock(&self.state);
+        let ticket = {
+            let turn = state.turns.entry(key.clone()).or_default();
+            turn.0 += 1;
+            turn.0 - 1
+        };
+        let mut state = self.wait(state, |s| {
+            !s.exclusive
+                && !s.busy.contains(&key)
+                && s.turns.get(&key).is_some_and(|t| t.1 == ticket)
         });
-        if state.marker.is_none() {
-            state.marker = Some(crate::index::DirtyMarker::set(data_dir)?);
+        let turn = state.turns.entry(key.clone()).or_default();
+        turn.1 += 1;
+        if turn.0 == turn.1 {
+            state.turns.remove(&key); // nobody else waits
+        }
+        let marked = match state.marker {
+            Some(_) => Ok(()),
+            None => crate::index::DirtyMarker::set(data_dir).map(|m| state.marker = Some(m)),
+        };
+        if let Err(e) = marked {
+            drop(state);
+            self.freed.notify_all(); // the next ticket's turn
+            return Err(e);
         }
         state.busy.insert(key.clone());
         Ok(RunSlot {
             slots: self,
             key: Some(key),
         })
+    }
+
+    /// Whether a run is waiting for `scope_key` (a run holding it should end soon: see
+    /// the upload runner, whose run of a scope could otherwise go on for as long as uploads
+    /// keep coming).
+    pub(crate) fn wanted(&self, scope_key: &str) -> bool {
+        lock(&self.state)
+            .turns
+            .get(scope_key)
+            .is_some_and(|t| t.0 > t.1)
     }
 
     /// Wait until no run goes, then hold the whole index until the guard drops.

@@ -12,6 +12,9 @@
 //! the later waits, so that an upload and a delete of one file happen in the order they were
 //! accepted. A run whose jobs are all done is closed (the pipeline finishes its run: archives
 //! recorded, orphans deleted, the index optimized); jobs queued meanwhile start a new one.
+//! A run also takes no more jobs, and closes once those it took are done, when another run
+//! (a folder sync, an on-demand extraction) waits for its scope: run slots are served in
+//! turn, so a steady stream of uploads cannot keep the others out.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -170,6 +173,12 @@ impl Shared {
         let Some(feed) = run.feed.as_ref() else {
             return; // closing: the next run takes them
         };
+        if !run.sent.is_empty() && self.ing.runs.wanted(key) {
+            // Another run (a sync, an on-demand extraction) waits for this scope: no more
+            // jobs for this run, so that it ends and the other goes; the next run takes them.
+            // (A run given none yet may be the one waiting: it takes them, in its turn.)
+            return;
+        }
         let mut i = 0;
         while let Some(id) = queue.get(i).cloned() {
             let Some(job) = state.jobs.get(&id) else {
@@ -296,8 +305,9 @@ impl Shared {
         }
         self.pump(&mut state, key);
         let idle = state.queues.get(key).is_none_or(VecDeque::is_empty);
+        let yielding = self.ing.runs.wanted(key);
         if let Some(run) = state.runs.get_mut(key) {
-            if run.running.is_empty() && idle {
+            if run.running.is_empty() && (idle || yielding) {
                 run.feed = None; // the run finishes and ends
             }
         }

@@ -252,3 +252,76 @@ fn the_returned_report_is_what_the_observer_saw() {
     let s = &report.summary;
     assert!(s.unchanged >= 3 && s.removed == 1, "{seen:#?}");
 }
+
+/// A steady stream of uploads to a scope must not keep a sync of that scope waiting: the
+/// upload run takes no more jobs once another run asks for the scope, ends, and the sync goes
+/// (run slots are served in turn). The uploads are new versions of one name, at least three
+/// open until the sync returns: jobs on one name run one after the other, each sent as the
+/// one before ends, so the run is never idle and without that rule the sync would wait until
+/// the uploads stop (here: the hang guard).
+#[test]
+fn a_sync_gets_its_turn_while_uploads_keep_coming() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ingestor =
+        Arc::new(Ingestor::open(crate::util::library_config(&dir.path().join("data"))).unwrap());
+    let uploads =
+        ingest::Uploads::start(Arc::clone(&ingestor), ingest::UploadsConfig::default()).unwrap();
+    let alice = Scope::user("alice");
+    let folder = dir.path().join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("sync-me.txt"),
+        "The breakwater lamp is inspected every second Thursday.\n",
+    )
+    .unwrap();
+
+    let synced = AtomicBool::new(false);
+    let submitted = AtomicUsize::new(0);
+    let hang_guard = Duration::from_secs(600);
+    std::thread::scope(|s| {
+        let uploader = s.spawn(|| {
+            let started = Instant::now();
+            while !synced.load(Ordering::SeqCst) && started.elapsed() < hang_guard {
+                if uploads.open_jobs() < 3 {
+                    let n = submitted.fetch_add(1, Ordering::SeqCst);
+                    let body = format!("Upload number {n} about the tide at the pier {n}.\n");
+                    uploads
+                        .submit(
+                            "stream.txt",
+                            body.as_bytes(),
+                            &alice,
+                            &ingest::UploadOptions::default(),
+                        )
+                        .unwrap();
+                } else {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            // Whether the stream was still going when the sync returned.
+            synced.load(Ordering::SeqCst)
+        });
+        // Let the upload run start and get busy first.
+        while submitted.load(Ordering::SeqCst) < 5 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let report = ingestor
+            .ingest(vec![ingest::Input::Path(folder.clone())], &alice, &|_| {})
+            .unwrap();
+        synced.store(true, Ordering::SeqCst);
+        assert_eq!(report.summary.indexed, 1, "{report:#?}");
+        assert!(
+            uploader.join().unwrap(),
+            "the sync returned only after the uploads stopped ({} submitted)",
+            submitted.load(Ordering::SeqCst)
+        );
+    });
+    uploads.shutdown();
+    println!(
+        "uploads submitted before the sync returned: {}",
+        submitted.load(Ordering::SeqCst)
+    );
+}
