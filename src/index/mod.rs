@@ -348,8 +348,9 @@ pub trait IndexRead: Send + Sync {
 /// search) but durable only after [`IndexWrite::flush`].
 ///
 /// Crash tests stop the process right after each write: an implementation hits the failpoint
-/// sites `store.upsert`, `store.set_locators` (for [`IndexWrite::set_holders`]), `store.delete` and `store.flush` (see
-/// `crate::failpoint`) after the corresponding write succeeded.
+/// sites `store.upsert`, `store.set_locators` (in [`IndexWrite::set_holders`]),
+/// `store.delete` and `store.flush` (see `crate::failpoint`) after the corresponding write
+/// succeeded.
 pub trait IndexWrite: Send + Sync {
     /// Insert `chunks` into `scope`, replacing the points with the same ids (same scope,
     /// content hash and chunk index: see `point_id`). Nothing to do for no chunks.

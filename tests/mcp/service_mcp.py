@@ -5,8 +5,8 @@ usage: service_mcp.py URL KEY_A KEY_B PHRASE LOCATOR
 KEY_A's scope holds the upload LOCATOR whose text contains PHRASE; KEY_B's scope does not.
 Checks: no key and a wrong key are refused with 401 before any MCP; with KEY_A the five tools
 are listed, search_documents finds PHRASE at LOCATOR and browse_container lists LOCATOR; with
-KEY_B (whose scope holds nothing) the same search and browse find nothing. Prints one line per check; exits 1 with
-a `FAILED:` line on the first failure.
+KEY_B (whose scope holds nothing) the same search and browse find nothing. Prints one line
+per check; exits 1 with a `FAILED:` line on the first failure.
 """
 
 import asyncio
@@ -71,7 +71,8 @@ async def main():
     url, key_a, key_b, phrase, locator = sys.argv[1:6]
     url = url.rstrip("/") + "/mcp"
 
-    for label, headers in [("no key", {}), ("a wrong key", {"Authorization": "Bearer k-wrong-0123456789abcdef"})]:
+    wrong = {"Authorization": "Bearer k-wrong-0123456789abcdef"}
+    for label, headers in [("no key", {}), ("a wrong key", wrong)]:
         status = await refused(url, headers)
         if status != 401:
             fail(f"{label}: HTTP {status}, expected 401")
