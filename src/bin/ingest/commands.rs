@@ -254,6 +254,27 @@ fn refuse_if_served(common: &Common) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a daemon (`ingest watch`, `ingest serve`) does first: refuse to start beside another,
+/// listen on the data dir's socket before taking the index (from then on `ingest search` and
+/// `ingest status` ask this process instead of opening the data directory), take the index,
+/// and load the model, so searches answer from a loaded model from the first one on (here,
+/// not in a thread: a process must not exit while ONNX Runtime loads).
+fn hold_data_dir(
+    common: &Common,
+    extract: &ExtractArgs,
+) -> anyhow::Result<(ingest::daemon::Listening, std::sync::Arc<Ingestor>)> {
+    ingest::find_model_dir(common.model_dir.as_deref())?;
+    refuse_if_served(common)?;
+    ingest::prepare_data_dir(&common.data_dir)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
+    let socket = Server::bind(&socket_path(&common.data_dir))?;
+    let ingestor = std::sync::Arc::new(take_index(common, extract)?);
+    if let Err(e) = ingestor.load_model() {
+        tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
+    }
+    Ok((socket, ingestor))
+}
+
 pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     use std::sync::{Arc, Mutex};
     let config = ingest::service::ServiceConfig::load(&args.config)?;
@@ -261,16 +282,7 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         .listen
         .or(config.listen)
         .context("no address to listen on: give --listen ADDR or `listen` in the config")?;
-    ingest::find_model_dir(common.model_dir.as_deref())?;
-    refuse_if_served(common)?;
-    ingest::prepare_data_dir(&common.data_dir)
-        .with_context(|| format!("opening {}", common.data_dir.display()))?;
-    // The CLI's searches and `ingest status` ask this process while it holds the index.
-    let socket = Server::bind(&socket_path(&common.data_dir))?;
-    let ingestor = Arc::new(take_index(common, &args.extract)?);
-    if let Err(e) = ingestor.load_model() {
-        tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
-    }
+    let (socket, ingestor) = hold_data_dir(common, &args.extract)?;
     let roots = canonical_roots(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
@@ -364,26 +376,7 @@ fn record_sync(
 pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
-    ingest::find_model_dir(common.model_dir.as_deref())?;
-    let socket = socket_path(&common.data_dir);
-    if let Ok(Some(daemon)) = ask(&socket, &Request::Status) {
-        anyhow::bail!(
-            "{} is already watched by a running `ingest watch` (pid {})",
-            common.data_dir.display(),
-            field(&daemon, "/daemon/pid")
-        );
-    }
-    // Listen before taking the index: from now on, `ingest search` and `ingest status` wait
-    // for this daemon instead of opening the data directory themselves.
-    ingest::prepare_data_dir(&common.data_dir)
-        .with_context(|| format!("opening {}", common.data_dir.display()))?;
-    let listener = Server::bind(&socket)?;
-    let ingestor = Arc::new(take_index(common, &args.extract)?);
-    // Searches through the daemon answer from a loaded model from the first one on (loaded
-    // here, not in a thread: a process must not exit while ONNX Runtime loads).
-    if let Err(e) = ingestor.load_model() {
-        tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
-    }
+    let (listener, ingestor) = hold_data_dir(common, &args.extract)?;
     let roots = canonical_roots(&args.folders)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
