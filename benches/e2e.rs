@@ -400,8 +400,6 @@ fn extraction(files: &[PathBuf], config: &Config, kreuzberg: Option<&Path>, rows
     );
 }
 
-/// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
-/// model in a bare loop. Returns the data directory (the search benchmark's default source).
 /// What step 3 leaves for the baseline comparison and the searches.
 struct IngestRun {
     variant: ModelVariant,
@@ -410,6 +408,9 @@ struct IngestRun {
     seconds: f64,
 }
 
+/// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
+/// model in a bare loop. Returns the run (its data directory is the search benchmark's default
+/// source).
 fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> IngestRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = ingest_summary(
@@ -473,11 +474,7 @@ fn stored_texts(data_dir: &Path) -> Vec<String> {
 
 /// The chunks an index stores and their tokens, counted by the model's tokenizer the same way
 /// for any build (so a baseline's tokens/s is comparable even when its chunker differed).
-fn stored_tokens(data_dir: &Path) -> (usize, usize) {
-    let tokenizer = tokenizers::Tokenizer::from_file(
-        find_model_dir(None).expect("model").join("tokenizer.json"),
-    )
-    .expect("tokenizer");
+fn stored_tokens(data_dir: &Path, tokenizer: &tokenizers::Tokenizer) -> (usize, usize) {
     let texts = stored_texts(data_dir);
     let tokens = texts
         .iter()
@@ -515,8 +512,12 @@ fn baseline_run(binary: &Path, corpus: &Path, ours: &IngestRun, rows: &mut Vec<R
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = ingest_summary(binary, dir.path(), &[], corpus);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
-    let (chunks, tokens) = stored_tokens(dir.path());
-    let (our_chunks, our_tokens) = stored_tokens(ours.dir.path());
+    let tokenizer = tokenizers::Tokenizer::from_file(
+        find_model_dir(None).expect("model").join("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    let (chunks, tokens) = stored_tokens(dir.path(), &tokenizer);
+    let (our_chunks, our_tokens) = stored_tokens(ours.dir.path(), &tokenizer);
     let (rate, our_rate) = (tokens as f64 / total, our_tokens as f64 / ours.seconds);
     row(
         rows,
