@@ -1415,6 +1415,67 @@ def names_not_utf8():
 
 
 # ---------------------------------------------------------------------------------------------
+# 17. zip-deep-long-names.zip, 18. zip-duplicate-flood.zip
+# ---------------------------------------------------------------------------------------------
+
+
+def zip_deep_long_names():
+    fx = "zip-deep-long-names.zip"
+    sentence = "The weather kite is flown from the north pier when the wind is steady."
+    hidden = "This log hides thirty thousand folders down and is never read."
+    hidden2 = "This second log hides behind sixty thousand characters of name."
+    deep = "The pilot boat is painted red and white every third summer."
+    long1 = "d/" * 32765 + "x.txt"  # 65 535 bytes, 32 765 folders: the largest a zip allows
+    long2 = "e/" * 30001 + "y.txt"  # 60 007 bytes
+    deep_name = "a/" * 100 + "deep.txt"  # short, but 100 folders deep
+    data = text_zip([
+        (long1, hidden + "\n"),
+        (long2, hidden2 + "\n"),
+        (deep_name, deep + "\n"),
+        ("plain.txt", sentence + "\n"),
+    ])
+    write(fx, data,
+          "Member names of 65 535 and 60 007 bytes (32 765 folders deep) and a 100-folder path: "
+          "every ancestor folder of a path is stored with each chunk, so such names once cost "
+          "7 GB of memory",
+          [line("", "indexed"),
+           {**line("!/" + long1[:200], "skipped", "limit: name-length"), "locator_prefix": True},
+           {**line("!/" + long2[:200], "skipped", "limit: name-length"), "locator_prefix": True},
+           line("!/" + deep_name, "skipped", "limit: path-depth"),
+           indexed_leaf(fx, "!/plain.txt", (sentence + "\n").encode())],
+          [phrase(fx, sentence, "!/plain.txt")],
+          "A name longer than max_member_name_bytes (1024) is skipped under a shortened locator "
+          "segment (its first 200 bytes, '…' and 16 hex digits of its blake3); a path with more "
+          "than max_member_folders (64) folders is skipped under its own name. Neither is read; "
+          "plain.txt is. Peak RSS must stay far under 1 GiB.",
+          absent=[absent_phrase(fx, hidden, "!/" + long1[:200]),
+                  absent_phrase(fx, hidden2, "!/" + long2[:200]),
+                  absent_phrase(fx, deep, "!/" + deep_name)])
+
+
+def zip_duplicate_flood():
+    fx = "zip-duplicate-flood.zip"
+    sentence = "The foghorn keeper counts the ferries out and counts them in again."
+    copies = 3000
+    body = (sentence + "\n").encode()
+    names = ["copies/%04d-%s.txt" % (i, "n" * 200) for i in range(copies)]
+    data = text_zip([(n, body) for n in names])
+    LEAF_HASHES[hashlib.sha256(body).hexdigest()] = fx + "!/" + names[0]
+    write(fx, data,
+          "3 000 members with identical bytes and 210-byte names: every copy is a holder of one "
+          "content, and each holder once rewrote every holder's name into each point",
+          [line("", "indexed"),
+           line("!/" + names[0], "indexed"),
+           line("!/" + names[1], "duplicate", "of "),
+           line("!/" + names[-1], "duplicate", "of ")],
+          [phrase(fx, sentence, "!/" + names[0])],
+          "One content held by 3 000 files: embedded once; the points name the first 64 "
+          "holders (the catalog keeps all), so each copy costs one small write and the run is "
+          "linear in the copies.",
+          lines=copies + 1)
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main():
@@ -1436,6 +1497,8 @@ def main():
     tar_link_flood()
     zip_links_encrypted()
     names_not_utf8()
+    zip_deep_long_names()
+    zip_duplicate_flood()
     manifest = {"limits": "defaults", "fixtures": dict(sorted(FIXTURES.items()))}
     data = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     os.makedirs(os.path.dirname(MANIFEST), exist_ok=True)

@@ -21,6 +21,7 @@ pub(crate) fn load_toml<T>(
 /// Hard limits applied to one container tree (a top-level archive and everything nested in
 /// it). Sizes are counted on bytes actually decompressed, never on declared sizes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Decompressed bytes, summed over the whole tree.
     pub max_total_bytes: u64,
@@ -38,6 +39,15 @@ pub struct Limits {
     pub ratio_grace_bytes: u64,
     /// Largest single file that is read for extraction.
     pub max_file_bytes: u64,
+    /// Longest name of a member inside an archive (its path in the archive), in bytes. A
+    /// longer one is `skipped` (`limit: name-length`) under a shortened name: every
+    /// ledger line, catalog entry and stored point names its file, so a name's length is
+    /// work and memory for each of them.
+    pub max_member_name_bytes: usize,
+    /// Most folders a member's path inside an archive may have (`a/b/c.txt` has 2). A
+    /// deeper one is `skipped` (`limit: path-depth`): a search can filter by any folder
+    /// above a file, so every folder is stored with each of its chunks.
+    pub max_member_folders: usize,
 }
 
 impl Default for Limits {
@@ -49,6 +59,8 @@ impl Default for Limits {
             max_ratio: 250,
             ratio_grace_bytes: 4 * 1024 * 1024,
             max_file_bytes: 256 * 1024 * 1024,
+            max_member_name_bytes: 1024,
+            max_member_folders: 64,
         }
     }
 }

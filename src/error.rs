@@ -73,6 +73,13 @@ pub enum Error {
         /// Its owner's uid.
         owner: u32,
     },
+    /// A scope's ids could be confused with another scope's, or it shares without a
+    /// mandate (see [`crate::check_scope`]).
+    #[error("invalid scope: {0}")]
+    Scope(String),
+    /// The caller may read this file but not change it: it is another owner's.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// No such job or file in the caller's scope.
     #[error("not found: {0}")]
     NotFound(String),

@@ -352,6 +352,7 @@ mod tests {
             slide: None,
             chunk_index: 0,
             chunk_id: 0,
+            owner: extractors::Scope::default(),
         }
     }
 

@@ -35,7 +35,8 @@ pub enum Input {
     /// `member` (a full locator such as `/d/a.zip!/docs/b.pdf`) and what it contains are
     /// extracted and catalogued, nothing is removed.
     Member {
-        /// The archive's path (its locator is the path as given).
+        /// Where the archive's bytes are: the file ingested from this machine, or the copy
+        /// the upload queue kept. The archive is known by `member`'s first segment.
         archive: PathBuf,
         /// The member's full locator.
         member: String,
@@ -293,6 +294,11 @@ impl Ingestor {
         Ok(ingestor)
     }
 
+    /// The data directory.
+    pub(crate) fn data_dir(&self) -> &Path {
+        &self.config.data_dir
+    }
+
     /// The configuration it was opened with.
     pub fn config(&self) -> &Config {
         &self.config
@@ -418,6 +424,7 @@ impl Ingestor {
         filter: &SearchFilter,
         mode: SearchMode,
     ) -> Result<Vec<Hit>> {
+        crate::access::check_scope(scope).map_err(Error::Scope)?;
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -586,6 +593,7 @@ impl Ingestor {
         stop: &AtomicBool,
         keep_lines: bool,
     ) -> Result<IngestReport> {
+        crate::access::check_scope(scope).map_err(Error::Scope)?;
         let slot = self.runs.begin(&self.config.data_dir, scope)?;
         let report = crate::pipeline::run(self, inputs, scope, progress, stop, keep_lines);
         slot.end(report.is_ok())?;

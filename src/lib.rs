@@ -31,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod agent;
 mod batcher;
 mod config;
@@ -57,6 +58,7 @@ mod watch;
 #[doc(hidden)]
 pub mod testing;
 
+pub use access::{check_scope, MAX_ID_BYTES};
 pub use agent::{AnsweredBy, ToolHost};
 pub use config::{ChunkingConfig, Config, Limits, Partition};
 pub use embed::{find_model_dir, find_pdfium, ModelVariant};
@@ -72,8 +74,9 @@ pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 #[cfg(feature = "tokio")]
 pub use uploads::AsyncUploads;
 pub use uploads::{
-    encode_tags, FileLine, FileState, JobId, JobKind, JobState, JobStatus, UploadOptions, Uploads,
-    UploadsConfig, MAX_TAGS,
+    encode_tags, upload_name, FileLine, FileState, JobId, JobKind, JobState, JobStatus,
+    Reservation, UploadOptions, Uploads, UploadsConfig, MAX_NAME_BYTES, MAX_NAME_SEGMENTS,
+    MAX_SEGMENT_BYTES, MAX_TAGS,
 };
 
 /// The extraction crate, re-exported: data model, locators, detection, extractors.

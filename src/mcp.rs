@@ -44,7 +44,8 @@ Then read only what you need: read_section for one section, read_content_objects
 search_documents finds passages by meaning and by exact words (names, codes, options: `mode` hybrid by default); narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
-extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.";
+extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.
+A file that is not yours says whose it is (`owner`, e.g. \"bob (shared)\"); when two files share a locator, answers list `other_owners` and the `owner` argument picks one.";
 
 /// How an MCP server answers: in which scope, with which tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,41 +208,63 @@ pub fn http_router(
     config: McpConfig,
     stop: CancellationToken,
 ) -> axum::Router {
-    mcp_router(IngestMcp::new(host, config), stop)
+    mcp_router(IngestMcp::new(host, config), stop, HostRules::default()).0
 }
 
 /// The scope of one HTTP request, put into the request's extensions by whoever
 /// authenticated it (the upload service, from the API key): [`keyed_http_router`]'s calls
-/// answer in it.
+/// answer in it. `key_id` names the key in logs (a hash prefix, never the key).
 #[derive(Debug, Clone)]
-pub(crate) struct RequestScope(pub Scope);
+pub(crate) struct RequestScope {
+    pub scope: Scope,
+    pub key_id: String,
+}
+
+/// The sessions of an MCP HTTP server, shared with whoever binds them to callers.
+pub(crate) type Sessions =
+    Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>;
+
+/// Which requests an MCP HTTP router answers: `Host` names (DNS rebinding) and browser
+/// `Origin`s (empty: any).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostRules {
+    pub hosts: Option<Vec<String>>,
+    pub origins: Vec<String>,
+}
 
 /// [`http_router`] for a server whose callers are authenticated per request: every call
 /// answers in the [`RequestScope`] of its HTTP request, and a request without one is refused
 /// (the scope never falls back to a default). A call finding every one of `slots` taken is
-/// answered at once with a tool error asking to retry.
+/// answered at once with a tool error asking to retry. Returns the router and its sessions.
 pub(crate) fn keyed_http_router(
     host: Arc<ToolHost>,
     slots: Arc<tokio::sync::Semaphore>,
     stop: CancellationToken,
-) -> axum::Router {
+    rules: HostRules,
+) -> (axum::Router, Sessions) {
     let mut server = IngestMcp::new(host, McpConfig::new(Scope::user("")));
     server.scope_per_request = true;
     server.slots = Some(slots);
-    mcp_router(server, stop)
+    mcp_router(server, stop, rules)
 }
 
-fn mcp_router(server: IngestMcp, stop: CancellationToken) -> axum::Router {
+fn mcp_router(
+    server: IngestMcp,
+    stop: CancellationToken,
+    rules: HostRules,
+) -> (axum::Router, Sessions) {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let mut http = StreamableHttpServerConfig::default();
     http.cancellation_token = stop;
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        http,
-    );
-    axum::Router::new().nest_service("/mcp", service)
+    if let Some(hosts) = rules.hosts {
+        http.allowed_hosts = hosts;
+    }
+    http.allowed_origins = rules.origins;
+    let sessions: Sessions = Arc::new(LocalSessionManager::default());
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), http);
+    (axum::Router::new().nest_service("/mcp", service), sessions)
 }
 
 /// Serve the tools as streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM. `addr`
@@ -306,19 +329,24 @@ impl IngestMcp {
         }
     }
 
-    /// The scope a call answers in: the server's, or its HTTP request's.
-    fn scope_of(&self, context: &RequestContext<RoleServer>) -> Option<Scope> {
+    /// The scope a call answers in (the server's, or its HTTP request's) and the caller's
+    /// key id for the log.
+    fn scope_of(&self, context: &RequestContext<RoleServer>) -> Option<(Scope, String)> {
         if !self.scope_per_request {
-            return Some(self.config.scope.clone());
+            return Some((self.config.scope.clone(), "-".into()));
         }
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
-        parts.extensions.get::<RequestScope>().map(|s| s.0.clone())
+        parts
+            .extensions
+            .get::<RequestScope>()
+            .map(|s| (s.scope.clone(), s.key_id.clone()))
     }
 
     async fn run(
         &self,
         request: CallToolRequestParams,
         scope: Scope,
+        key_id: &str,
     ) -> std::result::Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
         if !self.config.tools.contains(&name.as_str()) {
@@ -351,8 +379,11 @@ impl IngestMcp {
             }
         };
         tracing::info!(
+            face = "mcp",
+            key = key_id,
             tool = %name,
             chars = answer.text.len(),
+            answer_hash = %crate::tools::short_hash(&answer.text),
             is_error = answer.is_error,
             answered_by = via,
             "tool call"
@@ -387,7 +418,7 @@ impl ServerHandler for IngestMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
-        let Some(scope) = self.scope_of(&context) else {
+        let Some((scope, key_id)) = self.scope_of(&context) else {
             return Err(ErrorData::invalid_request(
                 "this request carries no authenticated scope",
                 None,
@@ -406,7 +437,9 @@ impl ServerHandler for IngestMcp {
             Some(Ok(slot)) => Some(slot),
             None => None,
         };
-        self.run(request, scope).await.map(CallToolResponse::from)
+        self.run(request, scope, &key_id)
+            .await
+            .map(CallToolResponse::from)
     }
 }
 

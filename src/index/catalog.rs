@@ -16,6 +16,11 @@ use super::Holders;
 use crate::error::{Error, Result};
 
 const CATALOG_FILE: &str = "catalog.json";
+
+/// The most files a stored point names as holding its content (`locators`).
+pub const MAX_HOLDERS: usize = 64;
+/// The most tags a stored point carries (the union of its files' tags).
+pub const MAX_HOLDER_TAGS: usize = 256;
 const CONTENT_DIR: &str = "content";
 const VERSION: u32 = 1;
 
@@ -359,14 +364,17 @@ impl Catalog {
             .unwrap_or_default()
     }
 
-    /// The files holding content `hash` in `scope` (as [`Catalog::locators_with_hash`]) and
-    /// the union of their tags: what the content's points carry.
+    /// The files of `scope` holding content `hash` as its points name them: the first
+    /// [`MAX_HOLDERS`] in locator order (every one stays in the catalog), and the union of
+    /// all their tags (at most [`MAX_HOLDER_TAGS`]). A payload's size never grows with the
+    /// number of copies of a file, so an archive of ten thousand identical members costs ten
+    /// thousand small writes, not a quadratic amount.
     pub fn holders(&self, scope: &Scope, hash: &str) -> Holders {
-        let locators = self.locators_with_hash(scope, hash);
-        Holders {
-            tags: self.tags_of(scope, &locators),
-            locators,
-        }
+        let mut locators = self.locators_with_hash(scope, hash);
+        let mut tags = self.tags_of(scope, &locators);
+        tags.truncate(MAX_HOLDER_TAGS);
+        locators.truncate(MAX_HOLDERS);
+        Holders { tags, locators }
     }
 
     /// The union of the tags of the entries at `locators` in `scope`, sorted.
@@ -384,6 +392,20 @@ impl Catalog {
         let mut scopes: Vec<Scope> = self.scopes.values().map(|s| s.scope.clone()).collect();
         scopes.sort_by_key(Scope::key);
         scopes
+    }
+
+    /// Every top-level entry of every scope (files and archives as they were given or
+    /// uploaded): its scope and locator.
+    pub fn top_level(&self) -> Vec<(Scope, String)> {
+        self.scopes
+            .values()
+            .flat_map(|s| {
+                s.entries
+                    .values()
+                    .filter(|e| e.parent.is_none())
+                    .map(|e| (s.scope.clone(), e.locator.clone()))
+            })
+            .collect()
     }
 
     /// Every entry of `scope`, in locator order.

@@ -149,6 +149,10 @@ pub struct Hit {
     /// the scope, the content and `chunk_index`), so a re-upload keeps its ids.
     #[serde(default)]
     pub chunk_id: u64,
+    /// The scope the chunk is stored in: whose file it is (the reader's own, or shared with
+    /// it by another user of its mandate).
+    #[serde(default)]
+    pub owner: Scope,
 }
 
 /// How a search ranks chunks.
@@ -263,6 +267,9 @@ pub struct SearchFilter {
     /// Only chunks of files with every one of these user tags (`key=value`, as given at
     /// upload): a content held by several files matches when any of them has each tag.
     pub tags: Vec<String>,
+    /// Only chunks stored in exactly this scope (its [`Scope::key`]): one owner's files
+    /// among those the reader may read.
+    pub owner_key: Option<String>,
 }
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.

@@ -82,14 +82,28 @@ pub(super) fn holders_update(holders: &Holders) -> Map<String, Value> {
     payload
 }
 
+/// The most entries of a point's `containers` (and so of the folders and archives a
+/// locator filter can find it under). Member paths are bounded ([`crate::Limits`]), so
+/// this is only reached by a content held by many files; the first files' folders win.
+pub(super) const MAX_CONTAINERS: usize = 256;
+
+/// The most entries of a point's `section_path`: deeper sections are found by their
+/// ancestors'.
+const MAX_SECTION_LEVELS: usize = 16;
+
 /// Every locator in `locators` and every folder and container it lies in, without
-/// duplicates, in first-seen order: `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
+/// duplicates, in first-seen order (at most [`MAX_CONTAINERS`]): `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
 /// `/d/b.zip!/docs` and itself. A relative locator (an upload: `up.zip!/a.txt`) gives
 /// `up.zip` and itself. The root `/` is not listed.
 pub(super) fn containers(locators: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut push = |p: &str| {
-        if !p.is_empty() && !p.ends_with('/') && !out.iter().any(|o| o == p) {
+        if out.len() < MAX_CONTAINERS
+            && !p.is_empty()
+            && !p.ends_with('/')
+            && seen.insert(p.to_string())
+        {
             out.push(p.to_string());
         }
     };
@@ -153,6 +167,9 @@ pub(super) fn section_path(section: Option<&str>) -> Vec<String> {
     };
     let mut out = Vec::new();
     for (i, _) in section.match_indices(SECTION_SEPARATOR) {
+        if out.len() + 1 >= MAX_SECTION_LEVELS {
+            break;
+        }
         if let Some(p) = section.get(..i).filter(|p| !p.is_empty()) {
             out.push(p.to_string());
         }
@@ -252,6 +269,12 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
             &s("content_hash").unwrap_or_default(),
             chunk_index,
         ),
+        owner: Scope {
+            user_id: s("user_id").unwrap_or_default(),
+            feature_instance_id: s("feature_instance_id"),
+            mandate_id: s("mandate_id"),
+            is_shared: payload.get("is_shared").and_then(Value::as_bool) == Some(true),
+        },
     }
 }
 
@@ -291,27 +314,16 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     for tag in &filter.tags {
         must.push(match_kw("tags", tag));
     }
+    if let Some(key) = &filter.owner_key {
+        must.push(match_kw("scope_key", key));
+    }
     json!({ "must": must })
 }
 
-/// Filter: what `scope` may read: its own points (narrowed by feature instance and mandate
-/// when set), plus points shared within its mandate.
+/// Filter: what `scope` may read, derived from the one access rule
+/// ([`crate::access::ReadRule`]).
 pub(super) fn scope_filter(scope: &Scope) -> Value {
-    let mut own = vec![match_kw("user_id", &scope.user_id)];
-    if let Some(fi) = &scope.feature_instance_id {
-        own.push(match_kw("feature_instance_id", fi));
-    }
-    if let Some(m) = &scope.mandate_id {
-        own.push(match_kw("mandate_id", m));
-    }
-    let mut should = vec![json!({ "must": own })];
-    if let Some(m) = &scope.mandate_id {
-        should.push(json!({ "must": [
-            match_kw("mandate_id", m),
-            { "key": "is_shared", "match": { "value": true } }
-        ]}));
-    }
-    json!({ "should": should })
+    crate::access::ReadRule::of(scope).filter()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Catalog, Holders, VectorIndex};
+use super::{Catalog, VectorIndex};
 use crate::error::{Error, Result};
 
 const MARKER: &str = "run-in-progress";
@@ -82,23 +82,20 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
             }
         }
         for (hash, (chunks, locators)) in held {
-            let holders = Holders {
-                tags: catalog.tags_of(&scope, &locators),
-                locators,
-            };
+            let holders = catalog.holders(&scope, &hash);
             let points = stored.remove(&(key.clone(), hash.clone()));
             let complete = match &points {
                 None => chunks == 0,
                 Some(p) => p.chunk_indexes.iter().copied().eq(0..chunks),
             };
             if !complete {
-                for locator in &holders.locators {
+                for locator in &locators {
                     catalog.forget(&scope, locator);
                 }
                 if points.is_some() {
                     store.delete_content(&scope, &hash)?;
                 }
-                report.entries_forgotten += holders.locators.len() as u64;
+                report.entries_forgotten += locators.len() as u64;
             } else if points
                 .is_some_and(|p| p.locators != holders.locators || p.tags != holders.tags)
             {

@@ -1140,10 +1140,11 @@ mod tests {
             sheet: Some("S".into()),
             slide: Some(3),
             tags: vec!["team=ops".into(), "case=17".into()],
+            owner_key: Some(scope.key()),
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + six narrowing conditions + one per tag
-        assert_eq!(f.must.len(), 9);
+        // scope + six narrowing conditions + one per tag + the owner
+        assert_eq!(f.must.len(), 10);
         to_filter(&payload::lacking_derived()).unwrap();
         to_filter(&payload::content_filter("k", "h")).unwrap();
         assert!(to_filter(&json!({"must": [{"key": "a", "match": {"value": 1.5}}]})).is_err());

@@ -47,14 +47,16 @@ impl Run<'_> {
             self.input_started(n);
             match input {
                 Input::Bytes { name, bytes } => {
-                    let locator = Locator::root(name);
-                    let size = bytes.len() as u64;
-                    let mut expansion = Expansion::default();
-                    self.unpack_contained(&locator, || {
-                        Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                            self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                    if let Some(name) = self.stored_name(&name) {
+                        let locator = Locator::root(name);
+                        let size = bytes.len() as u64;
+                        let mut expansion = Expansion::default();
+                        self.unpack_contained(&locator, || {
+                            Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
+                                self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                            });
                         });
-                    });
+                    }
                 }
                 Input::Path(path) => self.sync_path(&path, &leaves, &index),
                 Input::Member { archive, member } => self.member(&archive, &member, &leaves),
@@ -64,7 +66,9 @@ impl Run<'_> {
                     limits,
                     tags,
                 } => {
-                    self.upload(&name, &path, limits.as_ref(), tags, &leaves, &index);
+                    if let Some(name) = self.stored_name(&name) {
+                        self.upload(&name, &path, limits.as_ref(), tags, &leaves, &index);
+                    }
                 }
                 Input::Remove { locator } => self.remove(&locator, &index),
             }
@@ -72,6 +76,19 @@ impl Run<'_> {
                 return; // files of this input may be missing: it is not complete
             }
             self.input_walked(n);
+        }
+    }
+
+    /// The name bytes from elsewhere are stored under ([`crate::uploads::upload_name`]), or
+    /// `None` after a `failed` line saying why it is refused: a name is never a path, so it
+    /// can never be taken for a file on this machine.
+    fn stored_name(&self, name: &str) -> Option<String> {
+        match crate::uploads::upload_name(name) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                self.report(name, FileStatus::Failed, Some(e.to_string()), 0, None);
+                None
+            }
         }
     }
 
@@ -132,9 +149,10 @@ impl Run<'_> {
         }
     }
 
-    /// Extract one member of the archive at `archive` (see [`Input::Member`]).
+    /// Extract one member of the archive whose bytes are at `archive` (see
+    /// [`Input::Member`]): the archive is known by the member locator's first segment.
     fn member(&self, archive: &Path, member: &str, leaves: &Sender<Work>) {
-        let top = Locator::root(archive.to_string_lossy());
+        let top = Locator::root(crate::uploads::top_name(member));
         // Size and time describe the archive itself, which is not re-catalogued here.
         let size = match std::fs::metadata(archive) {
             Ok(m) => m.len(),
@@ -145,7 +163,9 @@ impl Run<'_> {
         };
         let mtime_ns = 0;
         let mut limits = self.ing.config.limits.clone();
-        limits.max_files = u64::MAX;
+        // A member past the member limit can be read this way, but walking to it stays
+        // bounded: a small archive of millions of headers is not walked without end.
+        limits.max_files = limits.max_files.saturating_mul(100).max(1_000_000);
         let nested = format!("{member}!/");
         let mut expansion = Expansion::default();
         self.unpack_contained(&top, || {

@@ -2,12 +2,16 @@
 //! and the agent's tools for platforms not written in Rust, over the upload queue
 //! ([`crate::Uploads`]).
 //!
-//! Every `/v1` route needs `Authorization: Bearer KEY`; each key of the configuration is
-//! bound to one scope (user, feature instance, mandate), so a caller never names its own
-//! scope and never sees another key's files (they answer 404, like missing ones). Bodies are
-//! bounded (413), receiving and queueing are bounded (429 / 503 with `Retry-After`), nothing
-//! waits in an unbounded queue. `/health` and `/metrics` need no key (they hold no document
-//! data). The routes are in [`routes`].
+//! Every `/v1` route and `/mcp` need `Authorization: Bearer KEY`; each key of the
+//! configuration is bound to one scope (user, feature instance, mandate), so a caller never
+//! names its own scope, and what it may read is the one access rule ([`crate::check_scope`],
+//! docs/SECURITY.md): another scope's files answer 404, like missing ones. Every request is
+//! bounded before it costs anything: connections ([`ServiceConfig::max_connections`]),
+//! header and idle time, body size (413), body pace (a body that stalls or trickles is cut),
+//! uploads being received and jobs queued, overall and per key (429 / 503 with
+//! `Retry-After`, answered before the body is read). `/health` answers liveness only;
+//! `/metrics` needs the operator's `metrics_key` (or `public_metrics = true`). The routes
+//! are in [`routes`].
 
 mod routes;
 
@@ -29,15 +33,31 @@ pub use routes::router;
 /// listen = "127.0.0.1:8080"          # --listen overrides
 /// max_upload_bytes = 1073741824      # larger uploads: 413
 /// max_receiving = 16                 # bodies received at once; more: 429
+/// max_receiving_per_key = 4          # of those, for one key (default: a quarter)
 /// max_open_jobs = 1000               # jobs queued or running; more: 503
+/// max_open_jobs_per_key = 250        # of those, for one key (default: a quarter)
 /// max_scope_runs = 2                 # scopes indexed at once
 /// max_queries = 8                    # searches and tool calls at once; more: 429
+/// max_connections = 256              # open connections; more wait to be accepted
+/// header_timeout_secs = 10           # a request's headers, and an idle connection
+/// body_idle_timeout_secs = 20        # a body sending nothing this long is cut
+/// min_body_bytes_per_sec = 1024      # a body slower than this (on average) is cut …
+/// body_grace_secs = 30               # … once it has been sending this long
+/// max_kept_archive_bytes = 1073741824  # uploaded archives kept for extraction on demand
+/// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
+/// mcp_allowed_origins = []           # browser Origins /mcp answers (empty: any)
+/// max_mcp_sessions_per_key = 16      # MCP sessions one key holds open
+/// metrics_key = "m-operator-0123456789"  # /metrics needs it; or public_metrics = true
+///
+/// [limits]                           # every upload's archive tree (crate::Limits)
+/// max_files = 10000
+/// max_total_bytes = 524288000
 ///
 /// [[api_keys]]
 /// key = "k-alice-0123456789abcdef"   # at least 16 characters
 /// user = "alice"
 /// feature_instance = "chat-7"        # optional
-/// mandate = "acme"                   # optional
+/// mandate = "acme"                   # optional: a mandate is a hard wall between tenants
 /// ```
 ///
 /// Unknown keys are errors.
@@ -50,15 +70,63 @@ pub struct ServiceConfig {
     pub max_upload_bytes: Option<u64>,
     /// Upload bodies received at once.
     pub max_receiving: Option<usize>,
+    /// Upload bodies received at once for one key's scope.
+    pub max_receiving_per_key: Option<usize>,
     /// Jobs accepted and not ended.
     pub max_open_jobs: Option<usize>,
+    /// Jobs accepted and not ended for one key's scope.
+    pub max_open_jobs_per_key: Option<usize>,
     /// Scopes whose pipeline runs go at once.
     pub max_scope_runs: Option<usize>,
     /// Searches and tool calls answered at once.
     pub max_queries: Option<usize>,
+    /// Bytes of uploaded archives kept for on-demand extraction of members a limit left
+    /// out (default 1 GiB; 0 keeps none).
+    pub max_kept_archive_bytes: Option<u64>,
+    /// Connections open at once; more wait in the listen backlog.
+    pub max_connections: Option<usize>,
+    /// Seconds a client has to send a request's headers; also how long an idle
+    /// keep-alive connection is kept.
+    pub header_timeout_secs: Option<u64>,
+    /// Seconds a request body may send nothing before it is cut.
+    pub body_idle_timeout_secs: Option<u64>,
+    /// Average bytes per second a body must reach once it has been sending for
+    /// `body_grace_secs`.
+    pub min_body_bytes_per_sec: Option<u64>,
+    /// Seconds a body may send before its average pace is checked.
+    pub body_grace_secs: Option<u64>,
+    /// `Host` names (or `host:port`) `/mcp` answers; loopback names by default. Behind a
+    /// reverse proxy, add the name clients use.
+    pub mcp_allowed_hosts: Option<Vec<String>>,
+    /// Browser `Origin`s `/mcp` answers (with scheme); empty: no Origin check.
+    pub mcp_allowed_origins: Option<Vec<String>>,
+    /// MCP sessions one key may hold open.
+    pub max_mcp_sessions_per_key: Option<usize>,
+    /// The operator's key for `/metrics` (at least 16 characters, not an API key).
+    pub metrics_key: Option<String>,
+    /// Answer `/metrics` without a key (only where the port is not reachable by tenants).
+    #[serde(default)]
+    pub public_metrics: bool,
+    /// Limits for every upload's archive tree; the defaults where not given.
+    pub limits: Option<crate::Limits>,
     /// The callers: one scope per key.
     #[serde(default)]
     pub api_keys: Vec<ApiKey>,
+}
+
+/// The service's bounds on connections and requests, with the defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// A request's headers (and an idle connection).
+    pub header_timeout: std::time::Duration,
+    /// A body sending nothing.
+    pub body_idle_timeout: std::time::Duration,
+    /// Average pace a body keeps once it has been sending for `body_grace`.
+    pub min_body_bytes_per_sec: u64,
+    /// How long a body may send before its average pace is checked.
+    pub body_grace: std::time::Duration,
 }
 
 /// One `[[api_keys]]` table: a key and the scope it reads and writes.
@@ -118,7 +186,9 @@ impl ServiceConfig {
         Ok(config)
     }
 
-    /// Keys present, long enough, distinct; users named.
+    /// Keys present, long enough, distinct; every scope's ids unambiguous
+    /// ([`crate::check_scope`]); no user name both with and without a mandate (a mandate is
+    /// a hard wall, so those would be two people under one name).
     pub fn validate(&self) -> Result<()> {
         if self.api_keys.is_empty() {
             return Err(Error::Config(
@@ -142,8 +212,74 @@ impl ServiceConfig {
                     k.user
                 )));
             }
+            crate::access::check_scope(&k.scope())
+                .map_err(|e| Error::Config(format!("api_keys[{n}] (user {:?}): {e}", k.user)))?;
+        }
+        for (n, k) in self.api_keys.iter().enumerate() {
+            let other = self
+                .api_keys
+                .iter()
+                .find(|o| o.user == k.user && o.mandate.is_some() != k.mandate.is_some());
+            if let (Some(o), None) = (other, &k.mandate) {
+                return Err(Error::Config(format!(
+                    "api_keys[{n}]: user {:?} has a key without a mandate and one in mandate \
+                     {:?}; a key without a mandate sees only content without one, so these are \
+                     two different users under one name: give every key of a multi-tenant \
+                     service a mandate, or the users distinct names",
+                    k.user,
+                    o.mandate.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        if let Some(m) = &self.metrics_key {
+            if m.chars().count() < MIN_KEY_CHARS {
+                return Err(Error::Config(format!(
+                    "metrics_key: a key needs at least {MIN_KEY_CHARS} characters"
+                )));
+            }
+            if seen.contains(m.as_str()) {
+                return Err(Error::Config(
+                    "metrics_key is also an API key: the operator's key must be its own".into(),
+                ));
+            }
+        }
+        for (name, value) in [
+            ("max_connections", self.max_connections.map(|v| v as u64)),
+            ("header_timeout_secs", self.header_timeout_secs),
+            ("body_idle_timeout_secs", self.body_idle_timeout_secs),
+            ("max_receiving", self.max_receiving.map(|v| v as u64)),
+            (
+                "max_receiving_per_key",
+                self.max_receiving_per_key.map(|v| v as u64),
+            ),
+            ("max_open_jobs", self.max_open_jobs.map(|v| v as u64)),
+            (
+                "max_open_jobs_per_key",
+                self.max_open_jobs_per_key.map(|v| v as u64),
+            ),
+            ("max_queries", self.max_queries.map(|v| v as u64)),
+            (
+                "max_mcp_sessions_per_key",
+                self.max_mcp_sessions_per_key.map(|v| v as u64),
+            ),
+        ] {
+            if value == Some(0) {
+                return Err(Error::Config(format!("{name} must be at least 1")));
+            }
         }
         Ok(())
+    }
+
+    /// The connection and request bounds: the file's, else the defaults.
+    pub fn http_limits(&self) -> HttpLimits {
+        use std::time::Duration;
+        HttpLimits {
+            max_connections: self.max_connections.unwrap_or(256),
+            header_timeout: Duration::from_secs(self.header_timeout_secs.unwrap_or(10)),
+            body_idle_timeout: Duration::from_secs(self.body_idle_timeout_secs.unwrap_or(20)),
+            min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(1024),
+            body_grace: Duration::from_secs(self.body_grace_secs.unwrap_or(30)),
+        }
     }
 
     /// The upload queue's bounds: the file's, else the defaults.
@@ -152,9 +288,17 @@ impl ServiceConfig {
         UploadsConfig {
             max_upload_bytes: self.max_upload_bytes.unwrap_or(d.max_upload_bytes),
             max_receiving: self.max_receiving.unwrap_or(d.max_receiving),
+            max_receiving_per_scope: self
+                .max_receiving_per_key
+                .unwrap_or_else(|| (self.max_receiving.unwrap_or(d.max_receiving) / 4).max(1)),
             max_open_jobs: self.max_open_jobs.unwrap_or(d.max_open_jobs),
+            max_open_jobs_per_scope: self
+                .max_open_jobs_per_key
+                .unwrap_or_else(|| (self.max_open_jobs.unwrap_or(d.max_open_jobs) / 4).max(1)),
             max_scope_runs: self.max_scope_runs.unwrap_or(d.max_scope_runs),
             keep_ended: d.keep_ended,
+            max_kept_bytes: self.max_kept_archive_bytes.unwrap_or(d.max_kept_bytes),
+            limits: self.limits.clone(),
         }
     }
 }
@@ -162,22 +306,77 @@ impl ServiceConfig {
 /// Serve `uploads` on `listener` until `stop` resolves: then stop taking requests, finish
 /// the ones under way, and stop the queue (what is in flight is stored; jobs not ended are
 /// queued again at the next start). Needs a tokio runtime.
+///
+/// The accept loop is this crate's rather than `axum::serve`'s so that every connection is
+/// bounded: at most [`HttpLimits::max_connections`] at once (the rest wait in the kernel's
+/// backlog), headers within [`HttpLimits::header_timeout`] (which also closes idle
+/// keep-alive connections), and at most 64 KiB of headers.
 pub async fn serve(
     uploads: Arc<Uploads>,
     config: &ServiceConfig,
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    let limits = config.http_limits();
     // Open MCP sessions end with the server, or graceful shutdown would wait for them.
     let sessions = crate::mcp::CancellationToken::new();
     let app = router(Arc::clone(&uploads), config, sessions.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            sessions.cancel();
-        })
-        .await
-        .map_err(|e| Error::Serve(format!("HTTP server: {e}")))?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let (closing, _) = tokio::sync::watch::channel(());
+    let mut stop = std::pin::pin!(stop);
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let permit = tokio::select! {
+            () = &mut stop => break,
+            p = Arc::clone(&slots).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let (stream, _peer) = tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors and the like: wait a moment, do not spin.
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let mut closing = closing.subscribe();
+        let header_timeout = limits.header_timeout;
+        connections.spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .max_buf_size(64 * 1024);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                    return;
+                }
+                _ = closing.changed() => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+        // Reap finished connections so the set does not grow with the server's age.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    sessions.cancel();
+    let _ = closing.send(());
+    while connections.join_next().await.is_some() {}
     tracing::info!("no more requests; storing what is in flight");
     let queue = Arc::clone(&uploads);
     tokio::task::spawn_blocking(move || queue.shutdown())

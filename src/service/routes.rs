@@ -3,21 +3,22 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `POST /v1/files?name=NAME[&shared=true][&tag.KEY=VALUE…]` (raw body, or multipart with a file field) | 202 `{"job", "status_url"}` |
+//! | `POST /v1/files?name=NAME[&shared=true][&tag.KEY=VALUE…]` (raw body, or multipart with one file field) | 202 `{"job", "status_url"}` |
 //! | `GET /v1/jobs/{id}` | the job: state, reason, one line per file |
 //! | `GET /v1/files/status?locator=L` | where a file stands (and its members) |
 //! | `DELETE /v1/files?locator=L` | 200 with the ended delete job (202 if it takes over 30 s) |
 //! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...]}` |
 //! | `POST /v1/tools/{tool}` (the tool's JSON arguments) | the tool's answer, within its budget |
-//! | `POST/GET/DELETE /mcp` | the same tools over MCP (streamable HTTP), each request in its key's scope |
-//! | `GET /health`, `GET /metrics` | liveness; Prometheus text |
+//! | `POST/GET/DELETE /mcp` | the same tools over MCP (streamable HTTP), each request in its key's scope, each session bound to the key that opened it |
+//! | `GET /health` | liveness (`{"status":"ok"}`), no key needed, nothing else said |
+//! | `GET /metrics` | Prometheus text, with the operator's `metrics_key` (or `public_metrics`) |
 
 // Helpers return the ready error answer as their `Err`: it is the handler's reply at once.
 #![allow(clippy::result_large_err)]
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
@@ -25,13 +26,15 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use extractors::Scope;
+use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{ServiceConfig, DEFAULT_MAX_QUERIES};
+use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES};
 use crate::agent::ToolHost;
 use crate::error::Error;
 use crate::index::{SearchFilter, SearchMode};
+use crate::lock;
 use crate::uploads::{AsyncUploads, JobId, UploadOptions, Uploads};
 
 /// How long `DELETE /v1/files` waits for its job before answering 202.
@@ -40,13 +43,32 @@ const DELETE_WAIT: Duration = Duration::from_secs(30);
 /// Hits a search may ask for.
 const MAX_HITS: usize = 100;
 
+/// MCP sessions one key holds open when the configuration does not say.
+const DEFAULT_MCP_SESSIONS_PER_KEY: usize = 16;
+
+/// Who sent a request: its key's scope, and the key's id for logs.
+#[derive(Clone)]
+struct Caller {
+    scope: Scope,
+    /// The first 12 hex digits of blake3(key): names the key in logs and binds MCP
+    /// sessions, never reveals it.
+    key_id: String,
+}
+
 struct App {
     uploads: AsyncUploads,
-    /// blake3 of each key → its scope (a lookup by hash: no timing leak on the key).
-    keys: HashMap<[u8; 32], Scope>,
+    /// blake3 of each key → its caller (a lookup by hash: no timing leak on the key).
+    keys: HashMap<[u8; 32], Caller>,
+    /// blake3 of the operator's metrics key, if one is set.
+    metrics_key: Option<[u8; 32]>,
+    public_metrics: bool,
     tools: Arc<ToolHost>,
     queries: Arc<tokio::sync::Semaphore>,
     max_upload_bytes: u64,
+    /// MCP session id → the key id of the caller that opened it.
+    mcp_owners: Mutex<HashMap<String, String>>,
+    mcp_sessions: crate::mcp::Sessions,
+    max_mcp_sessions_per_key: usize,
 }
 
 type Shared = State<Arc<App>>;
@@ -61,24 +83,49 @@ pub fn router(
     let keys = config
         .api_keys
         .iter()
-        .map(|k| (*blake3::hash(k.key.as_bytes()).as_bytes(), k.scope()))
+        .map(|k| {
+            let hash = *blake3::hash(k.key.as_bytes()).as_bytes();
+            let hex = blake3::Hash::from(hash).to_hex();
+            let caller = Caller {
+                scope: k.scope(),
+                key_id: hex.get(..12).unwrap_or_default().to_string(),
+            };
+            (hash, caller)
+        })
         .collect();
+    let tools = Arc::new(ToolHost::with_ingestor(Arc::clone(uploads.ingestor())));
+    let queries = Arc::new(tokio::sync::Semaphore::new(
+        config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1),
+    ));
+    let rules = crate::mcp::HostRules {
+        hosts: config.mcp_allowed_hosts.clone(),
+        origins: config.mcp_allowed_origins.clone().unwrap_or_default(),
+    };
+    let (mcp, mcp_sessions) =
+        crate::mcp::keyed_http_router(Arc::clone(&tools), Arc::clone(&queries), sessions, rules);
     let app = App {
-        tools: Arc::new(ToolHost::with_ingestor(Arc::clone(uploads.ingestor()))),
+        tools,
         max_upload_bytes: uploads.config().max_upload_bytes,
         uploads: AsyncUploads::new(uploads),
         keys,
-        queries: Arc::new(tokio::sync::Semaphore::new(
-            config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1),
-        )),
+        metrics_key: config
+            .metrics_key
+            .as_ref()
+            .map(|k| *blake3::hash(k.as_bytes()).as_bytes()),
+        public_metrics: config.public_metrics,
+        queries,
+        mcp_owners: Mutex::new(HashMap::new()),
+        mcp_sessions,
+        max_mcp_sessions_per_key: config
+            .max_mcp_sessions_per_key
+            .unwrap_or(DEFAULT_MCP_SESSIONS_PER_KEY),
     };
     let app = Arc::new(app);
-    let mcp =
-        crate::mcp::keyed_http_router(Arc::clone(&app.tools), Arc::clone(&app.queries), sessions)
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&app),
-                mcp_scope,
-            ));
+    let mcp = mcp.layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&app),
+        mcp_scope,
+    ));
+    let limits = config.http_limits();
     axum::Router::new()
         .route("/v1/files", post(upload).delete(delete_file))
         .route("/v1/files/status", get(file_status))
@@ -89,24 +136,131 @@ pub fn router(
         .route("/metrics", get(metrics))
         .with_state(app)
         .merge(mcp)
+        .layer(axum::middleware::from_fn_with_state(limits, paced_body))
 }
 
+/// Every request body is cut when it sends nothing for [`HttpLimits::body_idle_timeout`],
+/// or, once it has been sending for [`HttpLimits::body_grace`], when its average pace is under
+/// [`HttpLimits::min_body_bytes_per_sec`]: a client trickling bytes cannot hold a place.
+async fn paced_body(
+    State(limits): State<HttpLimits>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let started = Instant::now();
+    let stream = body.into_data_stream();
+    let paced = futures_util::stream::unfold(
+        (stream, 0u64, false),
+        move |(mut stream, mut read, done)| async move {
+            if done {
+                return None;
+            }
+            let next = tokio::time::timeout(limits.body_idle_timeout, stream.next()).await;
+            let chunk = match next {
+                Err(_) => Err(format!(
+                    "{TIMEOUT_MARK}the body sent nothing for {} s",
+                    limits.body_idle_timeout.as_secs()
+                )),
+                Ok(None) => return None,
+                Ok(Some(Err(e))) => Err(e.to_string()),
+                Ok(Some(Ok(chunk))) => {
+                    read += chunk.len() as u64;
+                    let elapsed = started.elapsed();
+                    let pace = read as f64 / elapsed.as_secs_f64().max(1e-3);
+                    if elapsed > limits.body_grace && pace < limits.min_body_bytes_per_sec as f64 {
+                        Err(format!(
+                            "{TIMEOUT_MARK}the body came at {pace:.0} bytes/s after {} s; at \
+                             least {} bytes/s are needed",
+                            elapsed.as_secs(),
+                            limits.min_body_bytes_per_sec
+                        ))
+                    } else {
+                        Ok(chunk)
+                    }
+                }
+            };
+            let failed = chunk.is_err();
+            Some((chunk.map_err(std::io::Error::other), (stream, read, failed)))
+        },
+    );
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        Body::from_stream(paced),
+    ))
+    .await
+}
+
+/// How a paced body's error begins, so the answer can say 408.
+pub(crate) const TIMEOUT_MARK: &str = "timeout: ";
+
 /// In front of `/mcp`: the request's key gives the scope its tool calls answer in (401
-/// without a valid key, like every `/v1` route).
+/// without a valid key, like every `/v1` route), and a session belongs to the key that
+/// opened it: another key's session id is answered as an unknown one, and a key holds at
+/// most `max_mcp_sessions_per_key` sessions.
 async fn mcp_scope(
     State(app): Shared,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match app.scope(request.headers()) {
-        Ok(scope) => {
-            request
-                .extensions_mut()
-                .insert(crate::mcp::RequestScope(scope));
-            next.run(request).await
+    let caller = match app.caller(request.headers()) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match &session {
+        Some(id) => {
+            let owner = lock(&app.mcp_owners).get(id).cloned();
+            if owner.as_deref() != Some(caller.key_id.as_str()) {
+                // Ask for a session nobody has: the answer is exactly a missing one's.
+                let nobody = format!("{:032x}", crate::access::random_u128());
+                if let Ok(v) = HeaderValue::from_str(&nobody) {
+                    request.headers_mut().insert("mcp-session-id", v);
+                }
+            }
         }
-        Err(refused) => refused,
+        None if request.method() == axum::http::Method::POST => {
+            if app.live_sessions_of(&caller.key_id).await >= app.max_mcp_sessions_per_key {
+                return retry_after(
+                    error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        &format!(
+                            "this key holds {} MCP sessions, the most it may: end one (DELETE \
+                             /mcp with its Mcp-Session-Id) or let one expire",
+                            app.max_mcp_sessions_per_key
+                        ),
+                    ),
+                    5,
+                );
+            }
+        }
+        None => {}
     }
+    let ending = request.method() == axum::http::Method::DELETE;
+    request.extensions_mut().insert(crate::mcp::RequestScope {
+        scope: caller.scope.clone(),
+        key_id: caller.key_id.clone(),
+    });
+    let response = next.run(request).await;
+    let mut owners = lock(&app.mcp_owners);
+    match (&session, response.headers().get("mcp-session-id")) {
+        (None, Some(new)) => {
+            if let Ok(new) = new.to_str() {
+                owners.insert(new.to_string(), caller.key_id.clone());
+            }
+        }
+        (Some(id), _) if ending && response.status().is_success() => {
+            if owners.get(id) == Some(&caller.key_id) {
+                owners.remove(id);
+            }
+        }
+        _ => {}
+    }
+    response
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
@@ -134,6 +288,7 @@ fn error_of(e: &Error) -> Response {
     let message = e.to_string();
     match e {
         Error::NotFound(_) => error(StatusCode::NOT_FOUND, &message),
+        Error::Forbidden(_) => error(StatusCode::FORBIDDEN, &message),
         Error::TooLarge { .. } => error(StatusCode::PAYLOAD_TOO_LARGE, &message),
         Error::Busy {
             retry_after_secs, ..
@@ -148,7 +303,12 @@ fn error_of(e: &Error) -> Response {
             *retry_after_secs,
         ),
         Error::ShuttingDown => retry_after(error(StatusCode::SERVICE_UNAVAILABLE, &message), 5),
-        Error::Upload(_) | Error::Config(_) => error(StatusCode::BAD_REQUEST, &message),
+        Error::Upload(m) if m.contains(TIMEOUT_MARK) => {
+            close(error(StatusCode::REQUEST_TIMEOUT, &message))
+        }
+        Error::Upload(_) | Error::Config(_) | Error::Scope(_) => {
+            error(StatusCode::BAD_REQUEST, &message)
+        }
         _ => {
             tracing::error!("request failed: {message}");
             error(StatusCode::INTERNAL_SERVER_ERROR, &message)
@@ -156,21 +316,45 @@ fn error_of(e: &Error) -> Response {
     }
 }
 
+/// `response` with `Connection: close`: the request's body was not read to its end, so the
+/// connection cannot carry another request.
+fn close(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 impl App {
+    /// MCP sessions the key `key_id` opened that are still open (forgetting those that
+    /// ended or expired).
+    async fn live_sessions_of(&self, key_id: &str) -> usize {
+        let mine: Vec<String> = lock(&self.mcp_owners)
+            .iter()
+            .filter(|(_, k)| k.as_str() == key_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let live = self.mcp_sessions.sessions.read().await;
+        let (alive, gone): (Vec<String>, Vec<String>) = mine
+            .into_iter()
+            .partition(|id| live.contains_key(id.as_str()));
+        drop(live);
+        let mut owners = lock(&self.mcp_owners);
+        for id in gone {
+            owners.remove(&id);
+        }
+        alive.len()
+    }
+
     /// One of the `max_queries` slots, if free.
     fn query_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         Arc::clone(&self.queries).try_acquire_owned().ok()
     }
 
-    /// The scope of the request's key, or the 401 answer.
-    fn scope(&self, headers: &HeaderMap) -> Result<Scope, Response> {
-        let key = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        match key.and_then(|k| self.keys.get(blake3::hash(k.as_bytes()).as_bytes())) {
-            Some(scope) => Ok(scope.clone()),
+    /// The caller of the request's key, or the 401 answer.
+    fn caller(&self, headers: &HeaderMap) -> Result<Caller, Response> {
+        match bearer(headers).and_then(|k| self.keys.get(blake3::hash(k.as_bytes()).as_bytes())) {
+            Some(caller) => Ok(caller.clone()),
             None => {
                 let mut r = error(
                     StatusCode::UNAUTHORIZED,
@@ -182,6 +366,15 @@ impl App {
             }
         }
     }
+}
+
+/// The `Authorization: Bearer KEY` of a request.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
 }
 
 /// The answer when every query slot is taken.
@@ -215,20 +408,23 @@ fn accepted(id: &JobId) -> Response {
     r
 }
 
+/// A refusal before the body was read: drain what the client is still sending for a moment
+/// (so a fast client reads the answer, not a broken pipe), never longer than
+/// two seconds, then answer and close the connection.
+async fn refuse(body: Body, response: Response) -> Response {
+    crate::uploads::drain(body.into_data_stream()).await;
+    close(response)
+}
+
 async fn upload(
     State(app): Shared,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    // A refusal before the body is read drains it first (up to a bound), so that a client
-    // still sending reads the answer instead of a broken pipe.
-    let scope = match app.scope(&headers) {
-        Ok(s) => s,
-        Err(r) => {
-            crate::uploads::drain(body.into_data_stream()).await;
-            return r;
-        }
+    let caller = match app.caller(&headers) {
+        Ok(c) => c,
+        Err(r) => return refuse(body, r).await,
     };
     let q = query(raw);
     let declared = headers
@@ -237,10 +433,10 @@ async fn upload(
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > app.max_upload_bytes) {
         app.uploads.blocking().refused_too_large();
-        crate::uploads::drain(body.into_data_stream()).await;
-        return error_of(&Error::TooLarge {
+        let too_large = error_of(&Error::TooLarge {
             limit: app.max_upload_bytes,
         });
+        return refuse(body, too_large).await;
     }
     let options = UploadOptions {
         shared: flag(&q, "shared"),
@@ -251,67 +447,147 @@ async fn upload(
         ..UploadOptions::default()
     };
     if let Err(e) = crate::uploads::encode_tags(&options.tags) {
-        crate::uploads::drain(body.into_data_stream()).await;
-        return error_of(&e);
+        return refuse(body, error_of(&e)).await;
     }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let submitted = if content_type.starts_with("multipart/form-data") {
-        let boundary = match multer::parse_boundary(content_type) {
-            Ok(b) => b,
-            Err(e) => return error(StatusCode::BAD_REQUEST, &format!("multipart: {e}")),
-        };
-        let mut parts = multer::Multipart::new(body.into_data_stream(), boundary);
-        loop {
-            match parts.next_field().await {
-                Ok(Some(field)) => {
-                    if field.file_name().is_none() && field.name() != Some("file") {
-                        continue;
-                    }
-                    let Some(name) = q
-                        .get("name")
-                        .cloned()
-                        .or_else(|| field.file_name().map(str::to_string))
-                    else {
-                        return error(
-                            StatusCode::BAD_REQUEST,
-                            "the file field has no file name: add ?name=NAME",
-                        );
-                    };
-                    break app.uploads.submit(name, field, scope, options).await;
-                }
-                Ok(None) => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        "the multipart body has no file field",
-                    )
-                }
-                Err(e) => return error(StatusCode::BAD_REQUEST, &format!("multipart: {e}")),
-            }
-        }
-    } else {
-        let Some(name) = q.get("name").cloned() else {
-            crate::uploads::drain(body.into_data_stream()).await;
-            return error(
-                StatusCode::BAD_REQUEST,
-                "name the upload: POST /v1/files?name=NAME",
-            );
-        };
-        app.uploads
-            .submit(name, body.into_data_stream(), scope, options)
-            .await
+        .unwrap_or_default()
+        .to_string();
+    if !content_type.starts_with("multipart/form-data") && !q.contains_key("name") {
+        let unnamed = error(
+            StatusCode::BAD_REQUEST,
+            "name the upload: POST /v1/files?name=NAME",
+        );
+        return refuse(body, unnamed).await;
+    }
+    // A place to receive it, before a byte of the body is read: a refusal costs nothing.
+    let reservation = match app.uploads.reserve(caller.scope.clone()).await {
+        Ok(r) => r,
+        Err(e) => return refuse(body, error_of(&e)).await,
     };
-    match submitted {
-        Ok(id) => accepted(&id),
-        Err(e) => error_of(&e),
+    if !content_type.starts_with("multipart/form-data") {
+        let name = q.get("name").cloned().unwrap_or_default();
+        let submitted = app
+            .uploads
+            .submit_reserved(reservation, name, body.into_data_stream(), options)
+            .await;
+        return match submitted {
+            Ok(id) => accepted(&id),
+            Err(e) => error_of(&e),
+        };
+    }
+    multipart(&app, &caller, &q, &content_type, body, reservation, options).await
+}
+
+/// A multipart upload: every file field is an upload of its own (named by its file name,
+/// the first by `?name=` when given), each taking its own place to be received. One file:
+/// the answer of a plain upload. Several: that, for the first, and `files` with each one's
+/// job or why it was refused.
+async fn multipart(
+    app: &App,
+    caller: &Caller,
+    q: &HashMap<String, String>,
+    content_type: &str,
+    body: Body,
+    first: crate::uploads::Reservation,
+    options: UploadOptions,
+) -> Response {
+    let boundary = match multer::parse_boundary(content_type) {
+        Ok(b) => b,
+        Err(e) => return close(error(StatusCode::BAD_REQUEST, &format!("multipart: {e}"))),
+    };
+    // The whole body, every part and the parts between them, is one upload's size at most.
+    let whole =
+        multer::SizeLimit::new().whole_stream(app.max_upload_bytes.saturating_add(64 << 10));
+    let constraints = multer::Constraints::new().size_limit(whole);
+    let mut parts =
+        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut reservation = Some(first);
+    let mut files: Vec<Value> = Vec::new();
+    let mut first_outcome: Option<Result<JobId, Error>> = None;
+    loop {
+        let field = match parts.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                let e = Error::Upload(format!("multipart: {e}"));
+                if first_outcome.is_none() {
+                    return close(error_of(&e));
+                }
+                files.push(json!({ "error": e.to_string() }));
+                break;
+            }
+        };
+        if field.file_name().is_none() && field.name() != Some("file") {
+            continue;
+        }
+        let name = match (files.is_empty(), q.get("name")) {
+            (true, Some(n)) => Some(n.clone()),
+            _ => field.file_name().map(str::to_string),
+        };
+        let Some(name) = name else {
+            let e = Error::Upload("a file field has no file name: add ?name=NAME".into());
+            if first_outcome.is_none() {
+                return close(error_of(&e));
+            }
+            files.push(json!({ "error": e.to_string() }));
+            continue;
+        };
+        let place = match reservation.take() {
+            Some(r) => Ok(r),
+            None => app.uploads.reserve(caller.scope.clone()).await,
+        };
+        let outcome = match place {
+            Ok(r) => {
+                app.uploads
+                    .submit_reserved(r, name.clone(), field, options.clone())
+                    .await
+            }
+            // Not read: the stream skips the field when the next one is asked for.
+            Err(e) => Err(e),
+        };
+        files.push(match &outcome {
+            Ok(id) => json!({ "name": name, "job": id, "status_url": format!("/v1/jobs/{id}") }),
+            Err(e) => json!({ "name": name, "error": e.to_string() }),
+        });
+        if first_outcome.is_none() {
+            first_outcome = Some(outcome);
+        }
+    }
+    match first_outcome {
+        None => close(error(
+            StatusCode::BAD_REQUEST,
+            "the multipart body has no file field",
+        )),
+        Some(Err(e)) if files.len() == 1 => error_of(&e),
+        Some(first) => {
+            let mut r = match &first {
+                Ok(id) => accepted(id),
+                Err(_) => json_response(StatusCode::ACCEPTED, &json!({})),
+            };
+            if files.len() > 1 {
+                let mut v: Value = match &first {
+                    Ok(id) => json!({ "job": id, "status_url": format!("/v1/jobs/{id}") }),
+                    Err(_) => json!({}),
+                };
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("files".into(), Value::Array(files));
+                }
+                let location = r.headers().get(header::LOCATION).cloned();
+                r = json_response(StatusCode::ACCEPTED, &v);
+                if let Some(l) = location {
+                    r.headers_mut().insert(header::LOCATION, l);
+                }
+            }
+            r
+        }
     }
 }
 
 async fn job(State(app): Shared, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    let scope = match app.scope(&headers) {
-        Ok(s) => s,
+    let scope = match app.caller(&headers) {
+        Ok(c) => c.scope,
         Err(r) => return r,
     };
     let Ok(id) = id.parse::<JobId>() else {
@@ -329,7 +605,7 @@ fn locator_and_scope(
     headers: &HeaderMap,
     raw: Option<String>,
 ) -> Result<(String, Scope), Response> {
-    let mut scope = app.scope(headers)?;
+    let mut scope = app.caller(headers)?.scope;
     let q = query(raw);
     scope.is_shared = flag(&q, "shared");
     match q.get("locator").filter(|l| !l.is_empty()) {
@@ -421,15 +697,17 @@ impl SearchFilters {
             sheet: self.sheet.clone(),
             slide: self.slide,
             tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
+            owner_key: None,
         })
     }
 }
 
 async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response {
-    let scope = match app.scope(&headers) {
-        Ok(s) => s,
+    let caller = match app.caller(&headers) {
+        Ok(c) => c,
         Err(r) => return r,
     };
+    let scope = caller.scope.clone();
     let request: SearchRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("search request: {e}")),
@@ -454,11 +732,19 @@ async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response
         )
     })
     .await;
-    match found {
+    let response = match found {
         Ok(Ok(hits)) => json_response(StatusCode::OK, &json!({ "hits": hits })),
         Ok(Err(e)) => error_of(&e),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    };
+    tracing::info!(
+        face = "http",
+        key = %caller.key_id,
+        route = "search",
+        status = response.status().as_u16(),
+        "search"
+    );
+    response
 }
 
 async fn tool(
@@ -467,10 +753,11 @@ async fn tool(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let scope = match app.scope(&headers) {
-        Ok(s) => s,
+    let caller = match app.caller(&headers) {
+        Ok(c) => c,
         Err(r) => return r,
     };
+    let scope = caller.scope.clone();
     if !crate::tools::TOOL_NAMES.contains(&name.as_str()) {
         return error(
             StatusCode::NOT_FOUND,
@@ -497,29 +784,55 @@ async fn tool(
     };
     let host = Arc::clone(&app.tools);
     match tokio::task::spawn_blocking(move || host.call(&scope, &call)).await {
-        Ok(Ok(answer)) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            answer.text,
-        )
-            .into_response(),
+        Ok(Ok(answer)) => {
+            // Like an MCP call's line: who, which tool, how much, a hash; never the text.
+            tracing::info!(
+                face = "http",
+                key = %caller.key_id,
+                tool = %name,
+                chars = answer.text.len(),
+                answer_hash = %crate::tools::short_hash(&answer.text),
+                is_error = answer.is_error,
+                "tool call"
+            );
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                answer.text,
+            )
+                .into_response()
+        }
         Ok(Err(e)) => error_of(&e),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
 
-async fn health(State(app): Shared) -> Response {
-    let uploads = Arc::clone(app.uploads.blocking());
-    let open = tokio::task::spawn_blocking(move || uploads.open_jobs())
-        .await
-        .unwrap_or_default();
-    json_response(
-        StatusCode::OK,
-        &json!({ "status": "ok", "open_jobs": open }),
-    )
+/// Liveness only: no key is needed, so nothing about the service's work is said.
+async fn health() -> Response {
+    json_response(StatusCode::OK, &json!({ "status": "ok" }))
 }
 
-async fn metrics(State(app): Shared) -> Response {
+/// Counters of every tenant's work together: for the operator's `metrics_key` only (or for
+/// anyone with `public_metrics`), never for an API key.
+async fn metrics(State(app): Shared, headers: HeaderMap) -> Response {
+    if !app.public_metrics {
+        let Some(expected) = app.metrics_key else {
+            return error(
+                StatusCode::NOT_FOUND,
+                "metrics are off: set metrics_key (or public_metrics) in the configuration",
+            );
+        };
+        let given = bearer(&headers).map(|k| *blake3::hash(k.as_bytes()).as_bytes());
+        if given != Some(expected) {
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                "the metrics key is needed: Authorization: Bearer METRICS_KEY",
+            );
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

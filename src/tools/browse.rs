@@ -30,7 +30,7 @@ pub(crate) fn browse_container(
 ) -> Result<Finished, ToolError> {
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
-    let view = View::of(ingestor, scope);
+    let view = View::of(ingestor, scope, args.owner.as_deref());
     let loc = normalize(args.locator.as_deref().unwrap_or(""));
     let listing = members(&view, &loc)?;
     let (base, items) = match listing {
@@ -65,7 +65,8 @@ pub(crate) fn browse_container(
             )
         }
         Listing::Document(entry) => {
-            let (base, outline) = document(ingestor, &entry, args.section.as_deref(), budget)?;
+            let (mut base, outline) = document(ingestor, &entry, args.section.as_deref(), budget)?;
+            view.note_owner(&mut base, &entry.locator);
             match outline {
                 Outline::Whole(nodes) => {
                     let mut a = base;
@@ -185,6 +186,7 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
             let mut m = Map::new();
             m.insert("name".into(), json!(name));
             m.insert("locator".into(), json!(locator));
+            view.note_owner(&mut m, &locator);
             match view.entry(&locator) {
                 Some(e) if e.status == EntryStatus::Container => {
                     m.insert("kind".into(), json!("archive"));

@@ -9,10 +9,49 @@ use super::browse::browse_container;
 use super::budget::Budget;
 use super::view::{normalize, View};
 use super::{BrowseArgs, ExtractArgs, Finished, ToolError};
-use crate::index::EntryStatus;
+use std::path::PathBuf;
+
+use crate::index::{CatalogEntry, EntryStatus};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
 use crate::report::FileStatus;
+
+/// Where the bytes of the caller's own top-level archive `entry` are, or why there are none.
+/// A name is never a path: an uploaded archive (its locator is the name it was uploaded
+/// under, never absolute) is read only from the copy the upload queue kept of it; an archive
+/// from a folder or file ingested on this machine (its locator is the canonical absolute path
+/// it was found at) is opened there, and only while it is still the regular file, of the
+/// size and modification time, that was indexed.
+fn archive_bytes(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    entry: &CatalogEntry,
+) -> Result<PathBuf, ToolError> {
+    let top = entry.locator.as_str();
+    if !top.starts_with('/') {
+        let kept = crate::uploads::kept_path(ingestor.data_dir(), scope, top);
+        return kept.is_file().then_some(kept).ok_or_else(|| {
+            ToolError::Invalid(format!(
+                "the bytes of the uploaded archive {top} were not kept (an archive is kept only \
+                 while members were left out by a limit, within the service's quota): upload \
+                 the member itself"
+            ))
+        });
+    }
+    let path = PathBuf::from(top);
+    let unchanged = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+        m.file_type().is_file()
+            && m.len() == entry.size
+            && crate::unpack::mtime_ns(&m) == entry.mtime_ns
+    });
+    if !unchanged {
+        return Err(ToolError::Invalid(format!(
+            "the archive {top} is not on disk as it was indexed (gone, changed or replaced): \
+             ingest it again, then extract"
+        )));
+    }
+    Ok(path)
+}
 
 /// Answer an `extract_container_item` call.
 pub(crate) fn extract_container_item(
@@ -27,29 +66,36 @@ pub(crate) fn extract_container_item(
             "{member} is not an archive member (a member's locator has `!/`, as in a.zip!/docs/b.pdf)"
         )));
     };
-    let view = View::of(ingestor, scope);
-    let archive = view
-        .entry(top)
-        // Opened (a container), or cut short by a limit (skipped): either way an archive on
-        // disk whose members can be read; the walk finds out.
-        .filter(|e| e.parent.is_none())
-        .ok_or_else(|| ToolError::NotFound(member.clone()))?;
-    let extracted = match view.entry(&member) {
+    // What the caller may read decides what exists (another scope's archive is answered as
+    // a missing one); extraction writes, so it takes only the caller's own archive.
+    let view = View::of(ingestor, scope, None);
+    // Opened (a container), or cut short by a limit (skipped): either way an archive whose
+    // members can be read; the walk finds out.
+    if !view.entry(top).is_some_and(|e| e.parent.is_none()) {
+        return Err(ToolError::NotFound(member.clone()));
+    }
+    let (own, own_member) = {
+        let catalog = lock(&ingestor.catalog);
+        (
+            catalog
+                .get(scope, top)
+                .filter(|e| e.parent.is_none())
+                .cloned(),
+            catalog.get(scope, &member).cloned(),
+        )
+    };
+    let extracted = match own_member {
         Some(e) if e.status == EntryStatus::Indexed || e.status == EntryStatus::Container => {
             json!({"status": "indexed", "note": "already indexed: nothing to do"})
         }
         _ => {
-            if lock(&ingestor.catalog).get(scope, top).is_none() {
+            let Some(own) = own else {
                 return Err(ToolError::Invalid(
                     "this archive is shared with you by another user: only its owner can extract from it".into(),
                 ));
-            }
-            let path = std::path::PathBuf::from(&archive.locator);
-            if !path.is_file() {
-                return Err(ToolError::Invalid(format!(
-                    "the archive {top} is not on disk any more (uploads are not kept): upload the member itself"
-                )));
-            }
+            };
+            let path = archive_bytes(ingestor, scope, &own)?;
+            tracing::info!(archive = top, member = %member, "extracting an archive member on demand");
             let report = ingestor.ingest(
                 vec![Input::Member {
                     archive: path,
@@ -84,6 +130,7 @@ pub(crate) fn extract_container_item(
     };
     let browse = BrowseArgs {
         locator: Some(member.clone()),
+        owner: None,
         section: None,
         max_chars: Some(inner.max),
         cursor: args.cursor.clone(),

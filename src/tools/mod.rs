@@ -55,6 +55,11 @@ pub struct SearchArgs {
     /// `browse_container` or an earlier hit shows it (no `#fragment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
+    /// Only this owner's files (an `owner` an earlier answer showed): when two files you
+    /// may read have the same locator (yours and one a colleague shared), or to search one
+    /// colleague's shared files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// Only objects of this type: `text`, `image`, `videostream`, `audiostream`, `other`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
@@ -87,6 +92,11 @@ pub struct BrowseArgs {
     /// absent: the top-level folders and files of this scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
+    /// Only this owner's files (an `owner` an earlier answer showed): when two files you
+    /// may read have the same locator (yours and one a colleague shared). Without it a
+    /// locator means your own file first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// For a document: expand this outline node (an id such as `s12` from an earlier
     /// answer) to show the entries under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +115,11 @@ pub struct BrowseArgs {
 pub struct ReadArgs {
     /// The file to read (no `#fragment`; use the filters instead).
     pub locator: String,
+    /// Whose file, when two files you may read have the same locator (yours and one a
+    /// colleague shared): the `owner` an earlier answer showed. Without it a locator means
+    /// your own file first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// Only these 1-based physical pages: `"47"` or `"40-47"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<String>,
@@ -137,6 +152,11 @@ pub struct ReadArgs {
 pub struct SectionArgs {
     /// The file (no `#fragment`).
     pub locator: String,
+    /// Whose file, when two files you may read have the same locator (yours and one a
+    /// colleague shared): the `owner` an earlier answer showed. Without it a locator means
+    /// your own file first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The section's id (`s12`) from `browse_container`'s outline of that file.
     pub section: String,
     /// Budget of the answer in chars (default 4000).
@@ -202,10 +222,14 @@ impl ToolCall {
     }
 
     /// The longest answer the call accepts: `max_chars` (default [`DEFAULT_MAX_CHARS`]),
-    /// at most `ceiling`. (A budget under [`MIN_MAX_CHARS`] is refused, with an error that
-    /// still fits it when it can.)
+    /// at most `ceiling`. A `max_chars` under [`MIN_MAX_CHARS`] is refused with an error
+    /// saying so, which may take up to [`MIN_MAX_CHARS`] chars: an answer that cannot say
+    /// what is wrong helps nobody.
     pub fn budget(&self, ceiling: usize) -> usize {
-        self.max_chars().unwrap_or(DEFAULT_MAX_CHARS).min(ceiling)
+        self.max_chars()
+            .unwrap_or(DEFAULT_MAX_CHARS)
+            .min(ceiling)
+            .max(MIN_MAX_CHARS)
     }
 
     /// The tool's name (`search_documents`, …).
@@ -251,6 +275,9 @@ pub(crate) enum ToolError {
 /// [`ToolAnswer`] with `is_error`, within the budget, worded for the model.
 pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
     let ceiling = ingestor.config().max_answer_chars;
+    if let Err(e) = crate::access::check_scope(scope) {
+        return error_answer(&format!("invalid scope: {e}"), call.budget(ceiling));
+    }
     let started = std::time::Instant::now();
     let result = Budget::of(call.max_chars(), ceiling).and_then(|budget| {
         let answer = match call {
@@ -326,6 +353,13 @@ impl FullResult {
         }
         FullResult::new(chars, &h)
     }
+}
+
+/// A short hash naming an answer in logs (the first 16 hex digits of its blake3), so two log
+/// lines can be matched to one answer without logging its text.
+pub(crate) fn short_hash(text: &str) -> String {
+    let hex = blake3::hash(text.as_bytes()).to_hex();
+    hex.get(..16).unwrap_or_default().to_string()
 }
 
 /// `{"error": message}` within `max` chars: as much of the message as fits, a long one cut

@@ -141,7 +141,7 @@ pub(crate) fn read_content_objects(
 ) -> Result<Finished, ToolError> {
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
-    let doc = view::document(ingestor, scope, &args.locator)?;
+    let doc = view::document(ingestor, scope, &args.locator, args.owner.as_deref())?;
     let section = match &args.section {
         Some(id) => Some(Section::resolve(
             &view::content_index(ingestor, &doc.hash)?,
@@ -168,6 +168,7 @@ pub(crate) fn read_content_objects(
     let file = doc.entry.locator.clone();
     let mut base = Map::new();
     base.insert("locator".into(), json!(file));
+    doc.note_owner(&mut base, scope);
     base.insert("total".into(), json!(selected.len()));
     if selected.is_empty() {
         base.insert("objects".into(), json!([]));

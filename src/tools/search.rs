@@ -40,6 +40,15 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
         }
         f.locator_prefix = Some(loc);
     }
+    if let Some(label) = &args.owner {
+        // The view holds that owner's files only: its key narrows the points alike.
+        let owner = view
+            .entries
+            .keys()
+            .find_map(|l| view.owner_of(l))
+            .ok_or_else(|| ToolError::NotFound(format!("owner {label}")))?;
+        f.owner_key = Some(owner.key());
+    }
     if let Some(t) = &args.content_type {
         f.content_type = Some(parse_type(t)?);
     }
@@ -74,9 +83,10 @@ fn file_name(locator: &str) -> &str {
         .unwrap_or(file)
 }
 
-fn hit_value(hit: &Hit, query: &str, snippet_chars: usize) -> Value {
+fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Value {
     let mut m = Map::new();
     m.insert("locator".into(), json!(hit.locator));
+    view::note_owner(&mut m, reader, &hit.owner, &[]);
     m.insert("score".into(), json!(rounded(hit.score)));
     m.insert("file".into(), json!(file_name(&hit.locator)));
     m.insert("type".into(), json!(hit.content_type));
@@ -117,7 +127,7 @@ pub(crate) fn search_documents(
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
-    let view = View::of(ingestor, scope);
+    let view = View::of(ingestor, scope, args.owner.as_deref());
     let filter = filter(ingestor, &view, args)?;
     let hits = ingestor.search_filtered(
         query,
@@ -134,7 +144,7 @@ pub(crate) fn search_documents(
     let snippet_chars = per_hit.saturating_sub(220).clamp(MIN_SNIPPET, MAX_SNIPPET);
     let items: Vec<Value> = hits
         .iter()
-        .map(|h| hit_value(h, query, snippet_chars))
+        .map(|h| hit_value(h, scope, query, snippet_chars))
         .collect();
     // Compact hits for small budgets: locator, score, and what snippet room is left.
     let compact: Vec<Value> = hits
@@ -142,6 +152,7 @@ pub(crate) fn search_documents(
         .map(|h| {
             let mut m = Map::new();
             m.insert("locator".into(), json!(h.locator));
+            view::note_owner(&mut m, scope, &h.owner, &[]);
             m.insert("score".into(), json!(rounded(h.score)));
             let room = budget
                 .max

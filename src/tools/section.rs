@@ -125,7 +125,7 @@ pub(crate) fn read_section(
 ) -> Result<Finished, ToolError> {
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
-    let doc = view::document(ingestor, scope, &args.locator)?;
+    let doc = view::document(ingestor, scope, &args.locator, args.owner.as_deref())?;
     let index = view::content_index(ingestor, &doc.hash)?;
     let section = Section::resolve(&index, &args.section)?;
     let mut pack = view::pack(ingestor, &doc.hash)?;
@@ -145,6 +145,7 @@ pub(crate) fn read_section(
     let chars: Vec<char> = text.chars().collect();
     let mut base = Map::new();
     base.insert("locator".into(), json!(doc.entry.locator));
+    doc.note_owner(&mut base, scope);
     base.insert("section".into(), section.describe());
     base.insert("chars".into(), json!(chars.len()));
     if chars.is_empty() {

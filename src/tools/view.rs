@@ -1,45 +1,43 @@
-//! What one scope sees: the catalog entries it may read (its own, and content shared within
-//! its mandate, exactly as search filters points), and the documents behind them. Every tool
+//! What one scope sees: the catalog entries it may read (the one access rule,
+//! [`crate::access`], as every search applies it), and the documents behind them. Every tool
 //! resolves locators here, so a locator of another scope is answered as one that does not
 //! exist.
+//!
+//! Two readable files may have the same locator: a user's own `notes.md` and a colleague's
+//! shared one, or one in each of the user's feature instances. They stay distinct: a bare
+//! locator means the file closest to the reader (its own first, [`crate::access::closeness`]),
+//! an `owner` argument picks another, and every answer about a file that is not the reader's
+//! own says whose it is (`owner`) and which other owners have a file of the same locator
+//! (`other_owners`).
 
 use std::collections::BTreeMap;
 
 use extractors::{FileContentIndex, Scope};
+use serde_json::{json, Map, Value};
 
 use super::ToolError;
+use crate::access::{closeness, owner_label, readable_owners};
 use crate::index::objects::PackReader;
 use crate::index::{CatalogEntry, EntryStatus};
 use crate::ingestor::Ingestor;
 use crate::lock;
 
-/// Whether `reader` may read what was stored in scope `owner` (mirrors the search filter:
-/// the user's own content, narrowed by feature instance and mandate when the reader has
-/// them, plus content shared within the reader's mandate).
-pub(crate) fn readable(reader: &Scope, owner: &Scope) -> bool {
-    let own = owner.user_id == reader.user_id
-        && reader
-            .feature_instance_id
-            .as_ref()
-            .is_none_or(|f| owner.feature_instance_id.as_ref() == Some(f))
-        && reader
-            .mandate_id
-            .as_ref()
-            .is_none_or(|m| owner.mandate_id.as_ref() == Some(m));
-    let shared =
-        owner.is_shared && reader.mandate_id.is_some() && owner.mandate_id == reader.mandate_id;
-    own || shared
-}
-
-/// The entries a scope may read, by locator.
+/// The entries a scope may read, by locator: for each, the closest owner's.
 pub(crate) struct View {
+    reader: Scope,
     pub entries: BTreeMap<String, CatalogEntry>,
+    /// Who owns each entry of `entries`, and the other readable owners holding an entry of
+    /// the same locator (closest first).
+    owners: BTreeMap<String, (Scope, Vec<Scope>)>,
 }
 
-/// A document a scope may read: its entry and its content's hash.
+/// A document a scope may read: its entry, its content's hash, and who owns it.
 pub(crate) struct Document {
     pub entry: CatalogEntry,
     pub hash: String,
+    pub owner: Scope,
+    /// Other readable owners with a file of the same locator.
+    pub others: Vec<Scope>,
 }
 
 /// `locator` without a `#fragment` and without trailing `/`.
@@ -54,24 +52,62 @@ pub(crate) fn normalize(locator: &str) -> String {
     }
 }
 
+/// Add `owner` (whose the file is) when it is not the reader's own exact scope, and
+/// `other_owners` when others hold a file of the same locator, to an answer `m`.
+pub(crate) fn note_owner(
+    m: &mut Map<String, Value>,
+    reader: &Scope,
+    owner: &Scope,
+    others: &[Scope],
+) {
+    if closeness(reader, owner) > 0 {
+        m.insert("owner".into(), json!(owner_label(owner)));
+    }
+    if !others.is_empty() {
+        let labels: Vec<String> = others.iter().map(owner_label).collect();
+        m.insert("other_owners".into(), json!(labels));
+    }
+}
+
 impl View {
-    /// What `scope` may read now.
-    pub fn of(ingestor: &Ingestor, scope: &Scope) -> View {
+    /// What `scope` may read now; only `owner`'s files when a call names one.
+    pub fn of(ingestor: &Ingestor, scope: &Scope, owner: Option<&str>) -> View {
         let catalog = lock(&ingestor.catalog);
         let mut entries = BTreeMap::new();
-        for owner in catalog.scopes() {
-            if readable(scope, &owner) {
-                for e in catalog.entries(&owner) {
-                    entries.entry(e.locator.clone()).or_insert(e);
+        let mut owners: BTreeMap<String, (Scope, Vec<Scope>)> = BTreeMap::new();
+        for o in readable_owners(catalog.scopes(), scope, owner) {
+            for e in catalog.entries(&o) {
+                match owners.get_mut(&e.locator) {
+                    Some((_, others)) => others.push(o.clone()),
+                    None => {
+                        owners.insert(e.locator.clone(), (o.clone(), Vec::new()));
+                        entries.insert(e.locator.clone(), e);
+                    }
                 }
             }
         }
-        View { entries }
+        View {
+            reader: scope.clone(),
+            entries,
+            owners,
+        }
     }
 
     /// The entry at `locator`, if this scope may read it.
     pub fn entry(&self, locator: &str) -> Option<&CatalogEntry> {
         self.entries.get(locator)
+    }
+
+    /// Add whose the entry at `locator` is to an answer (see [`note_owner`]).
+    pub fn note_owner(&self, m: &mut Map<String, Value>, locator: &str) {
+        if let Some((owner, others)) = self.owners.get(locator) {
+            note_owner(m, &self.reader, owner, others);
+        }
+    }
+
+    /// The owner of the entry at `locator` that a bare locator means.
+    pub fn owner_of(&self, locator: &str) -> Option<&Scope> {
+        self.owners.get(locator).map(|(o, _)| o)
     }
 
     /// Whether some entry's locator starts with `prefix` (a folder's `dir/`, an archive's
@@ -94,33 +130,44 @@ impl View {
     /// The document at `locator` with its content, or `NotFound`, or why it has none.
     pub fn document(&self, locator: &str) -> Result<Document, ToolError> {
         let loc = normalize(locator);
-        classify(&loc, self.entry(&loc))
+        let (owner, others) = self
+            .owners
+            .get(&loc)
+            .cloned()
+            .ok_or_else(|| ToolError::NotFound(loc.clone()))?;
+        classify(&loc, self.entry(&loc), owner, others)
     }
 }
 
-/// The entry at `locator` (normalized) that `scope` may read, looked up scope by scope:
-/// what a read needs, without copying every entry as [`View::of`] does.
-fn lookup(ingestor: &Ingestor, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
-    let catalog = lock(&ingestor.catalog);
-    catalog
-        .scopes()
-        .iter()
-        .filter(|owner| readable(scope, owner))
-        .find_map(|owner| catalog.get(owner, locator).cloned())
-}
-
-/// The document at `locator` that `scope` may read (see [`View::document`]).
+/// The document at `locator` that `scope` may read, `owner`'s when a call names one (see
+/// [`View::document`]); looked up owner by owner, without copying every entry as
+/// [`View::of`] does.
 pub(crate) fn document(
     ingestor: &Ingestor,
     scope: &Scope,
     locator: &str,
+    owner: Option<&str>,
 ) -> Result<Document, ToolError> {
     let loc = normalize(locator);
-    classify(&loc, lookup(ingestor, scope, &loc).as_ref())
+    let catalog = lock(&ingestor.catalog);
+    let mut found = readable_owners(catalog.scopes(), scope, owner)
+        .into_iter()
+        .filter_map(|o| catalog.get(&o, &loc).cloned().map(|e| (o, e)));
+    let Some((owner, entry)) = found.next() else {
+        return Err(ToolError::NotFound(loc));
+    };
+    let others = found.map(|(o, _)| o).collect();
+    drop(catalog);
+    classify(&loc, Some(&entry), owner, others)
 }
 
 /// The document `entry` at `loc` is, or why it is none (missing, an archive, no content).
-fn classify(loc: &str, entry: Option<&CatalogEntry>) -> Result<Document, ToolError> {
+fn classify(
+    loc: &str,
+    entry: Option<&CatalogEntry>,
+    owner: Scope,
+    others: Vec<Scope>,
+) -> Result<Document, ToolError> {
     let entry = entry.ok_or_else(|| ToolError::NotFound(loc.to_string()))?;
     match (&entry.status, &entry.hash) {
         (EntryStatus::Container, _) => Err(ToolError::Invalid(format!(
@@ -129,6 +176,8 @@ fn classify(loc: &str, entry: Option<&CatalogEntry>) -> Result<Document, ToolErr
         (EntryStatus::Indexed, Some(hash)) => Ok(Document {
             entry: entry.clone(),
             hash: hash.clone(),
+            owner,
+            others,
         }),
         (status, _) => Err(ToolError::Invalid(format!(
             "{loc} has no content to read: {}{}",
@@ -142,6 +191,13 @@ fn classify(loc: &str, entry: Option<&CatalogEntry>) -> Result<Document, ToolErr
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default()
         ))),
+    }
+}
+
+impl Document {
+    /// Add whose this document is to an answer (see [`note_owner`]).
+    pub fn note_owner(&self, m: &mut Map<String, Value>, reader: &Scope) {
+        note_owner(m, reader, &self.owner, &self.others);
     }
 }
 
@@ -170,32 +226,6 @@ pub(crate) fn pack(ingestor: &Ingestor, hash: &str) -> Result<PackReader, ToolEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scopes_read_their_own_and_their_mandates_shared_content() {
-        let alice = Scope::user("alice");
-        let bob = Scope::user("bob");
-        assert!(readable(&alice, &alice));
-        assert!(!readable(&alice, &bob));
-        let in_m = |u: &str, shared: bool| Scope {
-            user_id: u.into(),
-            mandate_id: Some("m".into()),
-            is_shared: shared,
-            ..Scope::default()
-        };
-        assert!(readable(&in_m("alice", false), &in_m("bob", true)));
-        assert!(!readable(&in_m("alice", false), &in_m("bob", false)));
-        assert!(
-            !readable(&alice, &in_m("bob", true)),
-            "no mandate, no shared content"
-        );
-        let fi = Scope {
-            feature_instance_id: Some("f1".into()),
-            ..Scope::user("alice")
-        };
-        assert!(!readable(&fi, &alice), "narrowed to a feature instance");
-        assert!(readable(&alice, &fi));
-    }
 
     #[test]
     fn locators_are_normalized() {

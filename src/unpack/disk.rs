@@ -39,6 +39,14 @@ pub enum DiskEntry {
     },
 }
 
+/// A file's modification time in nanoseconds since the epoch, as the catalog records it.
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// What a walk of a folder leaves out.
 #[derive(Debug, Clone, Default)]
 pub struct WalkOptions {
@@ -129,11 +137,7 @@ pub fn walk_with(root: &Path, options: &WalkOptions, visit: &mut dyn FnMut(DiskE
                 }),
             }
         } else if ft.is_file() {
-            let mtime_ns = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            let mtime_ns = mtime_ns(&meta);
             visit(DiskEntry::File(DiskFile {
                 path,
                 locator,

@@ -48,7 +48,9 @@ mod tar;
 mod zip;
 
 use self::zip::office_package;
-pub use disk::{is_hidden, walk, walk_with, DiskEntry, DiskFile, WalkOptions, HIDDEN_REASON};
+pub use disk::{
+    is_hidden, mtime_ns, walk, walk_with, DiskEntry, DiskFile, WalkOptions, HIDDEN_REASON,
+};
 
 /// Which limit a member ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,8 @@ pub enum Limit {
     CompressionRatio,
     FileSize,
     TarHeader,
+    NameLength,
+    PathDepth,
 }
 
 impl Limit {
@@ -70,6 +74,8 @@ impl Limit {
             Limit::CompressionRatio => "compression-ratio",
             Limit::FileSize => "file-size",
             Limit::TarHeader => "tar-header",
+            Limit::NameLength => "name-length",
+            Limit::PathDepth => "path-depth",
         }
     }
 }
@@ -427,6 +433,47 @@ impl<'a> Unpacker<'a> {
             Err(reason) if reason.starts_with("limit: ") => sink(Leaf::Skipped { locator, reason }),
             Err(reason) => sink(Leaf::Failed { locator, reason }),
         }
+    }
+}
+
+/// Bytes of a too-long member name kept in its shortened locator segment.
+const SHORT_NAME_BYTES: usize = 200;
+
+impl Unpacker<'_> {
+    /// A member's locator segment and, when its name breaks a limit, why it is skipped: a
+    /// name longer than `max_member_name_bytes` is shortened to its first bytes, `…` and a
+    /// hash of the whole name (distinct names stay distinct); a path with more than
+    /// `max_member_folders` folders keeps its name but is not read.
+    fn member_name(&self, name: String) -> (String, Option<String>) {
+        let max = self.limits.max_member_name_bytes;
+        if name.len() > max {
+            let mut cut = SHORT_NAME_BYTES.min(max);
+            while !name.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let hash = blake3::hash(name.as_bytes()).to_hex();
+            let short = format!(
+                "{}…{}",
+                name.get(..cut).unwrap_or_default(),
+                hash.get(..16).unwrap_or_default()
+            );
+            let reason = format!(
+                "limit: {} (a {}-byte name; at most {max})",
+                Limit::NameLength.name(),
+                name.len()
+            );
+            return (short, Some(reason));
+        }
+        let folders = name.trim_end_matches('/').matches('/').count();
+        if folders > self.limits.max_member_folders {
+            let reason = format!(
+                "limit: {} ({folders} folders deep; at most {})",
+                Limit::PathDepth.name(),
+                self.limits.max_member_folders
+            );
+            return (name, Some(reason));
+        }
+        (name, None)
     }
 }
 

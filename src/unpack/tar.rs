@@ -35,7 +35,7 @@ impl Unpacker<'_> {
             members += 1;
             let name = segment_from_bytes(&entry.path_bytes());
             let name = name.strip_prefix("./").map(str::to_string).unwrap_or(name);
-            let name = unnamed_as_ordinal(name, members);
+            let (name, refused) = self.member_name(unnamed_as_ordinal(name, members));
             let member = locator.member(name.clone());
             let skipped = |reason: String| Leaf::Skipped {
                 locator: member.clone(),
@@ -46,6 +46,10 @@ impl Unpacker<'_> {
                     locator: member,
                     reason: "duplicate name: an earlier member has the same name".into(),
                 });
+                continue;
+            }
+            if let Some(reason) = refused {
+                sink(skipped(reason));
                 continue;
             }
             match kind {

@@ -52,7 +52,7 @@ impl Unpacker<'_> {
                     .name()
                     .map_or_else(|_| segment_from_bytes(raw), |n| n.into_owned())
             };
-            let name = unnamed_as_ordinal(name, members);
+            let (name, refused) = self.member_name(unnamed_as_ordinal(name, members));
             let member = locator.member(name.clone());
             let skipped = |reason: String| Leaf::Skipped {
                 locator: member.clone(),
@@ -66,6 +66,10 @@ impl Unpacker<'_> {
                         i + 1
                     ),
                 });
+                continue;
+            }
+            if let Some(reason) = refused {
+                sink(skipped(reason));
                 continue;
             }
             if entry.is_symlink() {

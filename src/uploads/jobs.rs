@@ -15,21 +15,28 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::report::{FileReport, FileStatus};
 
-/// A job's id: 16 hex digits, unique within a data directory.
+/// A job's id: the submission time (11 hex digits of milliseconds, so ids sort by
+/// submission) and 128 random bits from the operating system (32 hex digits), so an id
+/// cannot be guessed from another. Ids of earlier versions (16 hex digits) still parse.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobId(String);
 
+/// Hex digits of a [`JobId`], and of an id written before they carried random bits.
+const JOB_ID_LEN: usize = 43;
+const OLD_JOB_ID_LEN: usize = 16;
+
 impl JobId {
-    /// A new id: milliseconds since the epoch and a counter, so ids sort by submission.
+    /// A new id: milliseconds since the epoch, then 128 random bits.
     pub(crate) fn new() -> Self {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        JobId(format!("{:011x}{:05x}", ms & 0xfff_ffff_ffff, n & 0xfffff))
+        JobId(format!(
+            "{:011x}{:032x}",
+            ms & 0xfff_ffff_ffff,
+            crate::access::random_u128()
+        ))
     }
 
     /// The id as text.
@@ -47,12 +54,15 @@ impl std::fmt::Display for JobId {
 impl std::str::FromStr for JobId {
     type Err = Error;
 
-    /// Parse an id as [`JobId`]'s `Display` writes it (16 hex digits).
+    /// Parse an id as [`JobId`]'s `Display` writes it (43 hex digits; 16 for an id of an
+    /// earlier version).
     fn from_str(s: &str) -> Result<Self> {
-        if s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if matches!(s.len(), JOB_ID_LEN | OLD_JOB_ID_LEN)
+            && s.bytes().all(|b| b.is_ascii_hexdigit())
+        {
             Ok(JobId(s.to_ascii_lowercase()))
         } else {
-            Err(Error::NotFound(format!("no job {s:?}")))
+            Err(Error::NotFound("no such job".into()))
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use extractors::Scope;
 use futures_util::{Stream, StreamExt};
 
-use super::{FileState, JobId, JobStatus, UploadOptions, Uploads};
+use super::{FileState, JobId, JobStatus, Reservation, UploadOptions, Uploads};
 use crate::error::{Error, Result};
 
 /// Chunks of a body waiting for the spool.
@@ -19,20 +19,28 @@ const CHANNEL_CHUNKS: usize = 4;
 /// client still sending can read the answer instead of a broken pipe; a longer body is cut.
 pub(crate) const DRAIN_BYTES: u64 = 16 << 20;
 
-/// Read and drop what is left of `body`, up to [`DRAIN_BYTES`].
+/// How long a refused body is drained at most: a slow client gets its answer this late, no
+/// later (and its connection is closed after it).
+pub(crate) const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Read and drop what is left of `body`, up to [`DRAIN_BYTES`] and for at most
+/// [`DRAIN_TIME`].
 pub(crate) async fn drain<S, B, E>(body: S)
 where
     S: Stream<Item = std::result::Result<B, E>>,
     B: AsRef<[u8]>,
 {
-    let mut body = std::pin::pin!(body);
-    let mut read = 0u64;
-    while read < DRAIN_BYTES {
-        match body.next().await {
-            Some(Ok(chunk)) => read += chunk.as_ref().len() as u64,
-            _ => return,
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        let mut body = std::pin::pin!(body);
+        let mut read = 0u64;
+        while read < DRAIN_BYTES {
+            match body.next().await {
+                Some(Ok(chunk)) => read += chunk.as_ref().len() as u64,
+                _ => return,
+            }
         }
-    }
+    })
+    .await;
 }
 
 /// [`Uploads`] for async code. Cheap to clone.
@@ -102,6 +110,29 @@ impl AsyncUploads {
         B: AsRef<[u8]> + Send + 'static,
         E: std::fmt::Display,
     {
+        let reservation = self.reserve(scope).await?;
+        self.submit_reserved(reservation, name, body, options).await
+    }
+
+    /// [`Uploads::reserve`]: a place to receive one upload, before its body is read.
+    pub async fn reserve(&self, scope: Scope) -> Result<Reservation> {
+        let uploads = Arc::clone(&self.0);
+        blocking(move || uploads.reserve(&scope)).await?
+    }
+
+    /// [`Uploads::submit_reserved`] with the body as a stream of chunks.
+    pub async fn submit_reserved<S, B, E>(
+        &self,
+        reservation: Reservation,
+        name: String,
+        body: S,
+        options: UploadOptions,
+    ) -> Result<JobId>
+    where
+        S: Stream<Item = std::result::Result<B, E>> + Send,
+        B: AsRef<[u8]> + Send + 'static,
+        E: std::fmt::Display,
+    {
         let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_CHUNKS);
         let uploads = Arc::clone(&self.0);
         let spooling = tokio::task::spawn_blocking(move || {
@@ -110,7 +141,7 @@ impl AsyncUploads {
                 current: None,
                 at: 0,
             };
-            uploads.submit(&name, reader, &scope, &options)
+            uploads.submit_reserved(reservation, &name, reader, &options)
         });
         let mut body = std::pin::pin!(body);
         while let Some(chunk) = body.next().await {

@@ -62,6 +62,12 @@ impl State {
             + self.runs.values().map(|r| r.running.len()).sum::<usize>()
     }
 
+    /// Jobs of scope `key` accepted and not ended.
+    pub fn open_jobs_of(&self, key: &str) -> usize {
+        self.queues.get(key).map_or(0, VecDeque::len)
+            + self.runs.get(key).map_or(0, |r| r.running.len())
+    }
+
     /// Jobs waiting for a run.
     pub fn queued(&self) -> usize {
         self.queues.values().map(VecDeque::len).sum()
@@ -283,9 +289,38 @@ impl Shared {
             tracing::error!("recording the end of job {id}: {e}");
         }
         if job.record.status.kind == JobKind::Upload {
-            let _ = std::fs::remove_file(super::spool::body_path(&self.dir, id));
+            let body = super::spool::body_path(&self.dir, id);
+            let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
+            let left_out = job.record.status.files.iter().any(|l| {
+                l.status == "skipped" && l.reason.as_deref().is_some_and(|r| r.contains("limit: "))
+            });
+            let data_dir = self.ing.data_dir();
+            let kept = left_out
+                && super::spool::keep(data_dir, &body, scope, name, self.config.max_kept_bytes)
+                    .map_err(|e| tracing::warn!("keeping an archive for extraction: {e}"))
+                    .is_ok();
+            if !kept {
+                super::spool::unkeep(data_dir, scope, name);
+                let _ = std::fs::remove_file(&body);
+            }
         }
+        self.sweep_kept();
         self.ended.notify_all();
+    }
+
+    /// Forget kept archives no top-level entry holds any more (deleted, replaced uploads):
+    /// a deleted upload leaves none of its bytes behind.
+    fn sweep_kept(&self) {
+        let data_dir = self.ing.data_dir();
+        if !super::spool::has_kept(data_dir) {
+            return;
+        }
+        let wanted: std::collections::HashSet<std::path::PathBuf> = lock(&self.ing.catalog)
+            .top_level()
+            .into_iter()
+            .map(|(scope, locator)| super::spool::kept_path(data_dir, &scope, &locator))
+            .collect();
+        super::spool::sweep_kept(data_dir, &wanted);
     }
 
     /// The pipeline completed input `n` of scope `key`'s run.

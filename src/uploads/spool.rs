@@ -30,6 +30,85 @@ pub(crate) fn body_path(uploads: &Path, id: &super::JobId) -> PathBuf {
     spool_dir(uploads).join(format!("{id}.body"))
 }
 
+/// The folder of uploaded archives kept for on-demand extraction.
+fn kept_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("uploads").join("kept")
+}
+
+/// Where the bytes of the upload `name` of `scope` are kept, if they are: a file named by a
+/// hash of the scope's key and the name (never by the name: it is data).
+pub(crate) fn kept_path(data_dir: &Path, scope: &extractors::Scope, name: &str) -> PathBuf {
+    let mut h = blake3::Hasher::new();
+    h.update(scope.key().as_bytes());
+    h.update(&[0]);
+    h.update(name.as_bytes());
+    kept_dir(data_dir).join(format!("{}.archive", h.finalize().to_hex()))
+}
+
+/// Keep the spooled `body` of the upload `name` of `scope` for on-demand extraction of the
+/// members a limit left out (replacing what an earlier upload of the name kept), then evict
+/// the oldest kept archives until all fit in `quota` bytes (the one just kept too, when it
+/// alone is larger).
+pub(crate) fn keep(
+    data_dir: &Path,
+    body: &Path,
+    scope: &extractors::Scope,
+    name: &str,
+    quota: u64,
+) -> Result<()> {
+    let kept = kept_path(data_dir, scope, name);
+    let dir = kept_dir(data_dir);
+    crate::perms::create_dir(&dir)?;
+    std::fs::rename(body, &kept).map_err(|e| Error::io(&kept, e))?;
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(&dir)
+        .map_err(|e| Error::io(&dir, e))?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
+        })
+        .collect();
+    // Newest first: the oldest go once the total passes the quota.
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut total = 0u64;
+    for (_, len, path) in files {
+        total = total.saturating_add(len);
+        if total > quota {
+            tracing::info!(
+                "evicting kept archive {} (quota {quota} bytes): its left-out members can no \
+                 longer be extracted on demand",
+                path.display()
+            );
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    Ok(())
+}
+
+/// Forget what an earlier upload of `name` of `scope` kept (a new version replaced it).
+pub(crate) fn unkeep(data_dir: &Path, scope: &extractors::Scope, name: &str) {
+    let _ = std::fs::remove_file(kept_path(data_dir, scope, name));
+}
+
+/// Whether any archive is kept.
+pub(crate) fn has_kept(data_dir: &Path) -> bool {
+    std::fs::read_dir(kept_dir(data_dir)).is_ok_and(|mut d| d.next().is_some())
+}
+
+/// Delete the kept archives that `wanted` (paths from [`kept_path`] of every top-level
+/// entry of the catalog) does not hold: deleted uploads leave no bytes behind.
+pub(crate) fn sweep_kept(data_dir: &Path, wanted: &std::collections::HashSet<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(kept_dir(data_dir)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if !wanted.contains(&path) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 /// Stream `body` into `path` (through a temporary name), hashing it; more than `max_bytes`
 /// is refused with [`Error::TooLarge`] and nothing is left behind.
 pub(crate) fn receive(body: &mut dyn Read, path: &Path, max_bytes: u64) -> Result<Spooled> {

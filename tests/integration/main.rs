@@ -21,6 +21,7 @@ mod mcp;
 mod ocr;
 mod privacy;
 mod scale_out;
+mod security;
 mod service;
 mod tools;
 mod unpack_panic;

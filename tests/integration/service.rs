@@ -10,33 +10,45 @@ use serde_json::{json, Value};
 
 use crate::util::{fixtures, repo_dir, wait_for, Sandbox};
 
-const ALICE: &str = "k-alice-0123456789abcdef";
-const BOB: &str = "k-bob-0123456789abcdef00";
+pub(crate) const ALICE: &str = "k-alice-0123456789abcdef";
+pub(crate) const BOB: &str = "k-bob-0123456789abcdef00";
+/// The operator's key for `/metrics` in [`Service::start`]'s configuration.
+pub(crate) const METRICS: &str = "m-operator-0123456789abcdef";
 
 /// A running `ingest serve` on a free loopback port.
-struct Service {
-    child: Child,
-    url: String,
+pub(crate) struct Service {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl Service {
-    /// Start it on `sb`'s data dir with `extra` config lines (keys for alice and bob added).
-    fn start(sb: &Sandbox, extra: &str) -> Service {
+    /// Start it on `sb`'s data dir with `extra` config lines (keys for alice and bob added,
+    /// and the operator's metrics key).
+    pub(crate) fn start(sb: &Sandbox, extra: &str) -> Service {
         Self::start_with(sb, extra, &[])
     }
 
     /// [`Service::start`] with more command-line arguments.
-    fn start_with(sb: &Sandbox, extra: &str, args: &[&str]) -> Service {
+    pub(crate) fn start_with(sb: &Sandbox, extra: &str, args: &[&str]) -> Service {
         let config = sb.path("ingest.toml");
         if !config.exists() {
             let text = format!(
-                "{extra}\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\nmandate = \"acme\"\n\n\
+                "{extra}\nmetrics_key = \"{METRICS}\"\n\n\
+                 [[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\nmandate = \"acme\"\n\n\
                  [[api_keys]]\nkey = \"{BOB}\"\nuser = \"bob\"\nmandate = \"acme\"\n"
             );
             std::fs::write(&config, text).unwrap();
         }
+        Self::start_config(sb, args)
+    }
+
+    /// Start it with the configuration file already at `sb/ingest.toml`. It runs in the
+    /// repository's folder, so a name taken for a path there would find real files.
+    pub(crate) fn start_config(sb: &Sandbox, args: &[&str]) -> Service {
+        let config = sb.path("ingest.toml");
         let out = sb.path("serve.out");
         let child = Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .current_dir(repo_dir())
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config)
             .arg("--data-dir")
@@ -48,7 +60,14 @@ impl Service {
             .spawn()
             .expect("start ingest serve");
         let mut url = String::new();
+        let mut child = child;
         let started = wait_for(Duration::from_secs(180), || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the service ended ({status}): {}",
+                    std::fs::read_to_string(sb.path("serve.err")).unwrap_or_default()
+                );
+            }
             let text = std::fs::read_to_string(&out).unwrap_or_default();
             match text.lines().find_map(|l| l.strip_prefix("listening on ")) {
                 Some(u) => {
@@ -66,18 +85,18 @@ impl Service {
         Service { child, url }
     }
 
-    fn pid(&self) -> nix::unistd::Pid {
+    pub(crate) fn pid(&self) -> nix::unistd::Pid {
         nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap())
     }
 
     /// SIGKILL, as a crash would.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         nix::sys::signal::kill(self.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
         self.child.wait().unwrap();
     }
 
     /// SIGTERM; the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
+    pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         nix::sys::signal::kill(self.pid(), nix::sys::signal::Signal::SIGTERM).unwrap();
         self.child.wait().unwrap()
     }
@@ -92,14 +111,14 @@ impl Drop for Service {
 
 /// A client of one service, with one key.
 #[derive(Clone)]
-struct Client {
-    agent: ureq::Agent,
-    url: String,
-    key: Option<String>,
+pub(crate) struct Client {
+    pub(crate) agent: ureq::Agent,
+    pub(crate) url: String,
+    pub(crate) key: Option<String>,
 }
 
 impl Client {
-    fn new(service: &Service, key: Option<&str>) -> Client {
+    pub(crate) fn new(service: &Service, key: Option<&str>) -> Client {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(120)))
@@ -112,7 +131,7 @@ impl Client {
         }
     }
 
-    fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    pub(crate) fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
         let mut r = r.expect("the request reached the service");
         let status = r.status().as_u16();
         let text = r.body_mut().read_to_string().unwrap_or_default();
@@ -120,11 +139,11 @@ impl Client {
         (status, value)
     }
 
-    fn auth(&self) -> String {
+    pub(crate) fn auth(&self) -> String {
         format!("Bearer {}", self.key.as_deref().unwrap_or(""))
     }
 
-    fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         let mut r = self.agent.get(format!("{}{path}", self.url));
         if self.key.is_some() {
             r = r.header("Authorization", self.auth());
@@ -132,7 +151,7 @@ impl Client {
         Self::answer(r.call())
     }
 
-    fn delete(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn delete(&self, path: &str) -> (u16, Value) {
         let r = self
             .agent
             .delete(format!("{}{path}", self.url))
@@ -140,7 +159,7 @@ impl Client {
         Self::answer(r.call())
     }
 
-    fn post(&self, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
         let mut r = self
             .agent
             .post(format!("{}{path}", self.url))
@@ -152,7 +171,7 @@ impl Client {
     }
 
     /// Upload raw bytes as `name`: the status and the answer.
-    fn upload(&self, name: &str, bytes: &[u8]) -> (u16, Value) {
+    pub(crate) fn upload(&self, name: &str, bytes: &[u8]) -> (u16, Value) {
         let name: String = form_urlencoded::byte_serialize(name.as_bytes()).collect();
         self.post(
             &format!("/v1/files?name={name}"),
@@ -162,7 +181,7 @@ impl Client {
     }
 
     /// Upload `bytes` as the file field of a multipart form.
-    fn upload_multipart(&self, file_name: &str, bytes: &[u8]) -> (u16, Value) {
+    pub(crate) fn upload_multipart(&self, file_name: &str, bytes: &[u8]) -> (u16, Value) {
         let boundary = "----ingest-test-boundary-7f3a";
         let mut body = Vec::new();
         body.extend_from_slice(
@@ -183,7 +202,7 @@ impl Client {
     }
 
     /// Poll the job until it ends (hang guard: 10 minutes).
-    fn wait_job(&self, job: &str) -> Value {
+    pub(crate) fn wait_job(&self, job: &str) -> Value {
         let mut last = Value::Null;
         let ended = wait_for(Duration::from_secs(600), || {
             let (status, answer) = self.get(&format!("/v1/jobs/{job}"));
@@ -195,11 +214,11 @@ impl Client {
         last
     }
 
-    fn search(&self, query: &str, limit: usize) -> Vec<Value> {
+    pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<Value> {
         self.search_filtered(query, limit, json!({}))
     }
 
-    fn search_filtered(&self, query: &str, limit: usize, filters: Value) -> Vec<Value> {
+    pub(crate) fn search_filtered(&self, query: &str, limit: usize, filters: Value) -> Vec<Value> {
         let body = json!({ "query": query, "limit": limit, "filters": filters }).to_string();
         let (status, answer) = self.post("/v1/search", "application/json", body.as_bytes());
         assert_eq!(status, 200, "{answer}");
@@ -207,7 +226,7 @@ impl Client {
     }
 }
 
-fn job_of(answer: &Value) -> String {
+pub(crate) fn job_of(answer: &Value) -> String {
     answer["job"]
         .as_str()
         .unwrap_or_else(|| panic!("no job in {answer}"))
@@ -215,7 +234,7 @@ fn job_of(answer: &Value) -> String {
 }
 
 /// Every line of an ended job that is a file (not an archive's own line).
-fn file_lines(job: &Value) -> Vec<&Value> {
+pub(crate) fn file_lines(job: &Value) -> Vec<&Value> {
     job["files"]
         .as_array()
         .unwrap()
@@ -234,8 +253,9 @@ fn service_indexes_uploads_in_the_scope_of_their_key() {
     let stranger = Client::new(&service, Some("k-not-a-key-0123456789"));
     let bundle = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
 
-    // Health and metrics need no key; everything under /v1 does.
-    assert_eq!(nobody.get("/health").0, 200);
+    // Health needs no key (and says nothing but "ok"); everything under /v1 does.
+    let (status, health) = nobody.get("/health");
+    assert_eq!((status, health), (200, json!({ "status": "ok" })));
     for client in [&nobody, &stranger] {
         let (status, answer) = client.upload("bundle.zip", &bundle);
         assert_eq!(status, 401, "{answer}");
@@ -339,7 +359,11 @@ fn service_indexes_uploads_in_the_scope_of_their_key() {
     );
     assert_eq!(alice.delete("/v1/files?locator=bundle.zip").0, 404);
 
-    let (status, metrics) = nobody.get("/metrics");
+    // Metrics are the operator's: no key and an API key are refused, the metrics key reads.
+    assert_eq!(nobody.get("/metrics").0, 401);
+    assert_eq!(alice.get("/metrics").0, 401);
+    let operator = Client::new(&service, Some(METRICS));
+    let (status, metrics) = operator.get("/metrics");
     assert_eq!(status, 200);
     let metrics = metrics.as_str().unwrap().to_string();
     for family in [
@@ -630,7 +654,11 @@ fn service_load_run_survives_a_kill_in_the_middle() {
         .unwrap();
     assert!(made.status.success(), "{made:?}");
     let pdf = std::fs::read(&big_pdf).unwrap();
-    let service = Service::start(&sb, "max_receiving = 32\nmax_open_jobs = 400");
+    let service = Service::start(
+        &sb,
+        "max_receiving = 32\nmax_receiving_per_key = 32\nmax_open_jobs = 400\n\
+         max_open_jobs_per_key = 400",
+    );
     let client = Client::new(&service, Some(ALICE));
 
     // How soon a small file is searchable while the 100-page PDF is being embedded.
@@ -760,7 +788,7 @@ fn service_load_run_survives_a_kill_in_the_middle() {
         assert_eq!(own.len(), 1, "note {n}: {keyword}");
         assert!(!hits.is_empty());
     }
-    let (_, stats) = client.get("/metrics");
+    let (_, stats) = Client::new(&service, Some(METRICS)).get("/metrics");
     let stats = stats.as_str().unwrap_or_default().to_string();
     let chunks = stats
         .lines()

@@ -207,6 +207,7 @@ fn sections_read_in_any_budget_rebuild_exactly() {
                             section: id.clone(),
                             max_chars: Some(max),
                             cursor: cursor.clone(),
+                            owner: None,
                         }),
                         max,
                     );

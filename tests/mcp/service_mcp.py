@@ -1,12 +1,18 @@
 """The upload service's `/mcp` through the official Python MCP client (streamable HTTP).
 
 usage: service_mcp.py URL KEY_A KEY_B PHRASE LOCATOR
+       service_mcp.py URL KEY_A KEY_B --sessions
 
 KEY_A's scope holds the upload LOCATOR whose text contains PHRASE; KEY_B's scope does not.
 Checks: no key and a wrong key are refused with 401 before any MCP; with KEY_A the five tools
 are listed, search_documents finds PHRASE at LOCATOR and browse_container lists LOCATOR; with
-KEY_B (whose scope holds nothing) the same search and browse find nothing. Prints one line
-per check; exits 1 with a `FAILED:` line on the first failure.
+KEY_B (whose scope holds nothing) the same search and browse find nothing.
+
+With --sessions: a session opened with KEY_A is KEY_A's. KEY_B sending its id (to call a
+tool or to end it) gets exactly the answer of an unknown session id (status and body), and
+the session goes on working for KEY_A until KEY_A ends it.
+
+Prints one line per check; exits 1 with a `FAILED:` line on the first failure.
 """
 
 import asyncio
@@ -67,7 +73,74 @@ async def session_calls(url, key, calls):
                 return await calls(session)
 
 
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def rpc(method, id_=None, params=None):
+    message = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        message["id"] = id_
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+async def sessions(url, key_a, key_b):
+    a = {"Authorization": f"Bearer {key_a}", **ACCEPT}
+    b = {"Authorization": f"Bearer {key_b}", **ACCEPT}
+    async with httpx2.AsyncClient(timeout=60) as client:
+        init = rpc("initialize", 1, {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "session-check", "version": "1"},
+        })
+        r = await client.post(url, json=init, headers=a)
+        sid = r.headers.get("mcp-session-id")
+        if r.status_code != 200 or not sid:
+            fail(f"initialize as A: HTTP {r.status_code}, session {sid!r}")
+        with_a = {**a, "mcp-session-id": sid}
+        r = await client.post(url, json=rpc("notifications/initialized"), headers=with_a)
+        if r.status_code >= 300:
+            fail(f"initialized as A: HTTP {r.status_code}")
+
+        async def list_tools(headers):
+            r = await client.post(url, json=rpc("tools/list", 2, {}), headers=headers)
+            return r.status_code, r.text
+
+        status, text = await list_tools(with_a)
+        if status != 200 or "search_documents" not in text:
+            fail(f"tools/list as A: HTTP {status} {text[:300]}")
+        print("A: session opened, tools listed")
+        unknown = await list_tools({**b, "mcp-session-id": "0" * 32})
+        stolen = await list_tools({**b, "mcp-session-id": sid})
+        if stolen != unknown:
+            fail(f"B with A's session: {stolen}, with an unknown one: {unknown}")
+        if stolen[0] == 200:
+            fail(f"B used A's session: {stolen}")
+        print(f"B with A's session id: HTTP {stolen[0]}, as for an unknown session")
+        r_unknown = await client.delete(url, headers={**b, "mcp-session-id": "0" * 32})
+        r_stolen = await client.delete(url, headers={**b, "mcp-session-id": sid})
+        if (r_stolen.status_code, r_stolen.text) != (r_unknown.status_code, r_unknown.text):
+            fail(f"B ending A's session: {r_stolen.status_code}, unknown: {r_unknown.status_code}")
+        status, text = await list_tools(with_a)
+        if status != 200:
+            fail(f"A's session after B tried to end it: HTTP {status} {text[:300]}")
+        print(f"B cannot end A's session (HTTP {r_stolen.status_code}); A's still works")
+        r = await client.delete(url, headers=with_a)
+        if r.status_code >= 300:
+            fail(f"A ending its session: HTTP {r.status_code}")
+        status, _ = await list_tools(with_a)
+        if status == 200:
+            fail("A's session still answers after A ended it")
+        print("A ended its session")
+    print("OK")
+
+
 async def main():
+    if "--sessions" in sys.argv:
+        url, key_a, key_b = sys.argv[1:4]
+        await sessions(url.rstrip("/") + "/mcp", key_a, key_b)
+        return
     url, key_a, key_b, phrase, locator = sys.argv[1:6]
     url = url.rstrip("/") + "/mcp"
 

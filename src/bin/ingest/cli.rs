@@ -252,6 +252,10 @@ pub(crate) struct SearchArgs {
     /// Only this 1-based slide.
     #[arg(long)]
     pub(crate) slide: Option<u32>,
+    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
+    /// showed (e.g. "bob (shared)").
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
 }
@@ -265,6 +269,7 @@ impl SearchArgs {
             || self.section.is_some()
             || self.sheet.is_some()
             || self.slide.is_some()
+            || self.owner.is_some()
             || self.budget.max_chars.is_some()
             || self.budget.cursor.is_some()
     }
@@ -288,6 +293,10 @@ pub(crate) struct BrowseArgs {
     /// For a document: expand this outline node (an id such as s12).
     #[arg(long)]
     pub(crate) section: Option<String>,
+    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
+    /// showed (e.g. "bob (shared)").
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
 }
@@ -314,6 +323,10 @@ pub(crate) struct ReadArgs {
     /// Only this 1-based slide.
     #[arg(long)]
     pub(crate) slide: Option<u32>,
+    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
+    /// showed (e.g. "bob (shared)").
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
 }
@@ -324,6 +337,10 @@ pub(crate) struct ReadSectionArgs {
     pub(crate) locator: String,
     /// The section's id (s12) from `ingest browse FILE`.
     pub(crate) section: String,
+    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
+    /// showed (e.g. "bob (shared)").
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
 }

@@ -16,13 +16,17 @@ use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, ServeArgs, Transfe
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
-pub(crate) fn scope(common: &Common, shared: bool) -> Scope {
-    Scope {
+/// The scope of `--user`, `--feature-instance`, `--mandate` and `--shared`, refused when
+/// its ids could be confused with another scope's or it shares without a mandate.
+pub(crate) fn scope(common: &Common, shared: bool) -> anyhow::Result<Scope> {
+    let scope = Scope {
         user_id: common.user.clone().unwrap_or_else(|| "local".into()),
         feature_instance_id: common.feature_instance.clone(),
         mandate_id: common.mandate.clone(),
         is_shared: shared,
-    }
+    };
+    ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
+    Ok(scope)
 }
 
 pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
@@ -128,7 +132,7 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         );
     }
     let ingestor = open(common, Some(&args.extract))?;
-    let scope = scope(common, args.shared);
+    let scope = scope(common, args.shared)?;
     // Fail fast, in one line, when the model is missing (loading itself waits for first use).
     ingest::find_model_dir(common.model_dir.as_deref())?;
     let progress = (!common.json && std::io::stderr().is_terminal()).then(|| {
@@ -181,7 +185,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         return crate::faces::search(common, args);
     }
     let query = args.query.join(" ");
-    let scope = scope(common, false);
+    let scope = scope(common, false)?;
     let request = Request::Search {
         query: query.clone(),
         scope: scope.clone(),
@@ -299,8 +303,9 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     )?);
     // The folders are synced on their own thread; it stops after the HTTP server.
     let stop_watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch_scope = scope(common, false)?;
     let watcher = (!roots.is_empty()).then(|| {
-        let config = WatchConfig::new(roots, scope(common, false));
+        let config = WatchConfig::new(roots, watch_scope);
         let (ingestor, stop) = (Arc::clone(&ingestor), Arc::clone(&stop_watching));
         std::thread::spawn(move || {
             let mut on_sync = record_sync(&state);
@@ -390,7 +395,7 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let mut config = WatchConfig::new(roots.clone(), scope(common, args.shared));
+    let mut config = WatchConfig::new(roots.clone(), scope(common, args.shared)?);
     config.debounce = std::time::Duration::from_millis(args.debounce_ms);
     config.rescan = std::time::Duration::from_secs(args.rescan_secs.max(1));
     tracing::info!(folders = ?roots, data_dir = %common.data_dir.display(), "watching");

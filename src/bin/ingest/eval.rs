@@ -26,7 +26,7 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         args.modes.clone()
     };
     let ingestor = open(common, None)?;
-    let scope = scope(common, false);
+    let scope = scope(common, false)?;
     let options = EvalOptions {
         k: args.k,
         limit: args.limit,

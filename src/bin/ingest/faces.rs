@@ -24,6 +24,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         min_score: args.min_score,
         mode: Some(args.mode),
         locator: args.locator.clone(),
+        owner: args.owner.clone(),
         content_type: args.content_type.clone(),
         pages: args.pages.clone(),
         section: args.section.clone(),
@@ -38,6 +39,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
 pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::BrowseContainer(tools::BrowseArgs {
         locator: args.locator.clone(),
+        owner: args.owner.clone(),
         section: args.section.clone(),
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
@@ -48,6 +50,7 @@ pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitC
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::ReadContentObjects(tools::ReadArgs {
         locator: args.locator.clone(),
+        owner: args.owner.clone(),
         pages: args.pages.clone(),
         section: args.section.clone(),
         content_type: args.content_type.clone(),
@@ -63,6 +66,7 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
 pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::ReadSection(tools::SectionArgs {
         locator: args.locator.clone(),
+        owner: args.owner.clone(),
         section: args.section.clone(),
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
@@ -83,7 +87,7 @@ pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result
 /// Run `call` and print its answer: the JSON text as is (`--json`), or rendered for a
 /// reader. A tool error is printed on stderr and exits 1.
 fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow::Result<ExitCode> {
-    let scope = scope(common, shared);
+    let scope = scope(common, shared)?;
     let (answer, by) = host
         .call_traced(&scope, call)
         .with_context(|| format!("running {}", call.name()))?;
@@ -173,6 +177,7 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
         mandate_id: common.mandate.clone().or(file.scope.mandate.clone()),
         is_shared: args.shared || file.scope.shared.unwrap_or(false),
     };
+    ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
     let mut mcp = McpConfig::new(scope);
     if let Some(names) = args.tools.as_ref().or(file.tools.as_ref()) {
         mcp = mcp.with_tools(names)?;

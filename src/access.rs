@@ -1,0 +1,384 @@
+//! Who may read and write what: the one access rule every face and every operation uses
+//! (search, browse, read, section, extract, status, delete, the daemon's socket, MCP, HTTP).
+//!
+//! **The tenancy model.** A scope is a user, optionally narrowed to a feature instance, inside
+//! optionally a mandate (tenant); content is stored in the exact scope that wrote it, private
+//! or shared.
+//! - A mandate is a hard wall: a reader sees only content of its own mandate, and a reader
+//!   without a mandate sees only content without one. The same user name in two mandates (or
+//!   with and without one) is two different people.
+//! - Within that wall a reader sees its user's own content (narrowed to its feature instance
+//!   when it has one) and the content other users of its mandate shared. Sharing needs a
+//!   mandate: without one there is nobody to share with.
+//! - A writer changes only content of its exact scope (user, feature instance, mandate and
+//!   the shared flag it names): every write goes through the catalog and the store under
+//!   that scope's key, so no other scope's entry can be reached by one.
+//!
+//! The rule is data ([`ReadRule`]): a list of alternatives, each a list of conditions on the
+//! owner's fields. [`ReadRule::admits`] evaluates it on a scope (the catalog, the tools, the
+//! upload queue) and [`ReadRule::filter`] translates the same conditions into the store's
+//! filter (every search), so the two cannot drift apart; a property test over generated
+//! scopes checks them against each other on a real index.
+
+use extractors::Scope;
+use serde_json::{json, Value};
+
+/// The longest user, feature-instance or mandate id, in bytes.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// A field of the scope a point or catalog entry was stored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    User,
+    FeatureInstance,
+    Mandate,
+}
+
+impl Field {
+    /// The payload key the store keeps it under.
+    fn key(self) -> &'static str {
+        match self {
+            Field::User => "user_id",
+            Field::FeatureInstance => "feature_instance_id",
+            Field::Mandate => "mandate_id",
+        }
+    }
+
+    fn of(self, owner: &Scope) -> Option<&str> {
+        match self {
+            Field::User => Some(owner.user_id.as_str()),
+            Field::FeatureInstance => owner.feature_instance_id.as_deref(),
+            Field::Mandate => owner.mandate_id.as_deref(),
+        }
+    }
+}
+
+/// One condition on an owner scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Condition {
+    /// The field has exactly this value.
+    Is(Field, String),
+    /// The field has no value.
+    Absent(Field),
+    /// The content is shared.
+    Shared,
+}
+
+impl Condition {
+    fn holds(&self, owner: &Scope) -> bool {
+        match self {
+            Condition::Is(f, v) => f.of(owner) == Some(v.as_str()),
+            Condition::Absent(f) => f.of(owner).is_none(),
+            Condition::Shared => owner.is_shared,
+        }
+    }
+
+    /// The same condition in Qdrant's filter syntax.
+    fn filter(&self) -> Value {
+        match self {
+            Condition::Is(f, v) => json!({ "key": f.key(), "match": { "value": v } }),
+            Condition::Absent(f) => json!({ "is_empty": { "key": f.key() } }),
+            Condition::Shared => json!({ "key": "is_shared", "match": { "value": true } }),
+        }
+    }
+}
+
+/// What one reader may read: owners matching every condition of at least one alternative.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadRule {
+    alternatives: Vec<Vec<Condition>>,
+}
+
+impl ReadRule {
+    /// The rule for `reader` (see the module's tenancy model).
+    pub fn of(reader: &Scope) -> ReadRule {
+        let wall = match &reader.mandate_id {
+            Some(m) => Condition::Is(Field::Mandate, m.clone()),
+            None => Condition::Absent(Field::Mandate),
+        };
+        let mut own = vec![Condition::Is(Field::User, reader.user_id.clone()), wall];
+        if let Some(fi) = &reader.feature_instance_id {
+            own.push(Condition::Is(Field::FeatureInstance, fi.clone()));
+        }
+        let mut alternatives = vec![own];
+        if let Some(m) = &reader.mandate_id {
+            alternatives.push(vec![
+                Condition::Is(Field::Mandate, m.clone()),
+                Condition::Shared,
+            ]);
+        }
+        ReadRule { alternatives }
+    }
+
+    /// Whether content stored in scope `owner` is readable.
+    pub fn admits(&self, owner: &Scope) -> bool {
+        self.alternatives
+            .iter()
+            .any(|all| all.iter().all(|c| c.holds(owner)))
+    }
+
+    /// The store filter selecting exactly the points [`ReadRule::admits`] (points carry their
+    /// scope's fields: `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`).
+    pub fn filter(&self) -> Value {
+        let should: Vec<Value> = self
+            .alternatives
+            .iter()
+            .map(|all| json!({ "must": all.iter().map(Condition::filter).collect::<Vec<_>>() }))
+            .collect();
+        json!({ "should": should })
+    }
+}
+
+/// Whether `reader` may read content stored in scope `owner`.
+pub(crate) fn can_read(reader: &Scope, owner: &Scope) -> bool {
+    ReadRule::of(reader).admits(owner)
+}
+
+/// Whether `a` and `b` are the same principal (user, feature instance, mandate), shared or
+/// not: who may follow a job.
+pub(crate) fn same_principal(a: &Scope, b: &Scope) -> bool {
+    a.user_id == b.user_id
+        && a.feature_instance_id == b.feature_instance_id
+        && a.mandate_id == b.mandate_id
+}
+
+/// How content stored in `owner` is named to a reader who shares its mandate: the user, its
+/// feature instance after `/`, and ` (shared)` for shared content. Ids hold no `/` or white
+/// space ([`check_scope`]), so two owners never have the same label.
+pub(crate) fn owner_label(owner: &Scope) -> String {
+    let mut label = owner.user_id.clone();
+    if let Some(fi) = &owner.feature_instance_id {
+        label.push('/');
+        label.push_str(fi);
+    }
+    if owner.is_shared {
+        label.push_str(" (shared)");
+    }
+    label
+}
+
+/// How close content in `owner` is to `reader`, lower first: when two readable files have
+/// the same locator, the reader's own wins. 0: its exact private scope; 1: its own private
+/// content elsewhere (another feature instance); 2: its own shared content; 3: shared by
+/// another user.
+pub(crate) fn closeness(reader: &Scope, owner: &Scope) -> u8 {
+    match (owner.user_id == reader.user_id, owner.is_shared) {
+        (true, false) if owner.feature_instance_id == reader.feature_instance_id => 0,
+        (true, false) => 1,
+        (true, true) => 2,
+        (false, _) => 3,
+    }
+}
+
+/// The owners among `owners` (a catalog's scopes) whose content `reader` may read, closest
+/// first (then by label), narrowed to the one labelled `owner` when a call names one: an
+/// unknown label selects nobody, as a missing file would.
+pub(crate) fn readable_owners(
+    owners: Vec<Scope>,
+    reader: &Scope,
+    owner: Option<&str>,
+) -> Vec<Scope> {
+    let mut owners: Vec<Scope> = owners
+        .into_iter()
+        .filter(|o| can_read(reader, o))
+        .filter(|o| owner.is_none_or(|label| owner_label(o) == label.trim()))
+        .collect();
+    owners.sort_by_cached_key(|o| (closeness(reader, o), owner_label(o)));
+    owners
+}
+
+/// Refuse a scope whose ids could be confused with others: empty, longer than
+/// [`MAX_ID_BYTES`], or holding white space, control, format (bidi, zero-width) characters or
+/// `/`; an empty feature instance or mandate is refused too (leave it out). Sharing needs a
+/// mandate.
+pub fn check_scope(scope: &Scope) -> Result<(), String> {
+    check_id("user", &scope.user_id)?;
+    if let Some(fi) = &scope.feature_instance_id {
+        check_id("feature instance", fi)?;
+    }
+    if let Some(m) = &scope.mandate_id {
+        check_id("mandate", m)?;
+    }
+    if scope.is_shared && scope.mandate_id.is_none() {
+        return Err(
+            "sharing needs a mandate: shared content is visible to the other users of its \
+             mandate, and this scope has none"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn check_id(what: &str, id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err(format!("the {what} id is empty"));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!("the {what} id is longer than {MAX_ID_BYTES} bytes"));
+    }
+    if let Some(c) = id
+        .chars()
+        .find(|&c| c == '/' || c.is_whitespace() || c.is_control() || is_invisible(c))
+    {
+        return Err(format!(
+            "the {what} id {id:?} holds {}: ids are printable, without white space or `/`",
+            describe_char(c)
+        ));
+    }
+    Ok(())
+}
+
+/// Characters that change how text around them looks without being seen themselves: bidi
+/// controls and isolates, zero-width characters, the BOM and other format characters.
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// 128 random bits from the operating system (job ids, MCP session owners). Should the OS
+/// refuse, the bits come from a hash of the time and a counter, logged: ids stay unique,
+/// only no longer unguessable.
+pub(crate) fn random_u128() -> u128 {
+    let mut bytes = [0u8; 16];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        tracing::error!("no random bits from the operating system ({e}); ids are guessable");
+        let seed = format!(
+            "{:?}{}{}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        bytes.copy_from_slice(
+            blake3::hash(seed.as_bytes())
+                .as_bytes()
+                .get(..16)
+                .unwrap_or(&[0; 16]),
+        );
+    }
+    u128::from_le_bytes(bytes)
+}
+
+/// `c` named for an error message.
+pub(crate) fn describe_char(c: char) -> String {
+    if c == ' ' {
+        "a space".into()
+    } else if c.is_whitespace() {
+        format!("white space (U+{:04X})", u32::from(c))
+    } else if c.is_control() {
+        format!("a control character (U+{:04X})", u32::from(c))
+    } else if is_invisible(c) {
+        format!("an invisible formatting character (U+{:04X})", u32::from(c))
+    } else {
+        format!("{c:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(user: &str, fi: Option<&str>, mandate: Option<&str>, shared: bool) -> Scope {
+        Scope {
+            user_id: user.into(),
+            feature_instance_id: fi.map(Into::into),
+            mandate_id: mandate.map(Into::into),
+            is_shared: shared,
+        }
+    }
+
+    #[test]
+    fn a_mandate_is_a_hard_wall() {
+        let alice = scope("alice", None, None, false);
+        let alice_acme = scope("alice", None, Some("acme"), false);
+        let alice_globex = scope("alice", None, Some("globex"), false);
+        assert!(can_read(&alice, &alice));
+        assert!(
+            !can_read(&alice, &alice_acme),
+            "no mandate sees no mandate's content"
+        );
+        assert!(!can_read(&alice, &scope("bob", None, Some("acme"), true)));
+        assert!(!can_read(&alice_acme, &alice), "a mandate sees only itself");
+        assert!(!can_read(&alice_acme, &alice_globex));
+        assert!(can_read(
+            &alice_acme,
+            &scope("bob", None, Some("acme"), true)
+        ));
+        assert!(!can_read(
+            &alice_acme,
+            &scope("bob", None, Some("acme"), false)
+        ));
+        assert!(!can_read(
+            &alice_acme,
+            &scope("bob", None, Some("globex"), true)
+        ));
+    }
+
+    #[test]
+    fn feature_instances_narrow_own_content_only() {
+        let fi = scope("alice", Some("f1"), Some("m"), false);
+        assert!(!can_read(&fi, &scope("alice", None, Some("m"), false)));
+        assert!(!can_read(
+            &fi,
+            &scope("alice", Some("f2"), Some("m"), false)
+        ));
+        assert!(can_read(&fi, &scope("alice", Some("f1"), Some("m"), true)));
+        assert!(can_read(&scope("alice", None, Some("m"), false), &fi));
+        assert!(can_read(&fi, &scope("bob", Some("f9"), Some("m"), true)));
+    }
+
+    #[test]
+    fn the_own_file_is_closest() {
+        let reader = scope("alice", Some("f1"), Some("m"), false);
+        let mut owners = [
+            scope("bob", None, Some("m"), true),
+            scope("alice", None, Some("m"), true),
+            scope("alice", Some("f1"), Some("m"), false),
+        ];
+        owners.sort_by_key(|o| closeness(&reader, o));
+        assert_eq!(owners[0], reader);
+        assert_eq!(owner_label(&owners[2]), "bob (shared)");
+        assert_eq!(owner_label(&owners[0]), "alice/f1");
+    }
+
+    #[test]
+    fn ids_that_could_be_confused_are_refused() {
+        for bad in [
+            scope("", None, None, false),
+            scope(" alice", None, None, false),
+            scope("a/b", None, None, false),
+            scope("a\u{1f}b", None, None, false),
+            scope("al\u{200b}ice", None, None, false),
+            scope("alice", Some(""), None, false),
+            scope("alice", None, Some("ac me"), false),
+            scope("alice", None, None, true),
+            scope(&"x".repeat(MAX_ID_BYTES + 1), None, None, false),
+        ] {
+            assert!(check_scope(&bad).is_err(), "{bad:?}");
+        }
+        check_scope(&scope(
+            "alice@example.com",
+            Some("chat-7"),
+            Some("acme"),
+            true,
+        ))
+        .unwrap();
+        check_scope(&scope("ünï", None, None, false)).unwrap();
+    }
+
+    #[test]
+    fn a_principal_is_its_scope_shared_or_not() {
+        let a = scope("alice", None, Some("m"), false);
+        assert!(same_principal(&a, &scope("alice", None, Some("m"), true)));
+        assert!(!same_principal(
+            &a,
+            &scope("alice", Some("f"), Some("m"), false)
+        ));
+        assert!(!same_principal(&a, &scope("alice", None, None, false)));
+    }
+}

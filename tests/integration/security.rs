@@ -1,0 +1,741 @@
+//! The security suite: every finding of the attacker's review of `ingest serve` (issue 24) as
+//! a regression test through the real service, over HTTP (ureq, and raw TCP where a client
+//! library would hide the attack) and MCP (the official Python client in
+//! `tests/mcp/service_mcp.py`). docs/SECURITY.md says what each rule and limit is for.
+//!
+//! Time limits here are hang guards; what is asserted is the answer (status, body) and the
+//! bounds the service promises.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::service::{file_lines, job_of, Client, Service, ALICE, BOB, METRICS};
+use crate::util::{fixtures, repo_dir, Sandbox};
+
+const ALICE_GLOBEX: &str = "k-alice-globex-0123456789";
+const CAROL: &str = "k-carol-0123456789abcdef";
+
+/// A configuration of `keys` (key, user, mandate), with `extra` lines first.
+fn config(sb: &Sandbox, extra: &str, keys: &[(&str, &str, Option<&str>)]) {
+    let mut text = format!("metrics_key = \"{METRICS}\"\n{extra}\n");
+    for (key, user, mandate) in keys {
+        text.push_str(&format!(
+            "\n[[api_keys]]\nkey = \"{key}\"\nuser = \"{user}\"\n"
+        ));
+        if let Some(m) = mandate {
+            text.push_str(&format!("mandate = \"{m}\"\n"));
+        }
+    }
+    std::fs::write(sb.path("ingest.toml"), text).unwrap();
+}
+
+/// Call tool `name` with `args` over HTTP: the status and the answer.
+fn tool(client: &Client, name: &str, args: Value) -> (u16, Value) {
+    client.post(
+        &format!("/v1/tools/{name}"),
+        "application/json",
+        args.to_string().as_bytes(),
+    )
+}
+
+/// Upload and wait: the ended job.
+fn uploaded(client: &Client, name: &str, bytes: &[u8]) -> Value {
+    let (status, answer) = client.upload(name, bytes);
+    assert_eq!(status, 202, "{name}: {answer}");
+    let ended = client.wait_job(&job_of(&answer));
+    assert_eq!(ended["state"], "indexed", "{name}: {ended}");
+    ended
+}
+
+/// Upload with `?shared=true` and wait.
+fn uploaded_shared(client: &Client, name: &str, bytes: &[u8]) -> Value {
+    let (status, answer) = client.post(
+        &format!("/v1/files?name={name}&shared=true"),
+        "application/octet-stream",
+        bytes,
+    );
+    assert_eq!(status, 202, "{name}: {answer}");
+    let ended = client.wait_job(&job_of(&answer));
+    assert_eq!(ended["state"], "indexed", "{name}: {ended}");
+    ended
+}
+
+/// The host address of a service URL (`127.0.0.1:PORT`).
+fn addr(service: &Service) -> String {
+    service.url.trim_start_matches("http://").to_string()
+}
+
+/// Send `request` on a fresh connection and read the answer until the server closes it or
+/// `limit` passes: the status code (0 when none came) and the whole text.
+fn raw(service: &Service, request: &[u8], limit: Duration) -> (u16, String) {
+    let mut s = TcpStream::connect(addr(service)).unwrap();
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// Host file read: an upload's name is never resolved against the server's disk. The
+/// service runs in the repository's folder, where `fixtures/archives/bundle.zip` exists.
+#[test]
+fn security_an_uploaded_name_never_opens_a_file_of_the_server() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let secret = "who kept the lighthouse on Skerry Point";
+    assert!(repo_dir().join("fixtures/archives/bundle.zip").is_file());
+
+    // Names that could be taken for paths are refused, with the reason.
+    for name in [
+        "../../../../../../../../etc/passwd",
+        "/etc/passwd",
+        "a/../../fixtures/archives/bundle.zip",
+        "./fixtures/archives/bundle.zip",
+    ] {
+        let (status, answer) = alice.upload(name, b"x");
+        assert_eq!(status, 400, "{name}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("bad upload name"),
+            "{name}: {answer}"
+        );
+    }
+    // A plain relative name that happens to name a file in the server's folder: a name.
+    uploaded(&alice, "fixtures/archives/bundle.zip", b"just a note\n");
+    let member = "fixtures/archives/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md";
+    let (status, answer) = tool(
+        &alice,
+        "extract_container_item",
+        json!({ "locator": member }),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["error"].is_string(), "extracted from disk: {answer}");
+    assert!(!answer.to_string().contains("Ingrid"), "{answer}");
+    let (_, read) = tool(&alice, "read_content_objects", json!({ "locator": member }));
+    assert!(read["error"].is_string(), "{read}");
+    assert!(
+        alice
+            .search(secret, 10)
+            .iter()
+            .all(|h| !h["text"].as_str().unwrap_or_default().contains("Ingrid")),
+        "the server's own archive reached the index"
+    );
+    assert!(service.stop().success());
+}
+
+/// An uploaded archive whose members a limit left out is kept (within its quota) and those
+/// members are extracted on demand from the kept bytes; a deleted upload leaves no bytes.
+#[test]
+fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
+    let sb = Sandbox::new();
+    config(
+        &sb,
+        "[limits]\nmax_files = 2",
+        &[(ALICE, "alice", Some("acme")), (BOB, "bob", Some("acme"))],
+    );
+    let service = Service::start_config(&sb, &[]);
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let zip = ingest::testing::zip_of(&[
+        ("a.txt", b"The first note of the crate.\n"),
+        ("b.txt", b"The second note of the crate.\n"),
+        (
+            "c.txt",
+            b"The third note mentions the brass anemometer cups.\n",
+        ),
+    ]);
+    let job = uploaded(&alice, "crate.zip", &zip);
+    assert!(job.to_string().contains("file-count"), "{job}");
+    let kept = sb.data_dir().join("uploads/kept");
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 1);
+    // Bob may not extract from Alice's archive (it is not his, nor shared): missing to him.
+    let (_, answer) = tool(
+        &bob,
+        "extract_container_item",
+        json!({ "locator": "crate.zip!/c.txt" }),
+    );
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("no such locator"),
+        "{answer}"
+    );
+    let (_, answer) = tool(
+        &alice,
+        "extract_container_item",
+        json!({ "locator": "crate.zip!/c.txt" }),
+    );
+    assert_eq!(answer["extracted"]["status"], "indexed", "{answer}");
+    let hits = alice.search("brass anemometer cups", 3);
+    assert!(
+        hits[0]["locator"]
+            .as_str()
+            .unwrap()
+            .starts_with("crate.zip!/c.txt#"),
+        "{hits:?}"
+    );
+    let (status, _) = alice.delete("/v1/files?locator=crate.zip");
+    assert_eq!(status, 200);
+    assert_eq!(
+        std::fs::read_dir(&kept).unwrap().count(),
+        0,
+        "a deleted upload's bytes stay behind"
+    );
+    assert!(service.stop().success());
+}
+
+/// Shadowing: a colleague's shared file of the same name never replaces the user's own in an
+/// answer; both stay reachable, each answer says whose file it is.
+#[test]
+fn security_a_shared_file_never_shadows_the_users_own() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let mine = "Alice keeps the spare keys of the boathouse in the blue tin.";
+    let theirs = "Bob says the spare keys of the boathouse are under the mat.";
+    uploaded(&alice, "notes.md", format!("{mine}\n").as_bytes());
+    uploaded_shared(&bob, "notes.md", format!("{theirs}\n").as_bytes());
+
+    for round in 0..2 {
+        // The bare locator is Alice's own, and says another owner has the same locator.
+        let (_, read) = tool(
+            &alice,
+            "read_content_objects",
+            json!({ "locator": "notes.md" }),
+        );
+        let text = read.to_string();
+        assert!(
+            text.contains(mine) && !text.contains(theirs),
+            "{round}: {read}"
+        );
+        assert!(read.get("owner").is_none(), "{read}");
+        assert_eq!(read["other_owners"], json!(["bob (shared)"]), "{read}");
+        // Bob's is reachable by its owner, and says whose it is.
+        let (_, read) = tool(
+            &alice,
+            "read_content_objects",
+            json!({ "locator": "notes.md", "owner": "bob (shared)" }),
+        );
+        assert!(read.to_string().contains(theirs), "{read}");
+        assert_eq!(read["owner"], "bob (shared)", "{read}");
+        // Search hits say whose they are.
+        let (_, found) = tool(
+            &alice,
+            "search_documents",
+            json!({ "query": "spare keys of the boathouse", "limit": 5 }),
+        );
+        let hits = found["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 2, "{found}");
+        for h in hits {
+            let own = h["snippet"].as_str().unwrap().contains("blue tin");
+            assert_eq!(h.get("owner").is_none(), own, "{h}");
+            if !own {
+                assert_eq!(h["owner"], "bob (shared)", "{h}");
+            }
+        }
+        // Browse lists the file once, as Alice's, with the other owner named.
+        let (_, top) = tool(&alice, "browse_container", json!({}));
+        let notes: Vec<&Value> = top["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] == "notes.md")
+            .collect();
+        assert_eq!(notes.len(), 1, "{top}");
+        assert_eq!(notes[0]["other_owners"], json!(["bob (shared)"]), "{top}");
+        // Status is Alice's own file; Bob's shared one is not hers to delete.
+        let (status, file) = alice.get("/v1/files/status?locator=notes.md");
+        assert_eq!(status, 200, "{file}");
+        assert!(file.get("owner").is_none(), "{file}");
+        // Bob uploads a new version: Alice still reads her own.
+        uploaded_shared(&bob, "notes.md", format!("{theirs} Again.\n").as_bytes());
+    }
+    // An owner nobody is: as missing.
+    let (_, read) = tool(
+        &alice,
+        "read_content_objects",
+        json!({ "locator": "notes.md", "owner": "mallory (shared)" }),
+    );
+    assert!(
+        read["error"].as_str().unwrap().contains("no such locator"),
+        "{read}"
+    );
+    // Deletes name the exact file: Bob's is shared (he is told so), Alice may not delete
+    // Bob's, and Bob never reaches Alice's private one.
+    let (status, answer) = bob.delete("/v1/files?locator=notes.md");
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("shared=true"),
+        "{answer}"
+    );
+    let (status, answer) = alice.delete("/v1/files?locator=notes.md&shared=true");
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("bob (shared)"),
+        "{answer}"
+    );
+    let (status, _) = bob.delete("/v1/files?locator=notes.md&shared=true");
+    assert_eq!(status, 200);
+    let (_, read) = tool(
+        &alice,
+        "read_content_objects",
+        json!({ "locator": "notes.md" }),
+    );
+    assert!(read.to_string().contains(mine), "{read}");
+    assert!(read.get("other_owners").is_none(), "{read}");
+    assert!(service.stop().success());
+}
+
+/// Mandate leak: the same user name in two mandates, and without one, are different people;
+/// every face answers alike (search, tools, status, delete). A configuration mixing one user
+/// name with and without a mandate is refused with the reason.
+#[test]
+fn security_a_mandate_is_a_wall_for_every_face() {
+    let sb = Sandbox::new();
+    config(
+        &sb,
+        "",
+        &[
+            (ALICE, "alice", Some("acme")),
+            (ALICE_GLOBEX, "alice", Some("globex")),
+        ],
+    );
+    let service = Service::start_config(&sb, &[]);
+    let acme = Client::new(&service, Some(ALICE));
+    let globex = Client::new(&service, Some(ALICE_GLOBEX));
+    let phrase = "The acme quarterly plan moves the warehouse to the river dock.";
+    uploaded(&acme, "plan.md", format!("{phrase}\n").as_bytes());
+    uploaded_shared(
+        &acme,
+        "shared-plan.md",
+        format!("{phrase} Shared.\n").as_bytes(),
+    );
+    let check_blind = |c: &Client| {
+        assert!(c.search(phrase, 10).is_empty());
+        for name in ["plan.md", "shared-plan.md"] {
+            let (_, read) = tool(c, "read_content_objects", json!({ "locator": name }));
+            assert!(read["error"].is_string(), "{read}");
+            assert_eq!(c.get(&format!("/v1/files/status?locator={name}")).0, 404);
+            assert_eq!(c.delete(&format!("/v1/files?locator={name}")).0, 404);
+        }
+        let (_, top) = tool(c, "browse_container", json!({}));
+        assert!(!top.to_string().contains("plan.md"), "{top}");
+    };
+    check_blind(&globex);
+    assert!(service.stop().success());
+
+    // The same data directory, a key for `alice` without a mandate (as after a config
+    // change): it sees nothing of either mandate.
+    config(&sb, "", &[(CAROL, "alice", None)]);
+    let service = Service::start_config(&sb, &[]);
+    check_blind(&Client::new(&service, Some(CAROL)));
+    assert!(service.stop().success());
+
+    // One user name with and without a mandate in one configuration: refused at start.
+    config(
+        &sb,
+        "",
+        &[(ALICE, "alice", Some("acme")), (CAROL, "alice", None)],
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(sb.path("ingest.toml"))
+        .arg("--data-dir")
+        .arg(sb.data_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without a mandate"), "{err}");
+    // Ids that could be confused, and sharing without a mandate, are refused too.
+    config(&sb, "", &[(CAROL, "carol smith", None)]);
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(sb.path("ingest.toml"))
+        .arg("--data-dir")
+        .arg(sb.data_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("white space"),
+        "{out:?}"
+    );
+}
+
+/// An upload that sends its headers and two bytes of a 100 000-byte body, then nothing.
+fn slow_upload(service: &Service, key: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr(service)).unwrap();
+    s.write_all(
+        format!(
+            "POST /v1/files?name=slow.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\nab"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    s
+}
+
+/// What the server answers on `s` within 30 s (until it closes the connection).
+fn answer_on(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Slow clients: partial headers are timed out, a stalled body is cut (408), and one key
+/// filling its places gets 429 at once while another key is still served; a refused slow
+/// upload is answered within seconds, not after its body.
+#[test]
+fn security_slow_clients_hold_no_place_for_long() {
+    let sb = Sandbox::new();
+    let service = Service::start(
+        &sb,
+        "max_receiving = 4\nmax_receiving_per_key = 2\nheader_timeout_secs = 2\n\
+         body_idle_timeout_secs = 8",
+    );
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+
+    // A header line that never ends: the connection is closed by the header timeout.
+    let started = Instant::now();
+    let (status, _) = raw(
+        &service,
+        b"GET /health HTTP/1.1\r\nHost: x",
+        Duration::from_secs(30),
+    );
+    assert!(status == 0 || status == 408, "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "partial headers were not timed out"
+    );
+
+    // Two stalled uploads of Alice's take her places.
+    let mut held = vec![slow_upload(&service, ALICE), slow_upload(&service, ALICE)];
+    std::thread::sleep(Duration::from_millis(500));
+    // A third of hers: 429 at once, with Retry-After, before its body is read.
+    let started = Instant::now();
+    let (status, answer) = alice.upload("third.txt", b"third");
+    assert_eq!(status, 429, "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(6));
+    // Bob is served meanwhile.
+    let (status, answer) = bob.upload("bob.txt", b"Bob's small note.\n");
+    assert_eq!(status, 202, "{answer}");
+    // A third slow upload of hers is refused within the drain time, not after its body.
+    let mut s = slow_upload(&service, ALICE);
+    let started = Instant::now();
+    let answer = answer_on(&mut s);
+    assert!(answer.contains(" 429 "), "{answer:?}");
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after"),
+        "{answer:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    // The stalled uploads are cut once idle (408), and the places free.
+    for s in &mut held {
+        let answer = answer_on(s);
+        assert!(answer.contains(" 408 "), "{answer:?}");
+    }
+    let (status, answer) = alice.upload("fourth.txt", b"A fourth note.\n");
+    assert_eq!(status, 202, "{answer}");
+    assert!(service.stop().success());
+}
+
+/// A body trickling one byte at a time (never idle long enough to be cut for that) is cut
+/// for its pace, with a 408 that says why.
+#[test]
+fn security_a_trickling_body_is_cut_for_its_pace() {
+    let sb = Sandbox::new();
+    let service = Service::start(
+        &sb,
+        "body_idle_timeout_secs = 10\nbody_grace_secs = 2\nmin_body_bytes_per_sec = 1000",
+    );
+    let mut s = slow_upload(&service, ALICE);
+    let started = Instant::now();
+    let mut writer = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..40 {
+            if writer.write_all(b"x").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    });
+    let answer = answer_on(&mut s);
+    assert!(answer.contains(" 408 "), "{answer:?}");
+    assert!(answer.contains("bytes/s"), "{answer:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    trickle.join().unwrap();
+    assert!(service.stop().success());
+}
+
+/// Names are normalised or refused with a reason; NFC and NFD spellings are one file; the
+/// ledger and status show the stored name.
+#[test]
+fn security_upload_names_are_plain_and_normalised() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    for bad in [
+        "..",
+        "a/../b.txt",
+        " x ",
+        "dir/",
+        "a//b.txt",
+        "evil\u{202e}txt.exe",
+        "zero\u{200b}width.txt",
+        "tab\tname.txt",
+        "back\\slash.txt",
+        "x.zip!/y.txt",
+        "hash#page=1.txt",
+    ] {
+        let (status, answer) = alice.upload(bad, b"x");
+        assert_eq!(status, 400, "{bad:?}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("bad upload name"),
+            "{answer}"
+        );
+    }
+    let nfd = "Gru\u{308}nde.txt";
+    let nfc = "Gr\u{fc}nde.txt";
+    let first = uploaded(&alice, nfd, b"The first reason.\n");
+    assert_eq!(first["locator"], nfc, "{first}");
+    uploaded(&alice, nfc, b"The second reason replaces it.\n");
+    let (status, file) = alice.get(&format!(
+        "/v1/files/status?locator={}",
+        form_urlencoded::byte_serialize(nfd.as_bytes()).collect::<String>()
+    ));
+    assert_eq!(status, 200, "{file}");
+    assert_eq!(file["locator"], nfc);
+    let (_, top) = tool(&alice, "browse_container", json!({}));
+    let names: Vec<&Value> = top["members"].as_array().unwrap().iter().collect();
+    assert_eq!(names.len(), 1, "one file under both spellings: {top}");
+    assert!(service.stop().success());
+}
+
+/// Small things: a multipart body with two files ingests both; `max_chars: 0` says what is
+/// wrong; `/metrics` is the operator's and `/health` says only ok; job ids are unguessable;
+/// tool calls are logged with the key's id, never the key.
+#[test]
+fn security_service_hygiene() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let boundary = "----sec-boundary";
+    let mut body = Vec::new();
+    for (name, text) in [
+        ("first.txt", "The first attached note."),
+        ("second.txt", "The second attached note."),
+    ] {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+                 filename=\"{name}\"\r\nContent-Type: text/plain\r\n\r\n{text}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let (status, answer) = alice.post(
+        "/v1/files",
+        &format!("multipart/form-data; boundary={boundary}"),
+        &body,
+    );
+    assert_eq!(status, 202, "{answer}");
+    let files = answer["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{answer}");
+    let mut ids = Vec::new();
+    for f in files {
+        let job = f["job"].as_str().unwrap();
+        let ended = alice.wait_job(job);
+        assert_eq!(ended["state"], "indexed", "{ended}");
+        assert_eq!(file_lines(&ended).len(), 1);
+        ids.push(job.to_string());
+    }
+    // Job ids: 43 hex digits, the last 32 random: no two share a long run of them.
+    for id in &ids {
+        assert_eq!(id.len(), 43, "{id}");
+    }
+    let random = |id: &str| id.get(11..).unwrap().to_string();
+    assert_ne!(random(&ids[0]), random(&ids[1]));
+    let same = random(&ids[0])
+        .chars()
+        .zip(random(&ids[1]).chars())
+        .filter(|(a, b)| a == b)
+        .count();
+    assert!(same < 12, "job ids look sequential: {ids:?}");
+    // A tiny budget: a clear error within 200 chars.
+    for max in [0, 10, 199] {
+        let (status, answer) = tool(&alice, "browse_container", json!({ "max_chars": max }));
+        assert_eq!(status, 200);
+        let e = answer["error"].as_str().unwrap();
+        assert!(e.contains("at least 200"), "{max}: {answer}");
+    }
+    // Health says nothing but ok; metrics are the operator's.
+    let nobody = Client::new(&service, None);
+    assert_eq!(nobody.get("/health"), (200, json!({ "status": "ok" })));
+    assert_eq!(nobody.get("/metrics").0, 401);
+    assert_eq!(alice.get("/metrics").0, 401);
+    assert_eq!(Client::new(&service, Some(METRICS)).get("/metrics").0, 200);
+    // The operator key is no API key.
+    assert_eq!(
+        Client::new(&service, Some(METRICS))
+            .get("/v1/files/status?locator=x")
+            .0,
+        401
+    );
+    // Every HTTP tool call is logged with the key's id, never the key.
+    let key_id = blake3::hash(ALICE.as_bytes())
+        .to_hex()
+        .get(..12)
+        .unwrap()
+        .to_string();
+    assert!(service.stop().success());
+    let log = std::fs::read_to_string(sb.path("serve.err")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("tool call") && l.contains("face=\"http\"") && l.contains(&key_id)),
+        "no tool call line with the key id:\n{log}"
+    );
+    assert!(!log.contains(ALICE), "the key itself is in the log");
+}
+
+/// MCP: a session belongs to the key that opened it (another key's session id is an unknown
+/// session, to use and to end), and the Host names `/mcp` answers are configurable (a
+/// reverse proxy's name is accepted once configured, refused by default).
+#[test]
+fn security_mcp_sessions_are_bound_to_their_key_and_hosts_are_configurable() {
+    let sb = Sandbox::new();
+    let service = Service::start(
+        &sb,
+        "mcp_allowed_hosts = [\"127.0.0.1\", \"docs.example.com\"]",
+    );
+    let python = repo_dir().join(".venv-test/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make deps`",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg(repo_dir().join("tests/mcp/service_mcp.py"))
+        .args([&service.url, ALICE, BOB, "--sessions"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("\nOK"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "host-check", "version": "1"}}
+    })
+    .to_string();
+    let request = |host: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ALICE}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{initialize}",
+            initialize.len()
+        )
+    };
+    let (status, text) = raw(
+        &service,
+        request("docs.example.com").as_bytes(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(status, 200, "{text}");
+    let (status, text) = raw(
+        &service,
+        request("evil.example.net").as_bytes(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert!(service.stop().success());
+    // By default only loopback names.
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let (status, text) = raw(
+        &service,
+        request("docs.example.com").as_bytes(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(status, 403, "{text}");
+}
+
+/// The deep/long-name ZIP through the upload service: skipped members with their reasons,
+/// the benign sibling indexed, and the service's peak RSS far under 1 GiB.
+#[test]
+fn security_a_deep_long_name_zip_costs_little_through_the_service() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "");
+    let alice = Client::new(&service, Some(ALICE));
+    let zip = std::fs::read(fixtures().join("hostile/zip-deep-long-names.zip")).unwrap();
+    let ended = uploaded(&alice, "deep.zip", &zip);
+    let lines = file_lines(&ended);
+    let reasons: Vec<&str> = lines.iter().filter_map(|l| l["reason"].as_str()).collect();
+    assert_eq!(
+        reasons
+            .iter()
+            .filter(|r| r.contains("limit: name-length"))
+            .count(),
+        2,
+        "{ended}"
+    );
+    assert_eq!(
+        reasons
+            .iter()
+            .filter(|r| r.contains("limit: path-depth"))
+            .count(),
+        1,
+        "{ended}"
+    );
+    // Every locator the job reports is bounded.
+    for l in &lines {
+        assert!(l["locator"].as_str().unwrap().len() < 1024, "{l}");
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", service.child.id())).unwrap();
+    let hwm_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    println!(
+        "service peak RSS after the deep/long-name zip: {} MiB",
+        hwm_kib / 1024
+    );
+    assert!(hwm_kib < 1024 * 1024, "peak RSS {hwm_kib} KiB");
+    assert!(service.stop().success());
+}
