@@ -65,8 +65,8 @@ pub enum Request {
     Tool {
         /// Whose documents: the asking process's configuration, never the model's.
         scope: Scope,
-        /// The tool and its arguments.
-        call: ToolCall,
+        /// The tool and its arguments (boxed: a call is larger than the other requests).
+        call: Box<ToolCall>,
     },
 }
 
@@ -320,7 +320,7 @@ pub(crate) fn ask_tool_on(
 ) -> Result<ToolAnswer> {
     let request = Request::Tool {
         scope: scope.clone(),
-        call: call.clone(),
+        call: Box::new(call.clone()),
     };
     let value = exchange(stream, path, &request, TOOL_ANSWER_TIMEOUT)?;
     if let Some(e) = value.get("error").and_then(Value::as_str) {

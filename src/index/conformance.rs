@@ -167,7 +167,7 @@ fn scopes_to_check(extra: usize, seed: u64) -> Vec<Scope> {
 /// One point per owner; every reader searches them all.
 fn the_store_filter_admits_exactly_what_the_access_rule_does() {
     let (_dir, store) = open();
-    let owners = scopes_to_check(60, 0x5eed_0f_ac_ce55);
+    let owners = scopes_to_check(60, 0x5eed_0fac_ce55);
     let mut seen = std::collections::HashSet::new();
     let owners: Vec<(Scope, String)> = owners
         .into_iter()
@@ -180,7 +180,7 @@ fn the_store_filter_admits_exactly_what_the_access_rule_does() {
         store.upsert(owner, &chunks(&hash, 1, locator, n)).unwrap();
     }
     let mut checked = 0;
-    for reader in scopes_to_check(40, 0xacce_55) {
+    for reader in scopes_to_check(40, 0x00ac_ce55) {
         let mut want: Vec<String> = owners
             .iter()
             .filter(|(o, _)| crate::access::can_read(&reader, o))

@@ -212,33 +212,24 @@ async fn mcp_scope(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    match &session {
-        Some(id) => {
-            let owner = lock(&app.mcp_owners).get(id).cloned();
-            if owner.as_deref() != Some(caller.key_id.as_str()) {
-                // Ask for a session nobody has: the answer is exactly a missing one's.
-                let nobody = format!("{:032x}", crate::access::random_u128());
-                if let Ok(v) = HeaderValue::from_str(&nobody) {
-                    request.headers_mut().insert("mcp-session-id", v);
-                }
+    if let Some(id) = &session {
+        let owner = lock(&app.mcp_owners).get(id).cloned();
+        if owner.as_deref() != Some(caller.key_id.as_str()) {
+            // Ask for a session nobody has: the answer is exactly a missing one's.
+            let nobody = format!("{:032x}", crate::access::random_u128());
+            if let Ok(v) = HeaderValue::from_str(&nobody) {
+                request.headers_mut().insert("mcp-session-id", v);
             }
         }
-        None if request.method() == axum::http::Method::POST => {
-            if app.live_sessions_of(&caller.key_id).await >= app.max_mcp_sessions_per_key {
-                return retry_after(
-                    error(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        &format!(
-                            "this key holds {} MCP sessions, the most it may: end one (DELETE \
-                             /mcp with its Mcp-Session-Id) or let one expire",
-                            app.max_mcp_sessions_per_key
-                        ),
-                    ),
-                    5,
-                );
-            }
-        }
-        None => {}
+    }
+    let opening = session.is_none() && request.method() == axum::http::Method::POST;
+    if opening && app.live_sessions_of(&caller.key_id).await >= app.max_mcp_sessions_per_key {
+        let message = format!(
+            "this key holds {} MCP sessions, the most it may: end one (DELETE /mcp with its \
+             Mcp-Session-Id) or let one expire",
+            app.max_mcp_sessions_per_key
+        );
+        return retry_after(error(StatusCode::TOO_MANY_REQUESTS, &message), 5);
     }
     let ending = request.method() == axum::http::Method::DELETE;
     request.extensions_mut().insert(crate::mcp::RequestScope {
@@ -253,10 +244,12 @@ async fn mcp_scope(
                 owners.insert(new.to_string(), caller.key_id.clone());
             }
         }
-        (Some(id), _) if ending && response.status().is_success() => {
-            if owners.get(id) == Some(&caller.key_id) {
-                owners.remove(id);
-            }
+        (Some(id), _)
+            if ending
+                && response.status().is_success()
+                && owners.get(id) == Some(&caller.key_id) =>
+        {
+            owners.remove(id);
         }
         _ => {}
     }

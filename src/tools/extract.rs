@@ -71,7 +71,7 @@ pub(crate) fn extract_container_item(
     let view = View::of(ingestor, scope, None);
     // Opened (a container), or cut short by a limit (skipped): either way an archive whose
     // members can be read; the walk finds out.
-    if !view.entry(top).is_some_and(|e| e.parent.is_none()) {
+    if view.entry(top).is_none_or(|e| e.parent.is_some()) {
         return Err(ToolError::NotFound(member.clone()));
     }
     let (own, own_member) = {

@@ -69,7 +69,7 @@ pub(crate) fn keep(
         })
         .collect();
     // Newest first: the oldest go once the total passes the quota.
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut total = 0u64;
     for (_, len, path) in files {
         total = total.saturating_add(len);

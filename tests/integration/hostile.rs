@@ -23,6 +23,7 @@ const MAX_RSS_KIB: i64 = 1024 * 1024;
 
 /// Run `command` to its end: its output and its peak RSS in KiB (the largest of the process
 /// and the children it waited for: the extraction workers), from `wait4`.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
 fn run_measured(command: &mut Command) -> (std::process::Output, i64) {
     use std::io::Read;
     let mut child = command
@@ -32,13 +33,15 @@ fn run_measured(command: &mut Command) -> (std::process::Output, i64) {
         .unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
+    // Both are small (a ledger, a log); read whole, as `Command::output` would.
     let err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        stderr.read_to_end(&mut v).unwrap();
-        v
+        let mut v = String::new();
+        stderr.read_to_string(&mut v).unwrap();
+        v.into_bytes()
     });
-    let mut out = Vec::new();
-    stdout.read_to_end(&mut out).unwrap();
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    let out = out.into_bytes();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value, and wait4 only writes into the two
     // out-parameters, which live until it returns.

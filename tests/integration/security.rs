@@ -69,15 +69,22 @@ fn addr(service: &Service) -> String {
     service.url.trim_start_matches("http://").to_string()
 }
 
+/// What the server sends on `s` until it closes the connection or the read times out (at
+/// most 1 MiB).
+#[allow(clippy::disallowed_methods)] // bounded by take
+fn read_answer(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.take(1 << 20).read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Send `request` on a fresh connection and read the answer until the server closes it or
 /// `limit` passes: the status code (0 when none came) and the whole text.
 fn raw(service: &Service, request: &[u8], limit: Duration) -> (u16, String) {
     let mut s = TcpStream::connect(addr(service)).unwrap();
     s.set_read_timeout(Some(limit)).unwrap();
     s.write_all(request).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
+    let text = read_answer(&mut s);
     let status = text
         .split_whitespace()
         .nth(1)
@@ -395,9 +402,7 @@ fn slow_upload(service: &Service, key: &str) -> TcpStream {
 /// What the server answers on `s` within 30 s (until it closes the connection).
 fn answer_on(s: &mut TcpStream) -> String {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    read_answer(s)
 }
 
 /// Slow clients: partial headers are timed out, a stalled body is cut (408), and one key
