@@ -218,6 +218,8 @@ pub fn http_router(
 pub(crate) struct RequestScope {
     pub scope: Scope,
     pub key_id: String,
+    /// The caller's own share of the calls answered at once, when bounded.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// The sessions of an MCP HTTP server, shared with whoever binds them to callers.
@@ -329,17 +331,18 @@ impl IngestMcp {
         }
     }
 
-    /// The scope a call answers in (the server's, or its HTTP request's) and the caller's
-    /// key id for the log.
-    fn scope_of(&self, context: &RequestContext<RoleServer>) -> Option<(Scope, String)> {
+    /// The scope a call answers in (the server's, or its HTTP request's), as its HTTP
+    /// request gave it (with the caller's key id for the log and its own call slots).
+    fn scope_of(&self, context: &RequestContext<RoleServer>) -> Option<RequestScope> {
         if !self.scope_per_request {
-            return Some((self.config.scope.clone(), "-".into()));
+            return Some(RequestScope {
+                scope: self.config.scope.clone(),
+                key_id: "-".into(),
+                slots: None,
+            });
         }
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
-        parts
-            .extensions
-            .get::<RequestScope>()
-            .map(|s| (s.scope.clone(), s.key_id.clone()))
+        parts.extensions.get::<RequestScope>().cloned()
     }
 
     async fn run(
@@ -418,26 +421,25 @@ impl ServerHandler for IngestMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
-        let Some((scope, key_id)) = self.scope_of(&context) else {
+        let Some(caller) = self.scope_of(&context) else {
             return Err(ErrorData::invalid_request(
                 "this request carries no authenticated scope",
                 None,
             ));
         };
-        let _slot = match self
-            .slots
-            .as_ref()
-            .map(|s| Arc::clone(s).try_acquire_owned())
-        {
-            Some(Err(_)) => {
-                let busy = "the server is answering as many calls as it takes at once: \
-                            call again in a second";
-                return Ok(result_of(error_answer(busy, DEFAULT_MAX_CHARS)).into());
-            }
-            Some(Ok(slot)) => Some(slot),
-            None => None,
+        // The caller's own share first, then the server's: one key cannot take every place.
+        let take = |s: Option<&Arc<tokio::sync::Semaphore>>| match s {
+            Some(s) => Arc::clone(s).try_acquire_owned().map(Some),
+            None => Ok(None),
         };
-        self.run(request, scope, &key_id)
+        let slots =
+            take(caller.slots.as_ref()).and_then(|own| Ok((own, take(self.slots.as_ref())?)));
+        let Ok(_slots) = slots else {
+            let busy = "the server is answering as many calls as it takes at once: call again \
+                        in a second";
+            return Ok(result_of(error_answer(busy, DEFAULT_MAX_CHARS)).into());
+        };
+        self.run(request, caller.scope, &caller.key_id)
             .await
             .map(CallToolResponse::from)
     }

@@ -38,6 +38,7 @@ pub use routes::router;
 /// max_open_jobs_per_key = 250        # of those, for one key (default: a quarter)
 /// max_scope_runs = 2                 # scopes indexed at once
 /// max_queries = 8                    # searches and tool calls at once; more: 429
+/// max_queries_per_key = 4            # of those, for one key (default: half)
 /// max_connections = 256              # open connections; more wait to be accepted
 /// header_timeout_secs = 10           # a request's headers, and an idle connection
 /// body_idle_timeout_secs = 20        # a body sending nothing this long is cut
@@ -80,6 +81,9 @@ pub struct ServiceConfig {
     pub max_scope_runs: Option<usize>,
     /// Searches and tool calls answered at once.
     pub max_queries: Option<usize>,
+    /// Searches and tool calls answered at once for one key (default: half of
+    /// `max_queries`), so one caller cannot take every place.
+    pub max_queries_per_key: Option<usize>,
     /// Bytes of uploaded archives kept for on-demand extraction of members a limit left
     /// out (default 1 GiB; 0 keeps none).
     pub max_kept_archive_bytes: Option<u64>,
@@ -258,6 +262,10 @@ impl ServiceConfig {
                 self.max_open_jobs_per_key.map(|v| v as u64),
             ),
             ("max_queries", self.max_queries.map(|v| v as u64)),
+            (
+                "max_queries_per_key",
+                self.max_queries_per_key.map(|v| v as u64),
+            ),
             (
                 "max_mcp_sessions_per_key",
                 self.max_mcp_sessions_per_key.map(|v| v as u64),

@@ -53,6 +53,8 @@ struct Caller {
     /// The first 12 hex digits of blake3(key): names the key in logs and binds MCP
     /// sessions, never reveals it.
     key_id: String,
+    /// The key's own share of the searches and tool calls answered at once.
+    queries: Arc<tokio::sync::Semaphore>,
 }
 
 struct App {
@@ -73,6 +75,12 @@ struct App {
 
 type Shared = State<Arc<App>>;
 
+/// A search or tool call's places: the caller's own and the service's.
+type QuerySlot = (
+    tokio::sync::OwnedSemaphorePermit,
+    tokio::sync::OwnedSemaphorePermit,
+);
+
 /// The service's routes over `uploads`, with `config`'s keys and bounds. Cancel `sessions`
 /// to end the open MCP sessions.
 pub fn router(
@@ -80,6 +88,11 @@ pub fn router(
     config: &ServiceConfig,
     sessions: crate::mcp::CancellationToken,
 ) -> axum::Router {
+    let max_queries = config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1);
+    let per_key = config
+        .max_queries_per_key
+        .unwrap_or((max_queries / 2).max(1))
+        .max(1);
     let keys = config
         .api_keys
         .iter()
@@ -89,14 +102,13 @@ pub fn router(
             let caller = Caller {
                 scope: k.scope(),
                 key_id: hex.get(..12).unwrap_or_default().to_string(),
+                queries: Arc::new(tokio::sync::Semaphore::new(per_key)),
             };
             (hash, caller)
         })
         .collect();
     let tools = Arc::new(ToolHost::with_ingestor(Arc::clone(uploads.ingestor())));
-    let queries = Arc::new(tokio::sync::Semaphore::new(
-        config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1),
-    ));
+    let queries = Arc::new(tokio::sync::Semaphore::new(max_queries));
     let rules = crate::mcp::HostRules {
         hosts: config.mcp_allowed_hosts.clone(),
         origins: config.mcp_allowed_origins.clone().unwrap_or_default(),
@@ -235,6 +247,7 @@ async fn mcp_scope(
     request.extensions_mut().insert(crate::mcp::RequestScope {
         scope: caller.scope.clone(),
         key_id: caller.key_id.clone(),
+        slots: Some(Arc::clone(&caller.queries)),
     });
     let response = next.run(request).await;
     let mut owners = lock(&app.mcp_owners);
@@ -303,8 +316,14 @@ fn error_of(e: &Error) -> Response {
             error(StatusCode::BAD_REQUEST, &message)
         }
         _ => {
-            tracing::error!("request failed: {message}");
-            error(StatusCode::INTERNAL_SERVER_ERROR, &message)
+            // The details (paths of the data directory, the store's words) go to the log,
+            // never to the caller; the id matches the two.
+            let id = format!("{:08x}", crate::access::random_u128() as u32);
+            tracing::error!(error_id = %id, "request failed: {message}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("the service could not complete the request (logged as {id})"),
+            )
         }
     }
 }
@@ -340,8 +359,11 @@ impl App {
     }
 
     /// One of the `max_queries` slots, if free.
-    fn query_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        Arc::clone(&self.queries).try_acquire_owned().ok()
+    /// One of the `max_queries` slots and one of the caller's own, if both are free.
+    fn query_slot(&self, caller: &Caller) -> Option<QuerySlot> {
+        let own = Arc::clone(&caller.queries).try_acquire_owned().ok()?;
+        let all = Arc::clone(&self.queries).try_acquire_owned().ok()?;
+        Some((own, all))
     }
 
     /// The caller of the request's key, or the 401 answer.
@@ -466,7 +488,10 @@ async fn upload(
             .submit_reserved(reservation, name, body.into_data_stream(), options)
             .await;
         return match submitted {
-            Ok(id) => accepted(&id),
+            Ok(id) => {
+                tracing::info!(face = "http", key = %caller.key_id, job = %id, "upload accepted");
+                accepted(&id)
+            }
             Err(e) => error_of(&e),
         };
     }
@@ -540,6 +565,9 @@ async fn multipart(
             // Not read: the stream skips the field when the next one is asked for.
             Err(e) => Err(e),
         };
+        if let Ok(id) = &outcome {
+            tracing::info!(face = "http", key = %caller.key_id, job = %id, "upload accepted");
+        }
         files.push(match &outcome {
             Ok(id) => json!({ "name": name, "job": id, "status_url": format!("/v1/jobs/{id}") }),
             Err(e) => json!({ "name": name, "error": e.to_string() }),
@@ -597,12 +625,13 @@ fn locator_and_scope(
     app: &App,
     headers: &HeaderMap,
     raw: Option<String>,
-) -> Result<(String, Scope), Response> {
-    let mut scope = app.caller(headers)?.scope;
+) -> Result<(String, Scope, Caller), Response> {
+    let caller = app.caller(headers)?;
+    let mut scope = caller.scope.clone();
     let q = query(raw);
     scope.is_shared = flag(&q, "shared");
     match q.get("locator").filter(|l| !l.is_empty()) {
-        Some(l) => Ok((l.clone(), scope)),
+        Some(l) => Ok((l.clone(), scope, caller)),
         None => Err(error(
             StatusCode::BAD_REQUEST,
             "which file? add ?locator=LOCATOR",
@@ -611,7 +640,7 @@ fn locator_and_scope(
 }
 
 async fn file_status(State(app): Shared, RawQuery(raw): RawQuery, headers: HeaderMap) -> Response {
-    let (locator, scope) = match locator_and_scope(&app, &headers, raw) {
+    let (locator, scope, _) = match locator_and_scope(&app, &headers, raw) {
         Ok(x) => x,
         Err(r) => return r,
     };
@@ -622,12 +651,15 @@ async fn file_status(State(app): Shared, RawQuery(raw): RawQuery, headers: Heade
 }
 
 async fn delete_file(State(app): Shared, RawQuery(raw): RawQuery, headers: HeaderMap) -> Response {
-    let (locator, scope) = match locator_and_scope(&app, &headers, raw) {
+    let (locator, scope, caller) = match locator_and_scope(&app, &headers, raw) {
         Ok(x) => x,
         Err(r) => return r,
     };
     let id = match app.uploads.delete(locator, scope.clone()).await {
-        Ok(id) => id,
+        Ok(id) => {
+            tracing::info!(face = "http", key = %caller.key_id, job = %id, "delete accepted");
+            id
+        }
         Err(e) => return error_of(&e),
     };
     match app.uploads.wait(id.clone(), scope, DELETE_WAIT).await {
@@ -709,7 +741,7 @@ async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response
         Ok(f) => f,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
-    let Some(_permit) = app.query_slot() else {
+    let Some(_permit) = app.query_slot(&caller) else {
         return error_of(&queries_busy());
     };
     let ingestor = Arc::clone(app.uploads.blocking().ingestor());
@@ -772,7 +804,7 @@ async fn tool(
         Ok(c) => c,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
-    let Some(_permit) = app.query_slot() else {
+    let Some(_permit) = app.query_slot(&caller) else {
         return error_of(&queries_busy());
     };
     let host = Arc::clone(&app.tools);

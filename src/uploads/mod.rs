@@ -696,6 +696,21 @@ impl Uploads {
             (holds(scope), holder)
         };
         let mut state = lock(&shared.state);
+        let open_here = state.open_jobs_of(&principal_key(scope))
+            + state.open_jobs_of(
+                &Scope {
+                    is_shared: true,
+                    ..scope.clone()
+                }
+                .key(),
+            );
+        if open_here >= shared.config.max_open_jobs_per_scope.max(1) {
+            shared.metrics.refused("busy");
+            return Err(Error::Busy {
+                reason: format!("{open_here} of your jobs are open, the most one caller may have"),
+                retry_after_secs: 10,
+            });
+        }
         if !catalogued && !state.name_busy(&key, top_name(locator)) {
             return Err(match holder {
                 // The caller's own file, shared or private as the call did not say.

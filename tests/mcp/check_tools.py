@@ -65,12 +65,12 @@ MAX_CALLS_PLANNED = 600
 CALL_TIMEOUT_S = 300
 
 TOOLS = {
-    "search_documents": ["query", "limit", "min_score", "mode", "locator", "content_type", "pages",
-                         "section", "sheet", "slide", "max_chars", "cursor"],
-    "browse_container": ["locator", "section", "max_chars", "cursor"],
-    "read_content_objects": ["locator", "pages", "section", "content_type", "sheet", "rows",
+    "search_documents": ["query", "limit", "min_score", "mode", "locator", "owner", "content_type",
+                         "pages", "section", "sheet", "slide", "max_chars", "cursor"],
+    "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
+    "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
                              "slide", "max_chars", "cursor"],
-    "read_section": ["locator", "section", "max_chars", "cursor"],
+    "read_section": ["locator", "owner", "section", "max_chars", "cursor"],
     "extract_container_item": ["locator", "max_chars", "cursor"],
 }
 REQUIRED = {"search_documents": {"query"}, "read_content_objects": {"locator"},
