@@ -211,17 +211,19 @@ fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
 fn security_a_shared_file_never_shadows_the_users_own() {
     let sb = Sandbox::new();
     let service = Service::start(&sb, "");
-    let alice = Client::new(&service, Some(ALICE));
-    let bob = Client::new(&service, Some(BOB));
-    let mine = "Alice keeps the spare keys of the boathouse in the blue tin.";
-    let theirs = "Bob says the spare keys of the boathouse are under the mat.";
-    uploaded(&alice, "notes.md", format!("{mine}\n").as_bytes());
-    uploaded_shared(&bob, "notes.md", format!("{theirs}\n").as_bytes());
+    // The reader (bob) sorts after the colleague (alice) who shares a file of the same
+    // name: a winner picked by sorting scopes, as before, would be the colleague's.
+    let me = Client::new(&service, Some(BOB));
+    let colleague = Client::new(&service, Some(ALICE));
+    let mine = "Bob keeps the spare keys of the boathouse in the blue tin.";
+    let theirs = "Alice says the spare keys of the boathouse are under the mat.";
+    uploaded(&me, "notes.md", format!("{mine}\n").as_bytes());
+    uploaded_shared(&colleague, "notes.md", format!("{theirs}\n").as_bytes());
 
     for round in 0..2 {
-        // The bare locator is Alice's own, and says another owner has the same locator.
+        // The bare locator is the reader's own, and says another owner has the same locator.
         let (_, read) = tool(
-            &alice,
+            &me,
             "read_content_objects",
             json!({ "locator": "notes.md" }),
         );
@@ -231,18 +233,18 @@ fn security_a_shared_file_never_shadows_the_users_own() {
             "{round}: {read}"
         );
         assert!(read.get("owner").is_none(), "{read}");
-        assert_eq!(read["other_owners"], json!(["bob (shared)"]), "{read}");
-        // Bob's is reachable by its owner, and says whose it is.
+        assert_eq!(read["other_owners"], json!(["alice (shared)"]), "{read}");
+        // The colleague's is reachable by its owner, and says whose it is.
         let (_, read) = tool(
-            &alice,
+            &me,
             "read_content_objects",
-            json!({ "locator": "notes.md", "owner": "bob (shared)" }),
+            json!({ "locator": "notes.md", "owner": "alice (shared)" }),
         );
         assert!(read.to_string().contains(theirs), "{read}");
-        assert_eq!(read["owner"], "bob (shared)", "{read}");
+        assert_eq!(read["owner"], "alice (shared)", "{read}");
         // Search hits say whose they are.
         let (_, found) = tool(
-            &alice,
+            &me,
             "search_documents",
             json!({ "query": "spare keys of the boathouse", "limit": 5 }),
         );
@@ -252,11 +254,11 @@ fn security_a_shared_file_never_shadows_the_users_own() {
             let own = h["snippet"].as_str().unwrap().contains("blue tin");
             assert_eq!(h.get("owner").is_none(), own, "{h}");
             if !own {
-                assert_eq!(h["owner"], "bob (shared)", "{h}");
+                assert_eq!(h["owner"], "alice (shared)", "{h}");
             }
         }
-        // Browse lists the file once, as Alice's, with the other owner named.
-        let (_, top) = tool(&alice, "browse_container", json!({}));
+        // Browse lists the file once, as the reader's, with the other owner named.
+        let (_, top) = tool(&me, "browse_container", json!({}));
         let notes: Vec<&Value> = top["members"]
             .as_array()
             .unwrap()
@@ -264,17 +266,21 @@ fn security_a_shared_file_never_shadows_the_users_own() {
             .filter(|m| m["name"] == "notes.md")
             .collect();
         assert_eq!(notes.len(), 1, "{top}");
-        assert_eq!(notes[0]["other_owners"], json!(["bob (shared)"]), "{top}");
-        // Status is Alice's own file; Bob's shared one is not hers to delete.
-        let (status, file) = alice.get("/v1/files/status?locator=notes.md");
+        assert_eq!(notes[0]["other_owners"], json!(["alice (shared)"]), "{top}");
+        // Status is the reader's own file.
+        let (status, file) = me.get("/v1/files/status?locator=notes.md");
         assert_eq!(status, 200, "{file}");
         assert!(file.get("owner").is_none(), "{file}");
-        // Bob uploads a new version: Alice still reads her own.
-        uploaded_shared(&bob, "notes.md", format!("{theirs} Again.\n").as_bytes());
+        // The colleague uploads a new version: the reader still reads their own.
+        uploaded_shared(
+            &colleague,
+            "notes.md",
+            format!("{theirs} Again.\n").as_bytes(),
+        );
     }
     // An owner nobody is: as missing.
     let (_, read) = tool(
-        &alice,
+        &me,
         "read_content_objects",
         json!({ "locator": "notes.md", "owner": "mallory (shared)" }),
     );
@@ -282,24 +288,24 @@ fn security_a_shared_file_never_shadows_the_users_own() {
         read["error"].as_str().unwrap().contains("no such locator"),
         "{read}"
     );
-    // Deletes name the exact file: Bob's is shared (he is told so), Alice may not delete
-    // Bob's, and Bob never reaches Alice's private one.
-    let (status, answer) = bob.delete("/v1/files?locator=notes.md");
+    // Deletes name the exact file: the colleague's is shared (they are told so), the reader
+    // may not delete it, and the colleague never reaches the reader's private one.
+    let (status, answer) = colleague.delete("/v1/files?locator=notes.md");
     assert_eq!(status, 403, "{answer}");
     assert!(
         answer["error"].as_str().unwrap().contains("shared=true"),
         "{answer}"
     );
-    let (status, answer) = alice.delete("/v1/files?locator=notes.md&shared=true");
+    let (status, answer) = me.delete("/v1/files?locator=notes.md&shared=true");
     assert_eq!(status, 403, "{answer}");
     assert!(
-        answer["error"].as_str().unwrap().contains("bob (shared)"),
+        answer["error"].as_str().unwrap().contains("alice (shared)"),
         "{answer}"
     );
-    let (status, _) = bob.delete("/v1/files?locator=notes.md&shared=true");
+    let (status, _) = colleague.delete("/v1/files?locator=notes.md&shared=true");
     assert_eq!(status, 200);
     let (_, read) = tool(
-        &alice,
+        &me,
         "read_content_objects",
         json!({ "locator": "notes.md" }),
     );
