@@ -1464,15 +1464,15 @@ def zip_duplicate_flood():
     write(fx, data,
           "3 000 members with identical bytes and 210-byte names: every copy is a holder of one "
           "content, and each holder once rewrote every holder's name into each point",
-          [line("", "indexed"),
-           line("!/" + names[0], "indexed"),
-           line("!/" + names[1], "duplicate", "of "),
-           line("!/" + names[-1], "duplicate", "of ")],
-          [phrase(fx, sentence, "!/" + names[0])],
+          [line("", "indexed")],
+          [phrase(fx, sentence, "!/copies/")],
           "One content held by 3 000 files: embedded once; the points name the first 64 "
           "holders (the catalog keeps all), so each copy costs one small write and the run is "
-          "linear in the copies.",
+          "linear in the copies. Which copy is the indexed one depends on which is extracted "
+          "first, so only the counts are expected: the archive and one copy indexed, 2 999 "
+          "duplicates.",
           lines=copies + 1)
+    FIXTURES[fx]["statuses"] = {"indexed": 2, "duplicate": copies - 1}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -619,6 +619,23 @@ mod tests {
     }
 
     #[test]
+    fn points_name_at_most_max_holders_and_every_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::load(dir.path()).unwrap();
+        let scope = Scope::user("u");
+        for n in 0..(MAX_HOLDERS + 10) {
+            let e = CatalogEntry::indexed(format!("/d/copy-{n:03}.txt"), None, "h", 1, 1, 1)
+                .with_tags(vec![format!("n={n}")]);
+            c.put(&scope, e);
+        }
+        let h = c.holders(&scope, "h");
+        assert_eq!(h.locators.len(), MAX_HOLDERS);
+        assert_eq!(h.locators[0], "/d/copy-000.txt");
+        assert_eq!(h.tags.len(), MAX_HOLDERS + 10, "tags of every holder");
+        assert_eq!(c.locators_with_hash(&scope, "h").len(), MAX_HOLDERS + 10);
+    }
+
+    #[test]
     fn round_trips_and_tracks_hashes_and_members() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");

@@ -139,6 +139,16 @@ fn every_hostile_fixture_ends_normally_with_the_expected_ledger() {
         if let Some(n) = want["lines"].as_u64() {
             assert_eq!(lines.len() as u64, n, "{name}: {lines:#?}");
         }
+        // Counts per status, where which line gets which status may vary between runs.
+        for (status, n) in want["statuses"].as_object().into_iter().flatten() {
+            let got = lines
+                .iter()
+                .filter(|l| l["status"] == status.as_str())
+                .count();
+            if Some(got as u64) != n.as_u64() {
+                failures.push(format!("{name}: {got} lines {status}, expected {n}"));
+            }
+        }
         for expected in want["ledger"].as_array().unwrap() {
             let locator = format!("{root}{}", expected["locator"].as_str().unwrap());
             // A shortened name: the manifest gives the start of the locator.
