@@ -77,6 +77,10 @@ pub enum Error {
     /// mandate (see [`crate::check_scope`]).
     #[error("invalid scope: {0}")]
     Scope(String),
+    /// A request that cannot be acted on as it is (a search query too long, …); the text
+    /// says what to change.
+    #[error("invalid request: {0}")]
+    Request(String),
     /// The caller may read this file but not change it: it is another owner's.
     #[error("forbidden: {0}")]
     Forbidden(String),

@@ -425,6 +425,13 @@ impl Ingestor {
         mode: SearchMode,
     ) -> Result<Vec<Hit>> {
         crate::access::check_scope(scope).map_err(Error::Scope)?;
+        if query.len() > crate::MAX_QUERY_BYTES {
+            return Err(Error::Request(format!(
+                "the query is {} bytes; at most {} are searched (the model reads 256 tokens)",
+                query.len(),
+                crate::MAX_QUERY_BYTES
+            )));
+        }
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }

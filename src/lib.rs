@@ -93,6 +93,10 @@ pub mod daemon {
     pub use crate::watch::{socket_path, watch, SyncCause, WatchConfig};
 }
 
+/// The longest search query, in bytes: the model reads at most 256 tokens of it, and a
+/// longer one only costs tokenizing.
+pub const MAX_QUERY_BYTES: usize = 4096;
+
 /// Lock a mutex, poisoned or not: a panic while holding one of the crate's locks leaves
 /// consistent data behind (every update is a single insert/remove or assignment), so
 /// poisoning is not a reason to stop.

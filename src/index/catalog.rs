@@ -454,6 +454,31 @@ impl Catalog {
     }
 
     /// Entries whose parent is `parent`.
+    /// Entries of `scope` whose locator starts with `prefix`, in locator order (a range of
+    /// the sorted map: the cost is what is found, not the scope's size).
+    pub fn under(&self, scope: &Scope, prefix: &str) -> Vec<CatalogEntry> {
+        let Some(s) = self.scopes.get(&scope.key()) else {
+            return Vec::new();
+        };
+        s.entries
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+
+    /// Whether `scope` holds `locator` or anything under `locator!/`.
+    pub fn holds(&self, scope: &Scope, locator: &str) -> bool {
+        let nested = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
+        self.get(scope, locator).is_some()
+            || self.scopes.get(&scope.key()).is_some_and(|s| {
+                s.entries
+                    .range(nested.clone()..)
+                    .next()
+                    .is_some_and(|(k, _)| k.starts_with(&nested))
+            })
+    }
+
     pub fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry> {
         let Some(s) = self.scopes.get(&scope.key()) else {
             return Vec::new();

@@ -134,10 +134,10 @@ impl Run<'_> {
         let doomed: Vec<String> = {
             let catalog = lock(&self.ing.catalog);
             let mut doomed: Vec<String> = catalog
-                .entries(self.scope)
+                .under(self.scope, &nested)
                 .into_iter()
                 .map(|e| e.locator)
-                .filter(|l| l == locator || l.starts_with(&nested))
+                .chain(catalog.get(self.scope, locator).map(|e| e.locator.clone()))
                 .collect();
             // Members first, the file itself last.
             doomed.sort_by_key(|l| std::cmp::Reverse(l.len()));

@@ -44,6 +44,7 @@ pub use routes::router;
 /// body_idle_timeout_secs = 20        # a body sending nothing this long is cut
 /// min_body_bytes_per_sec = 1024      # a body slower than this (on average) is cut …
 /// body_grace_secs = 30               # … once it has been sending this long
+/// max_request_bytes = 1048576        # any body but an upload's (search, tools, MCP): 413
 /// max_kept_archive_bytes = 1073741824  # uploaded archives kept for extraction on demand
 /// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
 /// mcp_allowed_origins = []           # browser Origins /mcp answers (empty: any)
@@ -99,6 +100,8 @@ pub struct ServiceConfig {
     pub min_body_bytes_per_sec: Option<u64>,
     /// Seconds a body may send before its average pace is checked.
     pub body_grace_secs: Option<u64>,
+    /// The largest body of any request but an upload (search, tools, MCP), in bytes.
+    pub max_request_bytes: Option<u64>,
     /// `Host` names (or `host:port`) `/mcp` answers; loopback names by default. Behind a
     /// reverse proxy, add the name clients use.
     pub mcp_allowed_hosts: Option<Vec<String>>,
@@ -131,6 +134,8 @@ pub struct HttpLimits {
     pub min_body_bytes_per_sec: u64,
     /// How long a body may send before its average pace is checked.
     pub body_grace: std::time::Duration,
+    /// The largest body of any request but an upload.
+    pub max_request_bytes: u64,
 }
 
 /// One `[[api_keys]]` table: a key and the scope it reads and writes.
@@ -287,6 +292,7 @@ impl ServiceConfig {
             body_idle_timeout: Duration::from_secs(self.body_idle_timeout_secs.unwrap_or(20)),
             min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(1024),
             body_grace: Duration::from_secs(self.body_grace_secs.unwrap_or(30)),
+            max_request_bytes: self.max_request_bytes.unwrap_or(1 << 20),
         }
     }
 

@@ -160,6 +160,20 @@ async fn paced_body(
     next: axum::middleware::Next,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    // Uploads are bounded by `max_upload_bytes` where they are spooled; every other body
+    // (search, tools, MCP messages) by `max_request_bytes`, declared or not.
+    let max_bytes = (parts.uri.path() != "/v1/files").then_some(limits.max_request_bytes);
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let (Some(max), Some(n)) = (max_bytes, declared) {
+        if n > max {
+            let message = format!("the request body is {n} bytes; at most {max} are read");
+            return refuse(body, error(StatusCode::PAYLOAD_TOO_LARGE, &message)).await;
+        }
+    }
     let started = Instant::now();
     let stream = body.into_data_stream();
     let paced = futures_util::stream::unfold(
@@ -167,6 +181,10 @@ async fn paced_body(
         move |(mut stream, mut read, done)| async move {
             if done {
                 return None;
+            }
+            if max_bytes.is_some_and(|max| read > max) {
+                let message = format!("the request body is over {} bytes", max_bytes.unwrap_or(0));
+                return Some((Err(std::io::Error::other(message)), (stream, read, true)));
             }
             let next = tokio::time::timeout(limits.body_idle_timeout, stream.next()).await;
             let chunk = match next {
@@ -312,7 +330,7 @@ fn error_of(e: &Error) -> Response {
         Error::Upload(m) if m.contains(TIMEOUT_MARK) => {
             close(error(StatusCode::REQUEST_TIMEOUT, &message))
         }
-        Error::Upload(_) | Error::Config(_) | Error::Scope(_) => {
+        Error::Upload(_) | Error::Config(_) | Error::Scope(_) | Error::Request(_) => {
             error(StatusCode::BAD_REQUEST, &message)
         }
         _ => {

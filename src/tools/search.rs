@@ -116,6 +116,13 @@ pub(crate) fn search_documents(
     let digest = cursor::digest(args);
     let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
     let query = args.query.trim();
+    if query.len() > crate::MAX_QUERY_BYTES {
+        return Err(ToolError::Invalid(format!(
+            "query is {} bytes: at most {}; say it in fewer words",
+            query.len(),
+            crate::MAX_QUERY_BYTES
+        )));
+    }
     if query.is_empty() {
         return Err(ToolError::Invalid(
             "query is empty: say what to look for".into(),

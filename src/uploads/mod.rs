@@ -634,9 +634,8 @@ impl Uploads {
         };
         let nested = format!("{locator}!/");
         let mut members: Vec<FileLine> = catalog
-            .entries(&owner)
+            .under(&owner, &nested)
             .into_iter()
-            .filter(|e| e.locator.starts_with(&nested))
             .map(|e| FileLine {
                 status: word(e.status).to_string(),
                 archive: e.status == EntryStatus::Container,
@@ -674,16 +673,9 @@ impl Uploads {
         let locator = stored_locator(locator);
         let locator = locator.as_str();
         let key = scope.key();
-        let nested = format!("{locator}!/");
         let (catalogued, holder) = {
             let catalog = lock(&shared.ing.catalog);
-            let holds = |owner: &Scope| {
-                catalog.get(owner, locator).is_some()
-                    || catalog
-                        .entries(owner)
-                        .iter()
-                        .any(|e| e.locator.starts_with(&nested))
-            };
+            let holds = |owner: &Scope| catalog.holds(owner, locator);
             // Who holds it that the caller may read: the one matching the call's shared flag
             // first (a shared delete most likely means a shared file).
             let mut holders: Vec<Scope> =

@@ -610,6 +610,24 @@ fn security_service_hygiene() {
         let e = answer["error"].as_str().unwrap();
         assert!(e.contains("at least 200"), "{max}: {answer}");
     }
+    // Bodies other than uploads are bounded (1 MiB), declared or not; so are queries.
+    let big = json!({ "query": "x".repeat(2 << 20) }).to_string();
+    for path in ["/v1/tools/search_documents", "/v1/search", "/mcp"] {
+        let (status, answer) = alice.post(path, "application/json", big.as_bytes());
+        assert_eq!(status, 413, "{path}: {answer}");
+    }
+    let long = json!({ "query": "lighthouse ".repeat(500) }).to_string();
+    let (status, answer) = alice.post("/v1/search", "application/json", long.as_bytes());
+    assert_eq!(status, 400, "{answer}");
+    let (_, answer) = tool(
+        &alice,
+        "search_documents",
+        json!({ "query": "lighthouse ".repeat(500) }),
+    );
+    assert!(
+        answer["error"].as_str().unwrap().contains("at most 4096"),
+        "{answer}"
+    );
     // Health says nothing but ok; metrics are the operator's.
     let nobody = Client::new(&service, None);
     assert_eq!(nobody.get("/health"), (200, json!({ "status": "ok" })));
