@@ -95,7 +95,11 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
             _ => d(FileKind::Other, "application/x-ole-storage"),
         };
     }
-    if let Some(t) = infer::get(head) {
+    // infer takes any 0xFF 0xFB for MP3; without an ID3 tag, the frames must check out.
+    let fake_mp3 = |t: &infer::Type| {
+        t.mime_type() == "audio/mpeg" && !head.starts_with(b"ID3") && !mpeg_audio(head, &ext)
+    };
+    if let Some(t) = infer::get(head).filter(|t| !fake_mp3(t)) {
         let mime = t.mime_type();
         let kind = match t.matcher_type() {
             infer::MatcherType::Image => FileKind::Image,
@@ -106,6 +110,9 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
         if kind != FileKind::Other || !looks_like_text(head) {
             return d(kind, mime);
         }
+    }
+    if mpeg_audio(head, &ext) {
+        return d(FileKind::Audio, "audio/mpeg");
     }
     if looks_like_text(head) {
         let kind = text_kind(head, &ext);
@@ -124,6 +131,81 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
         return d(FileKind::Text(kind), mime);
     }
     d(FileKind::Other, "application/octet-stream")
+}
+
+/// The length in bytes of the MPEG audio frame whose header starts `b`, if `b` starts with a
+/// valid one (frame sync, a known version and layer, a real bitrate and sample rate).
+fn mpeg_frame_len(b: &[u8]) -> Option<usize> {
+    let (&b0, &b1, &b2) = (b.first()?, b.get(1)?, b.get(2)?);
+    if b0 != 0xFF || b1 & 0xE0 != 0xE0 {
+        return None;
+    }
+    let version = (b1 >> 3) & 0b11; // 0: MPEG 2.5, 2: MPEG 2, 3: MPEG 1 (1 is reserved)
+    let layer = (b1 >> 1) & 0b11; // 1: III, 2: II, 3: I (0 is reserved)
+    let bitrate_index = usize::from(b2 >> 4);
+    let rate_index = usize::from((b2 >> 2) & 0b11);
+    if version == 1 || layer == 0 || bitrate_index == 0 || bitrate_index == 15 || rate_index == 3 {
+        return None;
+    }
+    let padding = usize::from((b2 >> 1) & 1);
+    // kbit/s by [MPEG 1 | MPEG 2/2.5][layer I | II | III].
+    const RATES: [[[u16; 15]; 3]; 2] = [
+        [
+            [
+                0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448,
+            ],
+            [
+                0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384,
+            ],
+            [
+                0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320,
+            ],
+        ],
+        [
+            [
+                0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256,
+            ],
+            [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+            [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+        ],
+    ];
+    let mpeg1 = version == 3;
+    let layer_i = 3 - usize::from(layer); // 0: I, 1: II, 2: III
+    let kbps = usize::from(
+        *RATES
+            .get(usize::from(!mpeg1))?
+            .get(layer_i)?
+            .get(bitrate_index)?,
+    );
+    let rate = [44_100usize, 48_000, 32_000].get(rate_index)?
+        >> match version {
+            3 => 0,
+            2 => 1,
+            _ => 2,
+        };
+    let len = match layer_i {
+        0 => (12 * kbps * 1000 / rate + padding) * 4,
+        2 if !mpeg1 => 72 * kbps * 1000 / rate + padding,
+        _ => 144 * kbps * 1000 / rate + padding,
+    };
+    (len >= 4).then_some(len)
+}
+
+/// Whether `head` is MPEG audio (MP3) without an ID3 tag: a frame header at the start (after
+/// at most 4 KiB of zero padding) followed by another where its length says, or (for a
+/// `.mp3`/`.mp2` name, whose second frame may lie past the head) one valid header.
+fn mpeg_audio(head: &[u8], ext: &str) -> bool {
+    let start = head.iter().take(4096).take_while(|&&b| b == 0).count();
+    let Some(at) = head.get(start..) else {
+        return false;
+    };
+    let Some(len) = mpeg_frame_len(at) else {
+        return false;
+    };
+    match at.get(len..) {
+        Some(next) if next.len() >= 3 => mpeg_frame_len(next).is_some(),
+        _ => matches!(ext, "mp3" | "mp2" | "mpga"),
+    }
 }
 
 fn extension(name: &str) -> String {
@@ -341,6 +423,50 @@ fn text_kind(head: &[u8], ext: &str) -> TextKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `n` MPEG-1 layer III frames of 128 kbit/s at 44.1 kHz (417 bytes each, no padding).
+    fn mp3_frames(n: usize, sync1: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let mut frame = vec![0x55u8; 417];
+            frame[0] = 0xFF;
+            frame[1] = sync1;
+            frame[2] = 0x90;
+            frame[3] = 0x64;
+            out.extend_from_slice(&frame);
+        }
+        out
+    }
+
+    #[test]
+    fn mp3_without_id3_is_audio() {
+        for sync1 in [0xFB, 0xFA] {
+            let d = detect(&mp3_frames(3, sync1), "track");
+            assert_eq!(
+                (d.kind, d.mime.as_str()),
+                (FileKind::Audio, "audio/mpeg"),
+                "{sync1:x}"
+            );
+        }
+        // Zero padding before the first frame.
+        let mut padded = vec![0u8; 100];
+        padded.extend(mp3_frames(3, 0xFB));
+        assert_eq!(detect(&padded, "x.bin").kind, FileKind::Audio);
+        // One frame header alone counts for a .mp3 name only.
+        let one = mp3_frames(1, 0xFB);
+        let head = &one[..200];
+        assert_eq!(detect(head, "a.mp3").kind, FileKind::Audio);
+        assert_ne!(detect(head, "a.bin").kind, FileKind::Audio);
+        // Bytes that only start like a frame are not audio.
+        assert_ne!(
+            detect(&[0xFF, 0xFB, 0xF0, 0, 1, 2], "a.mp3").kind,
+            FileKind::Audio
+        );
+        assert_ne!(
+            detect(b"\xff\xfb\x90 not a frame at all", "a").kind,
+            FileKind::Audio
+        );
+    }
 
     #[test]
     fn magic_beats_extension() {

@@ -331,6 +331,28 @@ fn mp3(b: &[u8]) -> Option<Value> {
     let rate = *rates.get(rate_idx)?;
     let audio_bytes = b.len().saturating_sub(at + off);
     let mut facts = json!({ "sample_rate": rate, "channels": channels, "bitrate": bitrate });
+    // A Xing/Info frame (LAME writes one first) counts the frames: an exact duration, where
+    // its own bitrate says nothing of the audio's.
+    let layer = (h.get(1)? >> 1) & 0x3; // 3 = I, 2 = II, 1 = III
+    let per_frame: u32 = match (layer, version) {
+        (3, _) => 384,
+        (1, v) if v != 3 => 576,
+        _ => 1152,
+    };
+    let frame = window.get(off..(off + 200).min(window.len()))?;
+    let xing = frame
+        .windows(4)
+        .position(|w| w == b"Xing" || w == b"Info")
+        .and_then(|p| frame.get(p + 4..p + 12));
+    let be = |s: &[u8]| s.iter().fold(0u32, |acc, x| (acc << 8) | u32::from(*x));
+    if let Some(x) = xing.filter(|x| be(x.get(..4).unwrap_or_default()) & 1 == 1) {
+        let frames = be(x.get(4..8).unwrap_or_default());
+        if frames > 0 && rate > 0 {
+            let seconds = f64::from(frames) * f64::from(per_frame) / f64::from(rate);
+            set(&mut facts, "duration_seconds", json!(round3(seconds)));
+            return Some(facts);
+        }
+    }
     if bitrate > 0 {
         set(
             &mut facts,
