@@ -81,6 +81,10 @@ pub enum Error {
     /// says what to change.
     #[error("invalid request: {0}")]
     Request(String),
+    /// The caller's scope holds as much as it may: nothing new is taken until it deletes
+    /// some (HTTP 507).
+    #[error("quota: {0}")]
+    Quota(String),
     /// The caller may read this file but not change it: it is another owner's.
     #[error("forbidden: {0}")]
     Forbidden(String),

@@ -467,6 +467,11 @@ impl Catalog {
             .collect()
     }
 
+    /// How many entries (files, archives, members) `scope` holds.
+    pub fn len_of(&self, scope: &Scope) -> usize {
+        self.scopes.get(&scope.key()).map_or(0, |s| s.entries.len())
+    }
+
     /// Whether `scope` holds `locator` or anything under `locator!/`.
     pub fn holds(&self, scope: &Scope, locator: &str) -> bool {
         let nested = format!("{locator}{}", extractors::MEMBER_SEPARATOR);

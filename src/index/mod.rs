@@ -150,8 +150,9 @@ pub struct Hit {
     #[serde(default)]
     pub chunk_id: u64,
     /// The scope the chunk is stored in: whose file it is (the reader's own, or shared with
-    /// it by another user of its mandate).
-    #[serde(default)]
+    /// it by another user of its mandate). Not serialized: answers name another owner by
+    /// its label (`owner`), and one's own file not at all.
+    #[serde(skip)]
     pub owner: Scope,
 }
 

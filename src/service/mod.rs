@@ -40,12 +40,14 @@ pub use routes::router;
 /// max_queries = 8                    # searches and tool calls at once; more: 429
 /// max_queries_per_key = 4            # of those, for one key (default: half)
 /// max_connections = 256              # open connections; more wait to be accepted
+/// max_connections_per_peer = 64      # of those, from one address (behind a proxy: raise)
 /// header_timeout_secs = 10           # a request's headers, and an idle connection
 /// body_idle_timeout_secs = 20        # a body sending nothing this long is cut
-/// min_body_bytes_per_sec = 1024      # a body slower than this (on average) is cut …
+/// min_body_bytes_per_sec = 8192      # a body slower than this (on average) is cut …
 /// body_grace_secs = 30               # … once it has been sending this long
 /// max_request_bytes = 1048576        # any body but an upload's (search, tools, MCP): 413
 /// max_kept_archive_bytes = 1073741824  # uploaded archives kept for extraction on demand
+/// max_files_per_key = 500000         # files and members one key's scope holds; more: 507
 /// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
 /// mcp_allowed_origins = []           # browser Origins /mcp answers (empty: any)
 /// max_mcp_sessions_per_key = 16      # MCP sessions one key holds open
@@ -90,6 +92,9 @@ pub struct ServiceConfig {
     pub max_kept_archive_bytes: Option<u64>,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: Option<usize>,
+    /// Connections one peer address may hold open (default a quarter of `max_connections`;
+    /// behind a reverse proxy every client is the proxy: raise it to `max_connections`).
+    pub max_connections_per_peer: Option<usize>,
     /// Seconds a client has to send a request's headers; also how long an idle
     /// keep-alive connection is kept.
     pub header_timeout_secs: Option<u64>,
@@ -114,6 +119,9 @@ pub struct ServiceConfig {
     /// Answer `/metrics` without a key (only where the port is not reachable by tenants).
     #[serde(default)]
     pub public_metrics: bool,
+    /// Catalog entries (files and archive members) one key's scope may hold (default
+    /// 500 000); more uploads are refused with 507 until some are deleted.
+    pub max_files_per_key: Option<usize>,
     /// Limits for every upload's archive tree; the defaults where not given.
     pub limits: Option<crate::Limits>,
     /// The callers: one scope per key.
@@ -126,6 +134,8 @@ pub struct ServiceConfig {
 pub struct HttpLimits {
     /// Connections open at once.
     pub max_connections: usize,
+    /// Connections one peer address may hold open.
+    pub max_connections_per_peer: usize,
     /// A request's headers (and an idle connection).
     pub header_timeout: std::time::Duration,
     /// A body sending nothing.
@@ -254,6 +264,10 @@ impl ServiceConfig {
         }
         for (name, value) in [
             ("max_connections", self.max_connections.map(|v| v as u64)),
+            (
+                "max_connections_per_peer",
+                self.max_connections_per_peer.map(|v| v as u64),
+            ),
             ("header_timeout_secs", self.header_timeout_secs),
             ("body_idle_timeout_secs", self.body_idle_timeout_secs),
             ("max_receiving", self.max_receiving.map(|v| v as u64)),
@@ -288,9 +302,12 @@ impl ServiceConfig {
         use std::time::Duration;
         HttpLimits {
             max_connections: self.max_connections.unwrap_or(256),
+            max_connections_per_peer: self
+                .max_connections_per_peer
+                .unwrap_or((self.max_connections.unwrap_or(256) / 4).max(1)),
             header_timeout: Duration::from_secs(self.header_timeout_secs.unwrap_or(10)),
             body_idle_timeout: Duration::from_secs(self.body_idle_timeout_secs.unwrap_or(20)),
-            min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(1024),
+            min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(8 * 1024),
             body_grace: Duration::from_secs(self.body_grace_secs.unwrap_or(30)),
             max_request_bytes: self.max_request_bytes.unwrap_or(1 << 20),
         }
@@ -312,7 +329,45 @@ impl ServiceConfig {
             max_scope_runs: self.max_scope_runs.unwrap_or(d.max_scope_runs),
             keep_ended: d.keep_ended,
             max_kept_bytes: self.max_kept_archive_bytes.unwrap_or(d.max_kept_bytes),
+            max_files_per_scope: self.max_files_per_key.unwrap_or(d.max_files_per_scope),
             limits: self.limits.clone(),
+        }
+    }
+}
+
+/// Open connections per peer address.
+type Peers = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
+/// One connection of a peer, counted while it lives.
+struct PeerSlot {
+    peers: Peers,
+    ip: std::net::IpAddr,
+}
+
+impl PeerSlot {
+    /// A place for one more connection from `ip`, if it holds fewer than `max`.
+    fn take(peers: &Peers, ip: std::net::IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut map = crate::lock(peers);
+        let n = map.entry(ip).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerSlot {
+            peers: Arc::clone(peers),
+            ip,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut map = crate::lock(&self.peers);
+        if let Some(n) = map.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.ip);
+            }
         }
     }
 }
@@ -341,6 +396,7 @@ pub async fn serve(
     let (closing, _) = tokio::sync::watch::channel(());
     let mut stop = std::pin::pin!(stop);
     let mut connections = tokio::task::JoinSet::new();
+    let peers: Peers = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
     loop {
         let permit = tokio::select! {
             () = &mut stop => break,
@@ -349,7 +405,7 @@ pub async fn serve(
                 Err(_) => break,
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut stop => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -361,11 +417,20 @@ pub async fn serve(
                 }
             },
         };
+        // One address holds at most `max_connections_per_peer` of the places: a flood of
+        // idle connections from one peer cannot shut the others out.
+        let Some(peer_slot) = PeerSlot::take(&peers, peer.ip(), limits.max_connections_per_peer)
+        else {
+            tracing::debug!(peer = %peer.ip(), "connection refused: too many from this address");
+            drop(stream);
+            continue;
+        };
         let service = TowerToHyperService::new(app.clone());
         let mut closing = closing.subscribe();
         let header_timeout = limits.header_timeout;
         connections.spawn(async move {
             let _permit = permit;
+            let _peer_slot = peer_slot;
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(TokioTimer::new())

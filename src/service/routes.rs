@@ -69,6 +69,8 @@ struct App {
     max_upload_bytes: u64,
     /// MCP session id → the key id of the caller that opened it.
     mcp_owners: Mutex<HashMap<String, String>>,
+    /// Key id → sessions being opened now (counted with the open ones against the cap).
+    mcp_opening: Mutex<HashMap<String, usize>>,
     mcp_sessions: crate::mcp::Sessions,
     max_mcp_sessions_per_key: usize,
 }
@@ -127,6 +129,7 @@ pub fn router(
         public_metrics: config.public_metrics,
         queries,
         mcp_owners: Mutex::new(HashMap::new()),
+        mcp_opening: Mutex::new(HashMap::new()),
         mcp_sessions,
         max_mcp_sessions_per_key: config
             .max_mcp_sessions_per_key
@@ -224,6 +227,24 @@ async fn paced_body(
 /// How a paced body's error begins, so the answer can say 408.
 pub(crate) const TIMEOUT_MARK: &str = "timeout: ";
 
+/// An MCP session being opened, counted against its key's cap until the request ends.
+struct Opening {
+    app: Arc<App>,
+    key_id: String,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        let mut being_opened = lock(&self.app.mcp_opening);
+        if let Some(n) = being_opened.get_mut(&self.key_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                being_opened.remove(&self.key_id);
+            }
+        }
+    }
+}
+
 /// In front of `/mcp`: the request's key gives the scope its tool calls answer in (401
 /// without a valid key, like every `/v1` route), and a session belongs to the key that
 /// opened it: another key's session id is answered as an unknown one, and a key holds at
@@ -253,14 +274,32 @@ async fn mcp_scope(
         }
     }
     let opening = session.is_none() && request.method() == axum::http::Method::POST;
-    if opening && app.live_sessions_of(&caller.key_id).await >= app.max_mcp_sessions_per_key {
-        let message = format!(
-            "this key holds {} MCP sessions, the most it may: end one (DELETE /mcp with its \
-             Mcp-Session-Id) or let one expire",
-            app.max_mcp_sessions_per_key
-        );
-        return retry_after(error(StatusCode::TOO_MANY_REQUESTS, &message), 5);
+    if opening {
+        // Sessions that ended are forgotten first; then the open ones and those being
+        // opened now are counted and this one taken in one step, so that requests racing
+        // each other cannot all pass the cap.
+        app.forget_ended_sessions(&caller.key_id).await;
+        let open = lock(&app.mcp_owners)
+            .values()
+            .filter(|k| **k == caller.key_id)
+            .count();
+        let mut being_opened = lock(&app.mcp_opening);
+        let n = being_opened.entry(caller.key_id.clone()).or_default();
+        if open + *n >= app.max_mcp_sessions_per_key {
+            let message = format!(
+                "this key holds {} MCP sessions, the most it may: end one (DELETE /mcp with its \
+                 Mcp-Session-Id) or let one expire",
+                app.max_mcp_sessions_per_key
+            );
+            return retry_after(error(StatusCode::TOO_MANY_REQUESTS, &message), 5);
+        }
+        *n += 1;
     }
+    // Given back however the request ends (a client gone mid-request drops this future).
+    let _opening = opening.then(|| Opening {
+        app: Arc::clone(&app),
+        key_id: caller.key_id.clone(),
+    });
     let ending = request.method() == axum::http::Method::DELETE;
     request.extensions_mut().insert(crate::mcp::RequestScope {
         scope: caller.scope.clone(),
@@ -313,6 +352,7 @@ fn error_of(e: &Error) -> Response {
     match e {
         Error::NotFound(_) => error(StatusCode::NOT_FOUND, &message),
         Error::Forbidden(_) => error(StatusCode::FORBIDDEN, &message),
+        Error::Quota(_) => error(StatusCode::INSUFFICIENT_STORAGE, &message),
         Error::TooLarge { .. } => error(StatusCode::PAYLOAD_TOO_LARGE, &message),
         Error::Busy {
             retry_after_secs, ..
@@ -356,27 +396,25 @@ fn close(mut response: Response) -> Response {
 }
 
 impl App {
-    /// MCP sessions the key `key_id` opened that are still open (forgetting those that
-    /// ended or expired).
-    async fn live_sessions_of(&self, key_id: &str) -> usize {
+    /// Forget the MCP sessions of key `key_id` that ended or expired.
+    async fn forget_ended_sessions(&self, key_id: &str) {
         let mine: Vec<String> = lock(&self.mcp_owners)
             .iter()
             .filter(|(_, k)| k.as_str() == key_id)
             .map(|(id, _)| id.clone())
             .collect();
         let live = self.mcp_sessions.sessions.read().await;
-        let (alive, gone): (Vec<String>, Vec<String>) = mine
+        let gone: Vec<String> = mine
             .into_iter()
-            .partition(|id| live.contains_key(id.as_str()));
+            .filter(|id| !live.contains_key(id.as_str()))
+            .collect();
         drop(live);
         let mut owners = lock(&self.mcp_owners);
         for id in gone {
             owners.remove(&id);
         }
-        alive.len()
     }
 
-    /// One of the `max_queries` slots, if free.
     /// One of the `max_queries` slots and one of the caller's own, if both are free.
     fn query_slot(&self, caller: &Caller) -> Option<QuerySlot> {
         let own = Arc::clone(&caller.queries).try_acquire_owned().ok()?;
@@ -516,6 +554,71 @@ async fn upload(
     multipart(&app, &caller, &q, &content_type, body, reservation, options).await
 }
 
+/// The most bytes a multipart part's headers may take.
+const MAX_PART_HEADER_BYTES: usize = 16 * 1024;
+
+/// Watches a multipart body go by: after every boundary, the part's headers must end (a blank
+/// line) within [`MAX_PART_HEADER_BYTES`]. Bytes pass through unchanged; only a little of the
+/// last chunk is kept, to find what lies across two chunks.
+struct PartHeaders {
+    /// `--BOUNDARY`.
+    delimiter: Vec<u8>,
+    /// The end of the previous chunk, where a delimiter or a blank line may have begun.
+    tail: Vec<u8>,
+    /// Header bytes seen since the last delimiter, while its headers have not ended.
+    in_headers: Option<usize>,
+}
+
+impl PartHeaders {
+    fn new(boundary: &str) -> Self {
+        PartHeaders {
+            delimiter: format!("--{boundary}").into_bytes(),
+            tail: Vec::new(),
+            in_headers: None,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let mut data = std::mem::take(&mut self.tail);
+        data.extend_from_slice(chunk);
+        let mut at = 0;
+        loop {
+            let rest = data.get(at..).unwrap_or_default();
+            match self.in_headers {
+                Some(seen) => match memchr::memmem::find(rest, b"\r\n\r\n") {
+                    Some(i) => {
+                        self.in_headers = None;
+                        at += i + 4;
+                    }
+                    None => {
+                        let keep = rest.len().min(3);
+                        let seen = seen + rest.len() - keep;
+                        if seen > MAX_PART_HEADER_BYTES {
+                            return Err(format!(
+                                "multipart: a part's headers are over {MAX_PART_HEADER_BYTES} bytes"
+                            ));
+                        }
+                        self.in_headers = Some(seen);
+                        self.tail = rest.get(rest.len() - keep..).unwrap_or_default().to_vec();
+                        return Ok(());
+                    }
+                },
+                None => match memchr::memmem::find(rest, &self.delimiter) {
+                    Some(i) => {
+                        self.in_headers = Some(0);
+                        at += i + self.delimiter.len();
+                    }
+                    None => {
+                        let keep = rest.len().min(self.delimiter.len().saturating_sub(1));
+                        self.tail = rest.get(rest.len() - keep..).unwrap_or_default().to_vec();
+                        return Ok(());
+                    }
+                },
+            }
+        }
+    }
+}
+
 /// A multipart upload: every file field is an upload of its own (named by its file name,
 /// the first by `?name=` when given), each taking its own place to be received. One file:
 /// the answer of a plain upload. Several: that, for the first, and `files` with each one's
@@ -537,8 +640,21 @@ async fn multipart(
     let whole =
         multer::SizeLimit::new().whole_stream(app.max_upload_bytes.saturating_add(64 << 10));
     let constraints = multer::Constraints::new().size_limit(whole);
-    let mut parts =
-        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    // Every part's headers end within MAX_PART_HEADER_BYTES, or the body is cut: multer
+    // itself keeps reading a header that never ends.
+    let mut guard = PartHeaders::new(&boundary);
+    // multer reports a stream error without its words: keep them to answer with.
+    let cut: Arc<Mutex<Option<String>>> = Arc::default();
+    let why = Arc::clone(&cut);
+    let stream = body.into_data_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        if let Err(e) = guard.feed(&chunk) {
+            *lock(&why) = Some(e.clone());
+            return Err(std::io::Error::other(e));
+        }
+        Ok::<_, std::io::Error>(chunk)
+    });
+    let mut parts = multer::Multipart::with_constraints(stream, boundary, constraints);
     let mut reservation = Some(first);
     let mut files: Vec<Value> = Vec::new();
     let mut first_outcome: Option<Result<JobId, Error>> = None;
@@ -547,7 +663,11 @@ async fn multipart(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                let e = Error::Upload(format!("multipart: {e}"));
+                let e = Error::Upload(
+                    lock(&cut)
+                        .take()
+                        .unwrap_or_else(|| format!("multipart: {e}")),
+                );
                 if first_outcome.is_none() {
                     return close(error_of(&e));
                 }
@@ -776,7 +896,19 @@ async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response
     })
     .await;
     let response = match found {
-        Ok(Ok(hits)) => json_response(StatusCode::OK, &json!({ "hits": hits })),
+        Ok(Ok(hits)) => {
+            let hits: Vec<Value> = hits
+                .iter()
+                .map(|h| {
+                    let mut v = json!(h);
+                    if let Some(m) = v.as_object_mut() {
+                        crate::tools::note_owner(m, &caller.scope, &h.owner);
+                    }
+                    v
+                })
+                .collect();
+            json_response(StatusCode::OK, &json!({ "hits": hits }))
+        }
         Ok(Err(e)) => error_of(&e),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
@@ -882,4 +1014,38 @@ async fn metrics(State(app): Shared, headers: HeaderMap) -> Response {
         app.uploads.metrics().await,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_headers_must_end_soon_after_each_boundary() {
+        let body = b"--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n\
+                     data data\r\n--XYZ\r\nContent-Disposition: form-data; name=\"b\"\r\n\r\nv\r\n--XYZ--\r\n";
+        // Whole, and in every split into two chunks (boundaries across chunks).
+        for cut in 0..body.len() {
+            let mut g = PartHeaders::new("XYZ");
+            g.feed(&body[..cut]).unwrap();
+            g.feed(&body[cut..]).unwrap();
+        }
+        // Long data is fine; a header that never ends is cut.
+        let mut g = PartHeaders::new("XYZ");
+        g.feed(b"--XYZ\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n")
+            .unwrap();
+        for _ in 0..100 {
+            g.feed(&[b'A'; 64 * 1024]).unwrap();
+        }
+        let mut g = PartHeaders::new("XYZ");
+        g.feed(b"--XYZ\r\nX-Long: ").unwrap();
+        let mut failed = false;
+        for _ in 0..10 {
+            if g.feed(&[b'A'; 4096]).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "an endless header passed");
+    }
 }

@@ -52,6 +52,11 @@ pub(crate) fn browse_container(
             };
             base.insert("locator".into(), json!(shown));
             base.insert("kind".into(), json!(kind));
+            if let Some(file_owner) = view.owner_of(&loc).filter(|_| kind == "folder") {
+                // A colleague's file of the same name: read it with its `owner`.
+                let label = crate::access::owner_label(file_owner);
+                base.insert("other_owners".into(), json!([label]));
+            }
             if let Some(reason) = view.entry(&loc).and_then(|e| e.reason.as_ref()) {
                 // How the archive was read: its member count, or the limit that cut it short.
                 base.insert("reason".into(), json!(reason));
@@ -145,7 +150,11 @@ fn root_prefix(view: &View) -> String {
 fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
     let (kind, prefix) = if loc.is_empty() {
         ("root", root_prefix(view))
-    } else if let Some(e) = view.entry(loc) {
+    } else if let Some(e) = view
+        .entry(loc)
+        // A colleague's file named like a folder of the reader's own: the folder wins.
+        .filter(|_| !view.own_folder_hidden_by_file(loc))
+    {
         let inside = format!("{loc}!/");
         // An archive cut short by a limit is recorded as skipped, with the members it read.
         if e.status == EntryStatus::Container || view.has_under(&inside) {
@@ -181,30 +190,21 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
     }
     let members = children
         .into_iter()
-        .map(|(name, under)| {
+        .flat_map(|(name, under)| {
             let locator = format!("{prefix}{name}");
-            let mut m = Map::new();
-            m.insert("name".into(), json!(name));
-            m.insert("locator".into(), json!(locator));
-            view.note_owner(&mut m, &locator);
-            match view.entry(&locator) {
-                Some(e) if e.status == EntryStatus::Container => {
-                    m.insert("kind".into(), json!("archive"));
-                    m.insert("members".into(), json!(under));
-                    if let Some(r) = &e.reason {
-                        m.insert("reason".into(), json!(r));
-                    }
-                }
-                Some(e) => {
-                    m.insert("kind".into(), json!("file"));
-                    describe_file(&mut m, e);
-                }
-                None => {
-                    m.insert("kind".into(), json!("folder"));
-                    m.insert("members".into(), json!(under));
-                }
-            }
-            Value::Object(m)
+            // A name that is a folder (of files under it) and also a file of another
+            // owner is listed twice: the folder, then the file with its owner.
+            let both = under > 0
+                && view.entry(&locator).is_some_and(|e| {
+                    e.status != EntryStatus::Container && !view.has_under(&format!("{locator}!/"))
+                })
+                && view.has_under(&format!("{locator}/"));
+            let folder = both.then(
+                || json!({ "name": name, "locator": locator, "kind": "folder", "members": under }),
+            );
+            folder
+                .into_iter()
+                .chain(std::iter::once(member(view, &name, &locator, under)))
         })
         .collect();
     Ok(Listing::Members {
@@ -212,6 +212,32 @@ fn members(view: &View, loc: &str) -> Result<Listing, ToolError> {
         prefix,
         members,
     })
+}
+
+/// One member of a listing: a file, an archive, or a folder with `under` files below it.
+fn member(view: &View, name: &str, locator: &str, under: usize) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name));
+    m.insert("locator".into(), json!(locator));
+    view.note_owner(&mut m, locator);
+    match view.entry(locator) {
+        Some(e) if e.status == EntryStatus::Container => {
+            m.insert("kind".into(), json!("archive"));
+            m.insert("members".into(), json!(under));
+            if let Some(r) = &e.reason {
+                m.insert("reason".into(), json!(r));
+            }
+        }
+        Some(e) => {
+            m.insert("kind".into(), json!("file"));
+            describe_file(&mut m, e);
+        }
+        None => {
+            m.insert("kind".into(), json!("folder"));
+            m.insert("members".into(), json!(under));
+        }
+    }
+    Value::Object(m)
 }
 
 /// A member in compact form: name, kind, and status or member count.

@@ -393,4 +393,14 @@ mod view;
 
 pub(crate) use read::{parse_pages, parse_type};
 
+/// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is
+/// not `reader`'s own.
+pub(crate) fn note_owner(
+    m: &mut serde_json::Map<String, serde_json::Value>,
+    reader: &Scope,
+    owner: &Scope,
+) {
+    view::note_owner(m, reader, owner, &[]);
+}
+
 use budget::Budget;

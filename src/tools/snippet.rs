@@ -80,10 +80,11 @@ fn collapse(text: &str) -> (Vec<char>, Vec<usize>) {
 /// The distinct lowercased words of `query` of at least [`MIN_WORD_CHARS`] letters.
 fn terms(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for word in query.split(|c: char| !c.is_alphanumeric()) {
         if word.chars().count() >= MIN_WORD_CHARS {
             let w = word.to_lowercase();
-            if !out.contains(&w) {
+            if seen.insert(w.clone()) {
                 out.push(w);
             }
         }

@@ -105,6 +105,22 @@ impl View {
         }
     }
 
+    /// Whether the entry at `locator` is another owner's file while the reader has files of
+    /// its own (closer to it) under `locator/`: then the bare locator means the folder.
+    pub fn own_folder_hidden_by_file(&self, locator: &str) -> bool {
+        let Some(file_owner) = self.owner_of(locator) else {
+            return false;
+        };
+        let rank = closeness(&self.reader, file_owner);
+        let folder = format!("{locator}/");
+        rank > 0
+            && self
+                .owners
+                .range(folder.clone()..)
+                .take_while(|(k, _)| k.starts_with(&folder))
+                .any(|(_, (o, _))| closeness(&self.reader, o) < rank)
+    }
+
     /// The owner of the entry at `locator` that a bare locator means.
     pub fn owner_of(&self, locator: &str) -> Option<&Scope> {
         self.owners.get(locator).map(|(o, _)| o)

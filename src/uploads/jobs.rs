@@ -175,9 +175,22 @@ pub struct JobStatus {
     pub finished_at: Option<f64>,
     /// Chunks its files have in the index.
     pub chunks: u64,
-    /// One line per file (the upload itself, and each archive member), in locator order.
+    /// One line per file (the upload itself, and each archive member), in locator order; of
+    /// an ended job at most [`MAX_ENDED_LINES`], the files that are not indexed first.
     pub files: Vec<FileLine>,
+    /// Lines of the ended job not kept in `files` (`GET /v1/files/status` of the upload
+    /// lists every member).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub files_omitted: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The most lines an ended job keeps: its record lives for days, and an archive may hold
+/// ten thousand members.
+pub const MAX_ENDED_LINES: usize = 1000;
 
 impl JobStatus {
     /// A job just accepted.
@@ -200,6 +213,7 @@ impl JobStatus {
             finished_at: None,
             chunks: 0,
             files: Vec::new(),
+            files_omitted: 0,
         }
     }
 }
@@ -303,6 +317,14 @@ impl Progress {
             }
             _ => None,
         };
+        let mut files = files;
+        if files.len() > MAX_ENDED_LINES {
+            // Keep what went wrong first (stable: locator order within each group).
+            files.sort_by_key(|l| searchable(l) || l.archive);
+            status.files_omitted = (files.len() - MAX_ENDED_LINES) as u64;
+            files.truncate(MAX_ENDED_LINES);
+            files.sort_by(|a, b| a.locator.cmp(&b.locator));
+        }
         status.files = files;
         status.finished_at = Some(now());
     }

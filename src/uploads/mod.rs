@@ -84,6 +84,9 @@ pub struct UploadsConfig {
     /// on demand (`extract_container_item`); the oldest are evicted past it, and an archive
     /// is deleted with its upload. 0 keeps none.
     pub max_kept_bytes: u64,
+    /// Catalog entries (files, archives, members; shared or not) one scope may hold; an
+    /// upload past it is refused ([`Error::Quota`]) until files are deleted.
+    pub max_files_per_scope: usize,
     /// Limits for every upload's container tree (an upload's own
     /// [`UploadOptions::limits`] win); `None`: the ingestor's.
     pub limits: Option<crate::Limits>,
@@ -100,6 +103,7 @@ impl Default for UploadsConfig {
             max_scope_runs: 2,
             keep_ended: Duration::from_secs(7 * 24 * 3600),
             max_kept_bytes: 1 << 30,
+            max_files_per_scope: 500_000,
             limits: None,
         }
     }
@@ -248,7 +252,8 @@ fn stored_locator(locator: &str) -> String {
 
 /// The name an upload is stored under: `name` in Unicode NFC, or why it is refused. A name
 /// is data, never a path: it must be a plain relative name (`report.pdf`, `team/notes.md`)
-/// that reads the same to every caller, so no white space at either end, no empty, `.` or
+/// that reads the same to every caller, so no white space at either end (and none but the
+/// plain space inside), no empty, `.` or
 /// `..` segment, no `\`, `!/` or `#` (they mean something in a locator), no control or
 /// invisible formatting character (bidi overrides, zero-width spaces), at most
 /// [`MAX_NAME_BYTES`] bytes in at most [`MAX_NAME_SEGMENTS`] segments of
@@ -271,10 +276,9 @@ pub fn upload_name(name: &str) -> Result<String> {
             "starts with / (a name is relative: it never names a file on the server)".into(),
         );
     }
-    if let Some(c) = nfc
-        .chars()
-        .find(|&c| c.is_control() || crate::access::is_invisible(c))
-    {
+    if let Some(c) = nfc.chars().find(|&c| {
+        c.is_control() || crate::access::is_invisible(c) || (c.is_whitespace() && c != ' ')
+    }) {
         return bad(format!("holds {}", crate::access::describe_char(c)));
     }
     if nfc.contains('\\') {
@@ -434,6 +438,23 @@ impl Uploads {
         })
         .map_err(Error::Scope)?;
         let principal = principal_key(scope);
+        let held = {
+            let catalog = lock(&shared.ing.catalog);
+            catalog.len_of(&Scope {
+                is_shared: false,
+                ..scope.clone()
+            }) + catalog.len_of(&Scope {
+                is_shared: true,
+                ..scope.clone()
+            })
+        };
+        if held >= shared.config.max_files_per_scope {
+            shared.metrics.refused("quota");
+            return Err(Error::Quota(format!(
+                "your files hold {held} entries (files and archive members), the most one \
+                 caller may: delete some first"
+            )));
+        }
         let (open, open_here) = {
             let state = lock(&shared.state);
             let shared_key = Scope {
@@ -820,6 +841,8 @@ mod tests {
             "evil\u{202e}fdp.exe",
             "zero\u{200b}width.txt",
             "bom\u{feff}.txt",
+            "line\u{2028}sep.txt",
+            "wide\u{3000}space.txt",
             "a/ b/c",
             long_segment.as_str(),
             deep.as_str(),

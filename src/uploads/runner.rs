@@ -279,6 +279,10 @@ impl Shared {
             return;
         };
         let progress = std::mem::take(&mut job.progress);
+        // Whether a limit left members out, from every line (an ended job keeps only some).
+        let left_out = progress.lines.values().any(|l| {
+            l.status == "skipped" && l.reason.as_deref().is_some_and(|r| r.contains("limit: "))
+        });
         progress.finish(&mut job.record.status);
         if let Some(reason) = failure {
             job.record.status.state = JobState::Failed;
@@ -291,9 +295,6 @@ impl Shared {
         if job.record.status.kind == JobKind::Upload {
             let body = super::spool::body_path(&self.dir, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
-            let left_out = job.record.status.files.iter().any(|l| {
-                l.status == "skipped" && l.reason.as_deref().is_some_and(|r| r.contains("limit: "))
-            });
             let data_dir = self.ing.data_dir();
             let kept = left_out
                 && super::spool::keep(data_dir, &body, scope, name, self.config.max_kept_bytes)

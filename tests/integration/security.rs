@@ -257,6 +257,11 @@ fn security_a_shared_file_never_shadows_the_users_own() {
                 assert_eq!(h["owner"], "alice (shared)", "{h}");
             }
         }
+        // So do the hits of the HTTP search.
+        for h in me.search("spare keys of the boathouse", 5) {
+            let own = h["text"].as_str().unwrap().contains("blue tin");
+            assert_eq!(h.get("owner").is_none(), own, "{h}");
+        }
         // Browse lists the file once, as the reader's, with the other owner named.
         let (_, top) = tool(&me, "browse_container", json!({}));
         let notes: Vec<&Value> = top["members"]
@@ -278,6 +283,33 @@ fn security_a_shared_file_never_shadows_the_users_own() {
             format!("{theirs} Again.\n").as_bytes(),
         );
     }
+    // A colleague's file named like the reader's folder hides neither.
+    uploaded(&me, "team/plan.md", b"The reader's plan for the team.\n");
+    uploaded_shared(&colleague, "team", b"The colleague's file called team.\n");
+    let (_, top) = tool(&me, "browse_container", json!({}));
+    let team: Vec<&Value> = top["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "team")
+        .collect();
+    assert_eq!(team.len(), 2, "{top}");
+    assert_eq!(team[0]["kind"], "folder", "{top}");
+    assert_eq!(team[1]["owner"], "alice (shared)", "{top}");
+    let (_, folder) = tool(&me, "browse_container", json!({ "locator": "team" }));
+    assert_eq!(folder["kind"], "folder", "{folder}");
+    assert!(folder.to_string().contains("plan.md"), "{folder}");
+    assert_eq!(
+        folder["other_owners"],
+        json!(["alice (shared)"]),
+        "{folder}"
+    );
+    let (_, file) = tool(
+        &me,
+        "read_content_objects",
+        json!({ "locator": "team", "owner": "alice (shared)" }),
+    );
+    assert!(file.to_string().contains("file called team"), "{file}");
     // An owner nobody is: as missing.
     let (_, read) = tool(
         &me,
@@ -628,6 +660,27 @@ fn security_service_hygiene() {
         answer["error"].as_str().unwrap().contains("at most 4096"),
         "{answer}"
     );
+    // A multipart part whose headers never end is cut, not held (the answer comes while
+    // the client is still sending).
+    let mut s = TcpStream::connect(addr(&service)).unwrap();
+    let head = format!(
+        "POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\n\
+         Content-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: 10000000\r\n\r\n\
+         --XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\nX-Long: "
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut writer = s.try_clone().unwrap();
+    let sending = std::thread::spawn(move || {
+        for _ in 0..100 {
+            if writer.write_all(&[b'A'; 4096]).is_err() {
+                break;
+            }
+        }
+    });
+    let answer = answer_on(&mut s);
+    sending.join().unwrap();
+    assert!(answer.contains(" 400 "), "{answer:?}");
+    assert!(answer.contains("headers are over"), "{answer:?}");
     // Health says nothing but ok; metrics are the operator's.
     let nobody = Client::new(&service, None);
     assert_eq!(nobody.get("/health"), (200, json!({ "status": "ok" })));
@@ -665,7 +718,7 @@ fn security_mcp_sessions_are_bound_to_their_key_and_hosts_are_configurable() {
     let sb = Sandbox::new();
     let service = Service::start(
         &sb,
-        "mcp_allowed_hosts = [\"127.0.0.1\", \"docs.example.com\"]",
+        "mcp_allowed_hosts = [\"127.0.0.1\", \"docs.example.com\"]\nmax_mcp_sessions_per_key = 4",
     );
     let python = repo_dir().join(".venv-test/bin/python");
     assert!(
@@ -766,5 +819,82 @@ fn security_a_deep_long_name_zip_costs_little_through_the_service() {
         hwm_kib / 1024
     );
     assert!(hwm_kib < 1024 * 1024, "peak RSS {hwm_kib} KiB");
+    assert!(service.stop().success());
+}
+
+/// A connection from `from` (a loopback address) to the service.
+fn connect_from(service: &Service, from: &str) -> TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    socket.bind(&local.into()).unwrap();
+    let to: std::net::SocketAddr = addr(service).parse().unwrap();
+    socket.connect(&to.into()).unwrap();
+    socket.into()
+}
+
+/// Connection floods: one address holds at most its share of the connections (the rest are
+/// closed at once), so another address is still served; no key is needed to try.
+#[test]
+fn security_one_address_cannot_take_every_connection() {
+    let sb = Sandbox::new();
+    let service = Service::start(
+        &sb,
+        "max_connections = 16\nmax_connections_per_peer = 4\nheader_timeout_secs = 30",
+    );
+    // Four idle connections from 127.0.0.1 take its share.
+    let idle: Vec<TcpStream> = (0..4)
+        .map(|_| connect_from(&service, "127.0.0.1"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // A fifth from the same address is closed without an answer.
+    let mut fifth = connect_from(&service, "127.0.0.1");
+    let _ = fifth.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(read_answer(&mut fifth), "", "a fifth connection was served");
+    // Another address is served at once.
+    let mut other = connect_from(&service, "127.0.0.2");
+    other
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    other
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let answer = read_answer(&mut other);
+    assert!(answer.contains(" 200 "), "{answer:?}");
+    drop(idle);
+    assert!(service.stop().success());
+}
+
+/// Storage per caller is bounded: past `max_files_per_key` catalog entries an upload is
+/// refused (507) until files are deleted, and an ended job keeps at most 1000 lines.
+#[test]
+fn security_a_callers_storage_and_job_records_are_bounded() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "max_files_per_key = 1500");
+    let alice = Client::new(&service, Some(ALICE));
+    // 1100 empty members: one content, 1100 lines.
+    let names: Vec<String> = (0..1100).map(|i| format!("e/{i:04}.txt")).collect();
+    let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+    let zip = ingest::testing::zip_of(&entries);
+    let job = uploaded(&alice, "many.zip", &zip);
+    assert_eq!(job["files"].as_array().unwrap().len(), 1000, "kept lines");
+    assert_eq!(job["files_omitted"], 101, "{}", job["files_omitted"]);
+    // 1101 entries now, under 1500: one more upload is taken, then the quota refuses.
+    uploaded(&alice, "more.zip", &zip);
+    let (status, answer) = alice.upload("third.txt", b"one more");
+    assert_eq!(status, 507, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("delete some"),
+        "{answer}"
+    );
+    // Bob's quota is his own.
+    let bob = Client::new(&service, Some(BOB));
+    uploaded(&bob, "bob.txt", b"Bob's note.\n");
+    // Deleting frees it.
+    assert_eq!(alice.delete("/v1/files?locator=more.zip").0, 200);
+    let (status, answer) = alice.upload("third.txt", b"one more");
+    assert_eq!(status, 202, "{answer}");
     assert!(service.stop().success());
 }

@@ -10,7 +10,9 @@ KEY_B (whose scope holds nothing) the same search and browse find nothing.
 
 With --sessions: a session opened with KEY_A is KEY_A's. KEY_B sending its id (to call a
 tool or to end it) gets exactly the answer of an unknown session id (status and body), and
-the session goes on working for KEY_A until KEY_A ends it.
+the session goes on working for KEY_A until KEY_A ends it. Twenty initializations racing
+each other open at most four sessions (the service must run with max_mcp_sessions_per_key
+= 4).
 
 Prints one line per check; exits 1 with a `FAILED:` line on the first failure.
 """
@@ -133,6 +135,21 @@ async def sessions(url, key_a, key_b):
         if status == 200:
             fail("A's session still answers after A ended it")
         print("A ended its session")
+
+        # Twenty initializations at once, with a cap of four sessions per key (the
+        # service's configuration): no more than four open.
+        async def open_one():
+            r = await client.post(url, json=init, headers=a)
+            return r.status_code, r.headers.get("mcp-session-id")
+
+        results = await asyncio.gather(*[open_one() for _ in range(20)])
+        opened = [sid for status, sid in results if status == 200 and sid]
+        refused = [status for status, _ in results if status == 429]
+        if len(opened) > 4 or len(opened) + len(refused) != 20:
+            fail(f"20 racing initializations, cap 4: {len(opened)} opened, {len(refused)} refused")
+        print(f"20 racing initializations: {len(opened)} opened, {len(refused)} refused (cap 4)")
+        for sid in opened:
+            await client.delete(url, headers={**a, "mcp-session-id": sid})
     print("OK")
 
 
