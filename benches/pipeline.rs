@@ -10,7 +10,7 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    load_tokenizer, Catalog, CatalogEntry, Chunker, Embedder, FastEmbedder, InProcess, Leaf,
+    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf,
     Unpacker, WorkerPool,
 };
 use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
@@ -135,7 +135,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     g.throughput(Throughput::Elements(batch.len() as u64));
     // Both model files, side by side in one run.
     for variant in ModelVariant::ALL {
-        let embedder = match FastEmbedder::load(&dir, variant, 16) {
+        let embedder = match load_embedder(&dir, variant, 16) {
             Ok(e) => e,
             Err(e) => {
                 eprintln!("skipping the {variant} embed benchmark: {e}");

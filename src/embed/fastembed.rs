@@ -92,39 +92,15 @@ impl Embedder for FastEmbedder {
     /// L2-normalised 384-dimensional vectors, `batch` texts of similar length per model run
     /// (padding costs as much as text). Blocks while another thread is embedding.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Every model run pads its texts to the longest one: run texts of similar length
-        // together (longest first), then give the vectors back in the callers' order.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts.get(i).map_or(0, |t| t.len())));
-        let sorted: Vec<&str> = order
-            .iter()
-            .filter_map(|&i| texts.get(i).copied())
-            .collect();
-        let mut model = self
-            .model
-            .lock()
-            .map_err(|_| Error::Embed("embedding model lock poisoned".into()))?;
-        let vectors = model
-            .embed(&sorted, Some(self.batch))
-            .map_err(|e| Error::Embed(e.to_string()))?;
-        drop(model);
-        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != DIMENSIONS) {
-            return Err(Error::Embed(format!(
-                "model returned {} vectors for {} texts",
-                vectors.len(),
-                texts.len()
-            )));
-        }
-        let mut out = vec![Vec::new(); texts.len()];
-        for (&i, v) in order.iter().zip(vectors) {
-            if let Some(slot) = out.get_mut(i) {
-                *slot = v;
-            }
-        }
-        Ok(out)
+        super::embed_longest_first(texts, |sorted| {
+            let mut model = self
+                .model
+                .lock()
+                .map_err(|_| Error::Embed("embedding model lock poisoned".into()))?;
+            model
+                .embed(sorted, Some(self.batch))
+                .map_err(|e| Error::Embed(e.to_string()))
+        })
     }
 
     fn dimensions(&self) -> usize {
@@ -133,6 +109,10 @@ impl Embedder for FastEmbedder {
 
     fn max_tokens(&self) -> usize {
         MAX_SEQ_TOKENS
+    }
+
+    fn describe(&self) -> String {
+        format!("{} on ONNX Runtime", self.variant)
     }
 }
 
@@ -146,7 +126,7 @@ mod tests {
         let dir = super::super::find_model_dir(None).expect("model provisioned: run `make models`");
         let light = super::super::load_tokenizer(&dir).unwrap();
         // The model's own tokenizer, with true lengths as the chunker needs them.
-        let embedder = FastEmbedder::load(&dir, ModelVariant::default(), 4).unwrap();
+        let embedder = FastEmbedder::load(&dir, ModelVariant::BlockInt8, 4).unwrap();
         let mut model_tokenizer = embedder.model.lock().unwrap().tokenizer.clone();
         model_tokenizer.with_truncation(None).unwrap();
         model_tokenizer.with_padding(None);
@@ -186,7 +166,10 @@ mod tests {
         let dir = super::super::find_model_dir(None).expect("model provisioned: run `make models`");
         let dot = |a: &[f32], b: &[f32]| -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
         for variant in ModelVariant::ALL {
-            let embedder = FastEmbedder::load(&dir, variant, 2).unwrap();
+            let embedder: Box<dyn Embedder> = match variant {
+                ModelVariant::Bf16 => Box::new(super::super::OpenVinoEmbedder::load(&dir, 2).unwrap()),
+                v => Box::new(FastEmbedder::load(&dir, v, 2).unwrap()),
+            };
             let long = "the lighthouse keeper wrote in the log every night ".repeat(8);
             let texts = [
                 "short",
@@ -202,7 +185,7 @@ mod tests {
                 .collect();
             let floor = match variant {
                 ModelVariant::DynamicInt8 => 0.98,
-                ModelVariant::Int8Weights | ModelVariant::BlockInt8 => 0.999,
+                ModelVariant::Int8Weights | ModelVariant::BlockInt8 | ModelVariant::Bf16 => 0.999,
             };
             for (i, v) in together.iter().enumerate() {
                 let cos: Vec<f32> = alone.iter().map(|a| dot(a, v)).collect();

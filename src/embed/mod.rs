@@ -5,6 +5,8 @@
 //! - `fastembed.rs`: [`FastEmbedder`], the fastembed/ONNX Runtime implementation
 //!   (all-MiniLM-L6-v2, int8). No network: the model and the runtime come from the folder that
 //!   `scripts/setup-models.py` provisions.
+//! - `openvino.rs`: [`OpenVinoEmbedder`], the default variant: the fp32 export run by
+//!   OpenVINO in bf16 (AMX) where the CPU has it, through OpenVINO's C API loaded at run time.
 //! - `variant.rs`: [`ModelVariant`], which of the provisioned ONNX files runs, and the record
 //!   of it in a data directory (an index is searched with the model that embedded it).
 //! - `chunk.rs`: [`Chunker`](chunk::Chunker), built once from [`load_tokenizer`] and shared;
@@ -16,10 +18,12 @@ use crate::error::{Error, Result};
 
 pub(crate) mod chunk;
 mod fastembed;
+mod openvino;
 mod variant;
 
 pub use self::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use self::fastembed::FastEmbedder;
+pub use self::openvino::OpenVinoEmbedder;
 pub(crate) use self::variant::index_variant;
 pub use self::variant::ModelVariant;
 
@@ -38,6 +42,58 @@ pub trait Embedder: Send + Sync {
     fn dimensions(&self) -> usize;
     /// The model's input window in tokens, special tokens included.
     fn max_tokens(&self) -> usize;
+    /// Which model runs where, for the run summary: variant, runtime and the precision it
+    /// computes in (`bf16 on OpenVINO, computing in bf16 (AMX)`).
+    fn describe(&self) -> String {
+        String::new()
+    }
+}
+
+/// The [`Embedder`] of `variant` from the provisioned folder `dir`, running `batch` texts at a
+/// time: [`OpenVinoEmbedder`] for [`ModelVariant::Bf16`], [`FastEmbedder`] (ONNX Runtime) for
+/// the others.
+pub fn load_embedder(
+    dir: &Path,
+    variant: ModelVariant,
+    batch: usize,
+) -> Result<std::sync::Arc<dyn Embedder>> {
+    Ok(match variant {
+        ModelVariant::Bf16 => std::sync::Arc::new(OpenVinoEmbedder::load(dir, batch)?),
+        v => std::sync::Arc::new(FastEmbedder::load(dir, v, batch)?),
+    })
+}
+
+/// Embeds `texts` through `run`, longest first, and gives the vectors back in the callers'
+/// order. Every model run pads its texts to the longest one, so texts of similar length go
+/// together; `run` gets them sorted and must return one vector per text, in that order.
+pub(crate) fn embed_longest_first(
+    texts: &[&str],
+    run: impl FnOnce(&[&str]) -> Result<Vec<Vec<f32>>>,
+) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(texts.get(i).map_or(0, |t| t.len())));
+    let sorted: Vec<&str> = order
+        .iter()
+        .filter_map(|&i| texts.get(i).copied())
+        .collect();
+    let vectors = run(&sorted)?;
+    if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != DIMENSIONS) {
+        return Err(Error::Embed(format!(
+            "model returned {} vectors for {} texts",
+            vectors.len(),
+            texts.len()
+        )));
+    }
+    let mut out = vec![Vec::new(); texts.len()];
+    for (&i, v) in order.iter().zip(vectors) {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = v;
+        }
+    }
+    Ok(out)
 }
 
 /// The folder name inside a models root.

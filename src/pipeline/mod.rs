@@ -503,6 +503,11 @@ pub(crate) fn run(
     let t = &run.timings;
     report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
     report.summary.tokens_embedded = run.embedded_tokens.load(Ordering::Relaxed);
+    if report.summary.chunks_embedded > 0 {
+        if let Ok(e) = ing.embedder() {
+            report.summary.model = e.describe();
+        }
+    }
     // Observers saw completion order; the returned ledger is in locator order.
     report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
     report.summary.seconds = StageSeconds {

@@ -45,9 +45,9 @@ pub(crate) struct Common {
     /// Folder with the provisioned model (default: searched, see README).
     #[arg(long, global = true, env = "INGEST_MODEL_DIR")]
     pub(crate) model_dir: Option<PathBuf>,
-    /// Model file for a new index: block-int8 (the default), int8-weights (~1.5× slower,
-    /// as exact) or dynamic-int8 (~1.45× faster, less exact). An existing data dir keeps
-    /// the one it was embedded with.
+    /// Model for a new index: bf16 (the default: the fp32 model on OpenVINO, computed in bf16
+    /// where the CPU has it), block-int8, int8-weights or dynamic-int8 (ONNX Runtime; see
+    /// docs/EVALUATION.md). An existing data dir keeps the one it was embedded with.
     #[arg(long, global = true, env = "INGEST_MODEL_VARIANT")]
     pub(crate) model_variant: Option<ingest::ModelVariant>,
     /// Where the index lives: a Qdrant server collection, qdrant://HOST:PORT/COLLECTION

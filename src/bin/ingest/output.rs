@@ -53,10 +53,15 @@ pub(crate) fn print_summary(out: &mut impl Write, json: bool, s: &Summary) -> an
         if s.chunks_embedded > 0 && t.embed > 0.0 {
             writeln!(
                 out,
-                "embedding: {} tokens, {:.1} chunks/s, {:.0} tokens/s (of embedding time)",
+                "embedding: {} tokens, {:.1} chunks/s, {:.0} tokens/s (of embedding time){}",
                 s.tokens_embedded,
                 s.chunks_embedded as f64 / t.embed,
-                s.tokens_embedded as f64 / t.embed
+                s.tokens_embedded as f64 / t.embed,
+                if s.model.is_empty() {
+                    String::new()
+                } else {
+                    format!("; model {}", s.model)
+                }
             )?;
         }
         writeln!(
