@@ -15,7 +15,9 @@
 //!    ceiling: the same model embedding the same chunks in a bare loop (no extraction,
 //!    chunking or store running beside it); chunks/s and tokens/s. With `--st PYTHON`, the
 //!    Python peer on the first variant's chunks: sentence-transformers fp32 and bf16
-//!    autocast (benches/st_peer.py), tokens/s of the same chunks.
+//!    autocast (benches/st_peer.py), tokens/s of the same chunks; with `int8-weights` among
+//!    the variants, the first variant end to end against that first model's bare loop.
+//!    `--steps pdf,extract,ingest,search` runs only some steps.
 //! 4. **Warm search**: hybrid searches (the default) through `Ingestor::search_filtered`, the
 //!    call the daemon, MCP and CLI faces make, with the model loaded and the index open, on
 //!    indexes of `--sizes` chunks (real chunks of `--search-source`, copied with slightly
@@ -40,8 +42,7 @@ use std::time::{Duration, Instant};
 
 use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    load_embedder, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker,
-    WorkerPool,
+    load_embedder, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker, WorkerPool,
 };
 use ingest::{
     find_model_dir, Config, Ingestor, IsolationConfig, Limits, ModelVariant, Scope, SearchFilter,
@@ -64,6 +65,14 @@ struct Args {
     /// A Python with sentence-transformers (the Makefile's `.venv-st`): step 3 also runs the
     /// Python peer (benches/st_peer.py) on the first variant's chunks.
     st: Option<PathBuf>,
+    /// Which steps run (`--steps pdf,extract,ingest,search`; default all).
+    steps: Vec<String>,
+}
+
+impl Args {
+    fn runs(&self, step: &str) -> bool {
+        self.steps.iter().any(|s| s == step)
+    }
 }
 
 fn args() -> Args {
@@ -80,6 +89,9 @@ fn args() -> Args {
         rounds: 5,
         store: None,
         st: None,
+        steps: ["pdf", "extract", "ingest", "search"]
+            .map(String::from)
+            .to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -111,6 +123,15 @@ fn args() -> Args {
             "--rounds" => a.rounds = value().parse().expect("--rounds N"),
             "--store" => a.store = Some(value()),
             "--st" => a.st = Some(value().into()),
+            "--steps" => {
+                a.steps = value().split(',').map(|s| s.trim().to_string()).collect();
+                for s in &a.steps {
+                    assert!(
+                        ["pdf", "extract", "ingest", "search"].contains(&s.as_str()),
+                        "--steps pdf,extract,ingest,search (got {s})"
+                    );
+                }
+            }
             other => panic!("unknown argument {other}"),
         }
     }
@@ -174,18 +195,24 @@ fn main() {
     );
     let config = Config::new(std::env::temp_dir());
     let mut rows = Vec::new();
-    pdf_text(&files, &config, &mut rows);
-    extraction(&files, &config, a.kreuzberg.as_deref(), &mut rows);
-    let mut ingested = None;
-    let ingest_corpus = a.ingest_corpus.as_deref().unwrap_or(&a.corpus);
-    for &variant in &a.variants {
-        let run = ingest_run(ingest_corpus, variant, &mut rows);
-        // The first variant (the default unless --variants says otherwise) is the one the
-        // baseline is compared with and searched when there is no --search-source.
-        if ingested.is_none() {
-            ingested = Some(run);
-        }
+    if a.runs("pdf") {
+        pdf_text(&files, &config, &mut rows);
     }
+    if a.runs("extract") {
+        extraction(&files, &config, a.kreuzberg.as_deref(), &mut rows);
+    }
+    let ingest_corpus = a.ingest_corpus.as_deref().unwrap_or(&a.corpus);
+    let mut runs: Vec<IngestRun> = Vec::new();
+    if a.runs("ingest") {
+        for &variant in &a.variants {
+            runs.push(ingest_run(ingest_corpus, variant, &mut rows));
+        }
+        against_first_model(&runs, &mut rows);
+    }
+    // The first variant (the default unless --variants says otherwise) is the one the
+    // baseline and the Python peer are compared with, and searched without --search-source.
+    let ingested = (!runs.is_empty()).then(|| runs.swap_remove(0));
+    drop(runs);
     if let (Some(python), Some(ours)) = (&a.st, &ingested) {
         python_peer(python, ours, a.rounds.clamp(1, 3), &mut rows);
     }
@@ -196,7 +223,7 @@ fn main() {
         .search_source
         .clone()
         .or_else(|| ingested.as_ref().map(|r| r.dir.path().to_path_buf()));
-    match source {
+    match source.filter(|_| a.runs("search")) {
         Some(source) => {
             for &size in &a.sizes {
                 search(
@@ -210,7 +237,7 @@ fn main() {
             }
         }
         None => {
-            eprintln!("search: skipped (no index: give --search-source or an ingest variant)")
+            eprintln!("search: skipped (not in --steps, or no index: give --search-source or an ingest variant)")
         }
     }
     println!();
@@ -418,6 +445,35 @@ struct IngestRun {
     seconds: f64,
     /// Seconds the bare model loop took on the same chunks.
     bare_seconds: f64,
+    /// Tokens the run embedded.
+    tokens: f64,
+}
+
+/// Step 3, against the first model: the first variant's run end to end (the whole process:
+/// start, model load, extraction, chunking, store) against the bare loop of `int8-weights`,
+/// the model first provisioned (int8 weights computed in fp32), when both ran.
+fn against_first_model(runs: &[IngestRun], rows: &mut Vec<Row>) {
+    let (Some(ours), Some(first)) = (
+        runs.first(),
+        runs.iter().find(|r| r.variant == ModelVariant::Int8Weights),
+    ) else {
+        return;
+    };
+    if ours.variant == ModelVariant::Int8Weights {
+        return;
+    }
+    let ours_rate = ours.tokens / ours.seconds;
+    let first_rate = first.tokens / first.bare_seconds;
+    row(
+        rows,
+        &format!(
+            "ingest, {} end to end, against the first model's bare loop",
+            ours.variant
+        ),
+        format!("{ours_rate:.0} tokens/s ({:.0} s)", ours.seconds),
+        format!("int8-weights bare loop {first_rate:.0} tokens/s"),
+        format!("{:.2}×", ours_rate / first_rate),
+    );
 }
 
 /// Step 3: the real binary on the corpus with `variant`, then the same chunks through the same
@@ -468,11 +524,12 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> Inge
         dir,
         seconds: total,
         bare_seconds: ceiling,
+        tokens,
     }
 }
 
 /// Step 3, the peer: sentence-transformers (fp32, and bf16 autocast) embedding the chunks
-/// `ours` stored, in the same grouping, best of `rounds`; against `ours` end to end and its
+/// `ours` stored, called as a Python user calls it, best of `rounds`; against `ours` end to end and its
 /// bare model loop, in tokens/s of the same chunks.
 fn python_peer(python: &Path, ours: &IngestRun, rounds: usize, rows: &mut Vec<Row>) {
     let texts = stored_texts(ours.dir.path());

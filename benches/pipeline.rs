@@ -10,8 +10,8 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf,
-    Unpacker, WorkerPool,
+    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf, Unpacker,
+    WorkerPool,
 };
 use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
 

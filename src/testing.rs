@@ -11,8 +11,7 @@ pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
 /// The stages' internals, for benches, fuzz targets and checks on what is stored.
 pub use crate::embed::{
     load_embedder, load_tokenizer, Chunk, Chunker, Embedder, FastEmbedder, OpenVinoEmbedder,
-    TooManyChunks, DIMENSIONS,
-    MAX_SEQ_TOKENS, WINDOW_BYTES,
+    TooManyChunks, DIMENSIONS, MAX_SEQ_TOKENS, WINDOW_BYTES,
 };
 pub use crate::isolation::{InProcess, WorkerPool, WORKER_ARG};
 pub use crate::unpack::{

@@ -167,7 +167,9 @@ mod tests {
         let dot = |a: &[f32], b: &[f32]| -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
         for variant in ModelVariant::ALL {
             let embedder: Box<dyn Embedder> = match variant {
-                ModelVariant::Bf16 => Box::new(super::super::OpenVinoEmbedder::load(&dir, 2).unwrap()),
+                ModelVariant::Bf16 => {
+                    Box::new(super::super::OpenVinoEmbedder::load(&dir, 2).unwrap())
+                }
                 v => Box::new(FastEmbedder::load(&dir, v, 2).unwrap()),
             };
             let long = "the lighthouse keeper wrote in the log every night ".repeat(8);

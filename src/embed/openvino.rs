@@ -223,7 +223,10 @@ impl Session {
         // of `s` or locals; strings are NUL-terminated and outlive the calls); the model path
         // names the fp32 export whose weights file lies beside it.
         unsafe {
-            s.api.check((s.api.core_create)(&mut s.core), "creating the OpenVINO core")?;
+            s.api.check(
+                (s.api.core_create)(&mut s.core),
+                "creating the OpenVINO core",
+            )?;
             s.api.check(
                 (s.api.core_read_model)(
                     s.core,
@@ -507,7 +510,11 @@ mod tests {
         let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
         let ov = OpenVinoEmbedder::load(&dir, 16).unwrap();
         let ort = FastEmbedder::load(&dir, ModelVariant::BlockInt8, 16).unwrap();
-        assert!(ov.describe().starts_with("bf16 on OpenVINO"), "{}", ov.describe());
+        assert!(
+            ov.describe().starts_with("bf16 on OpenVINO"),
+            "{}",
+            ov.describe()
+        );
         let long = "The ferry to the outer islands leaves at dawn in summer. ".repeat(30);
         let texts = [
             "Who kept the lighthouse on Skerry Point?",
