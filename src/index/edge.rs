@@ -5,12 +5,11 @@ use std::path::{Path, PathBuf};
 
 use qdrant_edge::{
     CountRequest, CreateIndex, CreateVectorName, Distance, EdgeConfigBuilder, EdgeShard,
-    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldIndexOperations, Filter, Fusion,
-    Modifier, NamedQuery, Payload, PayloadFieldSchema, PayloadOps, PayloadSchemaType,
-    PointInsertOperations, PointOperations, PointStruct, PointVectorsPersisted, Prefetch,
-    QueryEnum, QueryRequest, ScoringQuery, SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector,
-    VectorNameConfig, VectorNameOperations, VectorOperations, Vectors, WithPayloadInterface,
-    WithVector,
+    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldIndexOperations, Filter, Modifier,
+    NamedQuery, Payload, PayloadFieldSchema, PayloadOps, PayloadSchemaType, PointInsertOperations,
+    PointOperations, PointStruct, PointVectorsPersisted, QueryEnum, QueryRequest, ScoringQuery,
+    SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector, VectorNameConfig, VectorNameOperations,
+    VectorOperations, Vectors, WithPayloadInterface, WithVector,
 };
 use serde_json::Value;
 
@@ -32,16 +31,6 @@ pub struct EdgeIndex {
     path: PathBuf,
     keywords: Keywords,
 }
-
-/// The reciprocal-rank-fusion constant: a hit's fused score is the sum over the rankings of
-/// `1 / (RRF_K + rank)`, ranks counted from 0. 2 is Qdrant's own default (`DEFAULT_RRF_K`),
-/// so the top of each ranking weighs most. On eval/dev.tsv, k = 1, 2 and 3 gave recall@5
-/// 0.956/0.956/0.941, page recall@5 0.902 each and MRR 0.90; the RRF paper's 60 gave 0.912,
-/// 0.829 and 0.876 (it lets a chunk ranked fairly by both beat one ranked first by one).
-pub(super) const RRF_K: usize = 2;
-
-/// Candidates each ranking contributes to a fused search, at least.
-pub(super) const FUSION_CANDIDATES: usize = 100;
 
 /// Hits asked for past the last one wanted, to order ties at the cut deterministically.
 pub(super) const TIE_ROOM: usize = 16;
@@ -326,6 +315,10 @@ impl IndexRead for EdgeIndex {
         // The engine reserves room for `limit` hits: hence the cap. The shard's own `offset`
         // only widens the search (a Qdrant server drops the offset above the shard), so the
         // best `offset + limit` are asked for and the first `offset` skipped here.
+        let paging = (limit, offset, min_score);
+        if let Some(fused) = super::fusion::hybrid(self, scope, query, paging, search_filter) {
+            return fused;
+        }
         let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
         if offset >= end {
             return Ok(Vec::new());
@@ -347,48 +340,8 @@ impl IndexRead for EdgeIndex {
                 )))
             });
         let threshold = min_score.map(Into::into);
-        // A fused score is rescaled so that 1 means first in both rankings.
-        let mut score_scale = 1.0;
         let (prefetches, scoring, threshold) = match (dense, sparse) {
-            (Some(dense), Some(sparse)) => {
-                let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
-                let prefetch = |prefetches, query, limit, score_threshold| Prefetch {
-                    prefetches,
-                    query: Some(query),
-                    limit,
-                    params: None,
-                    filter: Some(filter.clone()),
-                    score_threshold,
-                };
-                // With a floor on the cosine, the keyword ranking only reorders the points
-                // above it (the dense ones passing it, up to the hit cap), so every hit passes;
-                // points sharing no word with the question are left out of that ranking.
-                let keyword = match threshold {
-                    None => prefetch(Vec::new(), sparse, candidates, None),
-                    Some(t) => prefetch(
-                        vec![prefetch(
-                            Vec::new(),
-                            dense.clone(),
-                            MAX_SEARCH_HITS,
-                            Some(t),
-                        )],
-                        sparse,
-                        candidates,
-                        Some(f32::MIN_POSITIVE.into()),
-                    ),
-                };
-                // Qdrant counts ranks from 0: first in both scores 2 / RRF_K.
-                score_scale = RRF_K as f32 / 2.0;
-                (
-                    vec![prefetch(Vec::new(), dense, candidates, threshold), keyword],
-                    ScoringQuery::Fusion(Fusion::Rrf {
-                        k: RRF_K,
-                        weights: None,
-                    }),
-                    None,
-                )
-            }
-            (Some(one), None) | (None, Some(one)) => (Vec::new(), one, threshold),
+            (Some(one), _) | (None, Some(one)) => (Vec::new(), one, threshold),
             (None, None) => return Ok(Vec::new()),
         };
         let request = QueryRequest {
@@ -412,12 +365,7 @@ impl IndexRead for EdgeIndex {
             .into_iter()
             .take(end)
             .skip(offset)
-            .map(|p| {
-                payload::hit(
-                    &p.payload.map(|p| p.0).unwrap_or_default(),
-                    p.score * score_scale,
-                )
-            })
+            .map(|p| payload::hit(&p.payload.map(|p| p.0).unwrap_or_default(), p.score))
             .collect())
     }
 

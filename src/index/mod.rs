@@ -20,6 +20,7 @@ mod catalog;
 #[cfg(test)]
 mod conformance;
 mod edge;
+mod fusion;
 mod keywords;
 pub(crate) mod objects;
 mod payload;
@@ -298,8 +299,9 @@ pub trait IndexRead: Send + Sync {
     ///
     /// `min_score` bounds the embedding's cosine similarity when the query has a vector
     /// (with both vector and text, every hit passes it: the words only reorder those points),
-    /// else the BM25 score. A fused hit's score is its reciprocal-rank sum, rescaled so that
-    /// first in both rankings is 1.
+    /// else the BM25 score. A hybrid query (vector and text) is fused page by page
+    /// (`fusion.rs`): a hit's score is its page's reciprocal-rank sum, rescaled so that first
+    /// in both rankings is 1, and a page's other chunks follow every page's first.
     fn search(
         &self,
         scope: &Scope,

@@ -40,16 +40,16 @@ use std::time::{Duration, Instant};
 
 use qdrant_client::qdrant::{
     self, point_id::PointIdOptions, Condition, CountPointsBuilder, CreateCollectionBuilder,
-    CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter, Fusion,
-    KeywordIndexParamsBuilder, Modifier, NamedVectors, PointId, PointStruct, PrefetchQueryBuilder,
-    Query, QueryPointsBuilder, Range, ScrollPointsBuilder, SetPayloadPointsBuilder,
+    CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter,
+    KeywordIndexParamsBuilder, Modifier, NamedVectors, PointId, PointStruct, Query,
+    QueryPointsBuilder, Range, ScrollPointsBuilder, SetPayloadPointsBuilder,
     SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector,
     VectorInput, VectorParamsBuilder, WriteOrdering, WriteOrderingType,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use serde_json::{json, Map, Value};
 
-use super::edge::{FUSION_CANDIDATES, RRF_K, TIE_ROOM};
+use super::edge::TIE_ROOM;
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
     payload, point_id, ExportedPoint, Hit, Holders, IndexQuery, IndexRead, IndexWrite, PointRecord,
@@ -644,6 +644,10 @@ impl IndexRead for ServerIndex {
         min_score: Option<f32>,
         search_filter: &SearchFilter,
     ) -> Result<Vec<Hit>> {
+        let paging = (limit, offset, min_score);
+        if let Some(fused) = super::fusion::hybrid(self, scope, query, paging, search_filter) {
+            return fused;
+        }
         // The same request as the embedded shard's (see `EdgeIndex::search`).
         let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
         if offset >= end {
@@ -660,7 +664,6 @@ impl IndexRead for ServerIndex {
             .map(|t| self.keywords.query(t))
             .filter(|v| !v.indices.is_empty())
             .map(|v| Query::new_nearest(VectorInput::new_sparse(v.indices, v.values)));
-        let mut score_scale = 1.0;
         let limit_with_ties = end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS) as u64;
         let mut request = QueryPointsBuilder::new(&self.config.collection)
             .filter(filter.clone())
@@ -668,37 +671,7 @@ impl IndexRead for ServerIndex {
             .with_payload(true)
             .with_vectors(false);
         match (dense, sparse) {
-            (Some(dense), Some(sparse)) => {
-                let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS) as u64;
-                let dense_prefetch = |limit: u64, threshold: Option<f32>| {
-                    let mut p = PrefetchQueryBuilder::default()
-                        .query(dense.clone())
-                        .filter(filter.clone())
-                        .limit(limit);
-                    if let Some(t) = threshold {
-                        p = p.score_threshold(t);
-                    }
-                    p
-                };
-                let mut keyword = PrefetchQueryBuilder::default()
-                    .query(sparse)
-                    .using(SPARSE_VECTOR)
-                    .filter(filter.clone())
-                    .limit(candidates);
-                if let Some(t) = min_score {
-                    keyword = keyword
-                        .prefetch(vec![dense_prefetch(MAX_SEARCH_HITS as u64, Some(t)).build()])
-                        .score_threshold(f32::MIN_POSITIVE);
-                }
-                score_scale = RRF_K as f32 / 2.0;
-                request = request
-                    .prefetch(vec![
-                        dense_prefetch(candidates, min_score).build(),
-                        keyword.build(),
-                    ])
-                    .query(Query::new_fusion(Fusion::Rrf));
-            }
-            (Some(dense), None) => {
+            (Some(dense), _) => {
                 request = request.query(dense);
                 if let Some(t) = min_score {
                     request = request.score_threshold(t);
@@ -726,7 +699,7 @@ impl IndexRead for ServerIndex {
             .into_iter()
             .take(end)
             .skip(offset)
-            .map(|p| payload::hit(&json_payload(p.payload), p.score * score_scale))
+            .map(|p| payload::hit(&json_payload(p.payload), p.score))
             .collect())
     }
 
