@@ -42,7 +42,8 @@ use std::time::{Duration, Instant};
 
 use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    load_embedder, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker, WorkerPool,
+    load_embedder, load_tokenizer, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker,
+    WorkerPool,
 };
 use ingest::{
     find_model_dir, Config, Ingestor, IsolationConfig, Limits, ModelVariant, Scope, SearchFilter,
@@ -533,10 +534,8 @@ fn ingest_run(corpus: &Path, variant: ModelVariant, rows: &mut Vec<Row>) -> Inge
 /// bare model loop, in tokens/s of the same chunks.
 fn python_peer(python: &Path, ours: &IngestRun, rounds: usize, rows: &mut Vec<Row>) {
     let texts = stored_texts(ours.dir.path());
-    let tokenizer = tokenizers::Tokenizer::from_file(
-        find_model_dir(None).expect("model").join("tokenizer.json"),
-    )
-    .expect("tokenizer");
+    // The chunker's tokenizer: tokenizer.json as is truncates at 128 tokens.
+    let tokenizer = load_tokenizer(&find_model_dir(None).expect("model")).expect("tokenizer");
     let (chunks, tokens) = stored_tokens(ours.dir.path(), &tokenizer);
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), serde_json::to_string(&texts).expect("json")).expect("write");
@@ -644,10 +643,8 @@ fn baseline_run(binary: &Path, corpus: &Path, ours: &IngestRun, rows: &mut Vec<R
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = ingest_summary(binary, dir.path(), &[], corpus);
     let total = summary["seconds"]["total"].as_f64().unwrap_or(f64::NAN);
-    let tokenizer = tokenizers::Tokenizer::from_file(
-        find_model_dir(None).expect("model").join("tokenizer.json"),
-    )
-    .expect("tokenizer");
+    // The chunker's tokenizer: tokenizer.json as is truncates at 128 tokens.
+    let tokenizer = load_tokenizer(&find_model_dir(None).expect("model")).expect("tokenizer");
     let (chunks, tokens) = stored_tokens(dir.path(), &tokenizer);
     let (our_chunks, our_tokens) = stored_tokens(ours.dir.path(), &tokenizer);
     let (rate, our_rate) = (tokens as f64 / total, our_tokens as f64 / ours.seconds);

@@ -1,7 +1,7 @@
 //! [`OpenVinoEmbedder`]: the [`Embedder`] of [`ModelVariant::Bf16`]. OpenVINO runs the fp32
 //! export of all-MiniLM-L6-v2 as it is, and computes it in bf16 on CPUs that have bf16
 //! (AMX tiles, AVX512-BF16: the matrix products then run on AMX), in fp32 elsewhere. On this
-//! machine kind that is about 2.7× the ONNX Runtime variants at a cosine of 0.99998 to fp32
+//! machine kind that is 2.4–2.7× block-int8 on ONNX Runtime at a cosine of 0.99998 to fp32
 //! (docs/EVALUATION.md).
 //!
 //! OpenVINO is reached through its C API, loaded at run time from the five libraries

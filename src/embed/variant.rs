@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 pub enum ModelVariant {
     /// `fp32/model.onnx`, the fp32 export itself, run by OpenVINO, which computes it in bf16
     /// on CPUs that have bf16 (AMX tiles, AVX512-BF16) and in fp32 elsewhere: the default.
-    /// Cosine to the fp32 model 0.99998 at about 2.7× [`ModelVariant::BlockInt8`]'s speed on
+    /// Cosine to the fp32 model 0.99998 at 2.4–2.7× [`ModelVariant::BlockInt8`]'s speed on
     /// this machine kind (docs/EVALUATION.md).
     #[default]
     Bf16,
