@@ -185,8 +185,39 @@ pub fn cpu_has_bf16() -> bool {
     })
 }
 
+/// The precision OpenVINO is asked to compute in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// bf16 products accumulated in fp32: AMX tiles or AVX512-BF16.
+    Bf16,
+    /// fp32 throughout: the fallback on CPUs without bf16.
+    F32,
+}
+
+impl Precision {
+    /// bf16 where [`cpu_has_bf16`], else fp32.
+    pub fn for_this_cpu() -> Precision {
+        if cpu_has_bf16() {
+            Precision::Bf16
+        } else {
+            Precision::F32
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::F32 => "f32",
+        }
+    }
+}
+
 impl Session {
-    fn open(dir: &Path, threads: usize) -> std::result::Result<(Session, String), String> {
+    fn open(
+        dir: &Path,
+        threads: usize,
+        precision: Precision,
+    ) -> std::result::Result<(Session, String), String> {
         let api = Api::load(&dir.join(OPENVINO_DIR).join(OPENVINO_C_LIBRARY))?;
         let mut s = Session {
             api,
@@ -198,7 +229,7 @@ impl Session {
         let cstr = |t: &str| CString::new(t).map_err(|e| e.to_string());
         let model_path = dir.join(ModelVariant::Bf16.file_name());
         let model_path = cstr(&model_path.to_string_lossy())?;
-        let precision = if cpu_has_bf16() { "bf16" } else { "f32" };
+        let precision = precision.hint();
         let (threads, hint, pinning) = (cstr(&threads.to_string())?, cstr("LATENCY")?, cstr("NO")?);
         let precision_c = cstr(precision)?;
         let keys = [
@@ -371,8 +402,14 @@ impl std::fmt::Debug for OpenVinoEmbedder {
 impl OpenVinoEmbedder {
     /// Load the model from `dir` (a folder as provisioned by `scripts/setup-models.py`);
     /// [`Embedder::embed`] runs it on up to `batch` texts at a time (at least 1), with as many
-    /// threads as the machine has cores.
+    /// threads as the machine has cores, in bf16 where the CPU has it, else in fp32.
     pub fn load(dir: &Path, batch: usize) -> Result<Self> {
+        Self::load_in(dir, batch, Precision::for_this_cpu())
+    }
+
+    /// [`OpenVinoEmbedder::load`] computing in `precision` (fp32 on any CPU; bf16 where the
+    /// CPU lacks it is emulated by OpenVINO, slowly, or refused by it).
+    pub fn load_in(dir: &Path, batch: usize, precision: Precision) -> Result<Self> {
         let err = |reason: String| Error::ModelLoad {
             dir: dir.to_path_buf(),
             reason,
@@ -403,7 +440,7 @@ impl OpenVinoEmbedder {
             ..Default::default()
         }));
         let threads = std::thread::available_parallelism().map_or(2, usize::from);
-        let (session, precision) = Session::open(dir, threads).map_err(err)?;
+        let (session, precision) = Session::open(dir, threads, precision).map_err(err)?;
         tracing::info!(precision = %precision, threads, "embedding model compiled by OpenVINO");
         Ok(OpenVinoEmbedder {
             session: Mutex::new(session),
@@ -491,6 +528,8 @@ impl Embedder for OpenVinoEmbedder {
     fn describe(&self) -> String {
         let path = if self.precision == "bf16" {
             "bf16 (AMX/AVX512-BF16 kernels)"
+        } else if cpu_has_bf16() {
+            "fp32 (asked for)"
         } else {
             "fp32 (this CPU has no bf16)"
         };
@@ -534,5 +573,29 @@ mod tests {
             assert!(dot(x, &alone) > 0.9999, "text {i} moves with its batch");
         }
         assert!(ov.embed(&[]).unwrap().is_empty());
+    }
+
+    /// The fallback of CPUs without bf16: the same model in fp32, which the summary names,
+    /// gives the same vectors within bf16's rounding.
+    #[test]
+    fn the_fp32_fallback_gives_the_same_vectors_and_says_so() {
+        let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
+        let f32 = OpenVinoEmbedder::load_in(&dir, 16, Precision::F32).unwrap();
+        assert!(
+            f32.describe().contains("computing in fp32"),
+            "{}",
+            f32.describe()
+        );
+        let ours = OpenVinoEmbedder::load(&dir, 16).unwrap();
+        let texts = [
+            "Who kept the lighthouse on Skerry Point?",
+            "Quarterly revenue rose 12 % to EUR 4,2 Mio.; see § 3.1 (Anhang B).",
+        ];
+        let a = f32.embed(&texts).unwrap();
+        let b = ours.embed(&texts).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            let cos: f32 = x.iter().zip(y).map(|(p, q)| p * q).sum();
+            assert!(cos > 0.999, "fp32 against this CPU's path: cosine {cos}");
+        }
     }
 }
