@@ -339,16 +339,15 @@ impl IndexRead for EdgeIndex {
                     SPARSE_VECTOR,
                 )))
             });
-        let threshold = min_score.map(Into::into);
-        let (prefetches, scoring, threshold) = match (dense, sparse) {
-            (Some(one), _) | (None, Some(one)) => (Vec::new(), one, threshold),
-            (None, None) => return Ok(Vec::new()),
+        // One ranking: a hybrid query was answered above.
+        let Some(scoring) = dense.or(sparse) else {
+            return Ok(Vec::new());
         };
         let request = QueryRequest {
-            prefetches,
+            prefetches: Vec::new(),
             query: Some(scoring),
             filter: Some(filter),
-            score_threshold: threshold,
+            score_threshold: min_score.map(Into::into),
             // Room past the end so that ties there are settled below, not by the engine.
             limit: end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS),
             offset: 0,
@@ -357,9 +356,9 @@ impl IndexRead for EdgeIndex {
             with_payload: WithPayloadInterface::Bool(true),
         };
         let mut points = self.shard.query(request).map_err(|e| self.err(e))?;
-        // Equal scores are common in a fused ranking (second in one ranking, absent from the
-        // other) and the engine orders them differently from call to call: ties go by point
-        // id, so that the same search always pages the same way.
+        // Equal scores are common (chunks repeating a text, equal BM25 sums) and the engine
+        // orders them differently from call to call: ties go by point id, so that the same
+        // search always pages the same way.
         points.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         Ok(points
             .into_iter()

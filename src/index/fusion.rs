@@ -248,10 +248,11 @@ mod tests {
 
     #[test]
     fn the_same_page_of_two_owners_is_two_answers() {
+        // Were the two copies one page, the second would follow page 9 of b.
         let mut theirs = hit(2, "a", Some(1));
         theirs.owner = Scope::user("v");
-        let fused = fuse(vec![hit(1, "a", Some(1)), theirs], Vec::new());
-        assert_eq!(ids(&fused), vec![1, 2]);
-        assert!(fused[1].score > 0.3, "not demoted: another owner's page");
+        let dense = vec![hit(1, "a", Some(1)), theirs, hit(3, "b", Some(9))];
+        let fused = fuse(dense, vec![hit(5, "c", None)]);
+        assert_eq!(ids(&fused), vec![1, 5, 2, 3]);
     }
 }

@@ -670,20 +670,14 @@ impl IndexRead for ServerIndex {
             .limit(limit_with_ties)
             .with_payload(true)
             .with_vectors(false);
-        match (dense, sparse) {
-            (Some(dense), _) => {
-                request = request.query(dense);
-                if let Some(t) = min_score {
-                    request = request.score_threshold(t);
-                }
-            }
-            (None, Some(sparse)) => {
-                request = request.query(sparse).using(SPARSE_VECTOR);
-                if let Some(t) = min_score {
-                    request = request.score_threshold(t);
-                }
-            }
+        // One ranking: a hybrid query was answered above.
+        request = match (dense, sparse) {
+            (Some(dense), _) => request.query(dense),
+            (None, Some(sparse)) => request.query(sparse).using(SPARSE_VECTOR),
             (None, None) => return Ok(Vec::new()),
+        };
+        if let Some(t) = min_score {
+            request = request.score_threshold(t);
         }
         let mut points = self
             .call("query", || self.client.query(request.clone()))?

@@ -335,38 +335,51 @@ impl ServiceConfig {
     }
 }
 
-/// Open connections per peer address.
-type Peers = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
-
-/// One connection of a peer, counted while it lives.
-struct PeerSlot {
-    peers: Peers,
-    ip: std::net::IpAddr,
+/// How many of something each key holds now (connections per peer address, MCP sessions
+/// being opened per API key): a [`Counted`] place is taken under one lock, checked against
+/// a cap in the same step, and given back when it is dropped, however its holder ends.
+pub(crate) struct KeyedCounts<K: std::hash::Hash + Eq + Clone> {
+    counts: Arc<std::sync::Mutex<std::collections::HashMap<K, usize>>>,
 }
 
-impl PeerSlot {
-    /// A place for one more connection from `ip`, if it holds fewer than `max`.
-    fn take(peers: &Peers, ip: std::net::IpAddr, max: usize) -> Option<PeerSlot> {
-        let mut map = crate::lock(peers);
-        let n = map.entry(ip).or_default();
-        if *n >= max {
+impl<K: std::hash::Hash + Eq + Clone> KeyedCounts<K> {
+    pub(crate) fn new() -> Self {
+        KeyedCounts {
+            counts: Arc::default(),
+        }
+    }
+
+    /// One more place for `key`, if `admit` allows it given how many `key` holds now.
+    pub(crate) fn take(&self, key: K, admit: impl FnOnce(usize) -> bool) -> Option<Counted<K>> {
+        let mut map = crate::lock(&self.counts);
+        let n = map.entry(key.clone()).or_default();
+        if !admit(*n) {
+            if *n == 0 {
+                map.remove(&key);
+            }
             return None;
         }
         *n += 1;
-        Some(PeerSlot {
-            peers: Arc::clone(peers),
-            ip,
+        Some(Counted {
+            counts: Arc::clone(&self.counts),
+            key,
         })
     }
 }
 
-impl Drop for PeerSlot {
+/// A place taken from [`KeyedCounts`], counted while it lives.
+pub(crate) struct Counted<K: std::hash::Hash + Eq + Clone> {
+    counts: Arc<std::sync::Mutex<std::collections::HashMap<K, usize>>>,
+    key: K,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Drop for Counted<K> {
     fn drop(&mut self) {
-        let mut map = crate::lock(&self.peers);
-        if let Some(n) = map.get_mut(&self.ip) {
+        let mut map = crate::lock(&self.counts);
+        if let Some(n) = map.get_mut(&self.key) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                map.remove(&self.ip);
+                map.remove(&self.key);
             }
         }
     }
@@ -396,7 +409,7 @@ pub async fn serve(
     let (closing, _) = tokio::sync::watch::channel(());
     let mut stop = std::pin::pin!(stop);
     let mut connections = tokio::task::JoinSet::new();
-    let peers: Peers = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    let peers = KeyedCounts::new();
     loop {
         let permit = tokio::select! {
             () = &mut stop => break,
@@ -419,8 +432,8 @@ pub async fn serve(
         };
         // One address holds at most `max_connections_per_peer` of the places: a flood of
         // idle connections from one peer cannot shut the others out.
-        let Some(peer_slot) = PeerSlot::take(&peers, peer.ip(), limits.max_connections_per_peer)
-        else {
+        let max = limits.max_connections_per_peer;
+        let Some(peer_slot) = peers.take(peer.ip(), |held| held < max) else {
             tracing::debug!(peer = %peer.ip(), "connection refused: too many from this address");
             drop(stream);
             continue;
@@ -489,5 +502,29 @@ mod tests {
         ] {
             assert!(ServiceConfig::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn keyed_counts_cap_each_key_and_give_places_back_when_dropped() {
+        let counts = KeyedCounts::new();
+        let a1 = counts.take("a", |n| n < 2);
+        let a2 = counts.take("a", |n| n < 2);
+        assert!(a1.is_some() && a2.is_some());
+        assert!(
+            counts.take("a", |n| n < 2).is_none(),
+            "a third place past a cap of 2"
+        );
+        assert!(
+            counts.take("b", |n| n < 2).is_some(),
+            "another key has its own count"
+        );
+        drop(a1);
+        let a3 = counts.take("a", |n| n < 2);
+        assert!(a3.is_some(), "a dropped place is given back");
+        drop((a2, a3));
+        assert!(
+            crate::lock(&counts.counts).is_empty(),
+            "keys holding nothing are forgotten"
+        );
     }
 }

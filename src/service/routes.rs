@@ -70,7 +70,7 @@ struct App {
     /// MCP session id → the key id of the caller that opened it.
     mcp_owners: Mutex<HashMap<String, String>>,
     /// Key id → sessions being opened now (counted with the open ones against the cap).
-    mcp_opening: Mutex<HashMap<String, usize>>,
+    mcp_opening: super::KeyedCounts<String>,
     mcp_sessions: crate::mcp::Sessions,
     max_mcp_sessions_per_key: usize,
 }
@@ -129,7 +129,7 @@ pub fn router(
         public_metrics: config.public_metrics,
         queries,
         mcp_owners: Mutex::new(HashMap::new()),
-        mcp_opening: Mutex::new(HashMap::new()),
+        mcp_opening: super::KeyedCounts::new(),
         mcp_sessions,
         max_mcp_sessions_per_key: config
             .max_mcp_sessions_per_key
@@ -227,24 +227,6 @@ async fn paced_body(
 /// How a paced body's error begins, so the answer can say 408.
 pub(crate) const TIMEOUT_MARK: &str = "timeout: ";
 
-/// An MCP session being opened, counted against its key's cap until the request ends.
-struct Opening {
-    app: Arc<App>,
-    key_id: String,
-}
-
-impl Drop for Opening {
-    fn drop(&mut self) {
-        let mut being_opened = lock(&self.app.mcp_opening);
-        if let Some(n) = being_opened.get_mut(&self.key_id) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                being_opened.remove(&self.key_id);
-            }
-        }
-    }
-}
-
 /// In front of `/mcp`: the request's key gives the scope its tool calls answer in (401
 /// without a valid key, like every `/v1` route), and a session belongs to the key that
 /// opened it: another key's session id is answered as an unknown one, and a key holds at
@@ -274,32 +256,31 @@ async fn mcp_scope(
         }
     }
     let opening = session.is_none() && request.method() == axum::http::Method::POST;
-    if opening {
-        // Sessions that ended are forgotten first; then the open ones and those being
-        // opened now are counted and this one taken in one step, so that requests racing
-        // each other cannot all pass the cap.
+    // Sessions that ended are forgotten first; then the open ones and those being opened
+    // now are counted and this one taken in one step, so that requests racing each other
+    // cannot all pass the cap. The place is given back however the request ends (a client
+    // gone mid-request drops this future).
+    let _opening_place = if opening {
         app.forget_ended_sessions(&caller.key_id).await;
         let open = lock(&app.mcp_owners)
             .values()
             .filter(|k| **k == caller.key_id)
             .count();
-        let mut being_opened = lock(&app.mcp_opening);
-        let n = being_opened.entry(caller.key_id.clone()).or_default();
-        if open + *n >= app.max_mcp_sessions_per_key {
+        let max = app.max_mcp_sessions_per_key;
+        let place = app.mcp_opening.take(caller.key_id.clone(), |being_opened| {
+            open + being_opened < max
+        });
+        if place.is_none() {
             let message = format!(
-                "this key holds {} MCP sessions, the most it may: end one (DELETE /mcp with its \
-                 Mcp-Session-Id) or let one expire",
-                app.max_mcp_sessions_per_key
+                "this key holds {max} MCP sessions, the most it may: end one (DELETE /mcp with \
+                 its Mcp-Session-Id) or let one expire"
             );
             return retry_after(error(StatusCode::TOO_MANY_REQUESTS, &message), 5);
         }
-        *n += 1;
-    }
-    // Given back however the request ends (a client gone mid-request drops this future).
-    let _opening = opening.then(|| Opening {
-        app: Arc::clone(&app),
-        key_id: caller.key_id.clone(),
-    });
+        place
+    } else {
+        None
+    };
     let ending = request.method() == axum::http::Method::DELETE;
     request.extensions_mut().insert(crate::mcp::RequestScope {
         scope: caller.scope.clone(),
