@@ -50,15 +50,7 @@ pub(super) fn hybrid(
     let (Some(vector), Some(text)) = (&query.vector, &query.text) else {
         return None;
     };
-    let (limit, offset, min_score) = paging;
-    Some(fused_search(
-        store,
-        scope,
-        vector,
-        text,
-        (limit, offset, min_score),
-        filter,
-    ))
+    Some(fused_search(store, scope, vector, text, paging, filter))
 }
 
 fn fused_search(
@@ -148,11 +140,12 @@ pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
         }
     }
     // Each unit's best chunk stands for it, with the unit's score; the others follow.
-    let mut all: Vec<(f32, Hit)> = chunks.into_values().collect();
-    all.sort_by(|a, b| {
+    let order = |a: &(f32, Hit), b: &(f32, Hit)| {
         b.0.total_cmp(&a.0)
             .then_with(|| a.1.chunk_id.cmp(&b.1.chunk_id))
-    });
+    };
+    let mut all: Vec<(f32, Hit)> = chunks.into_values().collect();
+    all.sort_by(order);
     let mut first = Vec::new();
     let mut rest = Vec::new();
     let mut placed: HashSet<Unit> = HashSet::new();
@@ -165,10 +158,6 @@ pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
             rest.push((score, hit));
         }
     }
-    let order = |a: &(f32, Hit), b: &(f32, Hit)| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| a.1.chunk_id.cmp(&b.1.chunk_id))
-    };
     first.sort_by(order);
     rest.sort_by(order);
     let scale = RRF_K / 2.0;
