@@ -70,6 +70,9 @@ struct Args {
     steps: Vec<String>,
 }
 
+/// The steps, in the order they run.
+const STEPS: [&str; 4] = ["pdf", "extract", "ingest", "search"];
+
 impl Args {
     fn runs(&self, step: &str) -> bool {
         self.steps.iter().any(|s| s == step)
@@ -90,9 +93,7 @@ fn args() -> Args {
         rounds: 5,
         store: None,
         st: None,
-        steps: ["pdf", "extract", "ingest", "search"]
-            .map(String::from)
-            .to_vec(),
+        steps: STEPS.map(String::from).to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -128,7 +129,7 @@ fn args() -> Args {
                 a.steps = value().split(',').map(|s| s.trim().to_string()).collect();
                 for s in &a.steps {
                     assert!(
-                        ["pdf", "extract", "ingest", "search"].contains(&s.as_str()),
+                        STEPS.contains(&s.as_str()),
                         "--steps pdf,extract,ingest,search (got {s})"
                     );
                 }
