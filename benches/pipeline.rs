@@ -108,6 +108,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     let chunker = Chunker::new(
         load_tokenizer(&dir).expect("tokenizer"),
         &ChunkingConfig::default(),
+        ingest::testing::MAX_SEQ_TOKENS,
     );
     let text = report_text(20_000);
     let locator = Locator::root("r.txt");

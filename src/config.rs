@@ -80,6 +80,17 @@ pub struct ChunkingConfig {
     /// some 4000 pages of prose) takes 3–7 minutes to embed at 25–50 chunks/s; chunking stops
     /// at the limit, so refusing a 100 MB one-line text costs seconds, not hours.
     pub max_file_chunks: usize,
+    /// Give every indexed file a card: one more chunk with its name, place, type, properties
+    /// and outline (see [`crate::embed::card`]), so that every file is found by its name,
+    /// those without text too. The card is not counted against `max_file_chunks`.
+    pub file_cards: bool,
+    /// Leave out of the embedded chunks what only looks like text: table-of-contents
+    /// dot-leader lines, bare page numbers, running headers and footers (see
+    /// [`crate::embed::junk`]). They stay readable through the read tools.
+    pub drop_junk: bool,
+    /// Embed each passage behind a short header — the document's title and the passage's
+    /// section path — as keyword search already matches them (see [`crate::embed::Chunk::context`]).
+    pub contextual_headers: bool,
 }
 
 impl Default for ChunkingConfig {
@@ -89,6 +100,9 @@ impl Default for ChunkingConfig {
             overlap_tokens: 32,
             table_rows_tokens: 48,
             max_file_chunks: 10_000,
+            file_cards: true,
+            drop_junk: true,
+            contextual_headers: true,
         }
     }
 }

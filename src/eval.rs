@@ -341,6 +341,7 @@ mod tests {
             locator: locator.into(),
             score: 0.5,
             text: String::new(),
+            kind: crate::embed::ChunkKind::Passage,
             section: None,
             label: None,
             also_in: Vec::new(),

@@ -255,16 +255,30 @@ impl Ingestor {
     /// Validate `config`, create the data directory and load the catalog. The model and the
     /// store are opened on first use, so opening is cheap.
     pub fn open(config: Config) -> Result<Self> {
+        Self::open_as(config, false)
+    }
+
+    /// Open the data directory to [`Ingestor::reindex`] it, with `config.model_variant`
+    /// (when given) replacing the model the index records: the reindex embeds every
+    /// content with it and records it.
+    pub fn open_for_reindex(config: Config) -> Result<Self> {
+        Self::open_as(config, true)
+    }
+
+    fn open_as(config: Config, model_change: bool) -> Result<Self> {
         config.validate()?;
         crate::perms::prepare_data_dir(&config.data_dir)?;
         let catalog = Catalog::load(&config.data_dir)?;
         // Settled before any run: a run fills the catalog before its first embedding, and an
         // index must not look like one from before the variant record then.
-        let model_variant = crate::embed::index_variant(
-            &config.data_dir,
-            config.model_variant,
-            !catalog.scopes().is_empty(),
-        )?;
+        let model_variant = match config.model_variant {
+            Some(v) if model_change => v,
+            _ => crate::embed::index_variant(
+                &config.data_dir,
+                config.model_variant,
+                !catalog.scopes().is_empty(),
+            )?,
+        };
         let mut config = config;
         config.server = crate::index::index_store(
             &config.data_dir,
@@ -304,6 +318,11 @@ impl Ingestor {
         &self.config
     }
 
+    /// The model this index is embedded and searched with.
+    pub fn model_variant(&self) -> crate::ModelVariant {
+        self.model_variant
+    }
+
     /// Make the catalog and the store agree (after a run that did not finish; see
     /// [`crate::RepairReport`]). Blocks while an ingest runs.
     pub fn repair(&self) -> Result<crate::RepairReport> {
@@ -323,7 +342,13 @@ impl Ingestor {
             return Ok(Arc::clone(c));
         }
         let dir = find_model_dir(self.config.model_dir.as_deref())?;
-        let c = Arc::new(Chunker::new(load_tokenizer(&dir)?, &self.config.chunking));
+        let variant = self.model_variant;
+        let tokenizer = load_tokenizer(&variant.tokenizer_dir(&dir))?;
+        let c = Arc::new(Chunker::new(
+            tokenizer,
+            &self.config.chunking,
+            variant.window_tokens(),
+        ));
         *slot = Some(Arc::clone(&c));
         Ok(c)
     }
@@ -432,13 +457,7 @@ impl Ingestor {
             return Ok(Vec::new());
         }
         let vector = if mode.uses_embedding() {
-            Some(
-                self.embedder()?
-                    .embed(&[query])?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| Error::Embed("no vector for the query".into()))?,
-            )
+            Some(self.embedder()?.embed_query(query)?)
         } else {
             None
         };

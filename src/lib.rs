@@ -46,6 +46,7 @@ mod isolation;
 pub mod mcp;
 mod perms;
 mod pipeline;
+mod reindex;
 mod report;
 mod serve;
 #[cfg(feature = "tokio")]
@@ -61,7 +62,7 @@ pub mod testing;
 pub use access::{check_scope, MAX_ID_BYTES};
 pub use agent::{AnsweredBy, ToolHost};
 pub use config::{ChunkingConfig, Config, Limits, Partition};
-pub use embed::{find_model_dir, find_pdfium, ModelVariant};
+pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
 pub use index::{
     CatalogStats, ExportedPoint, Hit, IndexQuery, LastRun, RepairReport, SearchFilter, SearchMode,
@@ -70,6 +71,7 @@ pub use index::{
 pub use ingestor::{Ingestor, Input};
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
+pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 #[cfg(feature = "tokio")]
 pub use uploads::AsyncUploads;

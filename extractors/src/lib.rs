@@ -22,6 +22,7 @@ mod other;
 mod package;
 mod pdf;
 mod pdfium;
+pub mod properties;
 mod sheets;
 mod slides;
 mod text;
@@ -39,7 +40,9 @@ pub use model::{
 };
 pub use objects::{cut_point, MAX_TEXT_OBJECT_BYTES, SECTION_SEPARATOR};
 pub use ocr::{ExtractOptions, OcrError, OcrOptions};
-pub use pdf::{extract_pdf, pdf_page_texts, prescan_pdf, OutlineEntry, PageTextResult, PdfScan};
+pub use pdf::{
+    extract_pdf, pdf_page_texts, prescan_pdf, roman, OutlineEntry, PageTextResult, PdfScan,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -123,18 +126,24 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
 /// extraction in isolated worker processes for those.
 pub fn extract(input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
     let extractor = extractor_for(input.detected.kind);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extractor.extract(input)))
-        .unwrap_or_else(|payload| {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(ExtractError::malformed(
-                extractor.name(),
-                format!("parser panicked: {message}"),
-            ))
-        })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut extraction = extractor.extract(input)?;
+        for (key, value) in properties::read(input.detected.kind, input.bytes) {
+            properties::put(&mut extraction.structure.properties, &key, &value);
+        }
+        Ok(extraction)
+    }))
+    .unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(ExtractError::malformed(
+            extractor.name(),
+            format!("parser panicked: {message}"),
+        ))
+    })
 }
 
 /// Summaries of `objects` for a [`FileContentIndex`].

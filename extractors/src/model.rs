@@ -175,6 +175,10 @@ pub struct Structure {
     /// The per-page map of paged formats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages: Vec<PageInfo>,
+    /// Descriptive properties the file carries (title, author, subject, keywords, …): see
+    /// [`crate::properties`].
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub properties: crate::properties::Properties,
 }
 
 /// One line of a file's object summary: enough to browse without reading the objects.

@@ -60,6 +60,9 @@ pub struct PdfScan {
     /// Width and height of each page's media box in points, index 0 for page 1.
     #[serde(default)]
     pub page_sizes: Vec<Option<(f64, f64)>>,
+    /// The document's Info dictionary: title, author, subject, keywords.
+    #[serde(default)]
+    pub properties: crate::properties::Properties,
 }
 
 fn malformed(reason: impl ToString) -> ExtractError {
@@ -121,6 +124,7 @@ pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
         .filter(|p| p.images > 0 && p.text_bytes == 0)
         .count() as u32;
     let (sections, page_sections) = sections(&outline, &infos, page_count);
+    let properties = info_properties(&doc);
     Ok(PdfScan {
         page_count,
         outline,
@@ -130,7 +134,33 @@ pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
         scanned_pages,
         page_images,
         page_sizes,
+        properties,
     })
+}
+
+/// Title, author, subject and keywords from the trailer's Info dictionary.
+fn info_properties(doc: &Document) -> crate::properties::Properties {
+    let mut props = crate::properties::Properties::new();
+    let Some(info) = doc
+        .trailer
+        .get(b"Info")
+        .ok()
+        .and_then(|o| deref(doc, o))
+        .and_then(|o| o.as_dict().ok())
+    else {
+        return props;
+    };
+    for (key, name) in [
+        (&b"Title"[..], "title"),
+        (b"Author", "author"),
+        (b"Subject", "subject"),
+        (b"Keywords", "keywords"),
+    ] {
+        if let Some(value) = dict_get(doc, info, key).and_then(text_of) {
+            crate::properties::put(&mut props, name, &value);
+        }
+    }
+    props
 }
 
 /// A page attribute, inherited from the page's parents when the page has none.
@@ -261,7 +291,9 @@ fn collect_number_tree<'a>(
     }
 }
 
-fn roman(n: i64) -> String {
+/// `n` in lowercase Roman numerals (`xiv`), as page labels print them; other numbers than
+/// 1–3999 in digits.
+pub fn roman(n: i64) -> String {
     if !(1..4000).contains(&n) {
         return n.to_string();
     }
@@ -969,6 +1001,7 @@ pub fn extract_pdf(
             line_count: None,
             page_count: Some(scan.page_count),
             pages: scan.pages,
+            properties: scan.properties,
         },
     })
 }

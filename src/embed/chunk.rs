@@ -9,11 +9,11 @@
 //! chunk (an exact-phrase query scores 0.57 against header + 1 row, 0.29 against header +
 //! 3 rows and 0.12 against header + 5 rows with all-MiniLM-L6-v2).
 
-use extractors::{ContentObject, ContentType, ContextRef, Fragment, Locator};
+use extractors::{ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator};
 use serde::{Deserialize, Serialize};
 
 use crate::config::ChunkingConfig;
-use crate::embed::MAX_SEQ_TOKENS;
+use crate::embed::junk::RunningLines;
 
 /// A [`Chunker`] is built once per [`crate::Ingestor`] and shared (`Arc<Chunker>`) by every
 /// extraction thread: chunking takes `&self`.
@@ -40,6 +40,63 @@ pub struct Chunk {
     pub context_ref: ContextRef,
     /// Model tokens in `text` (special tokens excluded).
     pub tokens: usize,
+    /// A passage of the file's content, or the file's card.
+    #[serde(default)]
+    pub kind: ChunkKind,
+    /// What the embedding sees before `text` (not stored, not shown): the document's title
+    /// and the chunk's section path, so a passage is embedded in its context. Empty when
+    /// contextual headers are off ([`ChunkingConfig::contextual_headers`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context: String,
+}
+
+impl Chunk {
+    /// The text the model embeds: [`Chunk::context`], a line break, then [`Chunk::text`].
+    pub fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
+        if self.context.is_empty() {
+            std::borrow::Cow::Borrowed(&self.text)
+        } else {
+            std::borrow::Cow::Owned(format!("{}\n{}", self.context, self.text))
+        }
+    }
+}
+
+/// The longest contextual header, in bytes (about 40 tokens: the chunk keeps most of the
+/// window; what the window cuts off the chunk's end the next chunk's overlap holds).
+const MAX_CONTEXT_BYTES: usize = 160;
+
+/// What a chunk is: a passage of a file's content, or the file's card (see
+/// [`crate::embed::card`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChunkKind {
+    /// Text cut from the file's content objects.
+    #[default]
+    Passage,
+    /// The file's card: its name, place, type, properties and structure.
+    Card,
+}
+
+impl std::str::FromStr for ChunkKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "card" => Ok(ChunkKind::Card),
+            "passage" => Ok(ChunkKind::Passage),
+            other => Err(format!("kind must be card or passage; not {other:?}")),
+        }
+    }
+}
+
+impl ChunkKind {
+    /// The name payloads, filters and answers use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkKind::Passage => "passage",
+            ChunkKind::Card => "card",
+        }
+    }
 }
 
 /// Cuts content objects into chunks that fit the model's window. Build it once (from
@@ -49,20 +106,31 @@ pub struct Chunker {
     max_tokens: usize,
     overlap: usize,
     table_rows_tokens: usize,
+    drop_junk: bool,
+    file_cards: bool,
+    contextual_headers: bool,
 }
 
 impl Chunker {
     /// `tokenizer` must not truncate ([`crate::embed::load_tokenizer`] gives such a one).
-    /// `max_tokens` is capped to the model's window.
-    pub fn new(tokenizer: tokenizers::Tokenizer, config: &ChunkingConfig) -> Self {
+    /// `max_tokens` is capped to the model's window (`window_tokens`, special tokens
+    /// included).
+    pub fn new(
+        tokenizer: tokenizers::Tokenizer,
+        config: &ChunkingConfig,
+        window_tokens: usize,
+    ) -> Self {
         let max_tokens = config
             .max_tokens
-            .min(MAX_SEQ_TOKENS.saturating_sub(SPECIAL_TOKENS));
+            .min(window_tokens.saturating_sub(SPECIAL_TOKENS));
         Chunker {
             tokenizer,
             max_tokens,
             overlap: config.overlap_tokens.min(max_tokens / 2),
             table_rows_tokens: config.table_rows_tokens.min(max_tokens).max(1),
+            drop_junk: config.drop_junk,
+            file_cards: config.file_cards,
+            contextual_headers: config.contextual_headers,
         }
     }
 
@@ -76,6 +144,62 @@ impl Chunker {
     /// Token count of `text` without special tokens.
     pub fn count_tokens(&self, text: &str) -> usize {
         self.offsets(text).len()
+    }
+
+    /// Every chunk of one file (`locator`, its content index and objects): its passages, at
+    /// most `max_chunks` of them, each with its contextual header when those are on, then
+    /// its card when cards are on (not counted against `max_chunks`). The one way the
+    /// pipeline and `reindex` cut a file.
+    pub fn chunk_file(
+        &self,
+        locator: &str,
+        index: &FileContentIndex,
+        objects: &[ContentObject],
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, TooManyChunks> {
+        let mut chunks = self.chunk_objects_limited(objects, max_chunks)?;
+        if self.contextual_headers {
+            let title = super::card::document_title(locator, index);
+            for c in &mut chunks {
+                c.context = context_header(&title, c.context_ref.section_id.as_deref());
+            }
+        }
+        if self.file_cards {
+            let text = super::card::card_text(&index.mime_type, index, objects);
+            let number = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
+            let kind = super::card::card_content_type(objects);
+            chunks.push(self.card(number, locator, &text, kind));
+        }
+        Ok(chunks)
+    }
+
+    /// The card chunk of file `locator`: `text` (see [`crate::embed::card::card_text`]) cut
+    /// to the model's window, numbered `index` (after the file's passages), standing for
+    /// objects of `content_type`. Its locator is the file's, without a fragment.
+    pub fn card(&self, index: u32, locator: &str, text: &str, content_type: ContentType) -> Chunk {
+        let text = text.get(..WINDOW_BYTES.min(text.len())).map_or_else(
+            || text.chars().take(WINDOW_BYTES / 4).collect::<String>(),
+            str::to_string,
+        );
+        let offsets = self.offsets(&text);
+        let (text, tokens) = match offsets.get(self.max_tokens) {
+            Some(&(cut, _)) => (text[..cut].trim_end().to_string(), self.max_tokens),
+            None => (text, offsets.len()),
+        };
+        Chunk {
+            index,
+            text,
+            object_id: format!("card-{index}"),
+            content_type,
+            context_ref: ContextRef {
+                container_path: locator.to_string(),
+                location: locator.to_string(),
+                ..ContextRef::default()
+            },
+            tokens,
+            kind: ChunkKind::Card,
+            context: String::new(),
+        }
     }
 
     /// Chunk every text object of a file, numbering chunks from 0.
@@ -93,11 +217,12 @@ impl Chunker {
         max_chunks: usize,
     ) -> Result<Vec<Chunk>, TooManyChunks> {
         let mut chunks = Vec::new();
+        let running = self.drop_junk.then(|| RunningLines::of(objects));
         for object in objects {
             if object.content_type != ContentType::Text || object.data.trim().is_empty() {
                 continue;
             }
-            self.chunk_object(object, &mut chunks, max_chunks)?;
+            self.chunk_object(object, running.as_ref(), &mut chunks, max_chunks)?;
         }
         Ok(chunks)
     }
@@ -105,6 +230,7 @@ impl Chunker {
     fn chunk_object(
         &self,
         object: &ContentObject,
+        junk: Option<&RunningLines>,
         out: &mut Vec<Chunk>,
         max_chunks: usize,
     ) -> Result<(), TooManyChunks> {
@@ -134,6 +260,7 @@ impl Chunker {
         };
         let is_table = header_lines > 0;
         let shape = Shape {
+            junk: junk.filter(|_| !is_table),
             header,
             header_tokens,
             header_lines,
@@ -175,6 +302,7 @@ impl Chunker {
         max_chunks: usize,
     ) -> Result<(), TooManyChunks> {
         let Shape {
+            junk,
             header,
             header_tokens,
             header_lines,
@@ -208,14 +336,22 @@ impl Chunker {
             } else {
                 format!("{header}{piece}")
             };
-            out.push(Chunk {
-                index: u32::try_from(out.len()).unwrap_or(u32::MAX),
-                tokens: header_tokens + (end - start),
-                context_ref: narrow(object, offset + a, offset + b, header_lines, cursor),
-                text: text_out,
-                object_id: object.id.clone(),
-                content_type: object.content_type,
-            });
+            let text_out = match junk {
+                None => Some(text_out),
+                Some(running) => super::junk::clean(&text_out, running),
+            };
+            if let Some(text_out) = text_out {
+                out.push(Chunk {
+                    index: u32::try_from(out.len()).unwrap_or(u32::MAX),
+                    tokens: header_tokens + (end - start),
+                    context_ref: narrow(object, offset + a, offset + b, header_lines, cursor),
+                    text: text_out,
+                    object_id: object.id.clone(),
+                    content_type: object.content_type,
+                    kind: ChunkKind::Passage,
+                    context: String::new(),
+                });
+            }
             if end >= n {
                 break;
             }
@@ -224,6 +360,21 @@ impl Chunker {
         }
         Ok(())
     }
+}
+
+/// `title › section`, cut to [`MAX_CONTEXT_BYTES`] at a character boundary; the section path
+/// alone when it already starts with the title.
+fn context_header(title: &str, section: Option<&str>) -> String {
+    let header = match section.filter(|s| !s.trim().is_empty()) {
+        Some(s) if s.starts_with(title) || title.is_empty() => s.to_string(),
+        Some(s) => format!("{title}{}{s}", extractors::SECTION_SEPARATOR),
+        None => title.to_string(),
+    };
+    let mut cut = header.len().min(MAX_CONTEXT_BYTES);
+    while !header.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    header[..cut].trim_end().to_string()
 }
 
 /// Longest stretch of an object's text handed to the tokenizer at once, in bytes. Longer text
@@ -242,6 +393,8 @@ pub struct TooManyChunks {
 /// How one object's text is cut: the same for all its windows.
 #[derive(Clone, Copy)]
 struct Shape<'h> {
+    /// The file's running lines when junk is left out of the embedded text.
+    junk: Option<&'h RunningLines>,
     header: &'h str,
     header_tokens: usize,
     header_lines: usize,
@@ -419,6 +572,7 @@ fn narrow(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::MAX_SEQ_TOKENS;
     use extractors::{detect, ExtractInput};
 
     /// The real model's tokenizer (run `make models` first).
@@ -432,6 +586,7 @@ mod tests {
                 table_rows_tokens: 24,
                 ..ChunkingConfig::default()
             },
+            MAX_SEQ_TOKENS,
         )
     }
 
@@ -447,6 +602,60 @@ mod tests {
         })
         .unwrap()
         .objects
+    }
+
+    #[test]
+    fn a_file_is_cut_into_passages_in_context_without_junk_then_its_card() {
+        let c = chunker(250, 32);
+        let toc: String = (1..=12)
+            .map(|i| format!("{i} Chapter number {i} . . . . . . . . . . {}\n", i * 7))
+            .collect();
+        let text = format!(
+            "# Contents\n\n{toc}\n# Priming\n\nOpen the bleed screw and fill the pump housing with water before the first start.\n\n42\n"
+        );
+        let objs = objects("pump-manual.md", &text);
+        let name = "/d/pump-manual.md";
+        let index = FileContentIndex {
+            id: "h".into(),
+            file_name: "pump-manual.md".into(),
+            mime_type: "text/markdown".into(),
+            container_path: name.into(),
+            total_objects: 0,
+            total_size: 0,
+            structure: Default::default(),
+            object_summary: vec![],
+            extracted_at: 0,
+            status: extractors::IndexStatus::Extracted,
+            error: None,
+        };
+        let chunks = c.chunk_file(name, &index, &objs, 100).unwrap();
+        let (card, passages) = chunks.split_last().unwrap();
+        assert!(!passages.is_empty());
+        for p in passages {
+            assert_eq!(p.kind, ChunkKind::Passage);
+            assert!(
+                !p.text.contains(". . . ."),
+                "a TOC chunk was embedded: {p:?}"
+            );
+            assert!(!p.text.lines().any(|l| l.trim() == "42"), "{p:?}");
+            assert!(p.context.starts_with("pump manual"), "{p:?}");
+            assert!(p.embedding_text().starts_with(&p.context));
+        }
+        assert!(
+            passages
+                .iter()
+                .any(|p| p.context == "pump manual › Priming"),
+            "{passages:?}"
+        );
+        assert_eq!(card.kind, ChunkKind::Card);
+        assert_eq!(card.index as usize, passages.len());
+        assert_eq!(card.context_ref.location, name);
+        assert!(card.text.starts_with("Markdown text"), "{card:?}");
+        // The limit counts passages only.
+        assert!(c.chunk_file(name, &index, &objs, passages.len()).is_ok());
+        assert!(c
+            .chunk_file(name, &index, &objs, passages.len() - 1)
+            .is_err());
     }
 
     #[test]

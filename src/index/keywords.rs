@@ -13,6 +13,7 @@
 use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
 use qdrant_edge::SparseVector;
 
+use crate::embed::ChunkKind;
 use crate::error::{Error, Result};
 use extractors::MEMBER_SEPARATOR;
 
@@ -55,8 +56,17 @@ impl Keywords {
 }
 
 /// What a chunk is matched on by keywords: the name of the file holding it, its section
-/// path, then its text.
-pub(crate) fn keyword_text(text: &str, section: Option<&str>, locators: &[String]) -> String {
+/// path, then its text. A card is matched on every holding file's name, the words in it and
+/// the folders above it ([`crate::embed::card::card_keywords`]), then its text.
+pub(crate) fn keyword_text(
+    text: &str,
+    section: Option<&str>,
+    locators: &[String],
+    kind: ChunkKind,
+) -> String {
+    if kind == ChunkKind::Card {
+        return format!("{}\n{text}", crate::embed::card::card_keywords(locators));
+    }
     let name = locators.first().map(|l| file_name(l)).unwrap_or_default();
     let section = section.unwrap_or_default();
     let mut out = String::with_capacity(name.len() + section.len() + text.len() + 2);
@@ -85,10 +95,19 @@ mod tests {
     fn keyword_text_puts_file_name_and_section_first() {
         let loc = vec!["/d/shelf.zip!/docs/pump-manual.pdf".to_string()];
         assert_eq!(
-            keyword_text("Prime the pump.", Some("3 Setup › 3.1 Priming"), &loc),
+            keyword_text(
+                "Prime the pump.",
+                Some("3 Setup › 3.1 Priming"),
+                &loc,
+                ChunkKind::Passage
+            ),
             "pump-manual.pdf\n3 Setup › 3.1 Priming\nPrime the pump."
         );
-        assert_eq!(keyword_text("t", None, &[]), "t");
+        assert_eq!(keyword_text("t", None, &[], ChunkKind::Passage), "t");
+        assert_eq!(
+            keyword_text("PDF document", None, &loc, ChunkKind::Card),
+            "pump-manual.pdf\npump manual pdf\nd shelf.zip docs\nPDF document"
+        );
         assert_eq!(file_name("notes.md"), "notes.md");
     }
 

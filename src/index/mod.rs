@@ -134,6 +134,9 @@ pub struct Hit {
     /// The type of the object the chunk was cut from (`text`, `image`, …).
     #[serde(default)]
     pub content_type: String,
+    /// A passage of the file, or its card (name, place, type, properties, outline).
+    #[serde(default)]
+    pub kind: crate::embed::ChunkKind,
     /// The 1-based physical page the chunk is on, if the file has pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
@@ -257,6 +260,8 @@ pub struct SearchFilter {
     pub locator_prefix: Option<String>,
     /// Only objects of this type.
     pub content_type: Option<extractors::ContentType>,
+    /// Only file cards, or only passages (`None`: both).
+    pub kind: Option<crate::embed::ChunkKind>,
     /// Only chunks on these 1-based physical pages, first and last included.
     pub pages: Option<(u32, u32)>,
     /// Only chunks in this section or its subsections: a section path as chunks carry it
@@ -436,6 +441,8 @@ pub(crate) mod testing {
                             slide_index: None,
                         },
                         tokens: 3,
+                        kind: crate::embed::ChunkKind::Passage,
+                        context: String::new(),
                     },
                     vector: unit(axis + i as usize),
                     content_hash: hash.to_string(),

@@ -192,6 +192,46 @@ impl PackReader {
     }
 }
 
+impl PackReader {
+    /// Every object of content `hash` as extraction made it (ids, text, context, format
+    /// facts), placed in file `locator`: what `reindex` cuts again.
+    pub(crate) fn content_objects(
+        &mut self,
+        hash: &str,
+        locator: &str,
+    ) -> Result<Vec<ContentObject>> {
+        let prefix = hash.get(..16).unwrap_or(hash);
+        let mut out = Vec::with_capacity(self.objects.len());
+        for i in 0..self.objects.len() {
+            let data = self.text(i)?;
+            let Some(o) = self.objects.get(i) else { break };
+            let location = if o.fragment.is_empty() {
+                locator.to_string()
+            } else {
+                format!("{locator}#{}", o.fragment)
+            };
+            out.push(ContentObject {
+                id: format!("{prefix}:{i}"),
+                file_id: hash.to_string(),
+                content_type: o.content_type,
+                data,
+                context_ref: extractors::ContextRef {
+                    container_path: locator.to_string(),
+                    location,
+                    label: o.label.clone(),
+                    page_index: o.page,
+                    section_id: o.section.clone(),
+                    sheet_name: o.sheet.clone(),
+                    slide_index: o.slide,
+                },
+                metadata: o.meta.clone(),
+                sequence: u32::try_from(i).unwrap_or(u32::MAX),
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// Read at most `limit` bytes of `reader`.
 #[allow(clippy::disallowed_methods)] // bounded by `take`
 fn read_at_most(reader: impl Read, limit: u64) -> std::io::Result<Vec<u8>> {
@@ -249,6 +289,31 @@ mod tests {
         assert!(r.bytes_read - before < 100, "one small frame read");
         assert_eq!(r.text(2).unwrap(), "x".repeat(100_000));
         assert_eq!(r.text(9).unwrap(), "");
+    }
+
+    #[test]
+    fn a_pack_gives_back_the_objects_it_was_made_of_placed_in_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let hash = "0123456789abcdef0123";
+        let mut objects = vec![object(0, "first page", 1), object(1, "", 2)];
+        for (i, o) in objects.iter_mut().enumerate() {
+            o.id = format!("0123456789abcdef:{i}");
+            o.file_id = hash.into();
+            o.metadata.insert("header_lines".into(), 2.into());
+        }
+        let path = dir.path().join("h.pack");
+        std::fs::write(&path, pack(&objects).unwrap()).unwrap();
+        let back = PackReader::open(&path)
+            .unwrap()
+            .content_objects(hash, "/secret/alice/report.pdf")
+            .unwrap();
+        assert_eq!(back, objects);
+        let moved = PackReader::open(&path)
+            .unwrap()
+            .content_objects(hash, "/b/copy.pdf")
+            .unwrap();
+        assert_eq!(moved[0].context_ref.location, "/b/copy.pdf#page=1");
+        assert_eq!(moved[0].context_ref.container_path, "/b/copy.pdf");
     }
 
     #[test]

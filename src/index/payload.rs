@@ -3,7 +3,7 @@
 //! Qdrant's JSON filter syntax, which the embedded shard and the Qdrant server share.
 //!
 //! A point's payload: the chunk (`text`, `fragment`, `chunk_index`, `object_id`,
-//! `content_type`, and its context: `label`, `page_index`, `section_id`, `sheet_name`,
+//! `content_type`, `kind` (`passage` or `card`), and its context: `label`, `page_index`, `section_id`, `sheet_name`,
 //! `slide_index`, and `section_path`: every ancestor of `section_id`), its content
 //! (`content_hash`, `locators`: the files holding it, the first shown in results, and
 //! `containers`: every folder, archive and file any of them lies in or is; `tags`: the user
@@ -13,6 +13,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Hit, Holders, PointRecord, SearchFilter, StoredChunk};
+use crate::embed::ChunkKind;
 use extractors::{Scope, MEMBER_SEPARATOR, SECTION_SEPARATOR};
 
 /// Fields with a keyword index: everything searches and deletes filter on.
@@ -26,6 +27,7 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "content_type",
     "sheet_name",
     "tags",
+    "kind",
 ];
 
 /// Fields with an integer index: the page and slide filters of a search.
@@ -57,6 +59,7 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "chunk_index": c.chunk.index,
         "object_id": c.chunk.object_id,
         "content_type": c.chunk.content_type.as_str(),
+        "kind": c.chunk.kind.as_str(),
         "label": ctx.label,
         "page_index": ctx.page_index,
         "section_id": ctx.section_id,
@@ -210,8 +213,30 @@ pub(super) fn keyword_source(payload: &Map<String, Value>) -> String {
         s("text").unwrap_or_default(),
         s("section_id"),
         &locators(payload),
+        kind(payload),
     )
 }
+
+/// Whether a point is a card (`kind: card`) or a passage (any other point: those written
+/// before cards have no `kind`).
+pub(super) fn kind(payload: &Map<String, Value>) -> ChunkKind {
+    match payload.get("kind").and_then(Value::as_str) {
+        Some("card") => ChunkKind::Card,
+        _ => ChunkKind::Passage,
+    }
+}
+
+/// Filter: the card of content `hash` in the scope whose key is `scope_key`.
+pub(super) fn card_filter(scope_key: &str, hash: &str) -> Value {
+    json!({ "must": [
+        match_kw("scope_key", scope_key),
+        match_kw("content_hash", hash),
+        match_kw("kind", ChunkKind::Card.as_str()),
+    ] })
+}
+
+/// The payload fields [`keyword_source`] reads.
+pub(super) const KEYWORD_SOURCE_FIELDS: &[&str] = &["text", "section_id", "locators", "kind"];
 
 /// A point's identity and locators, from a payload holding (at least) [`RECORD_FIELDS`].
 pub(super) fn record(payload: &Map<String, Value>) -> PointRecord {
@@ -260,6 +285,7 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
         tags: tags(payload),
         content_hash: s("content_hash").unwrap_or_default(),
         content_type: s("content_type").unwrap_or_default(),
+        kind: kind(payload),
         page: u32_of("page_index"),
         sheet: s("sheet_name"),
         slide: u32_of("slide_index"),
@@ -299,6 +325,13 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     if let Some(t) = filter.content_type {
         must.push(match_kw("content_type", t.as_str()));
     }
+    let mut must_not = Vec::new();
+    match filter.kind {
+        Some(ChunkKind::Card) => must.push(match_kw("kind", ChunkKind::Card.as_str())),
+        // Points stored before cards existed have no `kind`: they are passages.
+        Some(ChunkKind::Passage) => must_not.push(match_kw("kind", ChunkKind::Card.as_str())),
+        None => {}
+    }
     if let Some((first, last)) = filter.pages {
         must.push(json!({ "key": "page_index", "range": { "gte": first, "lte": last } }));
     }
@@ -317,7 +350,11 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     if let Some(key) = &filter.owner_key {
         must.push(match_kw("scope_key", key));
     }
-    json!({ "must": must })
+    if must_not.is_empty() {
+        json!({ "must": must })
+    } else {
+        json!({ "must": must, "must_not": must_not })
+    }
 }
 
 /// Filter: what `scope` may read, derived from the one access rule

@@ -43,8 +43,9 @@ use qdrant_client::qdrant::{
     CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter,
     KeywordIndexParamsBuilder, Modifier, NamedVectors, PointId, PointStruct, Query,
     QueryPointsBuilder, Range, ScrollPointsBuilder, SetPayloadPointsBuilder,
-    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector,
-    VectorInput, VectorParamsBuilder, WriteOrdering, WriteOrderingType,
+    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdatePointVectorsBuilder,
+    UpsertPointsBuilder, Vector, VectorInput, VectorParamsBuilder, WriteOrdering,
+    WriteOrderingType,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use serde_json::{json, Map, Value};
@@ -519,7 +520,7 @@ impl ServerIndex {
             self.call("set_payload", || self.client.set_payload(request.clone()))?;
             let again = self.holders_union(scope_key, hash)?;
             if again == union {
-                return Ok(());
+                return self.refresh_card_keywords(scope_key, hash);
             }
             union = again;
         }
@@ -527,6 +528,44 @@ impl ServerIndex {
             "settle locators",
             format!("the holders of {hash} kept changing"),
         ))
+    }
+
+    /// Compute the keyword vector of content `hash`'s card again from its payload: the files
+    /// holding the content changed, and a card is matched on all their names.
+    fn refresh_card_keywords(&self, scope_key: &str, hash: &str) -> Result<()> {
+        let mut cards = Vec::new();
+        self.scroll(
+            Some(to_filter(&payload::card_filter(scope_key, hash))?),
+            Some(payload::KEYWORD_SOURCE_FIELDS),
+            false,
+            &mut |p| {
+                let map = json_payload(p.payload);
+                let sparse = self.keywords.document(&payload::keyword_source(&map));
+                if let Some(id) = p.id {
+                    cards.push(qdrant::PointVectors {
+                        id: Some(id),
+                        vectors: Some(
+                            NamedVectors::default()
+                                .add_vector(
+                                    SPARSE_VECTOR,
+                                    Vector::new_sparse(sparse.indices, sparse.values),
+                                )
+                                .into(),
+                        ),
+                    });
+                }
+            },
+        )?;
+        if cards.is_empty() {
+            return Ok(());
+        }
+        let request = UpdatePointVectorsBuilder::new(&self.config.collection, cards)
+            .wait(true)
+            .ordering(medium());
+        self.call("update_vectors", || {
+            self.client.update_vectors(request.clone())
+        })
+        .map(drop)
     }
 
     /// Delete the points of content `hash` in scope `scope_key` written before `before`
@@ -772,6 +811,7 @@ impl IndexWrite for ServerIndex {
                     &c.chunk.text,
                     c.chunk.context_ref.section_id.as_deref(),
                     &c.locators,
+                    c.chunk.kind,
                 );
                 let mut payload = json_map(payload::of_chunk(scope, &scope_key, c));
                 if let Some(union) = unions
@@ -1108,10 +1148,17 @@ mod tests {
             slide: Some(3),
             tags: vec!["team=ops".into(), "case=17".into()],
             owner_key: Some(scope.key()),
+            kind: Some(crate::embed::ChunkKind::Card),
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + six narrowing conditions + one per tag + the owner
-        assert_eq!(f.must.len(), 10);
+        // scope + seven narrowing conditions + one per tag + the owner
+        assert_eq!(f.must.len(), 11);
+        let passages = SearchFilter {
+            kind: Some(crate::embed::ChunkKind::Passage),
+            ..SearchFilter::default()
+        };
+        let f = to_filter(&payload::search_filter(&scope, &passages)).unwrap();
+        assert_eq!((f.must.len(), f.must_not.len()), (1, 1));
         to_filter(&payload::lacking_derived()).unwrap();
         to_filter(&payload::content_filter("k", "h")).unwrap();
         assert!(to_filter(&json!({"must": [{"key": "a", "match": {"value": 1.5}}]})).is_err());

@@ -141,7 +141,8 @@ impl Run<'_> {
                     return false;
                 }
             };
-            let texts: Vec<&str> = batch.iter().map(|c| c.chunk.text.as_str()).collect();
+            let owned: Vec<_> = batch.iter().map(|c| c.chunk.embedding_text()).collect();
+            let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
             match timed(&self.timings.embed, || embedder.embed(&texts)) {
                 Ok(vs) => {
                     self.embedded.fetch_add(vs.len() as u64, Ordering::Relaxed);

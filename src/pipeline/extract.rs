@@ -110,25 +110,6 @@ impl Run<'_> {
                 return;
             }
         };
-        let chunker = match self.ing.chunker() {
-            Ok(c) => c,
-            Err(e) => return self.fail_run(e),
-        };
-        let max_chunks = self.ing.config.chunking.max_file_chunks;
-        let chunked = timed(&self.timings.chunk, || {
-            chunker.chunk_objects_limited(&extraction.objects, max_chunks)
-        });
-        let chunks = match chunked {
-            Ok(chunks) => chunks,
-            Err(too_many) => {
-                // Refused before anything is embedded: a limit, like an archive's.
-                let reason = too_many.to_string();
-                lock(&self.claimed).remove(&hash);
-                self.record_unindexed_content(&meta, FileStatus::Skipped, &reason);
-                let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
-                return;
-            }
-        };
         let pack = match crate::index::objects::pack(&extraction.objects) {
             Ok(p) => p,
             Err(e) => {
@@ -155,6 +136,25 @@ impl Run<'_> {
                 IndexStatus::Extracted
             },
             error: None,
+        };
+        let chunker = match self.ing.chunker() {
+            Ok(c) => c,
+            Err(e) => return self.fail_run(e),
+        };
+        let max_chunks = self.ing.config.chunking.max_file_chunks;
+        let chunked = timed(&self.timings.chunk, || {
+            chunker.chunk_file(&loc, &content_index, &extraction.objects, max_chunks)
+        });
+        let chunks = match chunked {
+            Ok(chunks) => chunks,
+            Err(too_many) => {
+                // Refused before anything is embedded: a limit, like an archive's.
+                let reason = too_many.to_string();
+                lock(&self.claimed).remove(&hash);
+                self.record_unindexed_content(&meta, FileStatus::Skipped, &reason);
+                let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
+                return;
+            }
         };
         // From here on the file weighs what its chunks hold, not its bytes.
         let Work { bytes, permit, .. } = work;

@@ -428,6 +428,13 @@ pub(crate) fn run(
     keep_lines: bool,
 ) -> Result<IngestReport> {
     let started = Instant::now();
+    // Chunks of another recipe must not join this index's: refused before anything is read.
+    let has_content = !crate::lock(&ing.catalog).scopes().is_empty();
+    crate::embed::recipe::check_recipe(
+        &ing.config.data_dir,
+        &crate::embed::Recipe::of(&ing.config.chunking),
+        has_content,
+    )?;
     let (report_tx, report_rx) = unbounded::<Event>();
     let run = Run {
         ing,

@@ -810,6 +810,8 @@ struct SearchFilters {
     locator: Option<String>,
     /// `text`, `image`, `videostream`, `audiostream`, `other`.
     content_type: Option<String>,
+    /// `card` (file cards only) or `passage` (text from inside files only).
+    kind: Option<String>,
     /// `"12"` or `"10-14"` (1-based physical pages).
     pages: Option<String>,
     /// A section path (`2 Setup › 2.1 Install`).
@@ -831,6 +833,7 @@ impl SearchFilters {
                 .map(crate::tools::parse_type)
                 .transpose()
                 .map_err(|e| e.to_string())?,
+            kind: self.kind.as_deref().map(str::parse).transpose()?,
             pages: self
                 .pages
                 .as_deref()

@@ -63,6 +63,11 @@ pub struct SearchArgs {
     /// Only objects of this type: `text`, `image`, `videostream`, `audiostream`, `other`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
+    /// `card`: only file cards (one per file: its name, folder, type, title, author, outline,
+    /// sheets; finds files by what they are, pictures and recordings too); `passage`: only
+    /// text from inside files. Absent: both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// Only these 1-based physical pages: `"47"` or `"40-47"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<String>,

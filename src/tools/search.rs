@@ -12,6 +12,7 @@ use super::section::Section;
 use super::snippet::snippet;
 use super::view::{self, normalize, View};
 use super::{Finished, FullResult, SearchArgs, ToolError};
+use crate::embed::ChunkKind;
 use crate::index::{Hit, SearchFilter};
 use crate::ingestor::Ingestor;
 
@@ -52,6 +53,12 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
     if let Some(t) = &args.content_type {
         f.content_type = Some(parse_type(t)?);
     }
+    f.kind = args
+        .kind
+        .as_deref()
+        .map(str::parse::<ChunkKind>)
+        .transpose()
+        .map_err(ToolError::Invalid)?;
     if let Some(p) = &args.pages {
         f.pages = Some(parse_pages(p)?);
     }
@@ -90,6 +97,9 @@ fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Va
     m.insert("score".into(), json!(rounded(hit.score)));
     m.insert("file".into(), json!(file_name(&hit.locator)));
     m.insert("type".into(), json!(hit.content_type));
+    if hit.kind == ChunkKind::Card {
+        m.insert("kind".into(), json!(ChunkKind::Card.as_str()));
+    }
     if let Some(l) = &hit.label {
         m.insert("label".into(), json!(l));
     }

@@ -9,6 +9,7 @@
     clippy::panic
 )]
 
+mod cards;
 mod cli;
 mod crash;
 mod eval;
@@ -16,6 +17,7 @@ mod faces;
 mod formats;
 mod hostile;
 mod isolation;
+mod languages;
 mod library;
 mod mcp;
 mod ocr;

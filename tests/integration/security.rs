@@ -246,7 +246,7 @@ fn security_a_shared_file_never_shadows_the_users_own() {
         let (_, found) = tool(
             &me,
             "search_documents",
-            json!({ "query": "spare keys of the boathouse", "limit": 5 }),
+            json!({ "query": "spare keys of the boathouse", "limit": 5, "kind": "passage" }),
         );
         let hits = found["hits"].as_array().unwrap();
         assert_eq!(hits.len(), 2, "{found}");
@@ -259,6 +259,9 @@ fn security_a_shared_file_never_shadows_the_users_own() {
         }
         // So do the hits of the HTTP search.
         for h in me.search("spare keys of the boathouse", 5) {
+            if h["kind"] == "card" {
+                continue; // a card's text does not tell whose file it is
+            }
             let own = h["text"].as_str().unwrap().contains("blue tin");
             assert_eq!(h.get("owner").is_none(), own, "{h}");
         }

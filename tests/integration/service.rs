@@ -397,12 +397,17 @@ fn service_tags_travel_with_every_chunk_and_filter_searches() {
         assert_eq!(ended["state"], "indexed", "{ended}");
     };
     let with_tags = |tags: Value| json!({ "tags": tags });
-    // The files of the hits, without their fragments.
+    // The files of the hits, without their fragments, each once (a file's passages and
+    // its card name it alike).
     let locators = |hits: &[Value]| -> Vec<String> {
-        hits.iter()
-            .map(|h| h["locator"].as_str().unwrap())
-            .map(|l| l.split_once('#').map_or(l, |(file, _)| file).to_string())
-            .collect()
+        let mut files: Vec<String> = Vec::new();
+        for l in hits.iter().map(|h| h["locator"].as_str().unwrap()) {
+            let file = l.split_once('#').map_or(l, |(file, _)| file).to_string();
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+        files
     };
     let bundle = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
     let ferry = b"The ferry to Skerry Point leaves the harbour at dawn on Tuesdays.\n";

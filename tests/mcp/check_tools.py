@@ -66,7 +66,7 @@ CALL_TIMEOUT_S = 300
 
 TOOLS = {
     "search_documents": ["query", "limit", "min_score", "mode", "locator", "owner", "content_type",
-                         "pages", "section", "sheet", "slide", "max_chars", "cursor"],
+                         "kind", "pages", "section", "sheet", "slide", "max_chars", "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
                              "slide", "max_chars", "cursor"],
@@ -715,6 +715,7 @@ async def check_fixtures(srv, root):
     within = await srv.ok("search_documents", {"query": "install the tide gauge",
                                                "locator": survey, "limit": 5})
     check(within.obj["hits"] and all(h["locator"].startswith(survey + "#")
+                                     or (h["locator"] == survey and h.get("kind") == "card")
                                      for h in within.obj["hits"]),
           f"search within survey-report.pdf: {short(within.raw)}")
     in_archive = await srv.ok("search_documents", {"query": "tides", "locator": bundle, "limit": 5})

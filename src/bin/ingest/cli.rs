@@ -45,10 +45,13 @@ pub(crate) struct Common {
     /// Folder with the provisioned model (default: searched, see README).
     #[arg(long, global = true, env = "INGEST_MODEL_DIR")]
     pub(crate) model_dir: Option<PathBuf>,
-    /// Model for a new index: bf16 (the default: the fp32 model on OpenVINO, computed in bf16
-    /// where the CPU has it), block-int8, int8-weights or dynamic-int8 (ONNX Runtime; see
-    /// docs/EVALUATION.md). An existing data dir keeps the one it was embedded with.
-    #[arg(long, global = true, env = "INGEST_MODEL_VARIANT")]
+    /// Model for a new index: bf16 (the default: all-MiniLM-L6-v2, the fp32 model on
+    /// OpenVINO, computed in bf16 where the CPU has it), block-int8, int8-weights or
+    /// dynamic-int8 (the same model on ONNX Runtime), or multilingual-e5-small (another
+    /// model: 100 languages, questions in one language find passages in another; about half
+    /// the speed). See docs/EVALUATION.md. An existing data dir keeps the one it was embedded
+    /// with (`ingest reindex --model M` changes it).
+    #[arg(long, alias = "model", global = true, env = "INGEST_MODEL_VARIANT")]
     pub(crate) model_variant: Option<ingest::ModelVariant>,
     /// Where the index lives: a Qdrant server collection, qdrant://HOST:PORT/COLLECTION
     /// (gRPC port; ?shards=N&replication=N when it creates the collection; API key from
@@ -113,12 +116,46 @@ pub(crate) struct ExtractArgs {
     /// each file's path): N nodes writing one --store collection each run with their own I.
     #[arg(long, value_name = "I/N")]
     pub(crate) partition: Option<ingest::Partition>,
+    #[command(flatten)]
+    pub(crate) recipe: RecipeArgs,
+}
+
+/// How chunks are cut and what their vectors embed: the index's recipe. An index keeps
+/// the recipe it was made with; `ingest reindex` changes it.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct RecipeArgs {
+    /// Do not give each file a card (its name, folder, type, title, author, outline as one
+    /// more searchable chunk; files without text are found by name only through it).
+    #[arg(long)]
+    pub(crate) no_file_cards: bool,
+    /// Embed table-of-contents dot leaders, bare page numbers and running headers and
+    /// footers too (left out by default; the read tools show them either way).
+    #[arg(long)]
+    pub(crate) keep_junk: bool,
+    /// Embed passages without their `title › section` header.
+    #[arg(long)]
+    pub(crate) no_contextual_headers: bool,
+}
+
+impl RecipeArgs {
+    /// Apply to the library's chunking settings.
+    pub(crate) fn apply(&self, chunking: &mut ingest::ChunkingConfig) {
+        chunking.file_cards = !self.no_file_cards;
+        chunking.drop_junk = !self.keep_junk;
+        chunking.contextual_headers = !self.no_contextual_headers;
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReindexArgs {
+    #[command(flatten)]
+    pub(crate) recipe: RecipeArgs,
 }
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Semantic search over what the scope may read. With any filter or budget flag
-    /// (--locator, --type, --pages, --section, --sheet, --slide, --max-chars, --cursor) it
+    /// (--locator, --type, --kind, --pages, --section, --sheet, --slide, --max-chars, --cursor) it
     /// runs the agent's `search_documents` tool and prints its answer (snippets, cursor).
     Search(SearchArgs),
     /// Browse: the scope's top level, a folder's or archive's members, or a document's
@@ -157,6 +194,12 @@ pub(crate) enum Command {
     /// Add the points of an `ingest export` FILE to the store given by --store (or the data
     /// dir's), without embedding anything; the data dir's catalog then describes that store.
     Import(TransferArgs),
+    /// Cut and embed every stored file again with this build's recipe (file cards, junk
+    /// left out, contextual headers, chunk sizes; see the flags) and with --model-variant
+    /// when given (another model for this index, e.g. multilingual-e5-small), from the
+    /// stored texts: no file is read or parsed again. An index made with another recipe
+    /// refuses new files until this runs.
+    Reindex(ReindexArgs),
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +283,10 @@ pub(crate) struct SearchArgs {
     /// Only objects of this type: text, image, videostream, audiostream, other.
     #[arg(long = "type", value_name = "TYPE")]
     pub(crate) content_type: Option<String>,
+    /// card: only file cards (a file's name, folder, type, title, author, outline); passage:
+    /// only text from inside files. Both by default.
+    #[arg(long, value_name = "KIND")]
+    pub(crate) kind: Option<String>,
     /// Only these 1-based physical pages: 47 or 40-47.
     #[arg(long)]
     pub(crate) pages: Option<String>,
@@ -265,6 +312,7 @@ impl SearchArgs {
     pub(crate) fn wants_tool(&self) -> bool {
         self.locator.is_some()
             || self.content_type.is_some()
+            || self.kind.is_some()
             || self.pages.is_some()
             || self.section.is_some()
             || self.sheet.is_some()

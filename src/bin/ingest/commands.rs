@@ -12,7 +12,9 @@ use ingest::{
     Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope, SearchFilter,
 };
 
-use crate::cli::{Common, ExtractArgs, IngestArgs, SearchArgs, ServeArgs, TransferArgs, WatchArgs};
+use crate::cli::{
+    Common, ExtractArgs, IngestArgs, ReindexArgs, SearchArgs, ServeArgs, TransferArgs, WatchArgs,
+};
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
@@ -47,6 +49,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
         config.retry_unindexed = args.retry;
         config.ocr.enabled = !args.no_ocr;
         config.chunking.max_file_chunks = args.max_chunks;
+        args.recipe.apply(&mut config.chunking);
         config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
@@ -57,6 +60,49 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
         }
     }
     Ok(config)
+}
+
+/// `ingest reindex`: cut and embed every stored content again with this build's recipe.
+pub(crate) fn reindex(common: &Common, args: &ReindexArgs) -> anyhow::Result<ExitCode> {
+    let mut config = config(common, None)?;
+    args.recipe.apply(&mut config.chunking);
+    let ingestor = Ingestor::open_for_reindex(config)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
+    let tty = std::io::stderr().is_terminal();
+    let mut last = std::time::Instant::now();
+    let report = ingestor.reindex(&mut |p| {
+        if tty || last.elapsed() >= std::time::Duration::from_secs(10) {
+            last = std::time::Instant::now();
+            eprint!(
+                "{}reindexing: {}/{} contents, {} chunks{}",
+                if tty { "\r" } else { "" },
+                p.contents_done,
+                p.contents,
+                p.chunks,
+                if tty { "" } else { "\n" }
+            );
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    if common.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "reindexed {} contents ({} without stored texts kept as they were): {} chunks, were {}; {} tokens embedded in {:.1} s, {:.1} s in all\nfrom: {}\nto:   {}",
+            report.contents,
+            report.contents_missing,
+            report.chunks_after,
+            report.chunks_before,
+            report.tokens,
+            report.embed_seconds,
+            report.seconds,
+            report.from,
+            report.to
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `ingest export FILE`: every point of the index, as JSON lines (gzip for `.gz`).

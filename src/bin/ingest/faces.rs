@@ -26,6 +26,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         locator: args.locator.clone(),
         owner: args.owner.clone(),
         content_type: args.content_type.clone(),
+        kind: args.kind.clone(),
         pages: args.pages.clone(),
         section: args.section.clone(),
         sheet: args.sheet.clone(),

@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         Some(Command::Eval(args)) => eval::run(&cli.common, args),
         Some(Command::Export(args)) => commands::export(&cli.common, args),
         Some(Command::Import(args)) => commands::import(&cli.common, args),
+        Some(Command::Reindex(args)) => commands::reindex(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),
     };
     match result {

@@ -1,0 +1,139 @@
+//! File cards and the index recipe, end to end: every picture, recording and film is found by
+//! its name; an index made with another recipe refuses new files until `ingest reindex` has
+//! cut and embedded it again from its stored texts.
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// `ingest search --json --mode MODE --limit N QUERY` (the plain hit list).
+fn search_mode(sb: &Sandbox, mode: &str, query: &str, limit: usize) -> Vec<Value> {
+    let limit = limit.to_string();
+    let out = sb.run(&["search", "--json", "--mode", mode, "--limit", &limit, query]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_lines(&out)
+}
+
+/// The hits of the `search_documents` tool with `--kind card`.
+fn card_hits(sb: &Sandbox, query: &str) -> Vec<Value> {
+    let out = sb.run(&["search", "--json", "--kind", "card", "--limit", "10", query]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer = json_lines(&out).pop().expect("an answer");
+    answer["hits"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn every_picture_recording_and_film_is_found_by_its_name() {
+    let sb = Sandbox::new();
+    let (lines, summary, code) = sb.ingest(&[&fixtures().join("formats")]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(summary["failed"], 0);
+    // Pictures, recordings and films, by extension (the ledger does not say the type).
+    let media_extensions = [
+        "avi", "flac", "gif", "jpg", "mp3", "mp4", "mpg", "oga", "ogg", "png", "svg", "tiff",
+        "wav", "webm", "webp",
+    ];
+    let media: Vec<String> = files_only(&lines)
+        .into_iter()
+        .map(|l| l["locator"].as_str().unwrap().to_string())
+        .filter(|l| {
+            l.rsplit_once('.')
+                .is_some_and(|(_, ext)| media_extensions.contains(&ext))
+        })
+        .collect();
+    assert!(media.len() >= 12, "media fixtures: {media:?}");
+    for locator in &media {
+        let name = locator.rsplit('/').next().unwrap();
+        // A search by its name finds its card: first by keywords, among the first five in
+        // hybrid search (whose meaning side sees a card's type and properties, not its
+        // names: identical bytes under two names are one card).
+        for (mode, within) in [("keyword", 1), ("hybrid", 5)] {
+            let hits = search_mode(&sb, mode, name, 5);
+            let holds = |h: &Value| {
+                h["kind"] == "card"
+                    && (h["locator"].as_str() == Some(locator.as_str())
+                        || h["also_in"].as_array().is_some_and(|a| {
+                            a.iter().any(|l| l.as_str() == Some(locator.as_str()))
+                        }))
+            };
+            assert!(
+                hits.iter().take(within).any(holds),
+                "{mode} search for {name:?}: {hits:#?}"
+            );
+        }
+    }
+    // A card says what the file is: a recording is found by its length's words, a picture
+    // by its size, and the content_type filter finds cards of that type.
+    let audio = card_hits(&sb, "audio recording foghorn");
+    assert!(
+        audio
+            .iter()
+            .any(|h| h["file"] == "foghorn.mp3" && h["type"] == "audiostream"),
+        "{audio:#?}"
+    );
+    assert!(audio.iter().all(|h| h["kind"] == "card"), "{audio:#?}");
+    let out = sb.run(&[
+        "search", "--json", "--type", "image", "--limit", "10", "pier",
+    ]);
+    let answer = json_lines(&out).pop().expect("an answer");
+    let images = answer["hits"].as_array().cloned().unwrap_or_default();
+    assert!(images.iter().any(|h| h["file"] == "pier.jpg"), "{answer:#}");
+    assert_store_matches_catalog(&sb);
+}
+
+#[test]
+fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
+    let sb = Sandbox::new();
+    let docs = fixtures().join("docs");
+    let old_recipe = ["--no-file-cards", "--keep-junk", "--no-contextual-headers"];
+    let (lines, first, code) = sb.ingest_with(&old_recipe, &[&docs]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(card_hits(&sb, "handbook").is_empty(), "no cards yet");
+    // Today's recipe on that index: refused, saying what to do, and nothing changes.
+    let before = sb.status();
+    let refused = sb.run(&["--json", docs.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("ingest reindex") && stderr.contains("no file cards"),
+        "{stderr}"
+    );
+    assert_eq!(sb.status()["points"], before["points"]);
+    // Reindex: every content again, with cards, from the stored texts.
+    let out = sb.run(&["reindex", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json_lines(&out).pop().expect("report");
+    let files = files_only(&lines).len() as u64;
+    assert_eq!(report["contents"].as_u64(), Some(files), "{report}");
+    assert_eq!(report["contents_missing"], 0, "{report}");
+    assert_eq!(
+        report["chunks_before"].as_u64(),
+        first["chunks_embedded"].as_u64(),
+        "{report}"
+    );
+    assert!(
+        report["chunks_after"].as_u64().unwrap() >= files,
+        "every file has a card now: {report}"
+    );
+    assert_store_matches_catalog(&sb);
+    assert!(!card_hits(&sb, "handbook").is_empty());
+    // The index has today's recipe now: the same files are unchanged, no error.
+    let (lines, again, code) = sb.ingest(&[&docs]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(again["unchanged"].as_u64(), Some(files), "{again}");
+    // And the old recipe is the one refused now.
+    let refused = sb.run(&["--json", "--no-file-cards", docs.to_str().unwrap()]);
+    assert!(!refused.status.success());
+}
