@@ -323,6 +323,64 @@ pub fn evaluate(
     })
 }
 
+/// Whether every indexed file is found by its name: one search per file, its file name as
+/// the query.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamesReport {
+    /// How hits were ranked.
+    pub mode: SearchMode,
+    /// A file counts when it is among the first `k` hits (as the hit's file or one of its
+    /// identical copies).
+    pub k: usize,
+    /// Files searched for (indexed ones with chunks).
+    pub files: usize,
+    /// Files found.
+    pub found: usize,
+    /// The files not found, by locator.
+    pub missed: Vec<String>,
+}
+
+/// Search for every indexed file of `scope` by its name in `mode`: [`NamesReport`].
+pub fn evaluate_names(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    mode: SearchMode,
+    k: usize,
+) -> Result<NamesReport> {
+    let files: Vec<String> = crate::lock(&ingestor.catalog)
+        .entries(scope)
+        .into_iter()
+        .filter(|e| e.status == crate::index::EntryStatus::Indexed && e.chunks > 0)
+        .map(|e| e.locator)
+        .collect();
+    let filter = SearchFilter::default();
+    let mut missed = Vec::new();
+    for locator in &files {
+        let name = locator
+            .rsplit(['/', '!'])
+            .find(|s| !s.is_empty())
+            .unwrap_or(locator);
+        let hits = ingestor.search_filtered(name, scope, k, None, &filter, mode)?;
+        let found = hits.iter().take(k).any(|h| {
+            h.locator
+                .split_once('#')
+                .map_or(h.locator.as_str(), |(f, _)| f)
+                == locator
+                || h.also_in.iter().any(|l| l == locator)
+        });
+        if !found {
+            missed.push(locator.clone());
+        }
+    }
+    Ok(NamesReport {
+        mode,
+        k,
+        files: files.len(),
+        found: files.len() - missed.len(),
+        missed,
+    })
+}
+
 /// The `q` quantile of sorted `values` (nearest rank); 0 for none.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {

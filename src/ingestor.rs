@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use extractors::Scope;
 
 use crate::config::Config;
-use crate::embed::{find_model_dir, load_tokenizer, Chunker, Embedder};
+use crate::embed::{find_model_dir, load_tokenizer, ChunkKind, Chunker, Embedder};
 use crate::error::{Error, Result};
 use crate::index::{
     Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
@@ -465,8 +465,25 @@ impl Ingestor {
             vector,
             text: (mode != SearchMode::Dense).then(|| query.to_string()),
         };
-        self.store()?
-            .search(scope, &index_query, limit, 0, min_score, filter)
+        let store = self.store()?;
+        let mut hits = store.search(scope, &index_query, limit, 0, min_score, filter)?;
+        // A query that is a file's name finds that file's card first, however common the
+        // words of the name are elsewhere.
+        if let Some(name) = file_name_in(query).filter(|_| filter.kind != Some(ChunkKind::Passage))
+        {
+            let named = SearchFilter {
+                kind: Some(ChunkKind::Card),
+                file_name: Some(name.to_string()),
+                ..filter.clone()
+            };
+            let first = store.search(scope, &index_query, limit, 0, None, &named)?;
+            if !first.is_empty() {
+                hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
+                hits.splice(0..0, first);
+                hits.truncate(limit);
+            }
+        }
+        Ok(hits)
     }
 
     /// Write every point of the index (id, dense vector, payload) to `out` as JSON lines, in
@@ -621,6 +638,19 @@ impl Ingestor {
         slot.end(report.is_ok())?;
         report
     }
+}
+
+/// The file name a query is, if it looks like one: ending in an extension of one to five
+/// letters or digits (`path.json`, `IMG_2043.JPG`, `Übersicht Griechisch.pdf`), without a
+/// path. A question that merely ends in a name matches no file by it and changes nothing.
+fn file_name_in(query: &str) -> Option<&str> {
+    let q = query.trim();
+    let (stem, ext) = q.rsplit_once('.')?;
+    let is_name = !stem.trim().is_empty()
+        && (1..=5).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && !q.contains(['/', '!', '#', '?']);
+    is_name.then_some(q)
 }
 
 #[cfg(test)]

@@ -262,6 +262,8 @@ pub struct SearchFilter {
     pub content_type: Option<extractors::ContentType>,
     /// Only file cards, or only passages (`None`: both).
     pub kind: Option<crate::embed::ChunkKind>,
+    /// Only chunks of files with this name (the last segment of a locator, any case).
+    pub file_name: Option<String>,
     /// Only chunks on these 1-based physical pages, first and last included.
     pub pages: Option<(u32, u32)>,
     /// Only chunks in this section or its subsections: a section path as chunks carry it

@@ -28,6 +28,7 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "sheet_name",
     "tags",
     "kind",
+    "names",
 ];
 
 /// Fields with an integer index: the page and slide filters of a search.
@@ -67,6 +68,7 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "slide_index": ctx.slide_index,
         "section_path": section_path(ctx.section_id.as_deref()),
         "containers": containers(&c.locators),
+        "names": names(&c.locators),
         "scope_key": scope_key,
         "user_id": scope.user_id,
         "feature_instance_id": scope.feature_instance_id,
@@ -81,6 +83,7 @@ pub(super) fn holders_update(holders: &Holders) -> Map<String, Value> {
     let mut payload = Map::new();
     payload.insert("locators".into(), json!(holders.locators));
     payload.insert("containers".into(), json!(containers(&holders.locators)));
+    payload.insert("names".into(), json!(names(&holders.locators)));
     payload.insert("tags".into(), json!(holders.tags));
     payload
 }
@@ -98,6 +101,23 @@ const MAX_SECTION_LEVELS: usize = 16;
 /// duplicates, in first-seen order (at most [`MAX_CONTAINERS`]): `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
 /// `/d/b.zip!/docs` and itself. A relative locator (an upload: `up.zip!/a.txt`) gives
 /// `up.zip` and itself. The root `/` is not listed.
+/// The names of the files holding a content, lowercase, each once: what an exact file-name
+/// search ([`SearchFilter::file_name`]) matches.
+pub(super) fn names(locators: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for locator in locators.iter().take(MAX_CONTAINERS) {
+        let name = locator
+            .rsplit(['/', '!'])
+            .find(|s| !s.is_empty())
+            .unwrap_or(locator)
+            .to_lowercase();
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 pub(super) fn containers(locators: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -349,6 +369,9 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     }
     if let Some(key) = &filter.owner_key {
         must.push(match_kw("scope_key", key));
+    }
+    if let Some(name) = &filter.file_name {
+        must.push(match_kw("names", &name.to_lowercase()));
     }
     if must_not.is_empty() {
         json!({ "must": must })

@@ -1149,10 +1149,11 @@ mod tests {
             tags: vec!["team=ops".into(), "case=17".into()],
             owner_key: Some(scope.key()),
             kind: Some(crate::embed::ChunkKind::Card),
+            file_name: Some("Report.PDF".into()),
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + seven narrowing conditions + one per tag + the owner
-        assert_eq!(f.must.len(), 11);
+        // scope + eight narrowing conditions + one per tag + the owner
+        assert_eq!(f.must.len(), 12);
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()

@@ -845,6 +845,7 @@ impl SearchFilters {
             slide: self.slide,
             tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
             owner_key: None,
+            file_name: None,
         })
     }
 }

@@ -86,6 +86,20 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
     let answer = json_lines(&out).pop().expect("an answer");
     let images = answer["hits"].as_array().cloned().unwrap_or_default();
     assert!(images.iter().any(|h| h["file"] == "pier.jpg"), "{answer:#}");
+    // And every file of every format, by `ingest eval --names`.
+    let out = sb.run(&[
+        "eval", "--names", "--json", "--mode", "keyword", "--mode", "hybrid",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in reports.as_array().unwrap() {
+        assert!(r["files"].as_u64().unwrap() >= 25, "{r}");
+        assert_eq!(r["missed"], serde_json::json!([]), "{r}");
+    }
     assert_store_matches_catalog(&sb);
 }
 

@@ -211,7 +211,8 @@ pub(crate) struct TransferArgs {
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {
     /// The question set.
-    pub(crate) questions: PathBuf,
+    #[arg(required_unless_present = "names")]
+    pub(crate) questions: Option<PathBuf>,
     /// Ranking modes to measure (repeat the flag); default: dense, keyword and hybrid.
     #[arg(long = "mode", value_name = "MODE")]
     pub(crate) modes: Vec<SearchMode>,
@@ -224,6 +225,10 @@ pub(crate) struct EvalArgs {
     /// Also print every question missed at K, with the hits it got instead.
     #[arg(long)]
     pub(crate) misses: bool,
+    /// Instead of questions: search for every indexed file by its name and count the files
+    /// not among the first K hits (QUESTIONS is then not read).
+    #[arg(long)]
+    pub(crate) names: bool,
 }
 
 #[derive(Args, Debug)]

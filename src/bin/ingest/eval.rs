@@ -11,14 +11,6 @@ use crate::cli::{Common, EvalArgs};
 use crate::commands::{open, scope};
 
 pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.questions)
-        .with_context(|| format!("reading {}", args.questions.display()))?;
-    let questions = parse_questions(&text)?;
-    anyhow::ensure!(
-        !questions.is_empty(),
-        "{} holds no questions",
-        args.questions.display()
-    );
     anyhow::ensure!(args.k > 0, "--k must be at least 1");
     let modes = if args.modes.is_empty() {
         SearchMode::ALL.to_vec()
@@ -27,6 +19,18 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     };
     let ingestor = open(common, None)?;
     let scope = scope(common, false)?;
+    let path = match (&args.questions, args.names) {
+        (Some(path), false) => path,
+        _ => return names(common, &ingestor, &scope, &modes, args.k),
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let questions = parse_questions(&text)?;
+    anyhow::ensure!(
+        !questions.is_empty(),
+        "{} holds no questions",
+        path.display()
+    );
     let options = EvalOptions {
         k: args.k,
         limit: args.limit,
@@ -41,6 +45,34 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         writeln!(out)?;
     } else {
         print_reports(&mut out, &reports, args.misses)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ingest eval --names`: every indexed file searched for by its name.
+fn names(
+    common: &Common,
+    ingestor: &ingest::Ingestor,
+    scope: &ingest::Scope,
+    modes: &[SearchMode],
+    k: usize,
+) -> anyhow::Result<ExitCode> {
+    let reports = modes
+        .iter()
+        .map(|m| ingest::eval::evaluate_names(ingestor, scope, *m, k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = std::io::stdout().lock();
+    if common.json {
+        serde_json::to_writer(&mut out, &reports)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "mode         files  found by name in the first {k}")?;
+    for r in &reports {
+        writeln!(out, "{:<10} {:>7} {:>7}", r.mode.as_str(), r.files, r.found)?;
+        for missed in &r.missed {
+            writeln!(out, "  missed: {missed}")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
