@@ -177,15 +177,15 @@ impl Chunker {
     /// to the model's window, numbered `index` (after the file's passages), standing for
     /// objects of `content_type`. Its locator is the file's, without a fragment.
     pub fn card(&self, index: u32, locator: &str, text: &str, content_type: ContentType) -> Chunk {
-        let text = text.get(..WINDOW_BYTES.min(text.len())).map_or_else(
-            || text.chars().take(WINDOW_BYTES / 4).collect::<String>(),
-            str::to_string,
-        );
-        let offsets = self.offsets(&text);
+        let text = text
+            .get(..text.floor_char_boundary(WINDOW_BYTES))
+            .unwrap_or(text);
+        let offsets = self.offsets(text);
         let (text, tokens) = match offsets.get(self.max_tokens) {
-            Some(&(cut, _)) => (text[..cut].trim_end().to_string(), self.max_tokens),
+            Some(&(cut, _)) => (text.get(..cut).unwrap_or(text).trim_end(), self.max_tokens),
             None => (text, offsets.len()),
         };
+        let text = text.to_string();
         Chunk {
             index,
             text,
@@ -370,11 +370,11 @@ fn context_header(title: &str, section: Option<&str>) -> String {
         Some(s) => format!("{title}{}{s}", extractors::SECTION_SEPARATOR),
         None => title.to_string(),
     };
-    let mut cut = header.len().min(MAX_CONTEXT_BYTES);
-    while !header.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    header[..cut].trim_end().to_string()
+    header
+        .get(..header.floor_char_boundary(MAX_CONTEXT_BYTES))
+        .unwrap_or(&header)
+        .trim_end()
+        .to_string()
 }
 
 /// Longest stretch of an object's text handed to the tokenizer at once, in bytes. Longer text

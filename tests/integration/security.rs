@@ -383,6 +383,14 @@ fn security_a_mandate_is_a_wall_for_every_face() {
         }
         let (_, top) = tool(c, "browse_container", json!({}));
         assert!(!top.to_string().contains("plan.md"), "{top}");
+        // Nor do the files' cards, asked for by kind or by exact name.
+        for args in [
+            json!({ "query": "plan.md", "kind": "card" }),
+            json!({ "query": "shared-plan.md" }),
+        ] {
+            let (_, found) = tool(c, "search_documents", args);
+            assert_eq!(found["hits"], json!([]), "{found}");
+        }
     };
     check_blind(&globex);
     assert!(service.stop().success());
