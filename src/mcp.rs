@@ -554,7 +554,7 @@ fn definition(name: &str) -> Option<Tool> {
 
 const SEARCH_DESCRIPTION: &str = "\
 Find passages by meaning and exact words in the indexed documents (`mode`: hybrid by default, `keyword` for a name, code or option to match literally, `dense` for meaning only). Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
-Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (in the default hybrid mode 1 = ranked first by both meaning and words, 0.5 or less = found by one of them only), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
+Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (in the default hybrid mode relative to the best hit: 1 = the best, about 0.5 = found by one of meaning and words only, or middling by both), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
 Every file also has a card (kind \"card\": its name, folder, type, title, author, outline, sheets, a picture's size, a recording's length), so a file is found by its name or what it is, pictures and recordings without text too; kind \"card\" searches only cards (which files are about X?), kind \"passage\" only text inside files.
 Narrow with locator (a folder, an archive at any depth, or one file, without #fragment) and with content_type, kind, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
 The answer is at most max_chars (default 4000); when hits were left out, call again with the same arguments plus the answer's cursor.";

@@ -1,20 +1,28 @@
 //! Hybrid ranking: the meaning ranking (dense vectors) and the word ranking (BM25) of the same
-//! question, fused into one list by reciprocal rank, page by page.
+//! question, fused into one list by their scores (distribution-based score fusion), page by
+//! page.
 //!
 //! Both stores answer a hybrid query here, from their two single rankings, so that the
-//! embedded shard and a Qdrant server rank alike. What it does beyond plain RRF over chunks:
+//! embedded shard and a Qdrant server rank alike. What it does beyond plain DBSF over chunks:
 //!
 //! - **Pages are the unit.** One chunk of page 12 ranked first by meaning and another chunk
 //!   of page 12 ranked first by words are one answer found twice, not two answers found
-//!   once each: a page's fused score sums, over the rankings, the reciprocal rank of its best
-//!   chunk in each. Chunk-level RRF gave both chunks half a score and let a neighbour chunk
-//!   ranked fairly by both win, so a page that one ranking found was often lost in the
+//!   once each: a page's fused score sums, over the rankings, the normalised score of its
+//!   best chunk in each. Chunk-level fusion gave both chunks half a score and let a neighbour
+//!   chunk ranked fairly by both win, so a page that one ranking found was often lost in the
 //!   fusion.
 //! - **One hit per page first.** The page's best chunk stands for it; its other chunks follow
 //!   every page's first chunk (still in the list, so a cursor reaches them), so five chunks
 //!   of one page cannot fill the first five places.
 //!
 //! Content without pages (text files, sheets, slides) is ranked chunk by chunk, as before.
+//!
+//! Why scores, not ranks: reciprocal-rank fusion (RRF, k = 2) sees only positions, so a page the words rank first by a wide margin and one they rank
+//! second by a hair weigh 1/2 and 1/3 whatever the margin, and the embedding (whose cosines
+//! crowd within a few hundredths on manuals) decides between pages as loudly as BM25 does.
+//! On eval/dev.tsv + eval/heldout.tsv (131 questions, 104 on pages, same index and lists)
+//! RRF gave page recall@5 0.846, recall@5 0.962, MRR 0.880; DBSF 0.913, 0.939, 0.880 (see
+//! docs/EVALUATION.md).
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,13 +30,6 @@ use extractors::Scope;
 
 use super::{Hit, IndexQuery, IndexRead, SearchFilter, MAX_SEARCH_HITS};
 use crate::error::Result;
-
-/// The reciprocal-rank-fusion constant: a ranking's share of a score is `1 / (RRF_K + rank)`,
-/// ranks counted from 0. 2 is Qdrant's own default (`DEFAULT_RRF_K`), so the top of each
-/// ranking weighs most. On eval/dev.tsv, k = 1, 2 and 3 gave recall@5 0.956/0.956/0.941,
-/// page recall@5 0.902 each and MRR 0.90; the RRF paper's 60 gave 0.912, 0.829 and 0.876 (it
-/// lets a chunk ranked fairly by both beat one ranked first by one).
-pub(super) const RRF_K: f32 = 2.0;
 
 /// Candidates each ranking contributes to a fused search, at least.
 pub(super) const FUSION_CANDIDATES: usize = 100;
@@ -114,22 +115,50 @@ fn unit(hit: &Hit) -> Unit {
     }
 }
 
-/// Fuses `dense` and `keyword` (each best first) into one list, best first, scores rescaled
-/// so that first in both rankings is 1. Ties go by chunk id, so the same search always pages
-/// the same way.
+/// Each score of `ranking` mapped so that the mean − 3σ of its first [`FUSION_CANDIDATES`]
+/// scores is 0 and their mean + 3σ is 1 (distribution-based score fusion, Qdrant's DBSF): a
+/// standout keeps its lead, a crowd of near-equal scores stays near-equal. Below 0 counts as
+/// 0. All equal (or one hit): each 0.5. The statistics come from a fixed number of hits, so
+/// a longer list (a later page) maps the same scores the same way.
+fn normalized(ranking: &[Hit]) -> Vec<f32> {
+    let head = ranking.get(..FUSION_CANDIDATES).unwrap_or(ranking);
+    let n = head.len().max(1) as f64;
+    let mean = head.iter().map(|h| f64::from(h.score)).sum::<f64>() / n;
+    let variance = head
+        .iter()
+        .map(|h| (f64::from(h.score) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let spread = 6.0 * variance.sqrt();
+    let flat = spread <= f64::EPSILON * mean.abs().max(1.0);
+    ranking
+        .iter()
+        .map(|h| {
+            if flat {
+                0.5
+            } else {
+                ((f64::from(h.score) - mean) / spread + 0.5).max(0.0) as f32
+            }
+        })
+        .collect()
+}
+
+/// Fuses `dense` and `keyword` (each best first) into one list, best first: each ranking's
+/// scores [`normalized`], a unit's score the sum over the rankings of its best chunk's, then
+/// every score divided by the best one (1 is the best hit of this search). Ties go by chunk
+/// id, so the same search always pages the same way.
 pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
-    // Per chunk: its own reciprocal-rank sum; per unit: the sum over rankings of its best
-    // chunk's share in each.
+    // Per chunk: its own sum over the rankings; per unit: the sum of its best chunk's share
+    // in each.
     let mut chunks: HashMap<(String, u64), (f32, Hit)> = HashMap::new();
     let mut units: HashMap<Unit, f32> = HashMap::new();
     for ranking in [dense, keyword] {
-        let mut seen_units: HashSet<Unit> = HashSet::new();
-        for (rank, hit) in ranking.into_iter().enumerate() {
-            let share = 1.0 / (RRF_K + rank as f32);
+        let shares = normalized(&ranking);
+        let mut best: HashMap<Unit, f32> = HashMap::new();
+        for (hit, share) in ranking.into_iter().zip(shares) {
             let u = unit(&hit);
-            if seen_units.insert(u.clone()) {
-                *units.entry(u).or_default() += share;
-            }
+            let slot = best.entry(u).or_insert(f32::MIN);
+            *slot = slot.max(share);
             let key = (hit.owner.key(), hit.chunk_id);
             match chunks.get_mut(&key) {
                 Some((score, _)) => *score += share,
@@ -137,6 +166,9 @@ pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
                     chunks.insert(key, (share, hit));
                 }
             }
+        }
+        for (u, share) in best {
+            *units.entry(u).or_default() += share;
         }
     }
     // Each unit's best chunk stands for it, with the unit's score; the others follow.
@@ -160,12 +192,15 @@ pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
     }
     first.sort_by(order);
     rest.sort_by(order);
-    let scale = RRF_K / 2.0;
+    let top = first
+        .first()
+        .map_or(1.0, |(s, _)| *s)
+        .max(f32::MIN_POSITIVE);
     first
         .into_iter()
         .chain(rest)
         .map(|(score, mut hit)| {
-            hit.score = score * scale;
+            hit.score = score / top;
             hit
         })
         .collect()
@@ -176,10 +211,10 @@ mod tests {
     use super::*;
     use extractors::Scope;
 
-    fn hit(id: u64, hash: &str, page: Option<u32>) -> Hit {
+    fn hit(id: u64, hash: &str, page: Option<u32>, score: f32) -> Hit {
         Hit {
             locator: format!("{hash}.pdf"),
-            score: 0.0,
+            score,
             text: String::new(),
             section: None,
             label: None,
@@ -204,45 +239,81 @@ mod tests {
     #[test]
     fn a_page_found_by_each_ranking_through_different_chunks_is_found_twice() {
         // Page 12 of a: chunk 1 first by meaning, chunk 2 first by words. Chunk 3 (page 40)
-        // second in both, which plain RRF ranks first (2 × 1/3 > 1/2).
+        // second in both, which chunk-level fusion ranks first (two fair shares beat one
+        // top share).
         let dense = vec![
-            hit(1, "a", Some(12)),
-            hit(3, "a", Some(40)),
-            hit(4, "b", None),
+            hit(1, "a", Some(12), 0.9),
+            hit(3, "a", Some(40), 0.8),
+            hit(4, "b", None, 0.1),
         ];
         let keyword = vec![
-            hit(2, "a", Some(12)),
-            hit(3, "a", Some(40)),
-            hit(5, "c", None),
+            hit(2, "a", Some(12), 9.0),
+            hit(3, "a", Some(40), 8.0),
+            hit(5, "c", None, 1.0),
         ];
         let fused = fuse(dense, keyword);
         assert_eq!(fused.first().map(|h| h.page), Some(Some(12)));
-        assert_eq!(
-            fused.first().map(|h| h.score),
-            Some(1.0),
-            "first in both is 1"
-        );
+        assert_eq!(fused.first().map(|h| h.score), Some(1.0), "the best is 1");
         // Page 40 next, then the chunks without pages, then page 12's other chunk.
         assert_eq!(ids(&fused), vec![1, 3, 4, 5, 2]);
+        // Every page's first chunk in score order (the other chunks follow).
+        assert!(fused.windows(2).take(3).all(|w| w[0].score >= w[1].score));
     }
 
     #[test]
-    fn chunks_without_pages_fuse_as_plain_rrf_and_ties_go_by_id() {
-        let dense = vec![hit(7, "a", None), hit(8, "b", None)];
-        let keyword = vec![hit(8, "b", None), hit(7, "a", None)];
+    fn a_wide_lead_in_one_ranking_outweighs_a_narrow_one_in_the_other() {
+        // x is far ahead by meaning, y a hair ahead by words: ranks alone would call it a
+        // tie (and chunk ids would put y first); the scores do not.
+        let dense = vec![
+            hit(2, "x", None, 0.90),
+            hit(1, "y", None, 0.50),
+            hit(3, "z", None, 0.49),
+            hit(4, "w", None, 0.48),
+        ];
+        let keyword = vec![
+            hit(1, "y", None, 10.0),
+            hit(2, "x", None, 9.9),
+            hit(3, "z", None, 1.0),
+            hit(4, "w", None, 0.9),
+        ];
+        assert_eq!(ids(&fuse(dense, keyword)), vec![2, 1, 3, 4]);
+    }
+
+    #[test]
+    fn chunks_without_pages_fuse_chunk_by_chunk_and_ties_go_by_id() {
+        let dense = vec![hit(7, "a", None, 0.9), hit(8, "b", None, 0.5)];
+        let keyword = vec![hit(8, "b", None, 5.0), hit(7, "a", None, 1.0)];
         let fused = fuse(dense, keyword);
         assert_eq!(ids(&fused), vec![7, 8]);
-        assert!((fused[0].score - fused[1].score).abs() < f32::EPSILON);
+        assert!((fused[0].score - fused[1].score).abs() < 1e-6);
         assert!(fuse(Vec::new(), Vec::new()).is_empty());
+        // One hit in a ranking (no spread) counts as middling, not as nothing.
+        let fused = fuse(vec![hit(7, "a", None, 0.3)], vec![hit(8, "b", None, 2.0)]);
+        assert_eq!(ids(&fused), vec![7, 8]);
+        assert!(fused.iter().all(|h| (h.score - 1.0).abs() < 1e-6));
+    }
+
+    #[test]
+    fn a_longer_list_maps_the_first_scores_alike() {
+        // A later page asks for more candidates: the first ones keep their scores.
+        let ranking = |n: u64| -> Vec<Hit> {
+            (0..n)
+                .map(|i| hit(i, "a", None, 1.0 - i as f32 / 1000.0))
+                .collect()
+        };
+        let short = normalized(&ranking(FUSION_CANDIDATES as u64));
+        let long = normalized(&ranking(3 * FUSION_CANDIDATES as u64));
+        assert_eq!(short.as_slice(), long.get(..short.len()).unwrap());
+        assert!(long.iter().all(|s| *s >= 0.0), "none below 0");
     }
 
     #[test]
     fn the_same_page_of_two_owners_is_two_answers() {
         // Were the two copies one page, the second would follow page 9 of b.
-        let mut theirs = hit(2, "a", Some(1));
+        let mut theirs = hit(2, "a", Some(1), 0.75);
         theirs.owner = Scope::user("v");
-        let dense = vec![hit(1, "a", Some(1)), theirs, hit(3, "b", Some(9))];
-        let fused = fuse(dense, vec![hit(5, "c", None)]);
+        let dense = vec![hit(1, "a", Some(1), 0.9), theirs, hit(3, "b", Some(9), 0.7)];
+        let fused = fuse(dense, vec![hit(5, "c", None, 3.0)]);
         assert_eq!(ids(&fused), vec![1, 5, 2, 3]);
     }
 }

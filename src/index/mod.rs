@@ -175,8 +175,8 @@ pub struct Hit {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Meaning and words together: the dense and the keyword rankings fused by reciprocal
-    /// rank (the default; best on mixed questions).
+    /// Meaning and words together: the dense and the keyword rankings fused by their
+    /// normalised scores, page by page (the default; best on mixed questions).
     #[default]
     Hybrid,
     /// Meaning only: cosine similarity of the question's embedding to each chunk's.
@@ -222,7 +222,7 @@ impl std::str::FromStr for SearchMode {
 }
 
 /// What an index search looks for: the question's embedding, its words, or both. With both,
-/// the two rankings are fused by reciprocal rank.
+/// the two rankings are fused by their normalised scores (`fusion.rs`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexQuery {
     /// The question's embedding (dense ranking).
@@ -307,8 +307,9 @@ pub trait IndexRead: Send + Sync {
     /// `min_score` bounds the embedding's cosine similarity when the query has a vector
     /// (with both vector and text, every hit passes it: the words only reorder those points),
     /// else the BM25 score. A hybrid query (vector and text) is fused page by page
-    /// (`fusion.rs`): a hit's score is its page's reciprocal-rank sum, rescaled so that first
-    /// in both rankings is 1, and a page's other chunks follow every page's first.
+    /// (`fusion.rs`): a hit's score is its page's sum of normalised scores (DBSF), divided
+    /// by the best one's (1 is the best hit of the search), and a page's other chunks follow
+    /// every page's first.
     fn search(
         &self,
         scope: &Scope,
