@@ -113,9 +113,9 @@ pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
 /// One expected locator: a file, or a file's page (`#page=N`), or each page of a range
 /// (`#page=A-B`).
 fn parse_expected(e: &str) -> std::result::Result<Vec<Expected>, String> {
-    let (path, fragment) = match e.split_once('#') {
-        Some((p, f)) => (p, Some(f)),
-        None => (e, None),
+    let (path, fragment) = match extractors::split_fragment(e) {
+        (p, "") => (p, None),
+        (p, f) => (p, Some(f)),
     };
     if path.is_empty() {
         return Err(format!("empty locator in {e:?}"));
@@ -130,12 +130,12 @@ fn parse_expected(e: &str) -> std::result::Result<Vec<Expected>, String> {
     let unknown =
         || format!("fragment {f:?}: only #page=N or #page=A-B (pages from 1) is understood");
     let range = f.strip_prefix("page=").ok_or_else(unknown)?;
-    let (a, b) = range.split_once('-').unwrap_or((range, range));
-    let (a, b) = (
-        a.trim().parse::<u32>().map_err(|_| unknown())?,
-        b.trim().parse::<u32>().map_err(|_| unknown())?,
-    );
-    if a == 0 || b < a || b - a >= MAX_PAGE_RANGE {
+    let compact: String = range.split_whitespace().collect();
+    let (a, b) = extractors::parse_range("page", &compact).map_err(|_| unknown())?;
+    let (Ok(a), Ok(b)) = (u32::try_from(a), u32::try_from(b)) else {
+        return Err(unknown());
+    };
+    if b - a >= MAX_PAGE_RANGE {
         return Err(unknown());
     }
     Ok((a..=b).map(|p| at(Some(p))).collect())
@@ -154,7 +154,7 @@ pub fn judge(question: &Question, hits: &[Hit]) -> (Option<usize>, Option<usize>
     let mut file_rank = None;
     let mut page_rank = None;
     for (i, hit) in hits.iter().enumerate() {
-        let file = hit.locator.split('#').next().unwrap_or_default();
+        let file = extractors::file_part(&hit.locator);
         let files = std::iter::once(file).chain(hit.also_in.iter().map(String::as_str));
         let mut file_ok = false;
         let mut page_ok = false;
@@ -362,11 +362,7 @@ pub fn evaluate_names(
             .unwrap_or(locator);
         let hits = ingestor.search_filtered(name, scope, k, None, &filter, mode)?;
         let found = hits.iter().take(k).any(|h| {
-            h.locator
-                .split_once('#')
-                .map_or(h.locator.as_str(), |(f, _)| f)
-                == locator
-                || h.also_in.iter().any(|l| l == locator)
+            extractors::file_part(&h.locator) == locator || h.also_in.iter().any(|l| l == locator)
         });
         if !found {
             missed.push(locator.clone());

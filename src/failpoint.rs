@@ -27,6 +27,7 @@
 //! |---|---|
 //! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
+//! | `content.write` | a content index about to be written (`:error` tests that the file fails) |
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

@@ -33,7 +33,10 @@ pub use detect::{
     detect, looks_like_text, package_kind, tar_checksum_ok, ContainerKind, Detected, DocumentKind,
     FileKind, TextKind, SNIFF_LEN,
 };
-pub use locator::{segment_from_bytes, Fragment, Locator, LocatorError, MEMBER_SEPARATOR};
+pub use locator::{
+    file_name_part, file_part, parse_range, segment_from_bytes, split_fragment, split_top,
+    Fragment, Locator, LocatorError, MEMBER_SEPARATOR,
+};
 pub use model::{
     ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, PageInfo,
     Scope, Structure, StructureNode,

@@ -124,6 +124,53 @@ impl Locator {
     }
 }
 
+impl Locator {
+    /// The file on disk (or upload) the locator starts from: its first segment alone.
+    pub fn top(&self) -> Locator {
+        Locator {
+            segments: self.segments.first().cloned().into_iter().collect(),
+            fragment: Fragment::default(),
+        }
+    }
+
+    /// Whether it names something inside a container (it has a `!/`).
+    pub fn is_member(&self) -> bool {
+        self.segments.len() > 1
+    }
+}
+
+/// A printed locator's file part (before `#`) and its fragment text (after it; empty when
+/// none), without parsing: a `#` in a name is printed escaped, so the first `#` is the
+/// fragment's. For hot paths and for strings that are not known to be valid locators;
+/// parse with [`Locator::from_str`] where the parts' values are needed.
+pub fn split_fragment(locator: &str) -> (&str, &str) {
+    locator.split_once('#').unwrap_or((locator, ""))
+}
+
+/// A printed locator without its fragment: the file itself.
+pub fn file_part(locator: &str) -> &str {
+    split_fragment(locator).0
+}
+
+/// A printed locator's first segment (the file on disk or the upload's name) and the member
+/// path after the first `!/`, if it names an archive member. The fragment stays with the
+/// member path (or with the top, for a file that is not a member).
+pub fn split_top(locator: &str) -> (&str, Option<&str>) {
+    match locator.split_once(MEMBER_SEPARATOR) {
+        Some((top, member)) => (top, Some(member)),
+        None => (locator, None),
+    }
+}
+
+/// The file's own name in a printed locator: the last path component of its file part,
+/// as printed (escapes kept).
+pub fn file_name_part(locator: &str) -> &str {
+    let file = file_part(locator);
+    file.rsplit(['/', '!'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(file)
+}
+
 /// Private-use characters U+10FF80–U+10FFFF stand for the bytes 0x80–0xFF of a name that is
 /// not valid UTF-8 (a tar member written in Latin-1, say). They print as `%XX`, so a locator
 /// names the exact bytes, and parse back to the same characters.
@@ -210,7 +257,8 @@ fn unescape(s: &str) -> Result<String, LocatorError> {
     Ok(segment_from_bytes(&out))
 }
 
-fn parse_range(key: &str, value: &str) -> Result<(u64, u64), LocatorError> {
+/// A fragment's 1-based inclusive range value: `47` or `40-47` (`key` names it in the error).
+pub fn parse_range(key: &str, value: &str) -> Result<(u64, u64), LocatorError> {
     let bad = || LocatorError::BadValue {
         key: key.to_string(),
         value: value.to_string(),
@@ -364,6 +412,32 @@ mod tests {
     fn round_trip(s: &str) {
         let l: Locator = s.parse().unwrap();
         assert_eq!(l.to_string(), s, "{l:?}");
+    }
+
+    #[test]
+    fn printed_parts_agree_with_the_parsed_locator() {
+        for s in [
+            "outer.zip!/docs/inner.tar.gz!/report.pdf#page=12",
+            "/d/a%23b.pdf#page=2",
+            "/d/x%21/y.txt",
+            "book.xlsx#sheet=Q%263&rows=1-40",
+            "up.zip!/c.md",
+        ] {
+            let l: Locator = s.parse().unwrap();
+            assert_eq!(file_part(s), l.without_fragment().to_string(), "{s}");
+            assert_eq!(split_fragment(s).1, l.fragment.to_string(), "{s}");
+            assert_eq!(file_part(split_top(s).0), l.top().to_string(), "{s}");
+            assert_eq!(split_top(s).1.is_some(), l.is_member(), "{s}");
+        }
+        assert_eq!(file_name_part("/d/a.zip!/x/b.pdf#page=3"), "b.pdf");
+        assert_eq!(file_name_part("upload.zip!/c.md"), "c.md");
+        assert_eq!(file_name_part("notes.txt"), "notes.txt");
+        assert_eq!(
+            split_top("a.zip!/b.zip!/c#line=1"),
+            ("a.zip", Some("b.zip!/c#line=1"))
+        );
+        assert_eq!(parse_range("rows", "2-40"), Ok((2, 40)));
+        assert!(parse_range("rows", "0").is_err());
     }
 
     #[test]

@@ -95,11 +95,7 @@ pub(crate) fn pack(objects: &[ContentObject]) -> Result<Vec<u8>> {
         let ctx = &o.context_ref;
         directory.push(PackedObject {
             content_type: o.content_type,
-            fragment: ctx
-                .location
-                .split_once('#')
-                .map(|(_, f)| f.to_string())
-                .unwrap_or_default(),
+            fragment: extractors::split_fragment(&ctx.location).1.to_string(),
             label: ctx.label.clone(),
             page: ctx.page_index,
             section: ctx.section_id.clone(),

@@ -46,11 +46,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
 /// The payload of chunk `c` stored in `scope` (whose key is `scope_key`).
 pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value {
     let ctx = &c.chunk.context_ref;
-    let fragment = ctx
-        .location
-        .split_once('#')
-        .map(|(_, f)| f.to_string())
-        .unwrap_or_default();
+    let fragment = extractors::split_fragment(&ctx.location).1;
     json!({
         "text": c.chunk.text,
         "fragment": fragment,

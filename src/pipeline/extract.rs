@@ -3,6 +3,7 @@
 //! worker process, and cut into chunks; the result goes to the embed stage as an
 //! [`IndexItem`].
 
+use super::ledger::Arrival;
 use super::{timed, FileMeta, Gated, IndexItem, Run, Work};
 use crate::embed::Chunk;
 use crate::error::Error;
@@ -77,18 +78,16 @@ impl Run<'_> {
         };
         // Pinned before looking: the store stage may release the last holder meanwhile, and
         // must not delete content this file is about to share.
-        self.pin(&hash);
-        let already_indexed = !lock(&self.ing.catalog)
-            .locators_with_hash(self.scope, &hash)
-            .is_empty();
-        let newly_claimed = !already_indexed && lock(&self.claimed).insert(hash.clone());
-        if !newly_claimed {
+        let arrival = self.ledger.arrive(&hash, || {
+            !lock(&self.ing.catalog)
+                .locators_with_hash(self.scope, &hash)
+                .is_empty()
+        });
+        if arrival == Arrival::Share {
             // Pinned until the store stage records it.
             let _ = index.send((IndexItem::Duplicate { meta }, None));
             return;
         }
-        // Claimed now: the claim protects it.
-        self.unpin(&hash);
         let extracted = timed(&self.timings.extract, || {
             let input = ExtractInput {
                 bytes: &work.bytes,
@@ -104,7 +103,7 @@ impl Run<'_> {
             Ok(x) => x,
             Err(e) => {
                 let reason = e.to_string();
-                lock(&self.claimed).remove(&hash);
+                self.ledger.unclaim(&hash);
                 self.record_failed_content(&meta, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
@@ -114,7 +113,7 @@ impl Run<'_> {
             Ok(p) => p,
             Err(e) => {
                 let reason = e.to_string();
-                lock(&self.claimed).remove(&hash);
+                self.ledger.unclaim(&hash);
                 self.record_failed_content(&meta, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
@@ -150,7 +149,7 @@ impl Run<'_> {
             Err(too_many) => {
                 // Refused before anything is embedded: a limit, like an archive's.
                 let reason = too_many.to_string();
-                lock(&self.claimed).remove(&hash);
+                self.ledger.unclaim(&hash);
                 self.record_unindexed_content(&meta, FileStatus::Skipped, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;

@@ -21,6 +21,7 @@
 
 mod embed;
 mod extract;
+mod ledger;
 mod store;
 mod walk;
 
@@ -195,8 +196,8 @@ struct Run<'a> {
     /// Which files each input is still waiting for.
     tracker: Mutex<Tracker>,
     timings: Timings,
-    /// Content hashes claimed for extraction in this run.
-    claimed: Mutex<HashSet<String>>,
+    /// Which contents are claimed, pinned or orphaned ("nothing lost, nothing duplicated").
+    ledger: ledger::ContentLedger,
     /// Set when a stage hits an error that ends the run (model or store unusable).
     fatal: Mutex<Option<Error>>,
     cancelled: AtomicBool,
@@ -207,13 +208,6 @@ struct Run<'a> {
     embedded: AtomicU64,
     /// Model tokens of those chunks.
     embedded_tokens: AtomicU64,
-    /// Contents no file holds any more but that a file in flight will hold (hash → chunks):
-    /// kept for it to adopt, deleted when the run ends if it does not. Unpinned contents are
-    /// deleted as soon as their last holder lets go.
-    orphaned: Mutex<HashMap<String, u32>>,
-    /// Contents a file in flight is about to hold (a duplicate on its way to the store):
-    /// hash → number of such files.
-    pinned: Mutex<HashMap<String, u32>>,
     /// When the catalog was last checkpointed, and how long that took.
     saved_at: Mutex<(Instant, Duration)>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
@@ -442,14 +436,12 @@ pub(crate) fn run(
         reports: Mutex::new(Some(report_tx)),
         tracker: Mutex::new(Tracker::default()),
         timings: Timings::default(),
-        claimed: Mutex::new(HashSet::new()),
+        ledger: ledger::ContentLedger::default(),
         fatal: Mutex::new(None),
         cancelled: AtomicBool::new(false),
         stop,
         embedded: AtomicU64::new(0),
         embedded_tokens: AtomicU64::new(0),
-        orphaned: Mutex::new(HashMap::new()),
-        pinned: Mutex::new(HashMap::new()),
         saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),

@@ -2,6 +2,7 @@
 //! chunks are stored, resolves duplicates, and retires content no file holds any more
 //! (re-pointing its chunks at the files that still hold the same bytes, or deleting them).
 
+use super::ledger::Retire;
 use super::{timed, FileMeta, IndexItem, Run, StoreItem};
 use crate::error::Result;
 use crate::index::{CatalogEntry, EntryStatus};
@@ -11,6 +12,12 @@ use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
+
+/// Whether a file's new content was stored, or why not.
+pub(super) enum Stored {
+    Yes,
+    No(String),
+}
 
 impl Run<'_> {
     /// Stage 4: upsert points, then record files and resolve duplicates.
@@ -39,19 +46,29 @@ impl Run<'_> {
                     content,
                 } => {
                     let hash = meta.hash.clone();
-                    self.file_stored(meta, chunks, &content)?;
-                    lock(&self.claimed).remove(&hash);
-                    for dup in waiting_dups.remove(&hash).unwrap_or_default() {
-                        self.duplicate_stored(dup)?;
+                    let stored = self.file_stored(meta, chunks, &content);
+                    self.ledger.unclaim(&hash);
+                    let waiting = waiting_dups.remove(&hash).unwrap_or_default();
+                    match stored? {
+                        Stored::Yes => {
+                            for dup in waiting {
+                                self.duplicate_stored(dup)?;
+                            }
+                        }
+                        Stored::No(reason) => {
+                            for dup in waiting {
+                                self.record_failed_content(&dup, &reason);
+                            }
+                        }
                     }
                     Ok(())
                 }
                 StoreItem::Other(IndexItem::Duplicate { meta }) => {
-                    self.unpin(&meta.hash);
+                    self.ledger.unpin(&meta.hash);
                     let indexed = !lock(&self.ing.catalog)
                         .locators_with_hash(self.scope, &meta.hash)
                         .is_empty()
-                        || lock(&self.orphaned).contains_key(&meta.hash);
+                        || self.ledger.is_orphaned(&meta.hash);
                     if indexed {
                         self.duplicate_stored(meta)
                     } else {
@@ -127,19 +144,31 @@ impl Run<'_> {
     /// All chunks of a new content are stored: write its content index, record the file,
     /// retire what it replaced. The index is written and the file recorded under one catalog
     /// lock: a run of another scope deleting the content indexes nobody holds (they are
-    /// shared by identical bytes) sees this one held.
+    /// shared by identical bytes) sees this one held. When the content index cannot be
+    /// written, the file fails (its points are deleted): an indexed file always has its
+    /// content files, which the read tools need.
     pub(super) fn file_stored(
         &self,
         meta: FileMeta,
         chunks: u32,
         content: &crate::index::objects::ContentRecord,
-    ) -> Result<()> {
-        {
+    ) -> Result<Stored> {
+        let written = {
             let mut catalog = lock(&self.ing.catalog);
-            if let Err(e) = catalog.write_content(&meta.hash, content) {
-                tracing::warn!("content index for {}: {e}", meta.locator);
+            let written = crate::failpoint::check("content.write")
+                .and_then(|()| catalog.write_content(&meta.hash, content));
+            if written.is_ok() {
+                Self::put_indexed_in(&mut catalog, self.scope, &meta, chunks);
             }
-            Self::put_indexed_in(&mut catalog, self.scope, &meta, chunks);
+            written
+        };
+        if let Err(e) = written {
+            let reason = format!("its content index could not be written: {e}");
+            tracing::warn!("{}: {reason}", meta.locator);
+            // No file holds the content (it was claimed because none did): its points go.
+            self.delete_content(&meta.hash)?;
+            self.record_failed_content(&meta, &reason);
+            return Ok(Stored::No(reason));
         }
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
@@ -151,7 +180,7 @@ impl Run<'_> {
             chunks,
             Some(meta.hash),
         );
-        Ok(())
+        Ok(Stored::Yes)
     }
 
     /// A file whose bytes are already indexed under another locator: add it to their locators.
@@ -168,7 +197,7 @@ impl Run<'_> {
             (original, chunks)
         };
         // Adopt an orphaned content (the file that held it moved or changed in this run).
-        let adopted = lock(&self.orphaned).remove(&meta.hash);
+        let adopted = self.ledger.adopt(&meta.hash);
         let chunks = chunks.or(adopted).unwrap_or(0);
         self.put_indexed(&meta, chunks);
         let all = lock(&self.ing.catalog).holders(self.scope, &meta.hash);
@@ -204,12 +233,9 @@ impl Run<'_> {
         if !remaining.locators.is_empty() {
             return self.ing.store()?.set_holders(self.scope, hash, &remaining);
         }
-        let wanted = lock(&self.pinned).contains_key(hash) || lock(&self.claimed).contains(hash);
-        if wanted {
-            lock(&self.orphaned).insert(hash.to_string(), chunks);
-            Ok(())
-        } else {
-            self.delete_content(hash)
+        match self.ledger.retire(hash, chunks) {
+            Retire::Keep => Ok(()),
+            Retire::Delete => self.delete_content(hash),
         }
     }
 
@@ -223,24 +249,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    pub(super) fn pin(&self, hash: &str) {
-        *lock(&self.pinned).entry(hash.to_string()).or_default() += 1;
-    }
-
-    pub(super) fn unpin(&self, hash: &str) {
-        let mut pinned = lock(&self.pinned);
-        if let Some(n) = pinned.get_mut(hash) {
-            *n -= 1;
-            if *n == 0 {
-                pinned.remove(hash);
-            }
-        }
-    }
-
     /// Delete the points of contents that no file holds at the end of the run.
     pub(super) fn delete_orphans(&self) -> Result<()> {
-        let orphaned = std::mem::take(&mut *lock(&self.orphaned));
-        for hash in orphaned.into_keys() {
+        for hash in self.ledger.take_orphans() {
             let unheld = lock(&self.ing.catalog)
                 .locators_with_hash(self.scope, &hash)
                 .is_empty();

@@ -123,7 +123,7 @@ enum Listing {
 fn root_prefix(view: &View) -> String {
     let mut common: Option<&str> = None;
     for (loc, e) in &view.entries {
-        if e.parent.is_some() || loc.contains("!/") {
+        if e.parent.is_some() || extractors::split_top(loc).1.is_some() {
             continue;
         }
         let dir = loc.rfind('/').map_or("", |i| loc.get(..=i).unwrap_or(""));
@@ -393,19 +393,11 @@ enum Outline {
 fn sheet_rows(index: &FileContentIndex) -> BTreeMap<String, u64> {
     let mut rows = BTreeMap::new();
     for o in &index.object_summary {
-        let Some((_, frag)) = o.location.split_once('#') else {
+        let fragment = extractors::split_fragment(&o.location).1;
+        let Ok(fragment) = fragment.parse::<extractors::Fragment>() else {
             continue;
         };
-        let mut sheet = None;
-        let mut last = None;
-        for kv in frag.split('&') {
-            if let Some(s) = kv.strip_prefix("sheet=") {
-                sheet = Some(s.to_string());
-            } else if let Some(r) = kv.strip_prefix("rows=") {
-                last = r.rsplit('-').next().and_then(|n| n.parse::<u64>().ok());
-            }
-        }
-        if let (Some(s), Some(l)) = (sheet, last) {
+        if let (Some(s), Some((_, l))) = (fragment.sheet, fragment.rows) {
             let e = rows.entry(s).or_insert(0);
             *e = (*e).max(l);
         }

@@ -63,7 +63,7 @@ pub(crate) fn extract_container_item(
     budget: Budget,
 ) -> Result<Finished, ToolError> {
     let member = normalize(&args.locator);
-    let Some((top, _)) = member.split_once("!/") else {
+    let (top, Some(_)) = extractors::split_top(&member) else {
         return Err(ToolError::Invalid(format!(
             "{member} is not an archive member (a member's locator has `!/`, as in a.zip!/docs/b.pdf)"
         )));

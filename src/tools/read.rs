@@ -19,22 +19,13 @@ const TAG: &str = "r";
 
 /// A 1-based inclusive range: `"47"` or `"40-47"`.
 pub(crate) fn parse_range(what: &str, s: &str) -> Result<(u64, u64), ToolError> {
-    let bad = || {
+    // The locator's own rule, white space around the numbers allowed.
+    let compact: String = s.split_whitespace().collect();
+    extractors::parse_range(what, &compact).map_err(|_| {
         ToolError::Invalid(format!(
             "{what} must be a number or a range such as \"47\" or \"40-47\" (1-based), not {s:?}"
         ))
-    };
-    let s = s.trim();
-    let (a, b) = match s.split_once('-') {
-        Some((a, b)) => (a.trim(), b.trim()),
-        None => (s, s),
-    };
-    let a: u64 = a.parse().map_err(|_| bad())?;
-    let b: u64 = b.parse().map_err(|_| bad())?;
-    if a == 0 || b < a {
-        return Err(bad());
-    }
-    Ok((a, b))
+    })
 }
 
 /// A page range argument.
@@ -60,12 +51,10 @@ pub(crate) fn parse_type(s: &str) -> Result<ContentType, ToolError> {
     }
 }
 
-/// The `key=A-B` (or `key=A`) range in a fragment.
-fn fragment_range(fragment: &str, key: &str) -> Option<(u64, u64)> {
-    let v = fragment
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))?;
-    parse_range(key, v).ok()
+/// The row range of a fragment, else its line range.
+fn rows_or_lines(fragment: &str) -> Option<(u64, u64)> {
+    let f = fragment.parse::<extractors::Fragment>().ok()?;
+    f.rows.or(f.lines)
 }
 
 /// Which objects a read selects.
@@ -89,9 +78,7 @@ impl Filter {
                 .as_ref()
                 .is_none_or(|s| o.sheet.as_deref() == Some(s.as_str()))
             && self.rows.is_none_or(|(a, b)| {
-                fragment_range(&o.fragment, "rows")
-                    .or_else(|| fragment_range(&o.fragment, "line"))
-                    .is_some_and(|(x, y)| x <= b && a <= y)
+                rows_or_lines(&o.fragment).is_some_and(|(x, y)| x <= b && a <= y)
             })
             && self.slide.is_none_or(|n| o.slide == Some(n))
     }
@@ -248,7 +235,8 @@ mod tests {
         assert!(parse_range("pages", "0").is_err());
         assert!(parse_range("pages", "9-3").is_err());
         assert!(parse_range("pages", "x").is_err());
-        assert_eq!(fragment_range("sheet=A&rows=2-40", "rows"), Some((2, 40)));
-        assert_eq!(fragment_range("line=7", "line"), Some((7, 7)));
+        assert_eq!(rows_or_lines("sheet=A&rows=2-40"), Some((2, 40)));
+        assert_eq!(rows_or_lines("line=7"), Some((7, 7)));
+        assert_eq!(rows_or_lines("page=3"), None);
     }
 }

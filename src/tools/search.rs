@@ -84,10 +84,7 @@ fn rounded(score: f32) -> f64 {
 
 /// The file name in a file locator.
 fn file_name(locator: &str) -> &str {
-    let file = locator.split_once('#').map_or(locator, |(f, _)| f);
-    file.rsplit(['/', '!'])
-        .find(|s| !s.is_empty())
-        .unwrap_or(file)
+    extractors::file_name_part(locator)
 }
 
 fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Value {

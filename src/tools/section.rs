@@ -34,12 +34,13 @@ enum Rule {
     Path(String),
 }
 
-/// The number in a fragment's `key=N`.
-fn fragment_number(locator: &str, key: &str) -> Option<u32> {
-    let (_, frag) = locator.split_once('#')?;
-    frag.split('&')
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-        .and_then(|v| v.parse().ok())
+/// The slide a node's locator names.
+fn slide_of(locator: &str) -> Option<u32> {
+    extractors::split_fragment(locator)
+        .1
+        .parse::<extractors::Fragment>()
+        .ok()?
+        .slide
 }
 
 /// The heading path of node `i`: the titles of its ancestors (by level) and its own.
@@ -79,7 +80,7 @@ impl Section {
         let rule = match (node.kind.as_str(), node.pages) {
             (_, Some((a, b))) => Rule::Pages(a, b),
             ("sheet", _) => Rule::Sheet(node.title.clone()),
-            ("slide", _) => Rule::Slide(fragment_number(&node.locator, "slide").unwrap_or(0)),
+            ("slide", _) => Rule::Slide(slide_of(&node.locator).unwrap_or(0)),
             _ => Rule::Path(path_of(nodes, i)),
         };
         Ok(Section {

@@ -43,7 +43,7 @@ pub(crate) struct Document {
 /// `locator` without a `#fragment` and without trailing `/`.
 pub(crate) fn normalize(locator: &str) -> String {
     let l = locator.trim();
-    let l = l.split_once('#').map_or(l, |(a, _)| a);
+    let l = extractors::file_part(l);
     let trimmed = l.trim_end_matches('/');
     if trimmed.is_empty() && l.starts_with('/') {
         "/".to_string()

@@ -244,9 +244,13 @@ fn stored_locator(locator: &str) -> String {
     if locator.starts_with('/') {
         return locator.to_string();
     }
-    match locator.split_once("!/") {
-        Some((top, rest)) => format!("{}!/{rest}", top.nfc().collect::<String>()),
-        None => locator.nfc().collect(),
+    match extractors::split_top(locator) {
+        (top, Some(rest)) => format!(
+            "{}{}{rest}",
+            top.nfc().collect::<String>(),
+            extractors::MEMBER_SEPARATOR
+        ),
+        (_, None) => locator.nfc().collect(),
     }
 }
 
@@ -284,7 +288,7 @@ pub fn upload_name(name: &str) -> Result<String> {
     if nfc.contains('\\') {
         return bad("holds \\ (use / between folders)".into());
     }
-    if nfc.contains("!/") || nfc.contains('#') {
+    if nfc.contains(extractors::MEMBER_SEPARATOR) || nfc.contains('#') {
         return bad("holds `!/` or `#`, which locators use for archive members and places".into());
     }
     let segments: Vec<&str> = nfc.split('/').collect();

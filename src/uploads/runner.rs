@@ -104,7 +104,7 @@ pub(crate) struct Shared {
 
 /// The first segment of a locator: the name a job runs on.
 pub(crate) fn top_name(locator: &str) -> &str {
-    locator.split_once("!/").map_or(locator, |(top, _)| top)
+    extractors::split_top(locator).0
 }
 
 impl Shared {

@@ -18,6 +18,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serde_json::Value;
+
 use crate::util::*;
 use ingest::testing::IndexRead;
 
@@ -326,4 +328,77 @@ fn a_crash_during_repair_or_the_sync_after_it_is_repaired_by_the_next_run() {
     for site in ["repair.store", "store.delete", "catalog.save"] {
         assert!(kills.contains_key(site), "{site} never reached: {kills:?}");
     }
+}
+
+/// A content index that cannot be written fails its file instead of being logged: none of
+/// its points stay, the other file is indexed, the ledger says why, and `--retry` indexes it
+/// with its content readable (an indexed file always has its content files).
+#[test]
+fn a_content_index_that_cannot_be_written_fails_its_file() {
+    let sb = Sandbox::new();
+    let docs = sb.path("docs");
+    sb.write(
+        "docs/alpha.md",
+        b"# Alpha\n\nThe quokka ledger holds the alpha notes.\n",
+    );
+    sb.write(
+        "docs/beta.md",
+        b"# Beta\n\nThe narwhal register holds the beta notes.\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--data-dir"])
+        .arg(sb.data_dir())
+        .arg(&docs)
+        .env(ingest::testing::FAILPOINTS_ENV, "content.write=1:error")
+        .output()
+        .expect("run ingest");
+    assert_eq!(out.status.code(), Some(2), "a failed file: exit 2");
+    let mut lines = json_lines(&out);
+    lines.pop(); // the summary
+    let failed: Vec<&Value> = lines.iter().filter(|l| l["status"] == "failed").collect();
+    let indexed: Vec<&Value> = lines.iter().filter(|l| l["status"] == "indexed").collect();
+    assert_eq!((failed.len(), indexed.len()), (1, 1), "{lines:#?}");
+    let reason = failed[0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("content index could not be written"),
+        "{reason}"
+    );
+    let failed_loc = failed[0]["locator"].as_str().unwrap().to_string();
+    let (lost, kept) = if failed_loc.ends_with("alpha.md") {
+        ("quokka", "narwhal")
+    } else {
+        ("narwhal", "quokka")
+    };
+    let found = |word: &str| -> Vec<String> {
+        let out = sb.run(&["search", "--json", "--mode", "keyword", word]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_lines(&out)
+            .iter()
+            .filter_map(|h| h["locator"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(found(lost).is_empty(), "no point of the failed file stays");
+    assert!(!found(kept).is_empty());
+    assert_store_matches_catalog(&sb);
+    // The read tools do not pretend it is there.
+    let out = sb.run(&["read", &failed_loc]);
+    assert!(!out.status.success());
+    // Retried without the failpoint, it is indexed and readable.
+    let (lines, summary, code) = sb.ingest_with(&["--retry"], &[&docs]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(by_name(&lines, &failed_loc)["status"], "indexed");
+    assert_eq!(summary["failed"], 0);
+    assert!(found(lost).iter().any(|l| l.starts_with(&failed_loc)));
+    let out = sb.run(&["read", &failed_loc]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(lost));
+    assert_store_matches_catalog(&sb);
 }
