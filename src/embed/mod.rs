@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 
 pub mod card;
 pub(crate) mod chunk;
+#[cfg(test)]
+pub(crate) mod fake;
 mod fastembed;
 pub mod junk;
 mod openvino;

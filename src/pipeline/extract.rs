@@ -21,6 +21,31 @@ fn chunk_weight(chunk: &Chunk) -> u64 {
     (chunk.text.len() + chunk.context_ref.location.len() + 256) as u64
 }
 
+/// Tells the walk stage, once, that a leaf's content has been looked at by the ledger (or
+/// that the leaf ended before): by [`Looked::now`], else when dropped.
+pub(super) struct Looked<'r> {
+    run: &'r Run<'r>,
+    told: bool,
+}
+
+impl<'r> Looked<'r> {
+    fn new(run: &'r Run<'r>) -> Self {
+        Looked { run, told: false }
+    }
+
+    fn now(&mut self) {
+        if !std::mem::replace(&mut self.told, true) {
+            self.run.leaf_looked();
+        }
+    }
+}
+
+impl Drop for Looked<'_> {
+    fn drop(&mut self) {
+        self.now();
+    }
+}
+
 impl Run<'_> {
     /// Stage 2 (rayon): hash, skip unchanged, extract, chunk.
     pub(super) fn extract_stage(&self, leaves: Receiver<Work>, index: Sender<Gated>) {
@@ -34,14 +59,15 @@ impl Run<'_> {
         };
         pool.install(|| {
             leaves.iter().par_bridge().for_each(|work| {
+                let mut looked = Looked::new(self);
                 if !self.halted() {
-                    self.extract_one(work, &index);
+                    self.extract_one(work, &index, &mut looked);
                 }
             });
         });
     }
 
-    pub(super) fn extract_one(&self, work: Work, index: &Sender<Gated>) {
+    pub(super) fn extract_one(&self, work: Work, index: &Sender<Gated>, looked: &mut Looked<'_>) {
         let loc = work.locator.to_string();
         let hash = blake3::hash(&work.bytes).to_hex().to_string();
         let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
@@ -83,6 +109,8 @@ impl Run<'_> {
                 .locators_with_hash(self.scope, &hash)
                 .is_empty()
         });
+        // Pinned or claimed: a removal of its old name may go on now.
+        looked.now();
         if arrival == Arrival::Share {
             // Pinned until the store stage records it.
             let _ = index.send((IndexItem::Duplicate { meta }, None));

@@ -23,6 +23,8 @@ mod embed;
 mod extract;
 mod ledger;
 mod store;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 use crate::embed::Chunk;
@@ -37,7 +39,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use extractors::{Locator, Scope};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A leaf on its way to extraction.
@@ -216,6 +218,11 @@ struct Run<'a> {
     containers: Mutex<Vec<(usize, CatalogEntry, Vec<String>)>>,
     /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
     gate: ByteGate,
+    /// Leaves handed to extraction, and leaves whose content the ledger has looked at (or
+    /// that ended before): see [`Run::removal_may_go`].
+    handed: AtomicU64,
+    looked: Mutex<u64>,
+    looked_cv: Condvar,
 }
 
 impl Run<'_> {
@@ -308,6 +315,42 @@ impl Run<'_> {
         if complete {
             self.input_complete(input);
         }
+    }
+
+    /// A leaf goes to extraction.
+    fn leaf_handed(&self) {
+        self.handed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The ledger has looked at a leaf's content (pinned or claimed it), or the leaf ended
+    /// before that.
+    fn leaf_looked(&self) {
+        *lock(&self.looked) += 1;
+        self.looked_cv.notify_all();
+    }
+
+    /// Wait until every leaf handed to extraction so far has been looked at, so that a
+    /// removal sent now reaches the store stage after the files it may be renamed to have
+    /// pinned its content: the content is kept for them (not deleted and embedded again).
+    /// Gives up when the run halts.
+    fn removal_may_go(&self) {
+        let handed = self.handed.load(Ordering::SeqCst);
+        let mut looked = lock(&self.looked);
+        while *looked < handed && !self.halted() {
+            looked = match self
+                .looked_cv
+                .wait_timeout(looked, Duration::from_millis(50))
+            {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Send the removal of `locator` on, once [`Run::removal_may_go`].
+    fn send_removed(&self, index: &Sender<IndexItem>, locator: String) {
+        self.removal_may_go();
+        let _ = index.send(IndexItem::Removed { locator });
     }
 
     /// A file reached `stage`.
@@ -445,6 +488,9 @@ pub(crate) fn run(
         saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),
+        handed: AtomicU64::new(0),
+        looked: Mutex::new(0),
+        looked_cv: Condvar::new(),
     };
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);

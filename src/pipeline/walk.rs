@@ -145,7 +145,7 @@ impl Run<'_> {
         };
         for locator in doomed {
             self.expect_line(&locator);
-            let _ = index.send(IndexItem::Removed { locator });
+            self.send_removed(index, locator);
         }
     }
 
@@ -272,9 +272,9 @@ impl Run<'_> {
         for e in gone {
             let members = lock(&self.ing.catalog).members_of(self.scope, &e.locator);
             for m in members {
-                let _ = index.send(IndexItem::Removed { locator: m.locator });
+                self.send_removed(index, m.locator);
             }
-            let _ = index.send(IndexItem::Removed { locator: e.locator });
+            self.send_removed(index, e.locator);
         }
     }
 
@@ -343,7 +343,7 @@ impl Run<'_> {
         {
             // It used to be an archive: its old members are gone.
             for m in lock(&self.ing.catalog).members_of(self.scope, &previous.locator) {
-                let _ = index.send(IndexItem::Removed { locator: m.locator });
+                self.send_removed(index, m.locator);
             }
         }
     }
@@ -447,8 +447,12 @@ impl Run<'_> {
                     tags: tags.clone(),
                 };
                 self.expect_line(&work.locator.to_string());
+                self.leaf_handed();
                 timed(&self.timings.unpack_blocked, || {
-                    let _ = leaves.send(work);
+                    if leaves.send(work).is_err() {
+                        // Extraction ended (the run halted): nobody will look at it.
+                        self.leaf_looked();
+                    }
                 });
             }
             Leaf::Skipped { locator, reason } | Leaf::Failed { locator, reason } => {

@@ -1,0 +1,221 @@
+//! The pipeline end to end in one process, without the model: the fake model
+//! (`crate::embed::fake`), the embedded store, extraction in process. What the content ledger
+//! and the stages promise — one embedding per content, nothing lost on a rename, nothing left
+//! of a deleted or changed file — checked on the catalog and the store themselves.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use extractors::Scope;
+
+use crate::embed::fake::{fake_chunker, FakeEmbedder};
+use crate::index::{IndexQuery, SearchFilter};
+use crate::report::FileStatus;
+use crate::{lock, Config, IngestReport, Ingestor, Input};
+
+/// Fields drop in order: the ingestor (which flushes the store) before its folder.
+struct Bench {
+    ing: Ingestor,
+    scope: Scope,
+    docs: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = dir.path().join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        let mut config = Config::new(dir.path().join("data"));
+        config.isolation.mode = crate::isolation::Isolation::InProcess;
+        config.checkpoint_interval = std::time::Duration::ZERO;
+        let ing = Ingestor::open(config).unwrap();
+        *lock(&ing.chunker) = Some(fake_chunker(&ing.config.chunking));
+        *lock(&ing.embedder) = Some(Arc::new(FakeEmbedder::default()));
+        Bench {
+            ing,
+            scope: Scope::user("u"),
+            docs,
+            _dir: dir,
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.docs.join(name), text).unwrap();
+    }
+
+    fn sync(&self) -> IngestReport {
+        self.ing
+            .ingest(vec![Input::Path(self.docs.clone())], &self.scope, &|_| {})
+            .unwrap()
+    }
+
+    fn status_of(report: &IngestReport, name: &str) -> FileStatus {
+        report
+            .files
+            .iter()
+            .find(|f| Path::new(&f.locator).ends_with(name))
+            .map(|f| f.status)
+            .unwrap_or_else(|| panic!("no line for {name}: {:#?}", report.files))
+    }
+
+    /// Points in the store, and the chunks the catalog says its contents hold (each content
+    /// once however many files hold it). They must agree.
+    fn points_and_catalog(&self) -> (usize, usize) {
+        let points = self.ing.store().unwrap().count(Some(&self.scope)).unwrap();
+        let mut contents = std::collections::HashMap::new();
+        for e in lock(&self.ing.catalog).entries(&self.scope) {
+            if let Some((hash, chunks)) = e.content() {
+                contents.insert(hash, chunks as usize);
+            }
+        }
+        (points, contents.values().sum())
+    }
+
+    /// Locators of the keyword hits for `word`.
+    fn found(&self, word: &str) -> Vec<String> {
+        let query = IndexQuery {
+            vector: None,
+            text: Some(word.into()),
+        };
+        self.ing
+            .store()
+            .unwrap()
+            .search(&self.scope, &query, 20, 0, None, &SearchFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|h| h.locator)
+            .collect()
+    }
+}
+
+#[test]
+fn identical_bytes_are_embedded_once_and_found_under_every_name() {
+    let b = Bench::new();
+    let text = "# Pump\n\nOpen the bleed screw and prime the quokka pump.\n";
+    b.write("a.md", text);
+    b.write("b.md", text);
+    b.write("c.md", "# Tax\n\nThe narwhal levy is due in March.\n");
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
+    let statuses = [
+        Bench::status_of(&report, "a.md"),
+        Bench::status_of(&report, "b.md"),
+    ];
+    assert!(statuses.contains(&FileStatus::Indexed));
+    assert!(statuses.contains(&FileStatus::Duplicate), "{statuses:?}");
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+    // Two contents, each with its passage and its card.
+    assert_eq!(report.summary.chunks_embedded as usize, points);
+    let hits = b.ing.search_filtered(
+        "quokka",
+        &b.scope,
+        5,
+        None,
+        &SearchFilter::default(),
+        crate::SearchMode::Keyword,
+    );
+    let hit = hits.unwrap().into_iter().next().expect("a hit");
+    let mut names: Vec<String> = std::iter::once(hit.locator.clone())
+        .chain(hit.also_in.clone())
+        .collect();
+    names
+        .iter_mut()
+        .for_each(|n| *n = extractors::file_name_part(n).to_string());
+    names.sort();
+    assert_eq!(names, ["a.md", "b.md"], "{hit:#?}");
+}
+
+#[test]
+fn a_renamed_file_keeps_its_points_without_embedding_again() {
+    let b = Bench::new();
+    b.write(
+        "old.md",
+        "# Log\n\nThe quokka survey counted nine animals.\n",
+    );
+    b.write("other.md", "# Other\n\nThe narwhal note.\n");
+    b.sync();
+    let before = b.points_and_catalog();
+    std::fs::rename(b.docs.join("old.md"), b.docs.join("new.md")).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.chunks_embedded, 0, "{:#?}", report.files);
+    assert_eq!(Bench::status_of(&report, "old.md"), FileStatus::Removed);
+    // A duplicate of the old name when it reaches the store before the removal does.
+    assert!(matches!(
+        Bench::status_of(&report, "new.md"),
+        FileStatus::Indexed | FileStatus::Duplicate
+    ));
+    assert_eq!(b.points_and_catalog(), before);
+    let found = b.found("quokka");
+    assert!(
+        !found.is_empty() && found.iter().all(|l| l.contains("new.md")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_changed_file_replaces_its_points_and_a_deleted_one_leaves_none() {
+    let b = Bench::new();
+    b.write("a.md", "# A\n\nThe quokka ledger.\n");
+    b.write("b.md", "# B\n\nThe narwhal register.\n");
+    b.sync();
+    b.write("a.md", "# A\n\nThe wombat ledger, rewritten.\n");
+    std::fs::remove_file(b.docs.join("b.md")).unwrap();
+    let report = b.sync();
+    assert_eq!(Bench::status_of(&report, "a.md"), FileStatus::Indexed);
+    assert_eq!(Bench::status_of(&report, "b.md"), FileStatus::Removed);
+    assert!(b.found("quokka").is_empty(), "the old text of a.md is gone");
+    assert!(b.found("narwhal").is_empty(), "nothing of b.md is left");
+    assert_eq!(b.found("wombat").len(), 1);
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+    // An unchanged run does nothing.
+    let report = b.sync();
+    assert_eq!(report.summary.chunks_embedded, 0);
+    assert_eq!(Bench::status_of(&report, "a.md"), FileStatus::Unchanged);
+}
+
+#[test]
+fn swapping_two_files_contents_loses_neither() {
+    // Both contents lose their holder and are wanted again in the same run: the ledger keeps
+    // each as an orphan for the other name to adopt.
+    let b = Bench::new();
+    b.write("x.md", "# X\n\nThe quokka text.\n");
+    b.write("y.md", "# Y\n\nThe narwhal text.\n");
+    b.sync();
+    let before = b.points_and_catalog();
+    std::fs::rename(b.docs.join("x.md"), b.docs.join("tmp")).unwrap();
+    std::fs::rename(b.docs.join("y.md"), b.docs.join("x.md")).unwrap();
+    std::fs::rename(b.docs.join("tmp"), b.docs.join("y.md")).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0);
+    assert_eq!(b.points_and_catalog(), before);
+    let quokka = b.found("quokka");
+    assert!(
+        quokka.iter().all(|l| l.contains("y.md")) && !quokka.is_empty(),
+        "{quokka:?}"
+    );
+    let narwhal = b.found("narwhal");
+    assert!(
+        narwhal.iter().all(|l| l.contains("x.md")) && !narwhal.is_empty(),
+        "{narwhal:?}"
+    );
+}
+
+#[test]
+fn a_file_that_cannot_be_extracted_is_one_failed_line_and_the_run_goes_on() {
+    let b = Bench::new();
+    b.write("good.md", "# Good\n\nThe quokka text.\n");
+    std::fs::write(
+        b.docs.join("broken.pdf"),
+        b"%PDF-1.7\n1 0 obj <</Type /Catalog",
+    )
+    .unwrap();
+    let report = b.sync();
+    assert_eq!(Bench::status_of(&report, "broken.pdf"), FileStatus::Failed);
+    assert_eq!(Bench::status_of(&report, "good.md"), FileStatus::Indexed);
+    assert_eq!(report.summary.failed, 1);
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+}
