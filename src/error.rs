@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Errors that stop an operation (opening the index, a search), not a single file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The configuration is inconsistent; the text says which setting.
     #[error("invalid configuration: {0}")]
@@ -122,8 +123,30 @@ pub enum Error {
     ShuttingDown,
     /// The MCP server could not start or serve (address in use, a broken handshake).
     #[error("MCP server: {0}")]
-    Serve(String),
-    /// A stage of the pipeline failed (a thread ended, a channel closed).
+    Mcp(String),
+    /// The HTTP upload service could not start or stop.
+    #[error("upload service: {0}")]
+    Service(String),
+    /// The watch daemon could not be reached or answered out of protocol, or could not
+    /// follow a folder's changes.
+    #[error("watch daemon: {0}")]
+    Daemon(String),
+    /// A stored object pack (a file's content objects) could not be written or read back.
+    #[error("object pack: {0}")]
+    ObjectPack(String),
+    /// A search filter that cannot be turned into a store query.
+    #[error("bad search filter: {0}")]
+    Filter(String),
+    /// An `ingest export` file that cannot be imported.
+    #[error("import: {0}")]
+    Import(String),
+    /// The keyword (BM25) model could not be built.
+    #[error("keyword model: {0}")]
+    Keywords(String),
+    /// A failpoint armed with `:error` (tests only; see `INGEST_FAILPOINTS`).
+    #[error("failpoint {0}")]
+    Failpoint(String),
+    /// A stage of the pipeline failed (a thread pool, a content that vanished mid-run).
     #[error("pipeline stage failed: {0}")]
     Pipeline(String),
 }

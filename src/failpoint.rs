@@ -119,9 +119,7 @@ pub(crate) fn hit(site: &'static str) {
 /// or panic).
 pub(crate) fn check(site: &'static str) -> crate::Result<()> {
     match pass(site) {
-        Some((n, Action::Error)) => Err(crate::Error::Pipeline(format!(
-            "failpoint {site} (hit {n})"
-        ))),
+        Some((n, Action::Error)) => Err(crate::Error::Failpoint(format!("{site} (hit {n})"))),
         Some((n, action)) => {
             fire(site, n, action);
             Ok(())

@@ -528,8 +528,8 @@ impl Ingestor {
             .map_err(|e| Error::io("import", e))?;
         let header: serde_json::Value = serde_json::from_str(&first).unwrap_or_default();
         if header.get("format").and_then(|f| f.as_str()) != Some(EXPORT_FORMAT) {
-            return Err(Error::Config(
-                "import: not a file written by `ingest export` (no header line)".into(),
+            return Err(Error::Import(
+                "not a file written by `ingest export` (no header line)".into(),
             ));
         }
         // The vectors are this model's: the index must be searched with it.
@@ -538,10 +538,10 @@ impl Ingestor {
             .and_then(|v| v.as_str())
             .unwrap_or_default()
             .parse::<crate::ModelVariant>()
-            .map_err(|e| Error::Config(format!("import: {e}")))?;
+            .map_err(|e| Error::Import(e.to_string()))?;
         if config.model_variant.is_some_and(|v| v != variant) {
-            return Err(Error::Config(format!(
-                "import: the points were embedded with model variant {variant}, not the one asked for"
+            return Err(Error::Import(format!(
+                "the points were embedded with model variant {variant}, not the one asked for"
             )));
         }
         config.model_variant = Some(variant);
@@ -564,7 +564,7 @@ impl Ingestor {
                 continue;
             }
             let point: crate::ExportedPoint = serde_json::from_str(&line).map_err(|e| {
-                Error::Config(format!("import line {}: not an exported point: {e}", n + 1))
+                Error::Import(format!("line {}: not an exported point: {e}", n + 1))
             })?;
             if point.vector.len() != crate::embed::DIMENSIONS {
                 return Err(Error::Config(format!(
@@ -628,7 +628,7 @@ impl Ingestor {
         &self,
         inputs: crate::pipeline::Inputs<'_>,
         scope: &Scope,
-        progress: &dyn crate::pipeline::Progress,
+        progress: &dyn crate::pipeline::RunObserver,
         stop: &AtomicBool,
         keep_lines: bool,
     ) -> Result<IngestReport> {

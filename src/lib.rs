@@ -32,9 +32,9 @@
 #![warn(missing_docs)]
 
 mod access;
-mod agent;
 mod batcher;
 mod config;
+pub mod daemon;
 mod embed;
 mod error;
 pub mod eval;
@@ -48,19 +48,16 @@ mod perms;
 mod pipeline;
 mod reindex;
 mod report;
-mod serve;
 #[cfg(feature = "tokio")]
 pub mod service;
 pub mod tools;
 mod unpack;
 mod uploads;
-mod watch;
 
 #[doc(hidden)]
 pub mod testing;
 
 pub use access::{check_scope, MAX_ID_BYTES};
-pub use agent::{AnsweredBy, ToolHost};
 pub use config::{ChunkingConfig, Config, Limits, Partition};
 pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
@@ -73,6 +70,7 @@ pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
 pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
+pub use tools::{AnsweredBy, ToolHost};
 #[cfg(feature = "tokio")]
 pub use uploads::AsyncUploads;
 pub use uploads::{
@@ -84,16 +82,6 @@ pub use uploads::{
 /// The extraction crate, re-exported: data model, locators, detection, extractors.
 pub use extractors;
 pub use extractors::{ContentType, ExtractOptions, Locator, OcrOptions, Scope};
-
-/// Keeping folders indexed: the watch loop, and the local socket through which other
-/// processes search, ask for status and run the agent's tools while a daemon holds the index.
-pub mod daemon {
-    pub use crate::serve::{
-        ask, ask_tool, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT,
-        TOOL_ANSWER_TIMEOUT,
-    };
-    pub use crate::watch::{socket_path, watch, SyncCause, WatchConfig};
-}
 
 /// The longest search query, in bytes: the model reads at most 256 tokens of it, and a
 /// longer one only costs tokenizing.

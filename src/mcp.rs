@@ -32,8 +32,8 @@ use serde_json::Value;
 /// What ends an HTTP server's sessions ([`http_router`]): tokio-util's, as rmcp takes it.
 pub use tokio_util::sync::CancellationToken;
 
-use crate::agent::ToolHost;
 use crate::error::{Error, Result};
+use crate::tools::ToolHost;
 use crate::tools::{self, error_answer, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, TOOL_NAMES};
 
 /// What the server tells the model about the tools as a whole (MCP `instructions`).
@@ -192,11 +192,11 @@ pub async fn serve_stdio(host: Arc<ToolHost>, config: McpConfig) -> Result<()> {
     let running = server
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| Error::Serve(format!("handshake: {e}")))?;
+        .map_err(|e| Error::Mcp(format!("handshake: {e}")))?;
     running
         .waiting()
         .await
-        .map_err(|e| Error::Serve(format!("session: {e}")))?;
+        .map_err(|e| Error::Mcp(format!("session: {e}")))?;
     Ok(())
 }
 
@@ -278,7 +278,7 @@ pub async fn serve_http(host: Arc<ToolHost>, config: McpConfig, addr: SocketAddr
     let router = http_router(host, config, stop.clone());
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| Error::Serve(format!("binding {addr}: {e}")))?;
+        .map_err(|e| Error::Mcp(format!("binding {addr}: {e}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
     tracing::info!(tools = ?tools, "MCP server on http://{bound}/mcp");
     axum::serve(listener, router)
@@ -287,7 +287,7 @@ pub async fn serve_http(host: Arc<ToolHost>, config: McpConfig, addr: SocketAddr
             stop.cancel();
         })
         .await
-        .map_err(|e| Error::Serve(format!("HTTP server: {e}")))
+        .map_err(|e| Error::Mcp(format!("streamable HTTP: {e}")))
 }
 
 /// Resolves on SIGINT or SIGTERM (a server's graceful shutdown). Needs a tokio runtime.

@@ -53,7 +53,7 @@ fn store_error(path: &Path, reason: impl std::fmt::Display) -> Error {
 
 /// A filter built by [`payload`], in the shard's type.
 fn filter(value: Value) -> Result<Filter> {
-    serde_json::from_value(value).map_err(|e| Error::Pipeline(format!("bad filter: {e}")))
+    serde_json::from_value(value).map_err(|e| Error::Filter(e.to_string()))
 }
 
 impl EdgeIndex {

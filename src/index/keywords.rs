@@ -38,9 +38,8 @@ impl Keywords {
         // Built from its JSON form, which is also how a Qdrant server takes it.
         let config: EdgeBm25Config =
             serde_json::from_value(serde_json::json!({ "avg_len": 200.0 }))
-                .map_err(|e| Error::Pipeline(format!("bm25 config: {e}")))?;
-        let bm25 =
-            EdgeBm25::new(config).map_err(|e| Error::Pipeline(format!("bm25 model: {e}")))?;
+                .map_err(|e| Error::Keywords(format!("config: {e}")))?;
+        let bm25 = EdgeBm25::new(config).map_err(|e| Error::Keywords(e.to_string()))?;
         Ok(Keywords { bm25 })
     }
 

@@ -79,7 +79,7 @@ fn deflate(bytes: &[u8]) -> Result<Vec<u8>> {
     let mut e = DeflateEncoder::new(Vec::new(), Compression::fast());
     e.write_all(bytes)
         .and_then(|()| e.finish())
-        .map_err(|e| Error::Pipeline(format!("compressing objects: {e}")))
+        .map_err(|e| Error::ObjectPack(format!("compressing: {e}")))
 }
 
 /// Encode `objects` (one file's, in document order) as a pack.
@@ -109,8 +109,8 @@ pub(crate) fn pack(objects: &[ContentObject]) -> Result<Vec<u8>> {
         });
         frames.extend_from_slice(&frame);
     }
-    let dir = serde_json::to_vec(&directory)
-        .map_err(|e| Error::Pipeline(format!("encoding objects: {e}")))?;
+    let dir =
+        serde_json::to_vec(&directory).map_err(|e| Error::ObjectPack(format!("encoding: {e}")))?;
     let dir = deflate(&dir)?;
     let mut out = Vec::with_capacity(16 + dir.len() + frames.len());
     out.extend_from_slice(MAGIC);
@@ -176,7 +176,7 @@ impl PackReader {
             return Ok(String::new());
         }
         let (offset, frame_len, bytes) = (o.offset, o.frame_len, o.bytes);
-        let bad = |why: String| Error::Pipeline(format!("object pack: {why}"));
+        let bad = |why: String| Error::ObjectPack(why);
         self.file
             .seek(SeekFrom::Start(self.frames_start + offset))
             .map_err(|e| bad(e.to_string()))?;

@@ -1033,7 +1033,7 @@ fn json_payload(p: HashMap<String, qdrant::Value>) -> Map<String, Value> {
 /// subset the payload schema uses (`must`/`should`/`must_not`, `match` of a keyword, integer
 /// or boolean, `range`, `is_empty`).
 fn to_filter(v: &Value) -> Result<Filter> {
-    let bad = |why: &str| Error::Pipeline(format!("filter {v}: {why}"));
+    let bad = |why: &str| Error::Filter(format!("{v}: {why}"));
     let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
     let mut filter = Filter::default();
     for (clause, conditions) in obj {
@@ -1055,7 +1055,7 @@ fn to_filter(v: &Value) -> Result<Filter> {
 
 fn to_condition(v: &Value) -> Result<Condition> {
     use qdrant::r#match::MatchValue;
-    let bad = |why: &str| Error::Pipeline(format!("filter condition {v}: {why}"));
+    let bad = |why: &str| Error::Filter(format!("condition {v}: {why}"));
     let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
     if ["must", "should", "must_not"]
         .iter()

@@ -120,7 +120,7 @@ enum StoreItem {
     Other(IndexItem),
 }
 
-/// How far a file has come before its ledger line: what [`Progress::stage`] reports.
+/// How far a file has come before its ledger line: what [`RunObserver::stage`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FileStage {
     /// Extracted and chunked; waiting for the model.
@@ -132,7 +132,7 @@ pub(crate) enum FileStage {
 /// What a run tells its caller as it goes, in order, on the caller's thread: every ledger
 /// line, the intermediate stages of files on their way to one, and when an input is
 /// complete (every line of it sent). A plain `Fn(&FileReport)` takes the lines alone.
-pub(crate) trait Progress: Sync {
+pub(crate) trait RunObserver: Sync {
     /// A ledger line.
     fn file(&self, report: &FileReport);
     /// A file reached `stage` (its line comes later).
@@ -142,7 +142,7 @@ pub(crate) trait Progress: Sync {
     fn input_done(&self, _input: usize) {}
 }
 
-impl<F: Fn(&FileReport) + Sync + ?Sized> Progress for F {
+impl<F: Fn(&FileReport) + Sync + ?Sized> RunObserver for F {
     fn file(&self, report: &FileReport) {
         self(report)
     }
@@ -460,7 +460,7 @@ pub(crate) fn run(
     ing: &Ingestor,
     inputs: Inputs<'_>,
     scope: &Scope,
-    progress: &dyn Progress,
+    progress: &dyn RunObserver,
     stop: &AtomicBool,
     keep_lines: bool,
 ) -> Result<IngestReport> {

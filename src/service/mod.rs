@@ -473,7 +473,7 @@ pub async fn serve(
     let queue = Arc::clone(&uploads);
     tokio::task::spawn_blocking(move || queue.shutdown())
         .await
-        .map_err(|e| Error::Serve(format!("stopping the queue: {e}")))
+        .map_err(|e| Error::Service(format!("stopping the queue: {e}")))
 }
 
 #[cfg(test)]

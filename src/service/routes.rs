@@ -31,10 +31,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES};
-use crate::agent::ToolHost;
 use crate::error::Error;
 use crate::index::{SearchFilter, SearchMode};
 use crate::lock;
+use crate::tools::ToolHost;
 use crate::uploads::{AsyncUploads, JobId, UploadOptions, Uploads};
 
 /// How long `DELETE /v1/files` waits for its job before answering 202.

@@ -389,6 +389,7 @@ mod browse;
 mod budget;
 mod cursor;
 mod extract;
+mod host;
 mod paging;
 mod read;
 mod search;
@@ -396,6 +397,7 @@ mod section;
 mod snippet;
 mod view;
 
+pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::{parse_pages, parse_type};
 
 /// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is

@@ -233,11 +233,11 @@ pub(crate) struct JobRecord {
 
 /// A job's lines while it runs: ledger lines and the stages of files without one yet.
 #[derive(Debug, Default)]
-pub(crate) struct Progress {
+pub(crate) struct JobLines {
     pub lines: BTreeMap<String, FileLine>,
 }
 
-impl Progress {
+impl JobLines {
     pub fn stage(&mut self, locator: &str, state: JobState) {
         let line = self
             .lines

@@ -32,7 +32,7 @@ mod runner;
 mod spool;
 
 #[cfg(feature = "tokio")]
-mod nonblocking;
+mod async_uploads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -48,13 +48,13 @@ use crate::index::EntryStatus;
 use crate::ingestor::Ingestor;
 use crate::lock;
 
+#[cfg(feature = "tokio")]
+pub(crate) use async_uploads::drain;
+#[cfg(feature = "tokio")]
+pub use async_uploads::AsyncUploads;
 pub use jobs::{FileLine, JobId, JobKind, JobState, JobStatus};
-#[cfg(feature = "tokio")]
-pub(crate) use nonblocking::drain;
-#[cfg(feature = "tokio")]
-pub use nonblocking::AsyncUploads;
 
-use jobs::{JobRecord, Progress};
+use jobs::{JobLines, JobRecord};
 pub(crate) use runner::top_name;
 use runner::{Job, Shared, State};
 pub(crate) use spool::kept_path;
@@ -346,7 +346,7 @@ impl Uploads {
                 } else {
                     let job = Job {
                         record,
-                        progress: Progress::default(),
+                        progress: JobLines::default(),
                     };
                     state.jobs.insert(id, job);
                 }
@@ -357,7 +357,7 @@ impl Uploads {
             let lost = record.status.kind == JobKind::Upload && !body.is_file();
             let job = Job {
                 record,
-                progress: Progress::default(),
+                progress: JobLines::default(),
             };
             state.jobs.insert(id.clone(), job);
             if lost {

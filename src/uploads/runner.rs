@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crossbeam_channel::Sender;
 use extractors::Scope;
 
-use super::jobs::{self, JobId, JobKind, JobRecord, JobState, Progress};
+use super::jobs::{self, JobId, JobKind, JobLines, JobRecord, JobState};
 use super::metrics::Metrics;
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
@@ -33,7 +33,7 @@ use crate::report::FileReport;
 /// A job the runner knows: queued, running, or ended (kept for status queries).
 pub(crate) struct Job {
     pub record: JobRecord,
-    pub progress: Progress,
+    pub progress: JobLines,
 }
 
 /// A scope's pipeline run.
@@ -113,7 +113,7 @@ impl Shared {
         let id = record.status.id.clone();
         let job = Job {
             record,
-            progress: Progress::default(),
+            progress: JobLines::default(),
         };
         state.jobs.insert(id.clone(), job);
         self.enqueue(state, id.clone());
@@ -257,7 +257,7 @@ impl Shared {
                     // queues it again; its lines so far are forgotten.
                     _ if self.stop.load(Ordering::SeqCst) => {
                         if let Some(job) = state.jobs.get_mut(&id) {
-                            job.progress = Progress::default();
+                            job.progress = JobLines::default();
                         }
                     }
                     Err(e) => {
@@ -378,7 +378,7 @@ struct RunProgress<'a> {
     key: &'a str,
 }
 
-impl crate::pipeline::Progress for RunProgress<'_> {
+impl crate::pipeline::RunObserver for RunProgress<'_> {
     fn file(&self, report: &FileReport) {
         self.shared.metrics.file(report);
         let mut state = lock(&self.shared.state);

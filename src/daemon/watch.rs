@@ -122,11 +122,11 @@ pub fn watch(
     let include_hidden = ingestor.config().include_hidden;
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(tx)
-        .map_err(|e| Error::Pipeline(format!("file notifications: {e}")))?;
+        .map_err(|e| Error::Daemon(format!("file notifications: {e}")))?;
     for root in &roots {
         watcher
             .watch(root, notify::RecursiveMode::Recursive)
-            .map_err(|e| Error::Pipeline(format!("watching {}: {e}", root.display())))?;
+            .map_err(|e| Error::Daemon(format!("watching {}: {e}", root.display())))?;
     }
     // Notifications are on before the first sync, so nothing slips between the two.
     let sync = |paths: &[PathBuf]| {
@@ -193,7 +193,7 @@ pub fn watch(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(Error::Pipeline("file notifications stopped".into()));
+                return Err(Error::Daemon("file notifications stopped".into()));
             }
         }
         if let Some(at) = retry_at {

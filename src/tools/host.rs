@@ -10,10 +10,10 @@ use std::time::Duration;
 use extractors::Scope;
 
 use crate::config::Config;
+use crate::daemon::socket;
 use crate::error::Result;
 use crate::ingestor::Ingestor;
 use crate::lock;
-use crate::serve;
 use crate::tools::{self, ToolAnswer, ToolCall};
 
 /// Who answered a tool call.
@@ -111,7 +111,7 @@ fn release_for_daemon(host: &Weak<Auto>) {
         if lock(&host.local).is_none() {
             return;
         }
-        if serve::connect(&host.socket).is_some() {
+        if socket::connect(&host.socket).is_some() {
             tracing::info!(
                 "a daemon listens on {}: answering through it",
                 host.socket.display()
@@ -148,7 +148,7 @@ impl ToolHost {
     fn auto(config: Config, load_model_ahead: bool) -> Self {
         ToolHost {
             kind: Kind::Auto(Arc::new(Auto {
-                socket: crate::watch::socket_path(&config.data_dir),
+                socket: crate::daemon::socket_path(&config.data_dir),
                 config,
                 local: Mutex::new(None),
                 load_model_ahead,
@@ -185,11 +185,11 @@ impl ToolHost {
         match &self.kind {
             Kind::Shared(ingestor) => Ok((tools::call(ingestor, scope, &call), AnsweredBy::Local)),
             Kind::Auto(auto) => {
-                if let Some(stream) = serve::connect(&auto.socket) {
+                if let Some(stream) = socket::connect(&auto.socket) {
                     // A daemon listens (or is about to): it needs the store this process may
                     // hold, so let go of it; calls still running keep their own reference.
                     auto.release();
-                    let answer = serve::ask_tool_on(&stream, &auto.socket, scope, &call)?;
+                    let answer = socket::ask_tool_on(&stream, &auto.socket, scope, &call)?;
                     return Ok((answer, AnsweredBy::Daemon));
                 }
                 let ingestor = auto.local()?;
@@ -236,7 +236,7 @@ mod tests {
         let other = Ingestor::open(Config::new(&data)).unwrap();
         assert!(other.open_index().is_err(), "the host holds the store");
         // A daemon binds its socket before it takes the store: the host lets go.
-        let _listening = crate::serve::Server::bind(&crate::watch::socket_path(&data)).unwrap();
+        let _listening = crate::daemon::Server::bind(&crate::daemon::socket_path(&data)).unwrap();
         let started = std::time::Instant::now();
         while lock(&auto.local).is_some() {
             assert!(started.elapsed() < Duration::from_secs(30), "still held");

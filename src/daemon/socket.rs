@@ -99,7 +99,7 @@ impl Listening {
         let listener = self
             .listener
             .take()
-            .ok_or_else(|| Error::Pipeline("socket already served".into()))?;
+            .ok_or_else(|| Error::Daemon("socket already served".into()))?;
         Server::start(ingestor, listener, &self.path, status)
     }
 }
@@ -291,7 +291,7 @@ pub fn ask(path: &Path, request: &Request) -> Result<Option<Value>> {
     };
     let value = exchange(&stream, path, request, ANSWER_TIMEOUT)?;
     if let Some(e) = value.get("error").and_then(Value::as_str) {
-        return Err(Error::Pipeline(format!("daemon: {e}")));
+        return Err(Error::Daemon(e.to_string()));
     }
     Ok(Some(value))
 }
@@ -326,9 +326,9 @@ pub(crate) fn ask_tool_on(
     if let Some(e) = value.get("error").and_then(Value::as_str) {
         // Not an answer of the tool: the daemon refused the request (busy, or an older
         // daemon that does not know tool calls).
-        return Err(Error::Pipeline(format!("daemon: {e}")));
+        return Err(Error::Daemon(e.to_string()));
     }
-    serde_json::from_value(value).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))
+    serde_json::from_value(value).map_err(|e| Error::Daemon(format!("answer: {e}")))
 }
 
 /// One request line out, one answer line back. Sending may take [`REQUEST_TIMEOUT`] (the
@@ -337,18 +337,18 @@ fn exchange(stream: &UnixStream, path: &Path, request: &Request, wait: Duration)
     let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
     let _ = stream.set_read_timeout(Some(wait));
     let mut writer = stream;
-    let body = serde_json::to_string(request).map_err(|e| Error::Pipeline(e.to_string()))?;
+    let body = serde_json::to_string(request).map_err(|e| Error::Daemon(e.to_string()))?;
     writeln!(writer, "{body}").map_err(|e| Error::io(path, e))?;
     let mut line = String::new();
     BufReader::new(stream)
         .read_line(&mut line)
         .map_err(|e| Error::io(path, e))?;
     if line.is_empty() {
-        return Err(Error::Pipeline(
+        return Err(Error::Daemon(
             "daemon: closed the connection without answering".into(),
         ));
     }
-    serde_json::from_str(&line).map_err(|e| Error::Pipeline(format!("daemon answer: {e}")))
+    serde_json::from_str(&line).map_err(|e| Error::Daemon(format!("answer: {e}")))
 }
 
 /// Block until `listener` has a connection waiting or `ms` milliseconds pass.
