@@ -60,7 +60,7 @@ fixtures:
 bench: models
 	cargo bench --locked --bench pipeline
 
-## Every figure of the README's performance table in one run (benches/e2e.rs): PDF pages/s
+## Every figure of docs/PERFORMANCE.md's tables in one run (benches/e2e.rs): PDF pages/s
 ## against pdftotext, extraction files/s against Kreuzberg (PyPI, in .venv-bench/), ingest
 ## chunks/s and tokens/s per model variant against a bare model loop and sentence-transformers
 ## (fp32 and bf16, PyPI, in .venv-st/), warm search p50/p99.

@@ -1,4 +1,4 @@
-//! The end-to-end benchmark: every figure of the README's performance table, measured in one
+//! The end-to-end benchmark: every figure of docs/PERFORMANCE.md's tables, measured in one
 //! run on the same inputs, each beside the best alternative measured in that run.
 //!
 //! ```text

@@ -579,7 +579,7 @@ fn service_also_watches_folders_in_the_scope_given() {
     assert!(service.stop().success());
 }
 
-/// The Python snippet of README.md § "Upload service", run as written against the service.
+/// The Python snippet of README.md § "HTTP upload service", run as written against the service.
 #[test]
 fn service_python_snippet_of_the_readme_uploads_and_polls() {
     let readme = std::fs::read_to_string(repo_dir().join("README.md")).unwrap();
