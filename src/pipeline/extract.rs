@@ -9,7 +9,6 @@ use crate::embed::Chunk;
 use crate::error::Error;
 use crate::index::objects::ContentRecord;
 use crate::index::{CatalogEntry, EntryStatus};
-use crate::lock;
 use crate::report::now_secs;
 use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
@@ -70,7 +69,7 @@ impl Run<'_> {
     pub(super) fn extract_one(&self, work: Work, index: &Sender<Gated>, looked: &mut Looked<'_>) {
         let loc = work.locator.to_string();
         let hash = blake3::hash(&work.bytes).to_hex().to_string();
-        let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
+        let known = self.catalog.get(&loc);
         let previous = known
             .as_ref()
             .and_then(CatalogEntry::content)
@@ -88,7 +87,7 @@ impl Run<'_> {
             fresh.mtime_ns = work.mtime_ns;
             fresh.parent = work.parent.clone();
             let chunks = fresh.chunks;
-            lock(&self.ing.catalog).put(self.scope, fresh);
+            self.catalog.put(fresh);
             self.report(&loc, FileStatus::Unchanged, None, chunks, Some(hash));
             return;
         }
@@ -104,11 +103,7 @@ impl Run<'_> {
         };
         // Pinned before looking: the store stage may release the last holder meanwhile, and
         // must not delete content this file is about to share.
-        let arrival = self.ledger.arrive(&hash, || {
-            !lock(&self.ing.catalog)
-                .locators_with_hash(self.scope, &hash)
-                .is_empty()
-        });
+        let arrival = self.ledger.arrive(&hash, || self.catalog.holds(&hash));
         // Pinned or claimed: a removal of its old name may go on now.
         looked.now();
         if arrival == Arrival::Share {
@@ -212,8 +207,7 @@ impl Run<'_> {
         reason: &str,
     ) {
         let entry_status = super::unread_status(status);
-        lock(&self.ing.catalog).put(
-            self.scope,
+        self.catalog.put(
             CatalogEntry::unindexed(
                 meta.locator.clone(),
                 meta.parent.clone(),

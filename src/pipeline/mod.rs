@@ -19,6 +19,7 @@
 //! holds what they share: the stage contracts (the items that travel between stages), the
 //! run's state, and [`run`], which wires the stages with bounded channels.
 
+mod books;
 mod embed;
 mod extract;
 mod ledger;
@@ -192,6 +193,8 @@ fn timed<T>(slot: &Mutex<Duration>, f: impl FnOnce() -> T) -> T {
 struct Run<'a> {
     ing: &'a Ingestor,
     scope: &'a Scope,
+    /// The scope's entries in the catalog: the stages' only way to it.
+    catalog: books::ScopeCatalog<'a>,
     /// Dropped by the store stage when it ends (it is the last stage that reports), which
     /// ends the caller's report loop.
     reports: Mutex<Option<Sender<Event>>>,
@@ -369,7 +372,7 @@ impl Run<'_> {
         let (at, cost) = *saved;
         if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
             let started = Instant::now();
-            if let Err(e) = lock(&self.ing.catalog).save() {
+            if let Err(e) = self.catalog.save() {
                 tracing::warn!("catalog checkpoint: {e}");
             }
             *saved = (Instant::now(), started.elapsed());
@@ -407,29 +410,19 @@ impl Run<'_> {
         };
         for (entry, seen) in containers {
             let seen: HashSet<String> = seen.into_iter().collect();
-            let members = lock(&self.ing.catalog).members_of(self.scope, &entry.locator);
+            let members = self.catalog.members_of(&entry.locator);
             for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
-                let removed = lock(&self.ing.catalog).remove(self.scope, &gone.locator);
+                let removed = self.catalog.remove(&gone.locator);
                 if let Some((hash, chunks)) = removed.as_ref().and_then(CatalogEntry::content) {
                     self.release(&hash, chunks)?;
                 }
             }
-            let complete = {
-                let cat = lock(&self.ing.catalog);
-                seen.iter()
-                    .filter(|m| **m != entry.locator)
-                    .all(|m| cat.get(self.scope, m).is_some())
-            };
+            let complete = self
+                .catalog
+                .has_all(seen.iter().filter(|m| **m != entry.locator));
             if complete {
                 // A file that used to be indexed as a plain file and is now an archive.
-                let replaced = {
-                    let mut cat = lock(&self.ing.catalog);
-                    let old = cat
-                        .get(self.scope, &entry.locator)
-                        .and_then(CatalogEntry::content);
-                    cat.put(self.scope, entry);
-                    old
-                };
+                let replaced = self.catalog.put(entry);
                 if let Some((hash, chunks)) = replaced {
                     self.release(&hash, chunks)?;
                 }
@@ -476,6 +469,7 @@ pub(crate) fn run(
     let run = Run {
         ing,
         scope,
+        catalog: books::ScopeCatalog::new(&ing.catalog, scope),
         reports: Mutex::new(Some(report_tx)),
         tracker: Mutex::new(Tracker::default()),
         timings: Timings::default(),

@@ -65,10 +65,8 @@ impl Run<'_> {
                 }
                 StoreItem::Other(IndexItem::Duplicate { meta }) => {
                     self.ledger.unpin(&meta.hash);
-                    let indexed = !lock(&self.ing.catalog)
-                        .locators_with_hash(self.scope, &meta.hash)
-                        .is_empty()
-                        || self.ledger.is_orphaned(&meta.hash);
+                    let indexed =
+                        self.catalog.holds(&meta.hash) || self.ledger.is_orphaned(&meta.hash);
                     if indexed {
                         self.duplicate_stored(meta)
                     } else {
@@ -86,7 +84,7 @@ impl Run<'_> {
                     Ok(())
                 }
                 StoreItem::Other(IndexItem::Removed { locator }) => {
-                    let removed = lock(&self.ing.catalog).remove(self.scope, &locator);
+                    let removed = self.catalog.remove(&locator);
                     if let Some(e) = &removed {
                         self.send_report(
                             FileReport::new(locator.clone(), FileStatus::Removed)
@@ -117,28 +115,7 @@ impl Run<'_> {
     }
 
     pub(super) fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
-        Self::put_indexed_in(&mut lock(&self.ing.catalog), self.scope, meta, chunks);
-    }
-
-    fn put_indexed_in(
-        catalog: &mut crate::index::Catalog,
-        scope: &extractors::Scope,
-        meta: &FileMeta,
-        chunks: u32,
-    ) {
-        catalog.put(
-            scope,
-            CatalogEntry::indexed(
-                meta.locator.clone(),
-                meta.parent.clone(),
-                meta.hash.clone(),
-                meta.size,
-                meta.mtime_ns,
-                chunks,
-            )
-            .with_mime(meta.mime.clone())
-            .with_tags(meta.tags.clone()),
-        );
+        self.catalog.put(indexed_entry(meta, chunks));
     }
 
     /// All chunks of a new content are stored: write its content index, record the file,
@@ -153,15 +130,9 @@ impl Run<'_> {
         chunks: u32,
         content: &crate::index::objects::ContentRecord,
     ) -> Result<Stored> {
-        let written = {
-            let mut catalog = lock(&self.ing.catalog);
-            let written = crate::failpoint::check("content.write")
-                .and_then(|()| catalog.write_content(&meta.hash, content));
-            if written.is_ok() {
-                Self::put_indexed_in(&mut catalog, self.scope, &meta, chunks);
-            }
-            written
-        };
+        let written =
+            self.catalog
+                .write_content_and_put(&meta.hash, content, indexed_entry(&meta, chunks));
         if let Err(e) = written {
             let reason = format!("its content index could not be written: {e}");
             tracing::warn!("{}: {reason}", meta.locator);
@@ -185,22 +156,13 @@ impl Run<'_> {
 
     /// A file whose bytes are already indexed under another locator: add it to their locators.
     pub(super) fn duplicate_stored(&self, meta: FileMeta) -> Result<()> {
-        let (original, chunks) = {
-            let cat = lock(&self.ing.catalog);
-            let locs = cat.locators_with_hash(self.scope, &meta.hash);
-            let chunks = locs
-                .first()
-                .and_then(|l| cat.get(self.scope, l))
-                .map(|e| e.chunks);
-            // Itself, when only its tags changed.
-            let original = locs.into_iter().find(|l| *l != meta.locator);
-            (original, chunks)
-        };
+        // The original is not itself (when only its tags changed, it is).
+        let (chunks, original) = self.catalog.held_elsewhere(&meta.hash, &meta.locator);
         // Adopt an orphaned content (the file that held it moved or changed in this run).
         let adopted = self.ledger.adopt(&meta.hash);
         let chunks = chunks.or(adopted).unwrap_or(0);
         self.put_indexed(&meta, chunks);
-        let all = lock(&self.ing.catalog).holders(self.scope, &meta.hash);
+        let all = self.catalog.holders(&meta.hash);
         if chunks > 0 {
             self.ing
                 .store()?
@@ -229,7 +191,7 @@ impl Run<'_> {
     /// content's chunks at the files that still hold it; delete them when none does, unless a
     /// file in flight is about to adopt them.
     pub(super) fn release(&self, hash: &str, chunks: u32) -> Result<()> {
-        let remaining = lock(&self.ing.catalog).holders(self.scope, hash);
+        let remaining = self.catalog.holders(hash);
         if !remaining.locators.is_empty() {
             return self.ing.store()?.set_holders(self.scope, hash, &remaining);
         }
@@ -243,7 +205,7 @@ impl Run<'_> {
     /// scope holds the same bytes. Every deletion of a content in a run goes through here.
     pub(super) fn delete_content(&self, hash: &str) -> Result<()> {
         self.ing.store()?.delete_content(self.scope, hash)?;
-        if let Err(e) = lock(&self.ing.catalog).drop_content_index(hash) {
+        if let Err(e) = self.catalog.drop_content_index(hash) {
             tracing::warn!("content index of {hash}: {e}");
         }
         Ok(())
@@ -252,13 +214,24 @@ impl Run<'_> {
     /// Delete the points of contents that no file holds at the end of the run.
     pub(super) fn delete_orphans(&self) -> Result<()> {
         for hash in self.ledger.take_orphans() {
-            let unheld = lock(&self.ing.catalog)
-                .locators_with_hash(self.scope, &hash)
-                .is_empty();
-            if unheld {
+            if !self.catalog.holds(&hash) {
                 self.delete_content(&hash)?;
             }
         }
         Ok(())
     }
+}
+
+/// The catalog entry of an indexed file.
+fn indexed_entry(meta: &FileMeta, chunks: u32) -> CatalogEntry {
+    CatalogEntry::indexed(
+        meta.locator.clone(),
+        meta.parent.clone(),
+        meta.hash.clone(),
+        meta.size,
+        meta.mtime_ns,
+        chunks,
+    )
+    .with_mime(meta.mime.clone())
+    .with_tags(meta.tags.clone())
 }

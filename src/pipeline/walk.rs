@@ -130,19 +130,16 @@ impl Run<'_> {
     /// Remove `locator` (a file, or an archive with its members) from the catalog and the
     /// index, with everything derived from it.
     fn remove(&self, locator: &str, index: &Sender<IndexItem>) {
-        let nested = format!("{locator}!/");
-        let doomed: Vec<String> = {
-            let catalog = lock(&self.ing.catalog);
-            let mut doomed: Vec<String> = catalog
-                .under(self.scope, &nested)
-                .into_iter()
-                .map(|e| e.locator)
-                .chain(catalog.get(self.scope, locator).map(|e| e.locator.clone()))
-                .collect();
-            // Members first, the file itself last.
-            doomed.sort_by_key(|l| std::cmp::Reverse(l.len()));
-            doomed
-        };
+        let nested = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
+        let mut doomed: Vec<String> = self
+            .catalog
+            .under(&nested)
+            .into_iter()
+            .map(|e| e.locator)
+            .chain(self.catalog.get(locator).map(|e| e.locator))
+            .collect();
+        // Members first, the file itself last.
+        doomed.sort_by_key(|l| std::cmp::Reverse(l.len()));
         for locator in doomed {
             self.expect_line(&locator);
             self.send_removed(index, locator);
@@ -240,8 +237,9 @@ impl Run<'_> {
                 }
             });
         }
-        let gone: Vec<CatalogEntry> = lock(&self.ing.catalog)
-            .top_level_under(self.scope, &root)
+        let gone: Vec<CatalogEntry> = self
+            .catalog
+            .top_level_under(&root)
             .into_iter()
             .filter(|e| !seen.contains(&e.locator))
             .filter(|e| {
@@ -270,7 +268,7 @@ impl Run<'_> {
             );
         }
         for e in gone {
-            let members = lock(&self.ing.catalog).members_of(self.scope, &e.locator);
+            let members = self.catalog.members_of(&e.locator);
             for m in members {
                 self.send_removed(index, m.locator);
             }
@@ -288,7 +286,7 @@ impl Run<'_> {
             return;
         }
         let loc = f.locator.to_string();
-        let known = lock(&self.ing.catalog).get(self.scope, &loc).cloned();
+        let known = self.catalog.get(&loc);
         if let Some(e) = known.filter(|e| {
             e.size == f.size
                 && e.mtime_ns == f.mtime_ns
@@ -336,13 +334,13 @@ impl Run<'_> {
                 ),
                 expansion.seen,
             ));
-        } else if let Some(previous) = lock(&self.ing.catalog)
-            .get(self.scope, &loc)
+        } else if let Some(previous) = self
+            .catalog
+            .get(&loc)
             .filter(|e| e.status == EntryStatus::Container)
-            .cloned()
         {
             // It used to be an archive: its old members are gone.
-            for m in lock(&self.ing.catalog).members_of(self.scope, &previous.locator) {
+            for m in self.catalog.members_of(&previous.locator) {
                 self.send_removed(index, m.locator);
             }
         }
@@ -374,8 +372,9 @@ impl Run<'_> {
         let unindexed = |s: EntryStatus| matches!(s, EntryStatus::Failed | EntryStatus::Skipped);
         unindexed(e.status)
             || (e.status == EntryStatus::Container
-                && lock(&self.ing.catalog)
-                    .members_of(self.scope, &e.locator)
+                && self
+                    .catalog
+                    .members_of(&e.locator)
                     .iter()
                     .any(|m| unindexed(m.status)))
     }
@@ -385,7 +384,7 @@ impl Run<'_> {
     pub(super) fn replay_unchanged(&self, e: &CatalogEntry) {
         let mut entries = vec![e.clone()];
         if e.status == EntryStatus::Container {
-            entries.extend(lock(&self.ing.catalog).members_of(self.scope, &e.locator));
+            entries.extend(self.catalog.members_of(&e.locator));
         }
         for s in &e.shadowed {
             self.report_shadowed(&s.locator, &s.reason);
@@ -479,11 +478,9 @@ impl Run<'_> {
                 seen.push(loc.clone());
                 let reason = format!("archive: {members} members");
                 // The same archive as last time: its members said whether they changed.
-                let same = lock(&self.ing.catalog)
-                    .get(self.scope, &loc)
-                    .is_some_and(|e| {
-                        e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)
-                    });
+                let same = self.catalog.get(&loc).is_some_and(|e| {
+                    e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)
+                });
                 if &locator == top {
                     // Recorded when the run ends, if all its members made it.
                     *opened = Some((hash.clone(), reason.clone()));
@@ -521,21 +518,13 @@ impl Run<'_> {
         reason: &str,
         archive_hash: Option<&str>,
     ) {
-        let previous = {
-            let mut cat = lock(&self.ing.catalog);
-            let previous = cat.get(self.scope, loc).and_then(CatalogEntry::content);
-            cat.put(
-                self.scope,
-                CatalogEntry::without_content(
-                    loc,
-                    parent.map(str::to_string),
-                    archive_hash.map(str::to_string),
-                    status,
-                    reason,
-                ),
-            );
-            previous
-        };
+        let previous = self.catalog.put(CatalogEntry::without_content(
+            loc,
+            parent.map(str::to_string),
+            archive_hash.map(str::to_string),
+            status,
+            reason,
+        ));
         if let Some((hash, chunks)) = previous {
             if let Err(e) = self.release(&hash, chunks) {
                 self.fail_run(e);

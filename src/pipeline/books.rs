@@ -1,0 +1,123 @@
+//! The run's view of the catalog: one scope's entries, through the few operations the stages
+//! need. Each call takes the catalog's lock for itself; the operations that must see and
+//! change the catalog in one step (put an entry and learn what it replaced, write a content
+//! index and record its file) are single calls here, so no stage holds the lock itself.
+
+use std::sync::Mutex;
+
+use extractors::Scope;
+
+use crate::error::Result;
+use crate::index::objects::ContentRecord;
+use crate::index::{Catalog, CatalogEntry, Holders};
+use crate::lock;
+
+/// See the module documentation.
+pub(super) struct ScopeCatalog<'a> {
+    catalog: &'a Mutex<Catalog>,
+    scope: &'a Scope,
+}
+
+impl<'a> ScopeCatalog<'a> {
+    pub(super) fn new(catalog: &'a Mutex<Catalog>, scope: &'a Scope) -> Self {
+        ScopeCatalog { catalog, scope }
+    }
+
+    /// The entry of `locator`.
+    pub(super) fn get(&self, locator: &str) -> Option<CatalogEntry> {
+        lock(self.catalog).get(self.scope, locator).cloned()
+    }
+
+    /// Record `entry`; the content (hash, chunks) its locator held before, if any.
+    pub(super) fn put(&self, entry: CatalogEntry) -> Option<(String, u32)> {
+        let mut catalog = lock(self.catalog);
+        let previous = catalog
+            .get(self.scope, &entry.locator)
+            .and_then(CatalogEntry::content);
+        catalog.put(self.scope, entry);
+        previous
+    }
+
+    /// Forget `locator`; its entry.
+    pub(super) fn remove(&self, locator: &str) -> Option<CatalogEntry> {
+        lock(self.catalog).remove(self.scope, locator)
+    }
+
+    /// The members of archive `parent`.
+    pub(super) fn members_of(&self, parent: &str) -> Vec<CatalogEntry> {
+        lock(self.catalog).members_of(self.scope, parent)
+    }
+
+    /// The entries whose locator starts with `prefix`.
+    pub(super) fn under(&self, prefix: &str) -> Vec<CatalogEntry> {
+        lock(self.catalog).under(self.scope, prefix)
+    }
+
+    /// The top-level entries (files on disk, archives) under folder or file `root`.
+    pub(super) fn top_level_under(&self, root: &str) -> Vec<CatalogEntry> {
+        lock(self.catalog).top_level_under(self.scope, root)
+    }
+
+    /// Whether every one of `locators` has an entry.
+    pub(super) fn has_all<'l>(&self, mut locators: impl Iterator<Item = &'l String>) -> bool {
+        let catalog = lock(self.catalog);
+        locators.all(|l| catalog.get(self.scope, l).is_some())
+    }
+
+    /// The locators holding content `hash`, in locator order.
+    pub(super) fn locators_with_hash(&self, hash: &str) -> Vec<String> {
+        lock(self.catalog).locators_with_hash(self.scope, hash)
+    }
+
+    /// Whether any locator holds content `hash`.
+    pub(super) fn holds(&self, hash: &str) -> bool {
+        !self.locators_with_hash(hash).is_empty()
+    }
+
+    /// The files holding content `hash` and their tags, as the points' payload needs them.
+    pub(super) fn holders(&self, hash: &str) -> Holders {
+        lock(self.catalog).holders(self.scope, hash)
+    }
+
+    /// The chunk count of content `hash` and a locator other than `locator` holding it.
+    pub(super) fn held_elsewhere(
+        &self,
+        hash: &str,
+        locator: &str,
+    ) -> (Option<u32>, Option<String>) {
+        let catalog = lock(self.catalog);
+        let locators = catalog.locators_with_hash(self.scope, hash);
+        let chunks = locators
+            .first()
+            .and_then(|l| catalog.get(self.scope, l))
+            .map(|e| e.chunks);
+        (chunks, locators.into_iter().find(|l| l != locator))
+    }
+
+    /// Write content `hash`'s index and object pack, then record `entry` — under one lock,
+    /// so that a run of another scope deleting the content indexes nobody holds (they are
+    /// shared by identical bytes) sees this one held. Nothing is recorded when the write
+    /// fails.
+    pub(super) fn write_content_and_put(
+        &self,
+        hash: &str,
+        content: &ContentRecord,
+        entry: CatalogEntry,
+    ) -> Result<()> {
+        let mut catalog = lock(self.catalog);
+        crate::failpoint::check("content.write")?;
+        catalog.write_content(hash, content)?;
+        catalog.put(self.scope, entry);
+        Ok(())
+    }
+
+    /// Delete content `hash`'s index unless another scope holds the same bytes.
+    pub(super) fn drop_content_index(&self, hash: &str) -> Result<bool> {
+        lock(self.catalog).drop_content_index(hash)
+    }
+
+    /// Save the catalog.
+    pub(super) fn save(&self) -> Result<()> {
+        lock(self.catalog).save()
+    }
+}
