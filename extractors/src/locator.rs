@@ -166,9 +166,8 @@ pub fn split_top(locator: &str) -> (&str, Option<&str>) {
 /// as printed (escapes kept).
 pub fn file_name_part(locator: &str) -> &str {
     let file = file_part(locator);
-    file.rsplit(['/', '!'])
-        .find(|s| !s.is_empty())
-        .unwrap_or(file)
+    let last = file.rsplit(MEMBER_SEPARATOR).next().unwrap_or(file);
+    last.rsplit('/').find(|s| !s.is_empty()).unwrap_or(last)
 }
 
 /// Private-use characters U+10FF80–U+10FFFF stand for the bytes 0x80–0xFF of a name that is
@@ -432,6 +431,8 @@ mod tests {
         assert_eq!(file_name_part("/d/a.zip!/x/b.pdf#page=3"), "b.pdf");
         assert_eq!(file_name_part("upload.zip!/c.md"), "c.md");
         assert_eq!(file_name_part("notes.txt"), "notes.txt");
+        assert_eq!(file_name_part("/d/Hello!.pdf#page=1"), "Hello!.pdf");
+        assert_eq!(file_name_part("/d/a.zip!/dir/"), "dir");
         assert_eq!(
             split_top("a.zip!/b.zip!/c#line=1"),
             ("a.zip", Some("b.zip!/c#line=1"))

@@ -121,20 +121,24 @@ fn unit(hit: &Hit) -> Unit {
 /// 0. All equal (or one hit): each 0.5. The statistics come from a fixed number of hits, so
 /// a longer list (a later page) maps the same scores the same way.
 fn normalized(ranking: &[Hit]) -> Vec<f32> {
-    let head = ranking.get(..FUSION_CANDIDATES).unwrap_or(ranking);
-    let n = head.len().max(1) as f64;
-    let mean = head.iter().map(|h| f64::from(h.score)).sum::<f64>() / n;
-    let variance = head
+    let head: Vec<f64> = ranking
+        .get(..FUSION_CANDIDATES)
+        .unwrap_or(ranking)
         .iter()
-        .map(|h| (f64::from(h.score) - mean).powi(2))
-        .sum::<f64>()
-        / n;
+        .map(|h| f64::from(h.score))
+        .filter(|s| s.is_finite())
+        .collect();
+    let n = head.len().max(1) as f64;
+    let mean = head.iter().sum::<f64>() / n;
+    let variance = head.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
     let spread = 6.0 * variance.sqrt();
     let flat = spread <= f64::EPSILON * mean.abs().max(1.0);
     ranking
         .iter()
         .map(|h| {
-            if flat {
+            if !h.score.is_finite() {
+                0.0
+            } else if flat {
                 0.5
             } else {
                 ((f64::from(h.score) - mean) / spread + 0.5).max(0.0) as f32
@@ -305,6 +309,12 @@ mod tests {
         let long = normalized(&ranking(3 * FUSION_CANDIDATES as u64));
         assert_eq!(short.as_slice(), long.get(..short.len()).unwrap());
         assert!(long.iter().all(|s| *s >= 0.0), "none below 0");
+        // A score that is not a number counts as nothing and spoils no other.
+        let mut odd = ranking(3);
+        odd[1].score = f32::NAN;
+        let mapped = normalized(&odd);
+        assert_eq!(mapped[1], 0.0);
+        assert!(mapped[0] > 0.5 && mapped[2] < 0.5, "{mapped:?}");
     }
 
     #[test]

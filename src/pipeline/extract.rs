@@ -56,6 +56,18 @@ impl Run<'_> {
             Ok(p) => p,
             Err(e) => return self.fail_run(Error::Pipeline(format!("thread pool: {e}"))),
         };
+        /// A panic outside the parsers' sandbox (chunking, the catalog) ends the run, so
+        /// that the walk stage waiting for leaves to be looked at stops waiting.
+        struct FailOnPanic<'r>(&'r Run<'r>);
+        impl Drop for FailOnPanic<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0
+                        .fail_run(Error::Pipeline("the extraction stage panicked".into()));
+                }
+            }
+        }
+        let _guard = FailOnPanic(self);
         pool.install(|| {
             leaves.iter().par_bridge().for_each(|work| {
                 let mut looked = Looked::new(self);

@@ -56,12 +56,14 @@ pub(super) struct ContentLedger {
 impl ContentLedger {
     /// A file with content `hash` arrives. The content is pinned while `indexed` looks
     /// whether a catalog entry already holds it (without the ledger's lock: it may take the
-    /// catalog's); then it is claimed when neither indexed nor claimed, else it stays pinned.
+    /// catalog's); then it is claimed when neither indexed, orphaned nor claimed, else it
+    /// stays pinned.
     pub(super) fn arrive(&self, hash: &str, indexed: impl FnOnce() -> bool) -> Arrival {
         self.pin(hash);
         let indexed = indexed();
         let mut books = lock(&self.books);
-        if indexed || !books.claimed.insert(hash.to_string()) {
+        // An orphan is adopted, not extracted again.
+        if indexed || books.orphaned.contains_key(hash) || !books.claimed.insert(hash.to_string()) {
             return Arrival::Share;
         }
         // The claim protects it from here on.
@@ -195,6 +197,17 @@ mod tests {
         // rm c.pdf: nobody wants its content.
         assert_eq!(ledger.retire("c", 1), Retire::Delete);
         assert!(!ledger.is_orphaned("c"));
+    }
+
+    #[test]
+    fn an_orphan_is_shared_not_extracted_again() {
+        let ledger = ContentLedger::default();
+        ledger.pin("h");
+        assert_eq!(ledger.retire("h", 3), Retire::Keep);
+        ledger.unpin("h");
+        // Its old holder is gone from the catalog, yet the points are there to adopt.
+        assert_eq!(ledger.arrive("h", || false), Arrival::Share);
+        assert_eq!(ledger.adopt("h"), Some(3));
     }
 
     #[test]

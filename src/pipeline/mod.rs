@@ -350,10 +350,13 @@ impl Run<'_> {
         }
     }
 
-    /// Send the removal of `locator` on, once [`Run::removal_may_go`].
+    /// Send the removal of `locator` on, once [`Run::removal_may_go`]; none once the run
+    /// halted (an unfinished run removes nothing: the next one decides).
     fn send_removed(&self, index: &Sender<IndexItem>, locator: String) {
         self.removal_may_go();
-        let _ = index.send(IndexItem::Removed { locator });
+        if !self.halted() {
+            let _ = index.send(IndexItem::Removed { locator });
+        }
     }
 
     /// A file reached `stage`.

@@ -136,7 +136,9 @@ impl Run<'_> {
         if let Err(e) = written {
             let reason = format!("its content index could not be written: {e}");
             tracing::warn!("{}: {reason}", meta.locator);
-            // No file holds the content (it was claimed because none did): its points go.
+            // No file holds the content: it was claimed because no file and no orphan held it
+            // (an orphan is shared, not claimed), and files of the run with the same bytes
+            // wait for it (the store stage fails them too). Its points go.
             self.delete_content(&meta.hash)?;
             self.record_failed_content(&meta, &reason);
             return Ok(Stored::No(reason));

@@ -204,6 +204,34 @@ fn swapping_two_files_contents_loses_neither() {
 }
 
 #[test]
+fn an_archive_that_becomes_a_plain_file_and_back_leaves_no_member_behind() {
+    // Once hung the walk stage (a catalog lock held across the removal of the old members).
+    let b = Bench::new();
+    let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
+    std::fs::write(b.docs.join("box.zip"), &zip).unwrap();
+    b.sync();
+    assert!(b
+        .found("quokka")
+        .iter()
+        .any(|l| l.contains("box.zip!/inner/quokka.md")));
+    std::fs::write(b.docs.join("box.zip"), "# Box\n\nNow a narwhal note.\n").unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
+    assert!(b.found("quokka").is_empty(), "the old member is gone");
+    assert!(!b.found("narwhal").is_empty());
+    std::fs::write(b.docs.join("box.zip"), &zip).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
+    assert!(b.found("narwhal").is_empty());
+    assert!(b
+        .found("quokka")
+        .iter()
+        .any(|l| l.contains("box.zip!/inner/quokka.md")));
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+}
+
+#[test]
 fn a_file_that_cannot_be_extracted_is_one_failed_line_and_the_run_goes_on() {
     let b = Bench::new();
     b.write("good.md", "# Good\n\nThe quokka text.\n");

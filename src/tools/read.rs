@@ -19,9 +19,13 @@ const TAG: &str = "r";
 
 /// A 1-based inclusive range: `"47"` or `"40-47"`.
 pub(crate) fn parse_range(what: &str, s: &str) -> Result<(u64, u64), ToolError> {
-    // The locator's own rule, white space around the numbers allowed.
-    let compact: String = s.split_whitespace().collect();
-    extractors::parse_range(what, &compact).map_err(|_| {
+    // The locator's own rule, white space around the numbers allowed ("3 5" is no range).
+    let s = s.trim();
+    let canonical = match s.split_once('-') {
+        Some((a, b)) => format!("{}-{}", a.trim(), b.trim()),
+        None => s.to_string(),
+    };
+    extractors::parse_range(what, &canonical).map_err(|_| {
         ToolError::Invalid(format!(
             "{what} must be a number or a range such as \"47\" or \"40-47\" (1-based), not {s:?}"
         ))
@@ -235,6 +239,8 @@ mod tests {
         assert!(parse_range("pages", "0").is_err());
         assert!(parse_range("pages", "9-3").is_err());
         assert!(parse_range("pages", "x").is_err());
+        assert!(parse_range("pages", "3 5").is_err(), "not page 35");
+        assert!(parse_range("pages", "1 0-4").is_err());
         assert_eq!(rows_or_lines("sheet=A&rows=2-40"), Some((2, 40)));
         assert_eq!(rows_or_lines("line=7"), Some((7, 7)));
         assert_eq!(rows_or_lines("page=3"), None);
