@@ -130,11 +130,7 @@ fn parse_expected(e: &str) -> std::result::Result<Vec<Expected>, String> {
     let unknown =
         || format!("fragment {f:?}: only #page=N or #page=A-B (pages from 1) is understood");
     let range = f.strip_prefix("page=").ok_or_else(unknown)?;
-    let canonical = match range.trim().split_once('-') {
-        Some((a, b)) => format!("{}-{}", a.trim(), b.trim()),
-        None => range.trim().to_string(),
-    };
-    let (a, b) = extractors::parse_range("page", &canonical).map_err(|_| unknown())?;
+    let (a, b) = crate::tools::parse_range("page", range).map_err(|_| unknown())?;
     let (Ok(a), Ok(b)) = (u32::try_from(a), u32::try_from(b)) else {
         return Err(unknown());
     };

@@ -218,19 +218,8 @@ impl Run<'_> {
         status: FileStatus,
         reason: &str,
     ) {
-        let entry_status = super::unread_status(status);
-        self.catalog.put(
-            CatalogEntry::unindexed(
-                meta.locator.clone(),
-                meta.parent.clone(),
-                meta.hash.clone(),
-                meta.size,
-                meta.mtime_ns,
-                entry_status,
-                reason,
-            )
-            .with_mime(meta.mime.clone()),
-        );
+        self.catalog
+            .put(meta.unindexed_entry(super::unread_status(status), reason));
         if let Some((hash, chunks)) = &meta.previous {
             if let Err(e) = self.release(hash, *chunks) {
                 self.fail_run(e);

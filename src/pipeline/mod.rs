@@ -91,6 +91,36 @@ struct FileMeta {
     tags: Vec<String>,
 }
 
+impl FileMeta {
+    /// Its catalog entry once its `chunks` are stored.
+    fn indexed_entry(&self, chunks: u32) -> CatalogEntry {
+        CatalogEntry::indexed(
+            self.locator.clone(),
+            self.parent.clone(),
+            self.hash.clone(),
+            self.size,
+            self.mtime_ns,
+            chunks,
+        )
+        .with_mime(self.mime.clone())
+        .with_tags(self.tags.clone())
+    }
+
+    /// Its catalog entry when its content was not indexed (`status` says why not).
+    fn unindexed_entry(&self, status: crate::index::EntryStatus, reason: &str) -> CatalogEntry {
+        CatalogEntry::unindexed(
+            self.locator.clone(),
+            self.parent.clone(),
+            self.hash.clone(),
+            self.size,
+            self.mtime_ns,
+            status,
+            reason,
+        )
+        .with_mime(self.mime.clone())
+    }
+}
+
 /// What the extract stage hands the indexing side.
 enum IndexItem {
     /// New content: embed these chunks, then record the file.

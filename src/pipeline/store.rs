@@ -115,7 +115,7 @@ impl Run<'_> {
     }
 
     pub(super) fn put_indexed(&self, meta: &FileMeta, chunks: u32) {
-        self.catalog.put(indexed_entry(meta, chunks));
+        self.catalog.put(meta.indexed_entry(chunks));
     }
 
     /// All chunks of a new content are stored: write its content index, record the file,
@@ -132,7 +132,7 @@ impl Run<'_> {
     ) -> Result<Stored> {
         let written =
             self.catalog
-                .write_content_and_put(&meta.hash, content, indexed_entry(&meta, chunks));
+                .write_content_and_put(&meta.hash, content, meta.indexed_entry(chunks));
         if let Err(e) = written {
             let reason = format!("its content index could not be written: {e}");
             tracing::warn!("{}: {reason}", meta.locator);
@@ -222,18 +222,4 @@ impl Run<'_> {
         }
         Ok(())
     }
-}
-
-/// The catalog entry of an indexed file.
-fn indexed_entry(meta: &FileMeta, chunks: u32) -> CatalogEntry {
-    CatalogEntry::indexed(
-        meta.locator.clone(),
-        meta.parent.clone(),
-        meta.hash.clone(),
-        meta.size,
-        meta.mtime_ns,
-        chunks,
-    )
-    .with_mime(meta.mime.clone())
-    .with_tags(meta.tags.clone())
 }

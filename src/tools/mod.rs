@@ -398,7 +398,7 @@ mod snippet;
 mod view;
 
 pub use host::{AnsweredBy, ToolHost};
-pub(crate) use read::{parse_pages, parse_type};
+pub(crate) use read::{parse_pages, parse_range, parse_type};
 
 /// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is
 /// not `reader`'s own.

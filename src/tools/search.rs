@@ -82,17 +82,15 @@ fn rounded(score: f32) -> f64 {
     (f64::from(score) * 1000.0).round() / 1000.0
 }
 
-/// The file name in a file locator.
-fn file_name(locator: &str) -> &str {
-    extractors::file_name_part(locator)
-}
-
 fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Value {
     let mut m = Map::new();
     m.insert("locator".into(), json!(hit.locator));
     view::note_owner(&mut m, reader, &hit.owner, &[]);
     m.insert("score".into(), json!(rounded(hit.score)));
-    m.insert("file".into(), json!(file_name(&hit.locator)));
+    m.insert(
+        "file".into(),
+        json!(extractors::file_name_part(&hit.locator)),
+    );
     m.insert("type".into(), json!(hit.content_type));
     if hit.kind == ChunkKind::Card {
         m.insert("kind".into(), json!(ChunkKind::Card.as_str()));
@@ -198,16 +196,4 @@ pub(crate) fn search_documents(
         &digest,
     )?;
     Ok(Finished { text, full })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_come_from_the_last_segment() {
-        assert_eq!(file_name("/d/a.zip!/x/b.pdf#page=3"), "b.pdf");
-        assert_eq!(file_name("/d/notes.txt"), "notes.txt");
-        assert_eq!(file_name("upload.zip!/c.md"), "c.md");
-    }
 }
