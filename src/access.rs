@@ -10,6 +10,10 @@
 //! - Within that wall a reader sees its user's own content (narrowed to its feature instance
 //!   when it has one) and the content other users of its mandate shared. Sharing needs a
 //!   mandate: without one there is nobody to share with.
+//! - A workflow (one agent run of a user in a feature instance and mandate) is a wall of its
+//!   own: what is stored in it (tool results, entities, summaries) is read only by a reader
+//!   naming that same workflow with the exact same user, feature instance and mandate, and a
+//!   reader's documents and its colleagues' shared ones never include any workflow's content.
 //! - A writer changes only content of its exact scope (user, feature instance, mandate and
 //!   the shared flag it names): every write goes through the catalog and the store under
 //!   that scope's key, so no other scope's entry can be reached by one.
@@ -32,6 +36,7 @@ enum Field {
     User,
     FeatureInstance,
     Mandate,
+    Workflow,
 }
 
 impl Field {
@@ -41,6 +46,7 @@ impl Field {
             Field::User => "user_id",
             Field::FeatureInstance => "feature_instance_id",
             Field::Mandate => "mandate_id",
+            Field::Workflow => "workflow_id",
         }
     }
 
@@ -49,6 +55,7 @@ impl Field {
             Field::User => Some(owner.user_id.as_str()),
             Field::FeatureInstance => owner.feature_instance_id.as_deref(),
             Field::Mandate => owner.mandate_id.as_deref(),
+            Field::Workflow => owner.workflow_id.as_deref(),
         }
     }
 }
@@ -62,6 +69,8 @@ enum Condition {
     Absent(Field),
     /// The content is shared.
     Shared,
+    /// The content is not shared.
+    NotShared,
 }
 
 impl Condition {
@@ -70,6 +79,7 @@ impl Condition {
             Condition::Is(f, v) => f.of(owner) == Some(v.as_str()),
             Condition::Absent(f) => f.of(owner).is_none(),
             Condition::Shared => owner.is_shared,
+            Condition::NotShared => !owner.is_shared,
         }
     }
 
@@ -79,6 +89,7 @@ impl Condition {
             Condition::Is(f, v) => json!({ "key": f.key(), "match": { "value": v } }),
             Condition::Absent(f) => json!({ "is_empty": { "key": f.key() } }),
             Condition::Shared => json!({ "key": "is_shared", "match": { "value": true } }),
+            Condition::NotShared => json!({ "key": "is_shared", "match": { "value": false } }),
         }
     }
 }
@@ -96,7 +107,12 @@ impl ReadRule {
             Some(m) => Condition::Is(Field::Mandate, m.clone()),
             None => Condition::Absent(Field::Mandate),
         };
-        let mut own = vec![Condition::Is(Field::User, reader.user_id.clone()), wall];
+        let no_workflow = Condition::Absent(Field::Workflow);
+        let mut own = vec![
+            Condition::Is(Field::User, reader.user_id.clone()),
+            wall.clone(),
+            no_workflow.clone(),
+        ];
         if let Some(fi) = &reader.feature_instance_id {
             own.push(Condition::Is(Field::FeatureInstance, fi.clone()));
         }
@@ -105,6 +121,20 @@ impl ReadRule {
             alternatives.push(vec![
                 Condition::Is(Field::Mandate, m.clone()),
                 Condition::Shared,
+                no_workflow,
+            ]);
+        }
+        if let Some(w) = &reader.workflow_id {
+            // The workflow's own content: exactly this principal, never shared.
+            alternatives.push(vec![
+                Condition::Is(Field::Workflow, w.clone()),
+                Condition::Is(Field::User, reader.user_id.clone()),
+                wall,
+                match &reader.feature_instance_id {
+                    Some(fi) => Condition::Is(Field::FeatureInstance, fi.clone()),
+                    None => Condition::Absent(Field::FeatureInstance),
+                },
+                Condition::NotShared,
             ]);
         }
         ReadRule { alternatives }
@@ -154,6 +184,11 @@ pub(crate) fn owner_label(owner: &Scope) -> String {
     if owner.is_shared {
         label.push_str(" (shared)");
     }
+    if let Some(w) = &owner.workflow_id {
+        label.push_str(" (workflow ");
+        label.push_str(w);
+        label.push(')');
+    }
     label
 }
 
@@ -198,6 +233,14 @@ pub fn check_scope(scope: &Scope) -> Result<(), String> {
     }
     if let Some(m) = &scope.mandate_id {
         check_id("mandate", m)?;
+    }
+    if let Some(w) = &scope.workflow_id {
+        check_id("workflow", w)?;
+        if scope.is_shared {
+            return Err(
+                "a workflow's content is private to that workflow: it cannot be shared".into(),
+            );
+        }
     }
     if scope.is_shared && scope.mandate_id.is_none() {
         return Err(
@@ -289,7 +332,54 @@ mod tests {
             feature_instance_id: fi.map(Into::into),
             mandate_id: mandate.map(Into::into),
             is_shared: shared,
+            workflow_id: None,
         }
+    }
+
+    #[test]
+    fn a_workflow_is_a_wall_of_its_own() {
+        let alice = scope("alice", Some("f1"), Some("m"), false);
+        let run1 = alice.in_workflow("run1");
+        let run2 = alice.in_workflow("run2");
+        assert!(can_read(&run1, &run1));
+        assert!(
+            can_read(&run1, &alice),
+            "a workflow reads its user's documents"
+        );
+        assert!(can_read(&run1, &scope("bob", None, Some("m"), true)));
+        assert!(
+            !can_read(&run1, &run2),
+            "nor another workflow of the same user"
+        );
+        assert!(
+            !can_read(&alice, &run1),
+            "documents never include a workflow's content"
+        );
+        assert!(!can_read(&scope("alice", None, Some("m"), false), &run1));
+        let bob = scope("bob", Some("f1"), Some("m"), false);
+        assert!(
+            !can_read(&bob.in_workflow("run1"), &run1),
+            "same workflow id, other user"
+        );
+        let other_fi = scope("alice", Some("f2"), Some("m"), false).in_workflow("run1");
+        assert!(!can_read(&other_fi, &run1));
+        let no_fi = scope("alice", None, Some("m"), false).in_workflow("run1");
+        assert!(
+            !can_read(&no_fi, &run1),
+            "the exact feature instance, not any"
+        );
+        let other_mandate = scope("alice", Some("f1"), Some("x"), false).in_workflow("run1");
+        assert!(!can_read(&other_mandate, &run1));
+        let mut shared = run1.clone();
+        shared.is_shared = true;
+        assert!(check_scope(&shared).is_err(), "a workflow is never shared");
+        assert!(check_scope(&alice.in_workflow("a/b")).is_err());
+        assert_ne!(run1.key(), alice.key());
+        assert_eq!(
+            alice.key(),
+            "alice\u{1f}f1\u{1f}m\u{1f}false",
+            "keys without a workflow stay"
+        );
     }
 
     #[test]

@@ -3,6 +3,10 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::isolation::{Isolation, IsolationConfig};
 
@@ -166,6 +170,8 @@ pub struct Config {
     /// each top-level file's locator, so that N nodes writing one server collection embed
     /// disjoint work and together index everything. `None` takes every file.
     pub partition: Option<Partition>,
+    /// The workflow layer's limits, time to live and `gather_context` defaults.
+    pub workflow: WorkflowConfig,
 }
 
 /// Part `index` of `count` of the files (see [`Config::partition`]).
@@ -224,6 +230,7 @@ impl Default for Config {
             partition: None,
             max_answer_chars: 100_000,
             ocr: extractors::OcrOptions::default(),
+            workflow: WorkflowConfig::default(),
         }
     }
 }
@@ -269,7 +276,7 @@ impl Config {
         if self.in_flight_bytes < 1024 * 1024 {
             return bad("in_flight_bytes must be at least 1 MiB");
         }
-        if self.max_answer_chars < crate::tools::MIN_MAX_CHARS {
+        if self.max_answer_chars < MIN_MAX_CHARS {
             return bad("max_answer_chars must be at least 200");
         }
         if self.chunking.max_file_chunks == 0 {
@@ -280,6 +287,9 @@ impl Config {
         }
         if self.limits.max_ratio == 0 {
             return bad("limits.max_ratio must be at least 1");
+        }
+        if let Err(e) = self.workflow.validate() {
+            return Err(Error::Config(e));
         }
         if let Err(e) = self.ocr.check() {
             return Err(Error::Config(format!("ocr: {e}")));
@@ -337,5 +347,126 @@ mod tests {
         let mut c = Config::default();
         c.ocr.languages = "eng -c x".into();
         assert!(c.validate().is_err());
+    }
+}
+
+/// The smallest budget a tool call may ask for, in chars: below it even a bare answer may not
+/// fit (`crate::tools` re-exports it).
+pub const MIN_MAX_CHARS: usize = 200;
+
+// The workflow layer's settings (`crate::workflow`, which re-exports them): here, so that the
+// configuration depends on no layer above it.
+
+/// The largest tool result any configuration may accept, in bytes.
+pub const MAX_RESULT_BYTES_CEILING: u64 = 64 * 1024 * 1024;
+
+/// Limits and defaults of the workflow layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowConfig {
+    /// The largest tool result stored, in bytes (at most [`MAX_RESULT_BYTES_CEILING`]).
+    pub max_result_bytes: u64,
+    /// The most items (tool results, entities and summaries together) one workflow holds.
+    pub max_items: usize,
+    /// A workflow not used for this long is ended (everything deleted) by the next sweep.
+    pub ttl: Duration,
+    /// What `gather_context` takes from each layer when a call does not say.
+    pub context: ContextLayers,
+}
+
+impl Default for WorkflowConfig {
+    fn default() -> Self {
+        WorkflowConfig {
+            max_result_bytes: 16 * 1024 * 1024,
+            max_items: 10_000,
+            ttl: Duration::from_secs(7 * 24 * 3600),
+            context: ContextLayers::default(),
+        }
+    }
+}
+
+impl WorkflowConfig {
+    /// Check the limits.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.max_result_bytes == 0 || self.max_result_bytes > MAX_RESULT_BYTES_CEILING {
+            return Err(format!(
+                "workflow.max_result_bytes must be between 1 and {MAX_RESULT_BYTES_CEILING}"
+            ));
+        }
+        if self.max_items == 0 {
+            return Err("workflow.max_items must be at least 1".into());
+        }
+        if self.ttl.is_zero() {
+            return Err("workflow.ttl must be positive".into());
+        }
+        self.context.validate()
+    }
+}
+
+/// The most hits one layer may ask for.
+pub const MAX_LAYER_LIMIT: usize = 50;
+
+/// What one layer contributes: at most `limit` items scoring at least `min_score` (the
+/// cosine similarity of meaning, 0..1, as `search_documents`' `min_score`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerLimit {
+    /// The most items from this layer (0 leaves the layer out).
+    pub limit: usize,
+    /// Drop items less similar than this (cosine, 0..1); absent: no floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<f32>,
+}
+
+/// The layers' limits, in priority order.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContextLayers {
+    /// The caller's own documents (default: 15, at least 0.45).
+    pub instance: LayerLimit,
+    /// The workflow's entities (default: 10, no floor).
+    pub entities: LayerLimit,
+    /// Documents shared in the caller's mandate (default: 10, at least 0.5).
+    pub shared: LayerLimit,
+    /// The workflow's latest conversation summaries (default: 1; `min_score` is ignored).
+    pub summary: LayerLimit,
+    /// Passages of the workflow's stored tool results (default: 5, no floor).
+    pub tool_results: LayerLimit,
+}
+
+impl Default for ContextLayers {
+    fn default() -> Self {
+        let l = |limit, min_score| LayerLimit { limit, min_score };
+        ContextLayers {
+            instance: l(15, Some(0.45)),
+            entities: l(10, None),
+            shared: l(10, Some(0.5)),
+            summary: l(1, None),
+            tool_results: l(5, None),
+        }
+    }
+}
+
+impl ContextLayers {
+    /// Check every limit and floor.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        for (name, l) in self.named() {
+            if l.limit > MAX_LAYER_LIMIT {
+                return Err(format!("{name}.limit must be at most {MAX_LAYER_LIMIT}"));
+            }
+            if l.min_score.is_some_and(|s| !(0.0..=1.0).contains(&s)) {
+                return Err(format!("{name}.min_score must be between 0 and 1"));
+            }
+        }
+        Ok(())
+    }
+
+    fn named(&self) -> [(&'static str, &LayerLimit); 5] {
+        [
+            ("instance", &self.instance),
+            ("entities", &self.entities),
+            ("shared", &self.shared),
+            ("summary", &self.summary),
+            ("tool_results", &self.tool_results),
+        ]
     }
 }

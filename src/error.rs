@@ -78,6 +78,9 @@ pub enum Error {
     /// mandate (see [`crate::check_scope`]).
     #[error("invalid scope: {0}")]
     Scope(String),
+    /// A workflow's record or stored tool result could not be read as written.
+    #[error("workflow store: {0}")]
+    Workflow(String),
     /// A request that cannot be acted on as it is (a search query too long, …); the text
     /// says what to change.
     #[error("invalid request: {0}")]

@@ -241,6 +241,8 @@ pub struct Ingestor {
     /// The model file this index is embedded and searched with (settled when it opens).
     model_variant: crate::ModelVariant,
     pub(crate) runs: RunSlots,
+    /// The workflows' turns and sweeps (their records are files: `crate::workflow`).
+    pub(crate) workflow_records: crate::workflow::WorkflowRecords,
 }
 
 impl std::fmt::Debug for Ingestor {
@@ -295,6 +297,7 @@ impl Ingestor {
             chunker: Mutex::new(None),
             store: Mutex::new(None),
             runs: RunSlots::default(),
+            workflow_records: crate::workflow::WorkflowRecords::default(),
         };
         if crate::index::DirtyMarker::present(&ingestor.config.data_dir) {
             let report = ingestor.repair()?;

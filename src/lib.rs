@@ -57,13 +57,14 @@ pub mod service;
 pub mod tools;
 mod unpack;
 mod uploads;
+pub mod workflow;
 
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod testing;
 
 pub use access::{check_scope, MAX_ID_BYTES};
-pub use config::{ChunkingConfig, Config, Limits, Partition};
+pub use config::{ChunkingConfig, Config, Limits, Partition, WorkflowConfig};
 pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
 pub use index::{

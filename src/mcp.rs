@@ -1,5 +1,5 @@
-//! The agent's tools over the Model Context Protocol (`ingest mcp`): the five tools of
-//! [`crate::tools`], served over stdio ([`serve_stdio`]) or streamable HTTP on a loopback
+//! The agent's tools over the Model Context Protocol (`ingest mcp`): the document and workflow
+//! tools of [`crate::tools`], served over stdio ([`serve_stdio`]) or streamable HTTP on a loopback
 //! address ([`serve_http`], or [`http_router`] to mount `/mcp` in one's own axum app).
 //!
 //! Every call runs through a [`ToolHost`] (the daemon when one holds the data directory, else
@@ -45,7 +45,8 @@ search_documents finds passages by meaning and by exact words (names, codes, opt
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
 extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.
-A file that is not yours says whose it is (`owner`, e.g. \"bob (shared)\"); when two files share a locator, answers list `other_owners` and the `owner` argument picks one.";
+A file that is not yours says whose it is (`owner`, e.g. \"bob (shared)\"); when two files share a locator, answers list `other_owners` and the `owner` argument picks one.
+Workflow tools keep one agent run's data apart from the documents, named by `workflow` (an id you choose per run): store_tool_result keeps a large tool result whole and gives a handle and a preview; recall_tool_result reads any part of it back; remember keeps entities (key, value); store_summary keeps conversation summaries; gather_context fills a round's context from your documents, the workflow's entities, shared documents, its summary and tool results within max_chars; end_workflow deletes it all. Only that workflow of your scope sees its data.";
 
 /// How an MCP server answers: in which scope, with which tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +58,7 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    /// All five tools, in `scope`.
+    /// Every tool, in `scope`.
     pub fn new(scope: Scope) -> Self {
         McpConfig {
             scope,
@@ -445,6 +446,11 @@ impl ServerHandler for IngestMcp {
     }
 }
 
+/// The tool call `name` with `args` (a JSON object), or what is wrong with them.
+pub fn parse_tool_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
+    parse_call(name, args)
+}
+
 /// The tool call `name` with `args`, or what is wrong with them, worded for the model.
 pub(crate) fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
     fn parse<T: serde::de::DeserializeOwned>(
@@ -459,6 +465,12 @@ pub(crate) fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCal
         "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
         "read_section" => ToolCall::ReadSection(parse(name, args)?),
         "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
+        "store_tool_result" => ToolCall::StoreToolResult(parse(name, args)?),
+        "recall_tool_result" => ToolCall::RecallToolResult(parse(name, args)?),
+        "remember" => ToolCall::Remember(parse(name, args)?),
+        "store_summary" => ToolCall::StoreSummary(parse(name, args)?),
+        "gather_context" => ToolCall::GatherContext(parse(name, args)?),
+        "end_workflow" => ToolCall::EndWorkflow(parse(name, args)?),
         other => return Err(format!("unknown tool: {other}")),
     })
 }
@@ -494,6 +506,15 @@ fn input_schema<T: schemars::JsonSchema>() -> JsonObject {
             object
         }
     }
+}
+
+/// The annotations of a tool that writes.
+fn writes(destructive: bool, idempotent: bool) -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(false)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        .open_world(false)
 }
 
 /// One tool as MCP lists it: name, title, description for the model, argument schema,
@@ -541,6 +562,44 @@ fn definition(name: &str) -> Option<Tool> {
                 .idempotent(true)
                 .open_world(false),
         ),
+        "store_tool_result" => (
+            "Store a tool result in a workflow",
+            STORE_RESULT_DESCRIPTION,
+            input_schema::<tools::StoreResultArgs>(),
+            // Adds a new result (a new handle) each time.
+            writes(false, false),
+        ),
+        "recall_tool_result" => (
+            "Read a stored tool result",
+            RECALL_DESCRIPTION,
+            input_schema::<tools::RecallArgs>(),
+            read_only,
+        ),
+        "remember" => (
+            "Remember an entity of a workflow",
+            REMEMBER_DESCRIPTION,
+            input_schema::<tools::RememberArgs>(),
+            // Replaces the key's earlier value.
+            writes(true, true),
+        ),
+        "store_summary" => (
+            "Store a conversation summary",
+            SUMMARY_DESCRIPTION,
+            input_schema::<tools::SummaryArgs>(),
+            writes(false, false),
+        ),
+        "gather_context" => (
+            "Gather the context for the next round",
+            GATHER_DESCRIPTION,
+            input_schema::<tools::GatherArgs>(),
+            read_only,
+        ),
+        "end_workflow" => (
+            "End a workflow (delete its data)",
+            END_DESCRIPTION,
+            input_schema::<tools::EndArgs>(),
+            writes(true, true),
+        ),
         _ => return None,
     };
     let mut annotations = annotations;
@@ -576,6 +635,29 @@ The answer is at most max_chars (default 4000); a longer section is cut in the m
 const EXTRACT_DESCRIPTION: &str = "\
 Extract and index one archive member now, typically one that browse_container shows as skipped (a size or count limit) or that was not listed. The locator names the member inside its archive(s): /data/outer.zip!/docs/big.pdf.
 It can take a while for large files. The answer is what browse_container shows for that member (a document's overview and outline, or an archive's members) plus `extracted` (status, chunks, reason). Afterwards the member can be read and searched. Calling it again on an indexed member changes nothing.";
+
+const STORE_RESULT_DESCRIPTION: &str = "\
+Keep a tool's result whole in a workflow (one agent run, named by `workflow`) instead of putting all of it in the context: the answer is a handle (tr_3) plus a preview of the result's head and tail within max_chars ([N chars omitted] in the middle) and its size.
+The result (`content`: a string, kept exactly, or any JSON value) is also indexed, so gather_context finds its passages; recall_tool_result with the handle reads any part of it later. With extract_entities true, amounts, dates, IBANs, e-mail addresses and document ids found in it are remembered as entities of the workflow.
+Only this workflow of your scope sees what is stored; end_workflow deletes it.";
+
+const RECALL_DESCRIPTION: &str = "\
+Read a tool result stored with store_tool_result, by its handle and workflow: exactly the stored text, from its beginning or only `lines` (\"120-180\", 1-based), page by page.
+Each answer has offset and end (char offsets) and, when more remains, a cursor: call again with the same arguments plus that cursor to continue exactly where it stopped. Concatenating the texts gives the result back byte for byte. A handle not stored in this workflow is answered as not found.";
+
+const REMEMBER_DESCRIPTION: &str = "\
+Remember an entity of the workflow: a key (customer, invoice_total, deadline) and its value, with its source (a handle, a locator). Remembering a key again replaces its value.
+Entities are searchable and come back in gather_context (second in priority, after your own documents).";
+
+const SUMMARY_DESCRIPTION: &str = "\
+Store a conversation summary of the workflow (written by you or your host), with what it covers (\"rounds 1-12\"). gather_context includes the latest summary; end_workflow with keep_summary true keeps summaries and deletes the rest.";
+
+const GATHER_DESCRIPTION: &str = "\
+Before a round: one call that gathers the context for `query` from every layer, within max_chars, in priority order: your own documents (limit 15, min_score 0.45), the workflow's entities (10), documents shared in your mandate (10, 0.5), the workflow's latest summary, passages of its stored tool results (5). `layers` changes any of these limits per layer, e.g. {\"shared\": {\"limit\": 3}}.
+Each item has its layer and what to read on with: a locator (read_content_objects), a handle (recall_tool_result) or a key. A passage found in two layers appears once. Items that did not fit are named in left_out, counted in left_out_count, and the cursor continues with them (call again with the same arguments plus cursor); an item cut to fit says omitted_chars.";
+
+const END_DESCRIPTION: &str = "\
+End a workflow: delete everything stored in it (tool results, entities, summaries, their index entries). With keep_summary true its summaries stay (and stay searchable) and the rest is deleted. Ending a workflow that holds nothing is not an error.";
 
 #[cfg(test)]
 mod tests {
@@ -696,9 +778,20 @@ mod tests {
             assert_eq!(tool.input_schema.get("type"), Some(&Value::from("object")));
             assert!(tool.description.as_deref().is_some_and(|d| d.len() > 200));
             let a = tool.annotations.unwrap();
-            assert_eq!(a.read_only_hint, Some(*name != "extract_container_item"));
+            let reads = matches!(
+                *name,
+                "search_documents"
+                    | "browse_container"
+                    | "read_content_objects"
+                    | "read_section"
+                    | "recall_tool_result"
+                    | "gather_context"
+            );
+            assert_eq!(a.read_only_hint, Some(reads), "{name}");
             assert_eq!(a.open_world_hint, Some(false));
-            assert_eq!(a.destructive_hint, Some(false));
+            // Only the tools that delete or replace what was stored are destructive.
+            let destructive = matches!(*name, "end_workflow" | "remember");
+            assert_eq!(a.destructive_hint, Some(destructive), "{name}");
         }
         let search = definition("search_documents").unwrap();
         let props = search.input_schema.get("properties").unwrap();

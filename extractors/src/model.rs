@@ -233,6 +233,11 @@ pub struct Scope {
     /// Shared content is visible to every user of the same mandate.
     #[serde(default)]
     pub is_shared: bool,
+    /// One agent run (a workflow) of this user and feature instance: content stored with it
+    /// (tool results, entities, summaries) is visible to that workflow only. `None`: the
+    /// scope's documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
 }
 
 impl Scope {
@@ -245,13 +250,29 @@ impl Scope {
     }
 
     /// A stable key naming the scope, used to keep identical content in different scopes apart.
+    /// A workflow's scope adds `\u{1f}workflow:<id>`, so the keys of scopes without one are
+    /// what they always were.
     pub fn key(&self) -> String {
-        format!(
+        let mut key = format!(
             "{}\u{1f}{}\u{1f}{}\u{1f}{}",
             self.user_id,
             self.feature_instance_id.as_deref().unwrap_or(""),
             self.mandate_id.as_deref().unwrap_or(""),
             self.is_shared
-        )
+        );
+        if let Some(w) = &self.workflow_id {
+            key.push_str("\u{1f}workflow:");
+            key.push_str(w);
+        }
+        key
+    }
+
+    /// This scope's workflow `workflow`: the same user, feature instance and mandate, private.
+    pub fn in_workflow(&self, workflow: impl Into<String>) -> Scope {
+        Scope {
+            is_shared: false,
+            workflow_id: Some(workflow.into()),
+            ..self.clone()
+        }
     }
 }

@@ -24,8 +24,10 @@ use crate::lock;
 use crate::tools::{ToolAnswer, ToolCall};
 use extractors::Scope;
 
-/// The longest request line a client may send (a query and its scope).
-const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+/// The longest request line a client may send (a query and its scope, or a tool call: a
+/// `store_tool_result` carries a tool result of up to the default
+/// `WorkflowConfig::max_result_bytes`, 16 MiB, escaped as JSON).
+const MAX_REQUEST_BYTES: u64 = 64 * 1024 + 2 * 16 * 1024 * 1024;
 
 /// Connections answered at the same time; more are told the daemon is busy.
 pub const MAX_CONNECTIONS: usize = 32;
@@ -279,6 +281,7 @@ pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
         "data_dir": ingestor.config().data_dir,
         "catalog": stats,
         "points": points,
+        "workflows": ingestor.workflows().stats()?,
         "last_run": ingestor.last_run(),
     }))
 }

@@ -348,10 +348,16 @@ impl Catalog {
         s.entries.insert(entry.locator.clone(), entry);
     }
 
+    /// Drop the entry of `locator`; a scope left without entries is dropped too (nothing
+    /// of it stays in the catalog, e.g. of an ended workflow).
     pub fn remove(&mut self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
-        let s = self.scopes.get_mut(&scope.key())?;
+        let key = scope.key();
+        let s = self.scopes.get_mut(&key)?;
         let old = s.entries.remove(locator)?;
         s.unindex(&old);
+        if s.entries.is_empty() {
+            self.scopes.remove(&key);
+        }
         Some(old)
     }
 

@@ -118,19 +118,26 @@ fn open() -> (Opened, Box<dyn VectorIndex>) {
 }
 
 /// Every scope over a small domain of ids (two users, no or two feature instances, no or two
-/// mandates, shared or not), then `extra` more drawn from a wider pool (ids of odd
+/// mandates, shared or not, in no or one of two workflows), then `extra` more drawn from a wider pool (ids of odd
 /// characters, the same name in several roles) by a seeded generator.
 fn scopes_to_check(extra: usize, seed: u64) -> Vec<Scope> {
     let mut out = Vec::new();
     for user in ["alice", "bob"] {
         for fi in [None, Some("f1"), Some("f2")] {
             for mandate in [None, Some("m1"), Some("m2")] {
-                for shared in [false, true] {
+                // A workflow's scope is never shared.
+                for (shared, workflow) in [
+                    (false, None),
+                    (true, None),
+                    (false, Some("w1")),
+                    (false, Some("w2")),
+                ] {
                     out.push(Scope {
                         user_id: user.into(),
                         feature_instance_id: fi.map(Into::into),
                         mandate_id: mandate.map(Into::into),
                         is_shared: shared,
+                        workflow_id: workflow.map(Into::into),
                     });
                 }
             }
@@ -152,11 +159,14 @@ fn scopes_to_check(extra: usize, seed: u64) -> Vec<Scope> {
         let user = pick(next(pool.len()));
         let fi = (next(3) == 0).then(|| pick(next(pool.len())));
         let mandate = (next(3) != 0).then(|| pick(next(pool.len())));
+        let is_shared = next(2) == 0;
+        let workflow_id = (!is_shared && next(3) == 0).then(|| pick(next(pool.len())));
         out.push(Scope {
             user_id: user,
             feature_instance_id: fi,
             mandate_id: mandate,
-            is_shared: next(2) == 0,
+            is_shared,
+            workflow_id,
         });
     }
     out

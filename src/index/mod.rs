@@ -279,6 +279,8 @@ pub struct SearchFilter {
     /// Only chunks stored in exactly this scope (its [`Scope::key`]): one owner's files
     /// among those the reader may read.
     pub owner_key: Option<String>,
+    /// Only shared content (`Some(true)`), or only private content (`Some(false)`).
+    pub shared: Option<bool>,
 }
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.

@@ -8,7 +8,7 @@
 //! (`content_hash`, `locators`: the files holding it, the first shown in results, and
 //! `containers`: every folder, archive and file any of them lies in or is; `tags`: the user
 //! tags of those files, `key=value`) and its scope
-//! (`scope_key`, `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`).
+//! (`scope_key`, `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`, `workflow_id`).
 
 use serde_json::{json, Map, Value};
 
@@ -22,6 +22,8 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "content_hash",
     "user_id",
     "mandate_id",
+    "feature_instance_id",
+    "workflow_id",
     "containers",
     "section_path",
     "content_type",
@@ -70,6 +72,7 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "feature_instance_id": scope.feature_instance_id,
         "mandate_id": scope.mandate_id,
         "is_shared": scope.is_shared,
+        "workflow_id": scope.workflow_id,
     })
 }
 
@@ -316,6 +319,7 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
             feature_instance_id: s("feature_instance_id"),
             mandate_id: s("mandate_id"),
             is_shared: payload.get("is_shared").and_then(Value::as_bool) == Some(true),
+            workflow_id: s("workflow_id"),
         },
     }
 }
@@ -368,6 +372,9 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     }
     if let Some(name) = &filter.file_name {
         must.push(match_kw("names", &name.to_lowercase()));
+    }
+    if let Some(shared) = filter.shared {
+        must.push(json!({ "key": "is_shared", "match": { "value": shared } }));
     }
     if must_not.is_empty() {
         json!({ "must": must })

@@ -1138,6 +1138,7 @@ mod tests {
             feature_instance_id: Some("f".into()),
             mandate_id: Some("m".into()),
             is_shared: false,
+            workflow_id: None,
         };
         let all = SearchFilter {
             locator_prefix: Some("/d/a.zip!/".into()),
@@ -1150,10 +1151,11 @@ mod tests {
             owner_key: Some(scope.key()),
             kind: Some(crate::embed::ChunkKind::Card),
             file_name: Some("Report.PDF".into()),
+            shared: Some(false),
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + eight narrowing conditions + one per tag + the owner
-        assert_eq!(f.must.len(), 12);
+        // scope + eight narrowing conditions + one per tag + the owner + shared or not
+        assert_eq!(f.must.len(), 13);
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()

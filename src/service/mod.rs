@@ -181,6 +181,7 @@ impl ApiKey {
             feature_instance_id: self.feature_instance.clone(),
             mandate_id: self.mandate.clone(),
             is_shared: false,
+            workflow_id: None,
         }
     }
 }

@@ -43,6 +43,10 @@ const DELETE_WAIT: Duration = Duration::from_secs(30);
 /// Hits a search may ask for.
 const MAX_HITS: usize = 100;
 
+/// The largest tool call body: a `store_tool_result` with a tool result of the default
+/// largest size (16 MiB), escaped as JSON.
+const MAX_TOOL_BODY_BYTES: usize = 64 * 1024 + 2 * 16 * 1024 * 1024;
+
 /// MCP sessions one key holds open when the configuration does not say.
 const DEFAULT_MCP_SESSIONS_PER_KEY: usize = 16;
 
@@ -146,7 +150,10 @@ pub fn router(
         .route("/v1/files/status", get(file_status))
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/search", post(search))
-        .route("/v1/tools/{tool}", post(tool))
+        .route(
+            "/v1/tools/{tool}",
+            post(tool).layer(axum::extract::DefaultBodyLimit::max(MAX_TOOL_BODY_BYTES)),
+        )
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .with_state(app)
@@ -846,6 +853,7 @@ impl SearchFilters {
             tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
             owner_key: None,
             file_name: None,
+            shared: None,
         })
     }
 }

@@ -1,5 +1,6 @@
-//! The agent's retrieval tools: pure request → answer functions over an [`Ingestor`], one
-//! module per tool. The CLI (`ingest browse|read|extract|search`), the MCP server
+//! The agent's tools: pure request → answer functions over an [`Ingestor`], one module per
+//! retrieval tool, and `workflow` for the workflow layer's six (store and recall tool
+//! results, remember, store a summary, gather the context, end a workflow). The CLI (`ingest browse|read|extract|search`), the MCP server
 //! (`ingest mcp`) and the daemon's socket are thin faces over [`call`]: they pass a
 //! [`ToolCall`] and a [`Scope`] that comes from their configuration, never from the model,
 //! and send the [`ToolAnswer`]'s text as it is.
@@ -20,8 +21,7 @@ use crate::ingestor::Ingestor;
 /// The budget of an answer when the call does not give one, in chars (UTF-8 bytes).
 pub const DEFAULT_MAX_CHARS: usize = 4000;
 
-/// The smallest budget a call may ask for: below it even a bare answer may not fit.
-pub const MIN_MAX_CHARS: usize = 200;
+pub use crate::config::MIN_MAX_CHARS;
 
 /// The tools' names, as MCP lists them and `--tools` selects them.
 pub const TOOL_NAMES: &[&str] = &[
@@ -30,6 +30,12 @@ pub const TOOL_NAMES: &[&str] = &[
     "read_content_objects",
     "read_section",
     "extract_container_item",
+    "store_tool_result",
+    "recall_tool_result",
+    "remember",
+    "store_summary",
+    "gather_context",
+    "end_workflow",
 ];
 
 /// Arguments of `search_documents`.
@@ -201,6 +207,18 @@ pub enum ToolCall {
     ReadSection(SectionArgs),
     /// Extract and index one archive member now.
     ExtractContainerItem(ExtractArgs),
+    /// Keep a tool result whole in a workflow; a handle and a preview.
+    StoreToolResult(StoreResultArgs),
+    /// Read a stored tool result back, page by page.
+    RecallToolResult(RecallArgs),
+    /// Remember an entity of a workflow.
+    Remember(RememberArgs),
+    /// Store a conversation summary of a workflow.
+    StoreSummary(SummaryArgs),
+    /// The context of the next round: documents, entities, summary, tool results.
+    GatherContext(GatherArgs),
+    /// Delete everything of a workflow.
+    EndWorkflow(EndArgs),
 }
 
 impl ToolCall {
@@ -212,6 +230,12 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => a.max_chars,
             ToolCall::ReadSection(a) => a.max_chars,
             ToolCall::ExtractContainerItem(a) => a.max_chars,
+            ToolCall::StoreToolResult(a) => a.max_chars,
+            ToolCall::RecallToolResult(a) => a.max_chars,
+            ToolCall::Remember(a) => a.max_chars,
+            ToolCall::StoreSummary(a) => a.max_chars,
+            ToolCall::GatherContext(a) => a.max_chars,
+            ToolCall::EndWorkflow(a) => a.max_chars,
         }
     }
 
@@ -223,6 +247,12 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => &mut a.max_chars,
             ToolCall::ReadSection(a) => &mut a.max_chars,
             ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
+            ToolCall::StoreToolResult(a) => &mut a.max_chars,
+            ToolCall::RecallToolResult(a) => &mut a.max_chars,
+            ToolCall::Remember(a) => &mut a.max_chars,
+            ToolCall::StoreSummary(a) => &mut a.max_chars,
+            ToolCall::GatherContext(a) => &mut a.max_chars,
+            ToolCall::EndWorkflow(a) => &mut a.max_chars,
         }
     }
 
@@ -245,6 +275,12 @@ impl ToolCall {
             ToolCall::ReadContentObjects(_) => "read_content_objects",
             ToolCall::ReadSection(_) => "read_section",
             ToolCall::ExtractContainerItem(_) => "extract_container_item",
+            ToolCall::StoreToolResult(_) => "store_tool_result",
+            ToolCall::RecallToolResult(_) => "recall_tool_result",
+            ToolCall::Remember(_) => "remember",
+            ToolCall::StoreSummary(_) => "store_summary",
+            ToolCall::GatherContext(_) => "gather_context",
+            ToolCall::EndWorkflow(_) => "end_workflow",
         }
     }
 }
@@ -295,6 +331,14 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
             ToolCall::ExtractContainerItem(a) => {
                 extract::extract_container_item(ingestor, scope, a, budget)
             }
+            ToolCall::StoreToolResult(a) => workflow::store_tool_result(ingestor, scope, a, budget),
+            ToolCall::RecallToolResult(a) => {
+                workflow::recall_tool_result(ingestor, scope, a, budget)
+            }
+            ToolCall::Remember(a) => workflow::remember(ingestor, scope, a, budget),
+            ToolCall::StoreSummary(a) => workflow::store_summary(ingestor, scope, a, budget),
+            ToolCall::GatherContext(a) => workflow::gather_context(ingestor, scope, a, budget),
+            ToolCall::EndWorkflow(a) => workflow::end_workflow(ingestor, scope, a, budget),
         }?;
         Ok((answer, budget))
     });
@@ -396,9 +440,11 @@ mod search;
 mod section;
 mod snippet;
 mod view;
+mod workflow;
 
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::{parse_pages, parse_range, parse_type};
+pub use workflow::{EndArgs, GatherArgs, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs};
 
 /// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is
 /// not `reader`'s own.

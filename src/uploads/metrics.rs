@@ -38,6 +38,7 @@ pub(crate) struct Gauges {
     pub open_jobs: usize,
     pub receiving: usize,
     pub catalog: crate::CatalogStats,
+    pub workflows: crate::workflow::WorkflowStats,
 }
 
 impl Metrics {
@@ -187,6 +188,32 @@ impl Metrics {
             "gauge",
             "Chunks the catalog's files have in the index (every scope).",
             one(cat.chunks.to_string()),
+        );
+        let w = &gauges.workflows;
+        family(
+            "ingest_workflows",
+            "gauge",
+            "Workflows (agent runs) holding data.",
+            one(w.workflows.to_string()),
+        );
+        family(
+            "ingest_workflow_items",
+            "gauge",
+            "Items the workflows hold, by kind.",
+            [
+                ("tool_result", w.results),
+                ("entity", w.entities),
+                ("summary", w.summaries),
+            ]
+            .iter()
+            .map(|(k, v)| (format!("{{kind=\"{k}\"}}"), v.to_string()))
+            .collect(),
+        );
+        family(
+            "ingest_workflow_result_bytes",
+            "gauge",
+            "Raw bytes of the tool results the workflows hold.",
+            one(w.result_bytes.to_string()),
         );
         out
     }

@@ -765,6 +765,10 @@ impl Uploads {
             open_jobs,
             receiving: lock(&self.receiving).total,
             catalog: self.shared.ing.stats(None),
+            workflows: self.shared.ing.workflows().stats().unwrap_or_else(|e| {
+                tracing::warn!("workflow counts: {e}");
+                crate::workflow::WorkflowStats::default()
+            }),
         })
     }
 

@@ -29,3 +29,4 @@ mod tools;
 mod unpack_panic;
 mod util;
 mod watch;
+mod workflow;

@@ -24,7 +24,7 @@ whose UTF-8 length is at most the call's max_chars, structured content, if sent,
 when serialized compactly and equal to the text, `size.chars` its own length, `is_error`
 exactly when it is `{"error": ...}`):
 
-  - list_tools gives the five tools, each with a description and an object input schema
+  - list_tools gives every tool (the five document tools and the six workflow tools), each with a description and an object input schema
     naming the arguments of src/tools/mod.rs; `--tools browse_container,read_section` gives
     only those two and a hidden tool cannot be called;
   - every tool once on real fixtures: browse the scope's top level, a folder, an archive, a
@@ -72,9 +72,20 @@ TOOLS = {
                              "slide", "max_chars", "cursor"],
     "read_section": ["locator", "owner", "section", "max_chars", "cursor"],
     "extract_container_item": ["locator", "max_chars", "cursor"],
+    # The workflow tools (tests/mcp/workflow.py plays them).
+    "store_tool_result": ["workflow", "tool", "content", "args", "extract_entities", "max_chars"],
+    "recall_tool_result": ["workflow", "handle", "lines", "max_chars", "cursor"],
+    "remember": ["workflow", "key", "value", "source", "max_chars"],
+    "store_summary": ["workflow", "text", "covers", "max_chars"],
+    "gather_context": ["query", "workflow", "layers", "mode", "max_chars", "cursor"],
+    "end_workflow": ["workflow", "keep_summary", "max_chars"],
 }
 REQUIRED = {"search_documents": {"query"}, "read_content_objects": {"locator"},
-            "read_section": {"locator", "section"}, "extract_container_item": {"locator"}}
+            "read_section": {"locator", "section"}, "extract_container_item": {"locator"},
+            "store_tool_result": {"workflow", "tool", "content"},
+            "recall_tool_result": {"workflow", "handle"},
+            "remember": {"workflow", "key", "value"}, "store_summary": {"workflow", "text"},
+            "gather_context": {"query", "workflow"}, "end_workflow": {"workflow"}}
 PIECE_FIELDS = ("text", "offset", "end", "omitted")
 # Fields of a whole answer that change from one page to the next.
 PAGE_FIELDS = ("cursor", "more", "size")

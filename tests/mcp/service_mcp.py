@@ -4,7 +4,7 @@ usage: service_mcp.py URL KEY_A KEY_B PHRASE LOCATOR
        service_mcp.py URL KEY_A KEY_B --sessions
 
 KEY_A's scope holds the upload LOCATOR whose text contains PHRASE; KEY_B's scope does not.
-Checks: no key and a wrong key are refused with 401 before any MCP; with KEY_A the five tools
+Checks: no key and a wrong key are refused with 401 before any MCP; with KEY_A every tool
 are listed, search_documents finds PHRASE at LOCATOR and browse_container lists LOCATOR; with
 KEY_B (whose scope holds nothing) the same search and browse find nothing.
 
@@ -31,6 +31,12 @@ TOOLS = {
     "read_content_objects",
     "read_section",
     "search_documents",
+    "store_tool_result",
+    "recall_tool_result",
+    "remember",
+    "store_summary",
+    "gather_context",
+    "end_workflow",
 }
 
 
@@ -182,7 +188,7 @@ async def main():
         return hits
 
     hits = await session_calls(url, key_a, as_a)
-    print(f"A: five tools; search finds {hits[0]}; browse lists {locator}")
+    print(f"A: {len(TOOLS)} tools; search finds {hits[0]}; browse lists {locator}")
 
     async def as_b(session):
         found = answer_of(await session.call_tool("search_documents", {"query": phrase}))

@@ -168,6 +168,10 @@ pub(crate) enum Command {
     /// Extract and index one archive member now, e.g. one skipped by a limit (the agent's
     /// `extract_container_item` tool).
     Extract(ExtractItemArgs),
+    /// Call any agent tool by name with its JSON arguments, as MCP and HTTP do; the
+    /// workflow tools (store_tool_result, recall_tool_result, remember, store_summary,
+    /// gather_context, end_workflow) are reached this way. The answer is the tool's JSON.
+    Tool(ToolArgs),
     /// Serve the agent's tools over MCP: stdio (for an MCP client that starts this
     /// command), or streamable HTTP on a loopback address with --http. The scope comes
     /// from --user/--feature-instance/--mandate or --config, never from the model.
@@ -409,6 +413,17 @@ pub(crate) struct ExtractItemArgs {
     pub(crate) budget: Budget,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ToolArgs {
+    /// The tool: search_documents, browse_container, read_content_objects, read_section,
+    /// extract_container_item, store_tool_result, recall_tool_result, remember,
+    /// store_summary, gather_context, end_workflow.
+    pub(crate) name: String,
+    /// Its arguments as a JSON object (docs/TOOLS.md); `-` reads them from stdin, `@FILE`
+    /// from a file. Absent: `{}`.
+    pub(crate) args: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -26,6 +26,7 @@ pub(crate) fn scope(common: &Common, shared: bool) -> anyhow::Result<Scope> {
         feature_instance_id: common.feature_instance.clone(),
         mandate_id: common.mandate.clone(),
         is_shared: shared,
+        workflow_id: None,
     };
     ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
     Ok(scope)

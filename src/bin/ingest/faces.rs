@@ -12,7 +12,7 @@ use ingest::tools::{self, ToolCall};
 use ingest::{Scope, ToolHost};
 
 use crate::cli::{
-    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs,
+    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs, ToolArgs,
 };
 use crate::commands::{config, scope};
 use crate::render;
@@ -83,6 +83,39 @@ pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result
     });
     let host = ToolHost::new(config(common, Some(&args.extract))?);
     run(common, &call, host, args.shared)
+}
+
+/// The most bytes of arguments read from stdin or a file.
+const MAX_TOOL_ARGS_BYTES: u64 = 64 * 1024 * 1024;
+
+pub(crate) fn tool(common: &Common, args: &ToolArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Read;
+    let text = match args.args.as_deref() {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .take(MAX_TOOL_ARGS_BYTES)
+                .read_to_string(&mut s)
+                .context("reading the arguments from stdin")?;
+            s
+        }
+        Some(a) if a.starts_with('@') => {
+            let path = a.trim_start_matches('@');
+            let mut s = String::new();
+            std::fs::File::open(path)
+                .with_context(|| format!("opening {path}"))?
+                .take(MAX_TOOL_ARGS_BYTES)
+                .read_to_string(&mut s)
+                .with_context(|| format!("reading {path}"))?;
+            s
+        }
+        Some(a) => a.to_string(),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).context("the arguments are not a JSON object")?;
+    let call = ingest::mcp::parse_tool_call(&args.name, value).map_err(|e| anyhow::anyhow!(e))?;
+    run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 /// Run `call` and print its answer: the JSON text as is (`--json`), or rendered for a
@@ -177,6 +210,7 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
             .or(file.scope.feature_instance.clone()),
         mandate_id: common.mandate.clone().or(file.scope.mandate.clone()),
         is_shared: args.shared || file.scope.shared.unwrap_or(false),
+        workflow_id: None,
     };
     ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
     let mut mcp = McpConfig::new(scope);

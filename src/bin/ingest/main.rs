@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Some(Command::Read(args)) => faces::read(&cli.common, args),
         Some(Command::ReadSection(args)) => faces::read_section(&cli.common, args),
         Some(Command::Extract(args)) => faces::extract(&cli.common, args),
+        Some(Command::Tool(args)) => faces::tool(&cli.common, args),
         Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),

@@ -133,6 +133,17 @@ pub(crate) fn print_status(
         field(c, "/chunks"),
         field(status, "/points")
     )?;
+    let w = field(status, "/workflows");
+    if let Some(n) = field(w, "/workflows").as_u64() {
+        writeln!(
+            out,
+            "workflows: {n} ({} tool results, {} bytes; {} entities; {} summaries)",
+            field(w, "/results"),
+            field(w, "/result_bytes"),
+            field(w, "/entities"),
+            field(w, "/summaries")
+        )?;
+    }
     let run = field(status, "/last_run");
     if let Some(at) = field(run, "/finished_at").as_u64() {
         let s = field(run, "/summary");

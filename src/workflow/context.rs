@@ -1,0 +1,210 @@
+//! `gather_context`: before an agent round, one search over the three layers of the knowledge
+//! store, in priority order — the caller's own documents (its user and feature instance), the
+//! workflow's entities, documents shared in its mandate, the workflow's latest conversation
+//! summary, its tool results — each layer with its own limit and floor, every passage once
+//! (the same text found in two layers stays in the first). The answer's budget is the tool's
+//! (`crate::tools`): this module finds and orders, the tool packs.
+
+use std::collections::HashSet;
+
+use extractors::Scope;
+use serde::Serialize;
+
+use super::{workflow_scope, WorkflowItem, Workflows, ENTITIES_FOLDER, RESULTS_FOLDER};
+use crate::config::{ContextLayers, LayerLimit};
+use crate::embed::ChunkKind;
+use crate::error::{Error, Result};
+use crate::index::{Hit, SearchFilter, SearchMode};
+
+/// Which layer an item comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The caller's own documents.
+    Instance,
+    /// The workflow's entities.
+    Entity,
+    /// Documents shared in the mandate.
+    Shared,
+    /// A conversation summary.
+    Summary,
+    /// A stored tool result.
+    ToolResult,
+}
+
+/// One item of a gathered context, in priority order.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a few dozen per call, built once
+pub enum ContextItem {
+    /// A passage of a document (own or shared): read more with its locator.
+    Passage {
+        /// Own or shared.
+        layer: Layer,
+        /// The hit, with its locator, owner and score.
+        hit: Hit,
+    },
+    /// A remembered entity.
+    Entity {
+        /// Its key, value and source.
+        entity: super::Entity,
+        /// How well it matched the query.
+        score: f32,
+    },
+    /// A conversation summary.
+    Summary(super::Summary),
+    /// A passage of a stored tool result: recall the rest by its handle.
+    ToolResult {
+        /// The result's handle, tool and size.
+        meta: super::ResultMeta,
+        /// The passage.
+        hit: Hit,
+    },
+}
+
+impl ContextItem {
+    /// The layer it is from.
+    pub fn layer(&self) -> Layer {
+        match self {
+            ContextItem::Passage { layer, .. } => *layer,
+            ContextItem::Entity { .. } => Layer::Entity,
+            ContextItem::Summary(_) => Layer::Summary,
+            ContextItem::ToolResult { .. } => Layer::ToolResult,
+        }
+    }
+
+    /// The text it shows (what deduplication compares).
+    pub fn text(&self) -> String {
+        match self {
+            ContextItem::Passage { hit, .. } | ContextItem::ToolResult { hit, .. } => {
+                hit.text.clone()
+            }
+            ContextItem::Entity { entity, .. } => format!("{}: {}", entity.key, entity.value),
+            ContextItem::Summary(s) => s.text.clone(),
+        }
+    }
+}
+
+/// A text reduced to what makes two passages the same: its words, lowercase.
+fn fingerprint(text: &str) -> blake3::Hash {
+    let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    blake3::hash(words.join(" ").as_bytes())
+}
+
+impl Workflows<'_> {
+    /// The context for `query` in `workflow` of `scope`: every layer's items in priority
+    /// order (see the module), each passage once. Searches run in `mode` (hybrid by default).
+    pub fn gather(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        query: &str,
+        layers: &ContextLayers,
+        mode: SearchMode,
+    ) -> Result<Vec<ContextItem>> {
+        layers.validate().map_err(Error::Request)?;
+        let w = workflow_scope(scope, workflow)?;
+        // The caller's documents: its scope without the workflow (the read rule then admits
+        // no workflow's content at all).
+        let docs = Scope {
+            workflow_id: None,
+            ..scope.clone()
+        };
+        self.sweep();
+        let search =
+            |reader: &Scope, limit: &LayerLimit, filter: SearchFilter| -> Result<Vec<Hit>> {
+                if limit.limit == 0 || query.trim().is_empty() {
+                    return Ok(Vec::new());
+                }
+                self.ing
+                    .search_filtered(query, reader, limit.limit, limit.min_score, &filter, mode)
+            };
+        let mut items = Vec::new();
+        // Passages only: a file's card says what the file is, not what it says.
+        let passages = SearchFilter {
+            kind: Some(ChunkKind::Passage),
+            ..SearchFilter::default()
+        };
+        let own = SearchFilter {
+            shared: Some(false),
+            ..passages.clone()
+        };
+        for hit in search(&docs, &layers.instance, own)? {
+            items.push(ContextItem::Passage {
+                layer: Layer::Instance,
+                hit,
+            });
+        }
+        let in_workflow = |folder: &str| SearchFilter {
+            owner_key: Some(w.key()),
+            locator_prefix: Some(folder.to_string()),
+            ..passages.clone()
+        };
+        for hit in search(&w, &layers.entities, in_workflow(ENTITIES_FOLDER))? {
+            if let Some(WorkflowItem::Entity(entity)) = self.item_named(&w, file_of(&hit))? {
+                items.push(ContextItem::Entity {
+                    entity,
+                    score: hit.score,
+                });
+            }
+        }
+        if docs.mandate_id.is_some() {
+            let shared = SearchFilter {
+                shared: Some(true),
+                ..passages.clone()
+            };
+            for hit in search(&docs, &layers.shared, shared)? {
+                items.push(ContextItem::Passage {
+                    layer: Layer::Shared,
+                    hit,
+                });
+            }
+        }
+        let summaries = self.summaries(scope, workflow)?;
+        for s in summaries.into_iter().rev().take(layers.summary.limit) {
+            items.push(ContextItem::Summary(s));
+        }
+        for hit in search(&w, &layers.tool_results, in_workflow(RESULTS_FOLDER))? {
+            if let Some(WorkflowItem::Result(meta)) = self.item_named(&w, file_of(&hit))? {
+                items.push(ContextItem::ToolResult { meta, hit });
+            }
+        }
+        // One passage once: the first (highest-priority) layer keeps it.
+        let mut seen = HashSet::new();
+        items.retain(|i| seen.insert(fingerprint(&i.text())));
+        Ok(items)
+    }
+}
+
+/// The file a hit is in (its locator without the fragment).
+fn file_of(hit: &Hit) -> &str {
+    extractors::split_fragment(&hit.locator).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_words_are_the_same_passage() {
+        assert_eq!(fingerprint("The  Cat\nsat"), fingerprint("the cat sat"));
+        assert_ne!(fingerprint("the cat sat"), fingerprint("the cat sat down"));
+    }
+
+    use crate::config::MAX_LAYER_LIMIT;
+
+    #[test]
+    fn limits_and_floors_are_checked() {
+        assert!(ContextLayers::default().validate().is_ok());
+        let mut l = ContextLayers::default();
+        l.shared.limit = MAX_LAYER_LIMIT + 1;
+        assert!(l.validate().is_err());
+        let mut l = ContextLayers::default();
+        l.instance.min_score = Some(1.5);
+        assert!(l.validate().unwrap_err().contains("instance"));
+        let parsed: ContextLayers = serde_json::from_str(r#"{"shared": {"limit": 3}}"#).unwrap();
+        assert_eq!(parsed.shared.limit, 3);
+        assert_eq!(parsed.shared.min_score, None);
+        assert_eq!(parsed.instance, ContextLayers::default().instance);
+        assert!(serde_json::from_str::<ContextLayers>(r#"{"bogus": {}}"#).is_err());
+    }
+}

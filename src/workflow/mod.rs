@@ -1,0 +1,826 @@
+//! The workflow layer: what one agent run keeps while it runs — tool results stored whole and
+//! read back by handle, the entities it found, the conversation summaries its host wrote —
+//! and [`context`]: one budgeted search over the three layers of the knowledge store
+//! (instance documents, shared documents, the workflow).
+//!
+//! **Scope.** A workflow is a scope of its own ([`Scope::in_workflow`]): the caller's user,
+//! feature instance and mandate plus the workflow id, never shared. Everything stored in it is
+//! indexed under that scope, so the one access rule (`crate::access`) keeps it from every
+//! other workflow, user and mandate and out of every document search; its records live in a
+//! folder named by a hash of the scope's key, so a handle is only ever looked up in the
+//! caller's own workflow and another workflow's handle reads exactly like a made-up one.
+//!
+//! **What is stored** (under `<data_dir>/workflows/<hash>/`): `record.json` (the tool results'
+//! metadata, the entities, the summaries) and `results/<handle>.deflate` (each tool result's
+//! raw text, compressed). Each item is also indexed as a small file of the workflow's scope,
+//! so search, the content index and deletion are the pipeline's own:
+//! `tool-results/<handle>.txt|.json`, `entities/<hash of key>.txt`, `summaries/<id>.txt`.
+//!
+//! **Lifecycle.** [`Workflows::end`] deletes everything of a workflow (indexed files, points,
+//! blobs, records), or everything but its summaries; a workflow untouched for
+//! [`WorkflowConfig::ttl`] is ended by the next workflow call (at most one sweep a minute).
+
+pub mod context;
+pub mod entities;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use extractors::Scope;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::ingestor::{Ingestor, Input};
+use crate::lock;
+use crate::report::{now_secs, FileStatus};
+
+pub use crate::config::{
+    ContextLayers, LayerLimit, WorkflowConfig, MAX_LAYER_LIMIT, MAX_RESULT_BYTES_CEILING,
+};
+pub use context::ContextItem;
+
+/// The folder of the data directory holding the workflows' records.
+const WORKFLOWS_DIR: &str = "workflows";
+/// The folder (a locator's first segment) tool results are indexed under.
+pub const RESULTS_FOLDER: &str = "tool-results";
+/// The folder entities are indexed under.
+pub const ENTITIES_FOLDER: &str = "entities";
+/// The folder summaries are indexed under.
+pub const SUMMARIES_FOLDER: &str = "summaries";
+
+/// The longest entity key, in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+/// The longest entity value or source, in bytes.
+pub const MAX_VALUE_BYTES: usize = 4096;
+/// The longest tool name, in bytes.
+pub const MAX_TOOL_NAME_BYTES: usize = 128;
+/// The longest recorded tool arguments (JSON), in bytes.
+pub const MAX_ARGS_BYTES: usize = 16 * 1024;
+/// The longest summary, in bytes.
+pub const MAX_SUMMARY_BYTES: usize = 256 * 1024;
+/// How often workflow calls look for workflows past their time to live.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The metadata of one stored tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultMeta {
+    /// What names it in this workflow (`tr_3`).
+    pub handle: String,
+    /// The tool that produced it.
+    pub tool: String,
+    /// The arguments it was called with (JSON, as the host gave them).
+    #[serde(default)]
+    pub args: Value,
+    /// Its size in bytes (UTF-8) and in chars.
+    pub raw_bytes: u64,
+    /// Its size in chars.
+    pub raw_chars: u64,
+    /// blake3 of its bytes, hex.
+    pub hash: String,
+    /// `json` when the result is a JSON value, else `text`.
+    pub format: String,
+    /// When it was stored (seconds since the Unix epoch).
+    pub stored_at: u64,
+    /// The chunks it has in the index (0 when it could not be indexed).
+    pub chunks: u32,
+    /// Why it is not searchable, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_indexed: Option<String>,
+}
+
+impl ResultMeta {
+    /// The name it is indexed under in the workflow's scope.
+    pub fn indexed_name(&self) -> String {
+        let ext = if self.format == "json" { "json" } else { "txt" };
+        format!("{RESULTS_FOLDER}/{}.{ext}", self.handle)
+    }
+}
+
+/// One remembered entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entity {
+    /// What it is called (unique in the workflow: remembering a key again replaces it).
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// Where it came from (a handle, a locator, a turn), if the caller said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// When it was last set.
+    pub updated_at: u64,
+}
+
+impl Entity {
+    /// The name it is indexed under: a hash of its key (keys are free text).
+    pub fn indexed_name(&self) -> String {
+        entity_name(&self.key)
+    }
+
+    /// The text that is indexed and shown.
+    fn text(&self) -> String {
+        match &self.source {
+            Some(s) => format!("{}: {}\n(source: {s})\n", self.key, self.value),
+            None => format!("{}: {}\n", self.key, self.value),
+        }
+    }
+}
+
+fn entity_name(key: &str) -> String {
+    let hash = blake3::hash(key.as_bytes()).to_hex();
+    format!(
+        "{ENTITIES_FOLDER}/e_{}.txt",
+        hash.as_str().get(..20).unwrap_or_default()
+    )
+}
+
+/// One stored conversation summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// What names it (`s_2`).
+    pub id: String,
+    /// The summary as the host's model wrote it.
+    pub text: String,
+    /// What it covers (e.g. `rounds 1-12`), if the host said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<String>,
+    /// When it was stored.
+    pub stored_at: u64,
+}
+
+impl Summary {
+    /// The name it is indexed under.
+    pub fn indexed_name(&self) -> String {
+        format!("{SUMMARIES_FOLDER}/{}.txt", self.id)
+    }
+}
+
+/// A workflow's record: everything but the results' bytes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Record {
+    scope: Scope,
+    created_at: u64,
+    /// The next item number (handles and summary ids count up, never reused).
+    next: u64,
+    results: Vec<ResultMeta>,
+    entities: BTreeMap<String, Entity>,
+    summaries: Vec<Summary>,
+}
+
+impl Record {
+    fn items(&self) -> usize {
+        self.results.len() + self.entities.len() + self.summaries.len()
+    }
+}
+
+/// A tool result to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult<'a> {
+    /// The tool that produced it.
+    pub tool: &'a str,
+    /// The arguments it was called with (JSON; `Null` when not given).
+    pub args: &'a Value,
+    /// The result: text, or JSON when `json`.
+    pub content: &'a str,
+    /// Whether `content` is a JSON value.
+    pub json: bool,
+    /// Remember the entities the rules find in it.
+    pub extract_entities: bool,
+}
+
+/// What storing a tool result did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResult {
+    /// Its metadata (the handle to recall it by among them).
+    pub meta: ResultMeta,
+    /// The entities found in it and remembered (keys), when asked for.
+    pub entities: Vec<String>,
+}
+
+/// What ending a workflow deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Ended {
+    /// Tool results deleted.
+    pub results: usize,
+    /// Entities deleted.
+    pub entities: usize,
+    /// Summaries deleted.
+    pub summaries: usize,
+    /// Summaries kept (`keep_summary`).
+    pub summaries_kept: usize,
+}
+
+/// Counts over every workflow of the data directory (status and metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WorkflowStats {
+    /// Workflows with a record.
+    pub workflows: u64,
+    /// Tool results stored.
+    pub results: u64,
+    /// Their raw bytes.
+    pub result_bytes: u64,
+    /// Entities remembered.
+    pub entities: u64,
+    /// Summaries stored.
+    pub summaries: u64,
+}
+
+/// The workflows of one data directory. Calls on one workflow take turns; calls on different
+/// workflows go at once.
+#[derive(Debug, Default)]
+pub(crate) struct WorkflowRecords {
+    /// One lock per workflow folder with a call going.
+    turns: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// When the last sweep for expired workflows ran.
+    last_sweep: Mutex<Option<std::time::Instant>>,
+}
+
+/// The workflow layer of an [`Ingestor`]: [`Ingestor::workflows`].
+#[derive(Debug, Clone, Copy)]
+pub struct Workflows<'a> {
+    ing: &'a Ingestor,
+}
+
+impl Ingestor {
+    /// The workflow layer: tool results, entities and summaries of agent runs, and
+    /// `gather_context` over all three layers.
+    pub fn workflows(&self) -> Workflows<'_> {
+        Workflows { ing: self }
+    }
+}
+
+/// The scope of `workflow` in the caller's `scope`, checked.
+pub fn workflow_scope(scope: &Scope, workflow: &str) -> Result<Scope> {
+    let w = scope.in_workflow(workflow.trim());
+    crate::access::check_scope(&w).map_err(Error::Scope)?;
+    Ok(w)
+}
+
+impl<'a> Workflows<'a> {
+    fn root(&self) -> PathBuf {
+        self.ing.data_dir().join(WORKFLOWS_DIR)
+    }
+
+    /// The folder of workflow scope `w`: a hash of its key, so no id is ever a path.
+    fn folder(&self, w: &Scope) -> PathBuf {
+        let hash = blake3::hash(w.key().as_bytes()).to_hex();
+        self.root()
+            .join(hash.as_str().get(..32).unwrap_or_default())
+    }
+
+    /// Hold workflow `w`'s turn for the length of the returned guard.
+    fn turn(&self, w: &Scope) -> Arc<Mutex<()>> {
+        let key = w.key();
+        let mut turns = lock(&self.ing.workflow_records.turns);
+        Arc::clone(turns.entry(key).or_default())
+    }
+
+    fn load(&self, folder: &Path) -> Result<Option<Record>> {
+        let path = folder.join("record.json");
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| Error::Workflow(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Write the record whole (a temporary file renamed over it: never half written).
+    fn save(&self, folder: &Path, record: &Record) -> Result<()> {
+        crate::perms::create_dir(folder)?;
+        let path = folder.join("record.json");
+        let tmp = folder.join("record.json.tmp");
+        let bytes = serde_json::to_vec(record).map_err(|e| Error::Workflow(e.to_string()))?;
+        crate::perms::write_file(&tmp, &bytes)?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+    }
+
+    /// Mark workflow folder `folder` as used now (its time to live starts again).
+    fn touch(folder: &Path) {
+        let path = folder.join("record.json");
+        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
+            let _ = f.set_modified(SystemTime::now());
+        }
+    }
+
+    fn open_record(&self, w: &Scope) -> Result<(PathBuf, Record)> {
+        let folder = self.folder(w);
+        let record = self.load(&folder)?.unwrap_or_else(|| Record {
+            scope: w.clone(),
+            created_at: now_secs(),
+            ..Record::default()
+        });
+        Ok((folder, record))
+    }
+
+    fn check_room(&self, record: &Record, adding: usize) -> Result<()> {
+        let max = self.ing.config().workflow.max_items;
+        if record.items() + adding > max {
+            return Err(Error::Request(format!(
+                "this workflow holds {} items, the most is {max}: end it or store less",
+                record.items()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Index `bytes` as `name` in workflow scope `w`: the chunks it got, or why it got none.
+    fn index(
+        &self,
+        w: &Scope,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<std::result::Result<u32, String>> {
+        let report = self.ing.ingest(
+            vec![Input::Bytes {
+                name: name.to_string(),
+                bytes,
+            }],
+            w,
+            &|_| {},
+        )?;
+        let line = report.files.iter().find(|f| f.locator == name);
+        Ok(match line {
+            Some(f)
+                if matches!(
+                    f.status,
+                    FileStatus::Indexed | FileStatus::Unchanged | FileStatus::Duplicate
+                ) =>
+            {
+                Ok(f.chunks)
+            }
+            Some(f) => Err(f
+                .reason
+                .clone()
+                .unwrap_or_else(|| format!("{:?}", f.status).to_lowercase())),
+            None => Err("not indexed".into()),
+        })
+    }
+
+    /// Remove the indexed files `names` of workflow scope `w` (points, catalog entries and
+    /// content indexes no other file holds).
+    fn unindex(&self, w: &Scope, names: Vec<String>) -> Result<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let inputs = names
+            .into_iter()
+            .map(|locator| Input::Remove { locator })
+            .collect();
+        self.ing.ingest(inputs, w, &|_| {})?;
+        Ok(())
+    }
+
+    /// Keep `result` whole in `workflow` of `scope`, index it for search and return its
+    /// handle. With `extract_entities`, the entities the rules of [`entities`] find in it
+    /// are remembered with the handle as their source.
+    pub fn store_tool_result(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        result: &ToolResult<'_>,
+    ) -> Result<StoredResult> {
+        let ToolResult {
+            tool,
+            args,
+            content,
+            json,
+            extract_entities,
+        } = result;
+        let (content, json, extract_entities) = (*content, *json, *extract_entities);
+        let w = workflow_scope(scope, workflow)?;
+        self.sweep();
+        let max = self.ing.config().workflow.max_result_bytes;
+        if content.len() as u64 > max {
+            return Err(Error::Request(format!(
+                "the tool result is {} bytes; at most {max} are stored",
+                content.len()
+            )));
+        }
+        let tool = tool.trim();
+        if tool.is_empty() || tool.len() > MAX_TOOL_NAME_BYTES {
+            return Err(Error::Request(format!(
+                "tool must be a name of 1 to {MAX_TOOL_NAME_BYTES} bytes"
+            )));
+        }
+        let args_len = args.to_string().len();
+        if args_len > MAX_ARGS_BYTES {
+            return Err(Error::Request(format!(
+                "args are {args_len} bytes of JSON; at most {MAX_ARGS_BYTES} are recorded"
+            )));
+        }
+        let turn = self.turn(&w);
+        let _held = lock(&turn);
+        let (folder, mut record) = self.open_record(&w)?;
+        self.check_room(&record, 1)?;
+        record.next += 1;
+        let meta = ResultMeta {
+            handle: format!("tr_{}", record.next),
+            tool: tool.to_string(),
+            args: (*args).clone(),
+            raw_bytes: content.len() as u64,
+            raw_chars: content.chars().count() as u64,
+            hash: blake3::hash(content.as_bytes()).to_hex().to_string(),
+            format: if json { "json" } else { "text" }.into(),
+            stored_at: now_secs(),
+            chunks: 0,
+            not_indexed: None,
+        };
+        let results = folder.join("results");
+        crate::perms::create_dir(&results)?;
+        write_blob(&results.join(format!("{}.deflate", meta.handle)), content)?;
+        record.results.push(meta.clone());
+        // Recorded before indexing: a crash in between leaves a result that can be recalled
+        // and ended, never an indexed file without its record.
+        self.save(&folder, &record)?;
+        let indexed = self.index(&w, &meta.indexed_name(), content.as_bytes().to_vec())?;
+        let mut meta = meta;
+        match indexed {
+            Ok(chunks) => meta.chunks = chunks,
+            Err(why) => meta.not_indexed = Some(why),
+        }
+        if let Some(m) = record.results.iter_mut().find(|r| r.handle == meta.handle) {
+            *m = meta.clone();
+        }
+        let mut found = Vec::new();
+        if extract_entities {
+            let room = self
+                .ing
+                .config()
+                .workflow
+                .max_items
+                .saturating_sub(record.items());
+            let mut texts = Vec::new();
+            for e in entities::find(content).into_iter().take(room) {
+                let entity = Entity {
+                    key: e.key(),
+                    value: e.value.clone(),
+                    source: Some(meta.handle.clone()),
+                    updated_at: now_secs(),
+                };
+                texts.push((entity.indexed_name(), entity.text().into_bytes()));
+                found.push(entity.key.clone());
+                record.entities.insert(entity.key.clone(), entity);
+            }
+            self.save(&folder, &record)?;
+            if !texts.is_empty() {
+                let inputs = texts
+                    .into_iter()
+                    .map(|(name, bytes)| Input::Bytes { name, bytes })
+                    .collect();
+                self.ing.ingest(inputs, &w, &|_| {})?;
+            }
+        } else {
+            self.save(&folder, &record)?;
+        }
+        Ok(StoredResult {
+            meta,
+            entities: found,
+        })
+    }
+
+    /// The tool result `handle` of `workflow` and its whole text; `None` when this workflow
+    /// holds no such handle (whoever else may hold one).
+    pub fn recall(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        handle: &str,
+    ) -> Result<Option<(ResultMeta, String)>> {
+        let w = workflow_scope(scope, workflow)?;
+        self.sweep();
+        let folder = self.folder(&w);
+        let Some(record) = self.load(&folder)? else {
+            return Ok(None);
+        };
+        let Some(meta) = record.results.iter().find(|r| r.handle == handle.trim()) else {
+            return Ok(None);
+        };
+        let text = read_blob(
+            &folder
+                .join("results")
+                .join(format!("{}.deflate", meta.handle)),
+            meta.raw_bytes,
+        )?;
+        Self::touch(&folder);
+        Ok(Some((meta.clone(), text)))
+    }
+
+    /// Remember entity `key` = `value` in `workflow` (replacing an earlier value of the same
+    /// key); `true` when the key is new.
+    pub fn remember(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        key: &str,
+        value: &str,
+        source: Option<&str>,
+    ) -> Result<bool> {
+        let w = workflow_scope(scope, workflow)?;
+        self.sweep();
+        let key = key.trim();
+        if key.is_empty() || key.len() > MAX_KEY_BYTES {
+            return Err(Error::Request(format!(
+                "key must be 1 to {MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if value.len() > MAX_VALUE_BYTES || source.is_some_and(|s| s.len() > MAX_VALUE_BYTES) {
+            return Err(Error::Request(format!(
+                "value and source may be at most {MAX_VALUE_BYTES} bytes each"
+            )));
+        }
+        let turn = self.turn(&w);
+        let _held = lock(&turn);
+        let (folder, mut record) = self.open_record(&w)?;
+        let new = !record.entities.contains_key(key);
+        if new {
+            self.check_room(&record, 1)?;
+        }
+        let entity = Entity {
+            key: key.to_string(),
+            value: value.to_string(),
+            source: source.map(str::to_string).filter(|s| !s.trim().is_empty()),
+            updated_at: now_secs(),
+        };
+        let (name, bytes) = (entity.indexed_name(), entity.text().into_bytes());
+        record.entities.insert(key.to_string(), entity);
+        self.save(&folder, &record)?;
+        if let Err(why) = self.index(&w, &name, bytes)? {
+            tracing::warn!("entity {key:?} kept but not searchable: {why}");
+        }
+        Ok(new)
+    }
+
+    /// Every entity of `workflow`, by key.
+    pub fn entities(&self, scope: &Scope, workflow: &str) -> Result<Vec<Entity>> {
+        let w = workflow_scope(scope, workflow)?;
+        let record = self.load(&self.folder(&w))?.unwrap_or_default();
+        Ok(record.entities.into_values().collect())
+    }
+
+    /// Store a conversation summary of `workflow` (the host's model wrote it); its id.
+    pub fn store_summary(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        text: &str,
+        covers: Option<&str>,
+    ) -> Result<String> {
+        let w = workflow_scope(scope, workflow)?;
+        self.sweep();
+        if text.trim().is_empty() || text.len() > MAX_SUMMARY_BYTES {
+            return Err(Error::Request(format!(
+                "a summary must be 1 to {MAX_SUMMARY_BYTES} bytes"
+            )));
+        }
+        if covers.is_some_and(|c| c.len() > MAX_VALUE_BYTES) {
+            return Err(Error::Request(format!(
+                "covers may be at most {MAX_VALUE_BYTES} bytes"
+            )));
+        }
+        let turn = self.turn(&w);
+        let _held = lock(&turn);
+        let (folder, mut record) = self.open_record(&w)?;
+        self.check_room(&record, 1)?;
+        record.next += 1;
+        let summary = Summary {
+            id: format!("s_{}", record.next),
+            text: text.to_string(),
+            covers: covers.map(str::to_string).filter(|c| !c.trim().is_empty()),
+            stored_at: now_secs(),
+        };
+        let (id, name) = (summary.id.clone(), summary.indexed_name());
+        record.summaries.push(summary);
+        self.save(&folder, &record)?;
+        if let Err(why) = self.index(&w, &name, text.as_bytes().to_vec())? {
+            tracing::warn!("summary {id} kept but not searchable: {why}");
+        }
+        Ok(id)
+    }
+
+    /// The summaries of `workflow`, oldest first.
+    pub fn summaries(&self, scope: &Scope, workflow: &str) -> Result<Vec<Summary>> {
+        let w = workflow_scope(scope, workflow)?;
+        Ok(self.load(&self.folder(&w))?.unwrap_or_default().summaries)
+    }
+
+    /// The tool results of `workflow`, oldest first.
+    pub fn results(&self, scope: &Scope, workflow: &str) -> Result<Vec<ResultMeta>> {
+        let w = workflow_scope(scope, workflow)?;
+        Ok(self.load(&self.folder(&w))?.unwrap_or_default().results)
+    }
+
+    /// Delete everything of `workflow` (its indexed files and their points, its blobs and
+    /// records), or, with `keep_summary`, everything but its summaries.
+    pub fn end(&self, scope: &Scope, workflow: &str, keep_summary: bool) -> Result<Ended> {
+        let w = workflow_scope(scope, workflow)?;
+        let turn = self.turn(&w);
+        let ended = {
+            let _held = lock(&turn);
+            self.end_locked(&w, keep_summary)?
+        };
+        if !keep_summary {
+            lock(&self.ing.workflow_records.turns).remove(&w.key());
+        }
+        Ok(ended)
+    }
+
+    fn end_locked(&self, w: &Scope, keep_summary: bool) -> Result<Ended> {
+        let folder = self.folder(w);
+        let Some(mut record) = self.load(&folder)? else {
+            // Files indexed by a call that crashed before its record: none can exist (the
+            // record is written first), but a catalog entry without one is removed too.
+            self.unindex(w, self.indexed_names(w))?;
+            return Ok(Ended::default());
+        };
+        let mut ended = Ended {
+            results: record.results.len(),
+            entities: record.entities.len(),
+            ..Ended::default()
+        };
+        let mut names: Vec<String> = self.indexed_names(w);
+        if keep_summary {
+            let kept: Vec<String> = record.summaries.iter().map(Summary::indexed_name).collect();
+            names.retain(|n| !kept.contains(n));
+            ended.summaries_kept = record.summaries.len();
+        } else {
+            ended.summaries = record.summaries.len();
+        }
+        self.unindex(w, names)?;
+        if keep_summary {
+            record.results.clear();
+            record.entities.clear();
+            let results = folder.join("results");
+            if results.exists() {
+                std::fs::remove_dir_all(&results).map_err(|e| Error::io(&results, e))?;
+            }
+            self.save(&folder, &record)?;
+        } else if folder.exists() {
+            std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+        }
+        Ok(ended)
+    }
+
+    /// Every file the catalog holds in workflow scope `w`.
+    fn indexed_names(&self, w: &Scope) -> Vec<String> {
+        lock(&self.ing.catalog)
+            .entries(w)
+            .into_iter()
+            .filter(|e| e.parent.is_none())
+            .map(|e| e.locator)
+            .collect()
+    }
+
+    /// End every workflow untouched for longer than the time to live, at most once per
+    /// [`SWEEP_EVERY`]. Failures are logged: a sweep never fails the call that ran it.
+    pub(crate) fn sweep(&self) {
+        {
+            let mut last = lock(&self.ing.workflow_records.last_sweep);
+            if last.is_some_and(|t| t.elapsed() < SWEEP_EVERY) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        match self.sweep_expired(SystemTime::now()) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("ended {n} workflows past their time to live"),
+            Err(e) => tracing::warn!("workflow sweep: {e}"),
+        }
+    }
+
+    /// End every workflow whose record was last touched before `now - ttl`; how many.
+    pub fn sweep_expired(&self, now: SystemTime) -> Result<usize> {
+        let ttl = self.ing.config().workflow.ttl;
+        let Some(cutoff) = now.checked_sub(ttl) else {
+            return Ok(0);
+        };
+        let mut ended = 0;
+        for folder in self.folders()? {
+            let touched = std::fs::metadata(folder.join("record.json")).and_then(|m| m.modified());
+            if touched.is_ok_and(|t| t < cutoff) {
+                if let Some(record) = self.load(&folder)? {
+                    if let Some(wf) = record.scope.workflow_id.clone() {
+                        self.end(&record.scope, &wf, false)?;
+                        ended += 1;
+                    }
+                }
+            }
+        }
+        Ok(ended)
+    }
+
+    fn folders(&self) -> Result<Vec<PathBuf>> {
+        let root = self.root();
+        let entries = match std::fs::read_dir(&root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&root, e)),
+        };
+        Ok(entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect())
+    }
+
+    /// Counts over every workflow (status, metrics).
+    pub fn stats(&self) -> Result<WorkflowStats> {
+        let mut s = WorkflowStats::default();
+        for folder in self.folders()? {
+            if let Some(r) = self.load(&folder)? {
+                s.workflows += 1;
+                s.results += r.results.len() as u64;
+                s.result_bytes += r.results.iter().map(|m| m.raw_bytes).sum::<u64>();
+                s.entities += r.entities.len() as u64;
+                s.summaries += r.summaries.len() as u64;
+            }
+        }
+        Ok(s)
+    }
+
+    /// The entity recorded under indexed name `name` in `w`, the tool result or the summary:
+    /// what a search hit in the workflow's scope is.
+    pub(crate) fn item_named(&self, w: &Scope, name: &str) -> Result<Option<WorkflowItem>> {
+        let Some(record) = self.load(&self.folder(w))? else {
+            return Ok(None);
+        };
+        if let Some(e) = record.entities.values().find(|e| e.indexed_name() == name) {
+            return Ok(Some(WorkflowItem::Entity(e.clone())));
+        }
+        if let Some(r) = record.results.iter().find(|r| r.indexed_name() == name) {
+            return Ok(Some(WorkflowItem::Result(r.clone())));
+        }
+        if let Some(s) = record.summaries.iter().find(|s| s.indexed_name() == name) {
+            return Ok(Some(WorkflowItem::Summary(s.clone())));
+        }
+        Ok(None)
+    }
+}
+
+/// An item of a workflow, as a search hit in its scope names it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum WorkflowItem {
+    Entity(Entity),
+    Result(ResultMeta),
+    Summary(Summary),
+}
+
+/// Write `text` deflated to `path`, owner-only.
+fn write_blob(path: &Path, text: &str) -> Result<()> {
+    let file = crate::perms::create_file(path)?;
+    let mut enc = flate2::write::DeflateEncoder::new(file, flate2::Compression::fast());
+    enc.write_all(text.as_bytes())
+        .and_then(|_| enc.finish().map(|_| ()))
+        .map_err(|e| Error::io(path, e))
+}
+
+/// The text deflated in `path`, which must be `bytes` long (a longer stream is refused: it
+/// was not written by [`write_blob`]).
+#[allow(clippy::disallowed_methods)] // bounded by `take`
+fn read_blob(path: &Path, bytes: u64) -> Result<String> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut out = Vec::new();
+    flate2::read::DeflateDecoder::new(file)
+        .take(bytes.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    if out.len() as u64 != bytes {
+        return Err(Error::Workflow(format!(
+            "{}: {} bytes, the record says {bytes}",
+            path.display(),
+            out.len()
+        )));
+    }
+    String::from_utf8(out).map_err(|e| Error::Workflow(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn blobs_round_trip_and_a_wrong_length_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.deflate");
+        let text = "ünï ".repeat(10_000);
+        write_blob(&p, &text).unwrap();
+        assert!(std::fs::metadata(&p).unwrap().len() < 1000);
+        assert_eq!(read_blob(&p, text.len() as u64).unwrap(), text);
+        assert!(read_blob(&p, 10).is_err());
+    }
+
+    #[test]
+    fn entity_names_are_hashes_not_keys() {
+        let n = entity_name("../../etc/passwd");
+        assert!(n.starts_with("entities/e_") && n.ends_with(".txt"), "{n}");
+        assert!(!n.contains(".."));
+        assert_ne!(entity_name("a"), entity_name("b"));
+        crate::uploads::upload_name(&n).unwrap();
+    }
+}
