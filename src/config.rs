@@ -367,6 +367,10 @@ pub struct WorkflowConfig {
     pub max_result_bytes: u64,
     /// The most items (tool results, entities and summaries together) one workflow holds.
     pub max_items: usize,
+    /// The most bytes of tool results one workflow holds.
+    pub max_workflow_bytes: u64,
+    /// The most workflows one scope (user, feature instance, mandate) holds at once.
+    pub max_workflows: usize,
     /// A workflow not used for this long is ended (everything deleted) by the next sweep.
     pub ttl: Duration,
     /// What `gather_context` takes from each layer when a call does not say.
@@ -378,6 +382,8 @@ impl Default for WorkflowConfig {
         WorkflowConfig {
             max_result_bytes: 16 * 1024 * 1024,
             max_items: 10_000,
+            max_workflow_bytes: 256 * 1024 * 1024,
+            max_workflows: 100,
             ttl: Duration::from_secs(7 * 24 * 3600),
             context: ContextLayers::default(),
         }
@@ -392,8 +398,11 @@ impl WorkflowConfig {
                 "workflow.max_result_bytes must be between 1 and {MAX_RESULT_BYTES_CEILING}"
             ));
         }
-        if self.max_items == 0 {
-            return Err("workflow.max_items must be at least 1".into());
+        if self.max_items == 0 || self.max_workflows == 0 {
+            return Err("workflow.max_items and workflow.max_workflows must be at least 1".into());
+        }
+        if self.max_workflow_bytes < self.max_result_bytes {
+            return Err("workflow.max_workflow_bytes must be at least max_result_bytes".into());
         }
         if self.ttl.is_zero() {
             return Err("workflow.ttl must be positive".into());

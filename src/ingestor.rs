@@ -459,11 +459,36 @@ impl Ingestor {
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let vector = if mode.uses_embedding() {
-            Some(self.embedder()?.embed_query(query)?)
+        let vector = self.query_vector(query, mode)?;
+        self.search_embedded(query, vector, scope, limit, min_score, filter, mode)
+    }
+
+    /// The query's embedding when `mode` ranks by meaning (loading the model on first use).
+    pub(crate) fn query_vector(&self, query: &str, mode: SearchMode) -> Result<Option<Vec<f32>>> {
+        if mode.uses_embedding() {
+            Ok(Some(self.embedder()?.embed_query(query)?))
         } else {
-            None
-        };
+            Ok(None)
+        }
+    }
+
+    /// [`Ingestor::search_filtered`] with the query already embedded ([`Ingestor::query_vector`]):
+    /// several searches of one query embed it once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn search_embedded(
+        &self,
+        query: &str,
+        vector: Option<Vec<f32>>,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+        filter: &SearchFilter,
+        mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        crate::access::check_scope(scope).map_err(Error::Scope)?;
+        if query.trim().is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
         let index_query = IndexQuery {
             vector,
             text: (mode != SearchMode::Dense).then(|| query.to_string()),

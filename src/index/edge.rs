@@ -273,6 +273,11 @@ impl EdgeIndex {
                 payload::INTEGER_FIELDS
                     .iter()
                     .map(|f| (f, PayloadSchemaType::Integer)),
+            )
+            .chain(
+                payload::BOOL_FIELDS
+                    .iter()
+                    .map(|f| (f, PayloadSchemaType::Bool)),
             );
         for (field, kind) in wanted {
             let field_name: qdrant_edge::JsonPath = field

@@ -33,6 +33,10 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "names",
 ];
 
+/// Fields with a bool index: the scope rule's and `gather_context`'s shared-or-not condition.
+/// Without it a filtered search checks the condition by reading every candidate's payload.
+pub(super) const BOOL_FIELDS: &[&str] = &["is_shared"];
+
 /// Fields with an integer index: the page and slide filters of a search.
 pub(super) const INTEGER_FIELDS: &[&str] = &["page_index", "slide_index"];
 

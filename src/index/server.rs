@@ -386,6 +386,9 @@ impl ServerIndex {
         for f in payload::INTEGER_FIELDS.iter().chain([&STORED_AT]) {
             fields.push((&c.collection, f, FieldType::Integer));
         }
+        for f in payload::BOOL_FIELDS {
+            fields.push((&c.collection, f, FieldType::Bool));
+        }
         for f in ["scope_key", "content_hash", "node"] {
             fields.push((&self.holders, f, FieldType::Keyword));
         }

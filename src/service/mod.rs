@@ -46,6 +46,7 @@ pub use routes::router;
 /// min_body_bytes_per_sec = 8192      # a body slower than this (on average) is cut …
 /// body_grace_secs = 30               # … once it has been sending this long
 /// max_request_bytes = 1048576        # any body but an upload's (search, tools, MCP): 413
+/// max_tool_result_request_bytes = 33619968  # POST /v1/tools/store_tool_result
 /// max_kept_archive_bytes = 1073741824  # uploaded archives kept for extraction on demand
 /// max_files_per_key = 500000         # files and members one key's scope holds; more: 507
 /// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
@@ -107,6 +108,9 @@ pub struct ServiceConfig {
     pub body_grace_secs: Option<u64>,
     /// The largest body of any request but an upload (search, tools, MCP), in bytes.
     pub max_request_bytes: Option<u64>,
+    /// The largest body of `POST /v1/tools/store_tool_result` (a tool result as JSON), in
+    /// bytes (default 34 MiB: a 16 MiB result, escaped).
+    pub max_tool_result_request_bytes: Option<u64>,
     /// `Host` names (or `host:port`) `/mcp` answers; loopback names by default. Behind a
     /// reverse proxy, add the name clients use.
     pub mcp_allowed_hosts: Option<Vec<String>>,
@@ -146,6 +150,8 @@ pub struct HttpLimits {
     pub body_grace: std::time::Duration,
     /// The largest body of any request but an upload.
     pub max_request_bytes: u64,
+    /// The largest body of `POST /v1/tools/store_tool_result`.
+    pub max_tool_result_request_bytes: u64,
 }
 
 /// One `[[api_keys]]` table: a key and the scope it reads and writes.
@@ -185,6 +191,10 @@ impl ApiKey {
         }
     }
 }
+
+/// The largest `store_tool_result` body when the file does not say: a tool result of the
+/// default largest size (16 MiB) as JSON, escaped, with its other arguments.
+pub const DEFAULT_TOOL_RESULT_REQUEST_BYTES: u64 = 2 * 16 * 1024 * 1024 + 64 * 1024;
 
 /// Searches and tool calls at once when the file does not say.
 pub const DEFAULT_MAX_QUERIES: usize = 8;
@@ -311,6 +321,9 @@ impl ServiceConfig {
             min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(8 * 1024),
             body_grace: Duration::from_secs(self.body_grace_secs.unwrap_or(30)),
             max_request_bytes: self.max_request_bytes.unwrap_or(1 << 20),
+            max_tool_result_request_bytes: self
+                .max_tool_result_request_bytes
+                .unwrap_or(DEFAULT_TOOL_RESULT_REQUEST_BYTES),
         }
     }
 

@@ -43,9 +43,9 @@ const DELETE_WAIT: Duration = Duration::from_secs(30);
 /// Hits a search may ask for.
 const MAX_HITS: usize = 100;
 
-/// The largest tool call body: a `store_tool_result` with a tool result of the default
-/// largest size (16 MiB), escaped as JSON.
-const MAX_TOOL_BODY_BYTES: usize = 64 * 1024 + 2 * 16 * 1024 * 1024;
+/// The one route whose body may be larger than `max_request_bytes`
+/// (`max_tool_result_request_bytes`, which `paced_body` enforces).
+const STORE_RESULT_PATH: &str = "/v1/tools/store_tool_result";
 
 /// MCP sessions one key holds open when the configuration does not say.
 const DEFAULT_MCP_SESSIONS_PER_KEY: usize = 16;
@@ -152,7 +152,8 @@ pub fn router(
         .route("/v1/search", post(search))
         .route(
             "/v1/tools/{tool}",
-            post(tool).layer(axum::extract::DefaultBodyLimit::max(MAX_TOOL_BODY_BYTES)),
+            // The body's bound is `paced_body`'s (per route), not axum's default 2 MB.
+            post(tool).layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -172,7 +173,11 @@ async fn paced_body(
     let (parts, body) = request.into_parts();
     // Uploads are bounded by `max_upload_bytes` where they are spooled; every other body
     // (search, tools, MCP messages) by `max_request_bytes`, declared or not.
-    let max_bytes = (parts.uri.path() != "/v1/files").then_some(limits.max_request_bytes);
+    let max_bytes = match parts.uri.path() {
+        "/v1/files" => None,
+        STORE_RESULT_PATH => Some(limits.max_tool_result_request_bytes),
+        _ => Some(limits.max_request_bytes),
+    };
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)

@@ -319,6 +319,13 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
     if let Err(e) = crate::access::check_scope(scope) {
         return error_answer(&format!("invalid scope: {e}"), call.budget(ceiling));
     }
+    // A face passes its caller's scope; a workflow is named by the workflow tools' argument.
+    if scope.workflow_id.is_some() {
+        return error_answer(
+            "invalid scope: it names a workflow; name it with the workflow tools' `workflow` argument instead",
+            call.budget(ceiling),
+        );
+    }
     let started = std::time::Instant::now();
     let result = Budget::of(call.max_chars(), ceiling).and_then(|budget| {
         let answer = match call {

@@ -373,7 +373,7 @@ pub(crate) fn store_summary(
         .map_err(tool_error)?;
     let mut m = Map::new();
     m.insert("summary".into(), json!(id));
-    m.insert("chars".into(), json!(a.text.len()));
+    m.insert("chars".into(), json!(a.text.chars().count()));
     finish(budget, &m, FullResult::of([a.text.as_str()]))
 }
 
@@ -413,8 +413,18 @@ fn layers_of(ing: &Ingestor, given: Option<&Value>) -> Result<ContextLayers, Too
             "layers must be an object such as {\"shared\": {\"limit\": 3}}".into(),
         ));
     };
+    // Field by field: `{"shared": {"limit": 3}}` keeps the shared layer's floor.
     for (k, v) in g {
-        m.insert(k.clone(), v.clone());
+        match (m.get_mut(k), v) {
+            (Some(Value::Object(layer)), Value::Object(fields)) => {
+                for (f, x) in fields {
+                    layer.insert(f.clone(), x.clone());
+                }
+            }
+            _ => {
+                m.insert(k.clone(), v.clone());
+            }
+        }
     }
     let layers: ContextLayers =
         serde_json::from_value(merged).map_err(|e| ToolError::Invalid(format!("layers: {e}")))?;

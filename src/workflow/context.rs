@@ -110,14 +110,36 @@ impl Workflows<'_> {
             ..scope.clone()
         };
         self.sweep();
-        let search =
-            |reader: &Scope, limit: &LayerLimit, filter: SearchFilter| -> Result<Vec<Hit>> {
-                if limit.limit == 0 || query.trim().is_empty() {
-                    return Ok(Vec::new());
-                }
-                self.ing
-                    .search_filtered(query, reader, limit.limit, limit.min_score, &filter, mode)
-            };
+        if query.len() > crate::MAX_QUERY_BYTES {
+            return Err(Error::Request(format!(
+                "the query is {} bytes; at most {} are searched",
+                query.len(),
+                crate::MAX_QUERY_BYTES
+            )));
+        }
+        // Embedded once for every layer's search.
+        let vector = if query.trim().is_empty() {
+            None
+        } else {
+            self.ing.query_vector(query, mode)?
+        };
+        let search = |reader: &Scope, limit: &LayerLimit, filter: SearchFilter| {
+            if limit.limit == 0 || query.trim().is_empty() {
+                return Ok(Vec::new());
+            }
+            self.ing.search_embedded(
+                query,
+                vector.clone(),
+                reader,
+                limit.limit,
+                limit.min_score,
+                &filter,
+                mode,
+            )
+        };
+        // Read once: every workflow hit is looked up in it. Gathering is using the workflow.
+        let record = self.record_of(&w)?;
+        Self::touch(&self.folder(&w));
         let mut items = Vec::new();
         // Passages only: a file's card says what the file is, not what it says.
         let passages = SearchFilter {
@@ -140,7 +162,7 @@ impl Workflows<'_> {
             ..passages.clone()
         };
         for hit in search(&w, &layers.entities, in_workflow(ENTITIES_FOLDER))? {
-            if let Some(WorkflowItem::Entity(entity)) = self.item_named(&w, file_of(&hit))? {
+            if let Some(WorkflowItem::Entity(entity)) = record.item_named(file_of(&hit)) {
                 items.push(ContextItem::Entity {
                     entity,
                     score: hit.score,
@@ -159,12 +181,11 @@ impl Workflows<'_> {
                 });
             }
         }
-        let summaries = self.summaries(scope, workflow)?;
-        for s in summaries.into_iter().rev().take(layers.summary.limit) {
-            items.push(ContextItem::Summary(s));
+        for s in record.summaries.iter().rev().take(layers.summary.limit) {
+            items.push(ContextItem::Summary(s.clone()));
         }
         for hit in search(&w, &layers.tool_results, in_workflow(RESULTS_FOLDER))? {
-            if let Some(WorkflowItem::Result(meta)) = self.item_named(&w, file_of(&hit))? {
+            if let Some(WorkflowItem::Result(meta)) = record.item_named(file_of(&hit)) {
                 items.push(ContextItem::ToolResult { meta, hit });
             }
         }
@@ -175,9 +196,10 @@ impl Workflows<'_> {
     }
 }
 
-/// The file a hit is in (its locator without the fragment).
+/// The top-level file a hit is in (its locator without the fragment, and without the
+/// members of a result that unpacked as a container).
 fn file_of(hit: &Hit) -> &str {
-    extractors::split_fragment(&hit.locator).0
+    extractors::split_top(extractors::split_fragment(&hit.locator).0).0
 }
 
 #[cfg(test)]

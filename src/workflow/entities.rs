@@ -65,35 +65,38 @@ impl FoundEntity {
 
 // The patterns are fixed strings, compiled once; `regex` guarantees linear time in the input.
 static EMAIL: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}\b").ok()
+    Regex::new(r"(?-u:\b)[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,6}\.[A-Za-z]{2,24}(?-u:\b)").ok()
 });
 static IBAN: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b").ok()
+    Regex::new(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?-u:\b)").ok()
 });
 const CURRENCY: &str = r"(?:EUR|USD|CHF|GBP|JPY|CAD|AUD|SEK|NOK|DKK|PLN|CZK|€|\$|£|¥|Fr\.)";
-const NUMBER: &str = r"[0-9]{1,3}(?:[ ',.’][0-9]{3})*(?:[.,][0-9]{1,2})?|[0-9]+(?:[.,][0-9]{1,2})?";
+const NUMBER: &str =
+    r"[0-9]{1,3}(?:[ ',.’][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?|[0-9]{1,15}(?:[.,][0-9]{1,2})?";
 static AMOUNT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?:(?P<c1>{CURRENCY})\s?(?P<n1>{NUMBER}))|(?:\b(?P<n2>{NUMBER})\s?(?P<c2>{CURRENCY}))"
+        r"(?:(?P<c1>{CURRENCY})\s?(?P<n1>{NUMBER}))|(?:(?-u:\b)(?P<n2>{NUMBER})\s?(?P<c2>{CURRENCY}))"
     ))
     .ok()
 });
 const MONTHS: &str = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Januar|Februar|März|Mai|Juni|Juli|Oktober|Dezember";
 static DATE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"\b(?:(?P<iy>[12][0-9]{{3}})-(?P<im>[01][0-9])-(?P<id>[0-3][0-9])|(?P<dd>[0-3]?[0-9])\.(?P<dm>[01]?[0-9])\.(?P<dy>[12][0-9]{{3}})|(?P<ud>[0-3]?[0-9]) (?P<um>{MONTHS})\.? (?P<uy>[12][0-9]{{3}})|(?P<am>{MONTHS})\.? (?P<ad>[0-3]?[0-9]),? (?P<ay>[12][0-9]{{3}}))\b"
+        r"(?-u:\b)(?:(?P<iy>[12][0-9]{{3}})-(?P<im>[01][0-9])-(?P<id>[0-3][0-9])|(?P<dd>[0-3]?[0-9])\.(?P<dm>[01]?[0-9])\.(?P<dy>[12][0-9]{{3}})|(?P<ud>[0-3]?[0-9]) (?P<um>{MONTHS})\.? (?P<uy>[12][0-9]{{3}})|(?P<am>{MONTHS})\.? (?P<ad>[0-3]?[0-9]),? (?P<ay>[12][0-9]{{3}}))(?-u:\b)"
     ))
     .ok()
 });
 static DOC_ID: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"(?i:\b(?:invoice|rechnung|order|bestellung|contract|vertrag|ticket|case|document|doc|reference|ref|po|quote|angebot)\s*(?:no\.?|nr\.?|number|num\.?|#|id)?\s*[:#]?\s*)(?P<labelled>[A-Z0-9][A-Z0-9/\-]{3,40})\b|\b(?P<coded>[A-Z]{2,6}-[0-9]{2,}(?:-[0-9A-Z]+){0,3})\b",
+        r"(?i:(?-u:\b)(?:invoice|rechnung|order|bestellung|contract|vertrag|ticket|case|document|doc|reference|ref|po|quote|angebot)\s*(?:no\.?|nr\.?|number|num\.?|#|id)?\s*[:#]?\s*)(?P<labelled>[A-Z0-9][A-Z0-9/\-]{3,40})(?-u:\b)|(?-u:\b)(?P<coded>[A-Z]{2,6}-[0-9]{2,12}(?:-[0-9A-Z]{1,12}){0,3})(?-u:\b)",
     )
     .ok()
 });
 
 /// Every entity in `text` (its first [`MAX_SCANNED_BYTES`]), each key once, in the order
-/// first seen, at most [`MAX_FOUND`].
+/// first seen, at most [`MAX_FOUND`] (and at most that many matches per rule are looked at).
+/// Word boundaries are ASCII (`(?-u:\b)`), which keeps the regex engine on its fast path over
+/// any text.
 pub fn find(text: &str) -> Vec<FoundEntity> {
     let mut end = text.len().min(MAX_SCANNED_BYTES);
     while !text.is_char_boundary(end) {
@@ -104,7 +107,7 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
     let mut found: Vec<(usize, FoundEntity)> = Vec::new();
     let mut ibans: Vec<(usize, usize)> = Vec::new();
     if let Some(re) = IBAN.as_ref() {
-        for m in re.find_iter(text) {
+        for m in re.find_iter(text).take(MAX_FOUND) {
             let compact: String = m.as_str().chars().filter(|c| !c.is_whitespace()).collect();
             if iban_valid(&compact) {
                 ibans.push((m.start(), m.end()));
@@ -114,7 +117,7 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
     }
     let in_iban = |s: usize, e: usize| ibans.iter().any(|&(a, b)| s < b && e > a);
     if let Some(re) = EMAIL.as_ref() {
-        for m in re.find_iter(text) {
+        for m in re.find_iter(text).take(MAX_FOUND) {
             found.push((
                 m.start(),
                 entity(EntityKind::Email, m.as_str(), m.as_str().to_lowercase()),
@@ -122,7 +125,7 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
         }
     }
     if let Some(re) = AMOUNT.as_ref() {
-        for c in re.captures_iter(text) {
+        for c in re.captures_iter(text).take(MAX_FOUND) {
             let (Some(whole), Some(cur), Some(num)) = (
                 c.get(0),
                 c.name("c1").or(c.name("c2")),
@@ -141,7 +144,7 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
         }
     }
     if let Some(re) = DATE.as_ref() {
-        for c in re.captures_iter(text) {
+        for c in re.captures_iter(text).take(MAX_FOUND) {
             let Some(whole) = c.get(0) else { continue };
             let part = |n: &str| c.name(n).map(|m| m.as_str());
             let ymd = match (part("iy"), part("dy"), part("uy"), part("ay")) {
@@ -167,7 +170,7 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
         }
     }
     if let Some(re) = DOC_ID.as_ref() {
-        for c in re.captures_iter(text) {
+        for c in re.captures_iter(text).take(MAX_FOUND) {
             let Some(id) = c.name("labelled").or(c.name("coded")) else {
                 continue;
             };
@@ -185,6 +188,10 @@ pub fn find(text: &str) -> Vec<FoundEntity> {
             ));
         }
     }
+    // A value longer than an entity may be (a run of digits, a long domain) is no entity.
+    found.retain(|(_, e)| {
+        e.value.len() <= super::MAX_VALUE_BYTES && e.key().len() <= super::MAX_KEY_BYTES
+    });
     found.sort_by_key(|(at, _)| *at);
     let mut seen = std::collections::HashSet::new();
     found
@@ -332,6 +339,17 @@ mod tests {
         assert!(keys("Nothing here but words, 42 apples and the year 2026.").is_empty());
         let many: String = (0..1000).map(|i| format!("u{i}@example.org ")).collect();
         assert_eq!(find(&many).len(), MAX_FOUND);
+        // Runs of digits and long domains give bounded entities or none.
+        let long = format!(
+            "EUR {} and a@{}com",
+            "9".repeat(100_000),
+            "b.".repeat(100_000)
+        );
+        assert!(
+            find(&long).iter().all(|e| e.value.len() <= 64),
+            "{:?}",
+            find(&long)
+        );
         // Multi-byte text at the scan limit does not panic.
         let big = "ü".repeat(MAX_SCANNED_BYTES);
         assert!(find(&big).is_empty());

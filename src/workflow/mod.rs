@@ -25,7 +25,7 @@ pub mod entities;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -162,7 +162,7 @@ impl Summary {
 
 /// A workflow's record: everything but the results' bytes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Record {
+pub(crate) struct Record {
     scope: Scope,
     created_at: u64,
     /// The next item number (handles and summary ids count up, never reused).
@@ -230,14 +230,33 @@ pub struct WorkflowStats {
     pub summaries: u64,
 }
 
-/// The workflows of one data directory. Calls on one workflow take turns; calls on different
-/// workflows go at once.
-#[derive(Debug, Default)]
+/// How many locks the workflows' turns are spread over.
+const TURN_STRIPES: usize = 64;
+
+/// The workflows of one data directory. Calls on one workflow take turns (one of
+/// [`TURN_STRIPES`] locks, chosen by a hash of the workflow's scope: a fixed set, so no lock
+/// is ever dropped while a call waits on it); calls on different workflows mostly go at once.
+#[derive(Debug)]
 pub(crate) struct WorkflowRecords {
-    /// One lock per workflow folder with a call going.
-    turns: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    turns: Vec<Mutex<()>>,
+    /// What `turn` would take were the stripes ever fewer than the hash asks for.
+    spare_turn: Mutex<()>,
     /// When the last sweep for expired workflows ran.
     last_sweep: Mutex<Option<std::time::Instant>>,
+    /// The last tool result read whole (its blob path and hash): a recall followed page by
+    /// page inflates it once.
+    last_recalled: Mutex<Option<(PathBuf, String, Arc<String>)>>,
+}
+
+impl Default for WorkflowRecords {
+    fn default() -> Self {
+        WorkflowRecords {
+            turns: (0..TURN_STRIPES).map(|_| Mutex::new(())).collect(),
+            spare_turn: Mutex::new(()),
+            last_sweep: Mutex::new(None),
+            last_recalled: Mutex::new(None),
+        }
+    }
 }
 
 /// The workflow layer of an [`Ingestor`]: [`Ingestor::workflows`].
@@ -266,18 +285,28 @@ impl<'a> Workflows<'a> {
         self.ing.data_dir().join(WORKFLOWS_DIR)
     }
 
-    /// The folder of workflow scope `w`: a hash of its key, so no id is ever a path.
-    fn folder(&self, w: &Scope) -> PathBuf {
-        let hash = blake3::hash(w.key().as_bytes()).to_hex();
-        self.root()
-            .join(hash.as_str().get(..32).unwrap_or_default())
+    /// The folder of `w`'s principal (its user, feature instance and mandate): every
+    /// workflow of it lies below. A hash of the key, so no id is ever a path.
+    fn principal_folder(&self, w: &Scope) -> PathBuf {
+        let principal = Scope {
+            workflow_id: None,
+            is_shared: false,
+            ..w.clone()
+        };
+        self.root().join(short_hash(&principal.key()))
     }
 
-    /// Hold workflow `w`'s turn for the length of the returned guard.
-    fn turn(&self, w: &Scope) -> Arc<Mutex<()>> {
-        let key = w.key();
-        let mut turns = lock(&self.ing.workflow_records.turns);
-        Arc::clone(turns.entry(key).or_default())
+    /// The folder of workflow scope `w`.
+    pub(crate) fn folder(&self, w: &Scope) -> PathBuf {
+        self.principal_folder(w).join(short_hash(&w.key()))
+    }
+
+    /// The lock workflow `w`'s calls take turns on.
+    fn turn(&self, w: &Scope) -> &Mutex<()> {
+        let hash = blake3::hash(w.key().as_bytes());
+        let i = usize::from(hash.as_bytes().first().copied().unwrap_or(0)) % TURN_STRIPES;
+        let records = &self.ing.workflow_records;
+        records.turns.get(i).unwrap_or(&records.spare_turn)
     }
 
     fn load(&self, folder: &Path) -> Result<Option<Record>> {
@@ -302,7 +331,7 @@ impl<'a> Workflows<'a> {
     }
 
     /// Mark workflow folder `folder` as used now (its time to live starts again).
-    fn touch(folder: &Path) {
+    pub(crate) fn touch(folder: &Path) {
         let path = folder.join("record.json");
         if let Ok(f) = std::fs::File::options().append(true).open(&path) {
             let _ = f.set_modified(SystemTime::now());
@@ -317,6 +346,22 @@ impl<'a> Workflows<'a> {
             ..Record::default()
         });
         Ok((folder, record))
+    }
+
+    /// Refuse a write that would start a workflow past `max_workflows` of its principal.
+    fn check_new_workflow(&self, w: &Scope) -> Result<()> {
+        let folder = self.folder(w);
+        if folder.join("record.json").exists() {
+            return Ok(());
+        }
+        let max = self.ing.config().workflow.max_workflows;
+        let held = subfolders(&self.principal_folder(w))?.len();
+        if held >= max {
+            return Err(Error::Request(format!(
+                "this scope holds {held} workflows, the most is {max}: end some (end_workflow) first"
+            )));
+        }
+        Ok(())
     }
 
     fn check_room(&self, record: &Record, adding: usize) -> Result<()> {
@@ -415,10 +460,19 @@ impl<'a> Workflows<'a> {
                 "args are {args_len} bytes of JSON; at most {MAX_ARGS_BYTES} are recorded"
             )));
         }
-        let turn = self.turn(&w);
-        let _held = lock(&turn);
+        let _held = lock(self.turn(&w));
+        self.check_new_workflow(&w)?;
         let (folder, mut record) = self.open_record(&w)?;
         self.check_room(&record, 1)?;
+        let held: u64 = record.results.iter().map(|r| r.raw_bytes).sum();
+        let max_bytes = self.ing.config().workflow.max_workflow_bytes;
+        if held + content.len() as u64 > max_bytes {
+            return Err(Error::Request(format!(
+                "this workflow holds {held} bytes of tool results; with these {} it would pass \
+                 its {max_bytes}: end it or store less",
+                content.len()
+            )));
+        }
         record.next += 1;
         let meta = ResultMeta {
             handle: format!("tr_{}", record.next),
@@ -439,7 +493,10 @@ impl<'a> Workflows<'a> {
         // Recorded before indexing: a crash in between leaves a result that can be recalled
         // and ended, never an indexed file without its record.
         self.save(&folder, &record)?;
-        let indexed = self.index(&w, &meta.indexed_name(), content.as_bytes().to_vec())?;
+        // The result is kept whatever indexing does: the caller gets its handle either way.
+        let indexed = self
+            .index(&w, &meta.indexed_name(), content.as_bytes().to_vec())
+            .unwrap_or_else(|e| Err(e.to_string()));
         let mut meta = meta;
         match indexed {
             Ok(chunks) => meta.chunks = chunks,
@@ -474,7 +531,9 @@ impl<'a> Workflows<'a> {
                     .into_iter()
                     .map(|(name, bytes)| Input::Bytes { name, bytes })
                     .collect();
-                self.ing.ingest(inputs, &w, &|_| {})?;
+                if let Err(e) = self.ing.ingest(inputs, &w, &|_| {}) {
+                    tracing::warn!("entities of {} kept but not searchable: {e}", meta.handle);
+                }
             }
         } else {
             self.save(&folder, &record)?;
@@ -492,7 +551,7 @@ impl<'a> Workflows<'a> {
         scope: &Scope,
         workflow: &str,
         handle: &str,
-    ) -> Result<Option<(ResultMeta, String)>> {
+    ) -> Result<Option<(ResultMeta, Arc<String>)>> {
         let w = workflow_scope(scope, workflow)?;
         self.sweep();
         let folder = self.folder(&w);
@@ -502,12 +561,26 @@ impl<'a> Workflows<'a> {
         let Some(meta) = record.results.iter().find(|r| r.handle == handle.trim()) else {
             return Ok(None);
         };
-        let text = read_blob(
-            &folder
-                .join("results")
-                .join(format!("{}.deflate", meta.handle)),
-            meta.raw_bytes,
-        )?;
+        let path = folder
+            .join("results")
+            .join(format!("{}.deflate", meta.handle));
+        let cache = &self.ing.workflow_records.last_recalled;
+        let cached = lock(cache)
+            .as_ref()
+            .filter(|(p, h, _)| *p == path && *h == meta.hash)
+            .map(|(_, _, t)| Arc::clone(t));
+        let text = match cached {
+            Some(t) => t,
+            None => {
+                if !path.exists() {
+                    // Gone meanwhile (the workflow ended): as if it never was.
+                    return Ok(None);
+                }
+                let t = Arc::new(read_blob(&path, meta.raw_bytes)?);
+                *lock(cache) = Some((path, meta.hash.clone(), Arc::clone(&t)));
+                t
+            }
+        };
         Self::touch(&folder);
         Ok(Some((meta.clone(), text)))
     }
@@ -535,8 +608,8 @@ impl<'a> Workflows<'a> {
                 "value and source may be at most {MAX_VALUE_BYTES} bytes each"
             )));
         }
-        let turn = self.turn(&w);
-        let _held = lock(&turn);
+        let _held = lock(self.turn(&w));
+        self.check_new_workflow(&w)?;
         let (folder, mut record) = self.open_record(&w)?;
         let new = !record.entities.contains_key(key);
         if new {
@@ -584,8 +657,8 @@ impl<'a> Workflows<'a> {
                 "covers may be at most {MAX_VALUE_BYTES} bytes"
             )));
         }
-        let turn = self.turn(&w);
-        let _held = lock(&turn);
+        let _held = lock(self.turn(&w));
+        self.check_new_workflow(&w)?;
         let (folder, mut record) = self.open_record(&w)?;
         self.check_room(&record, 1)?;
         record.next += 1;
@@ -620,15 +693,8 @@ impl<'a> Workflows<'a> {
     /// records), or, with `keep_summary`, everything but its summaries.
     pub fn end(&self, scope: &Scope, workflow: &str, keep_summary: bool) -> Result<Ended> {
         let w = workflow_scope(scope, workflow)?;
-        let turn = self.turn(&w);
-        let ended = {
-            let _held = lock(&turn);
-            self.end_locked(&w, keep_summary)?
-        };
-        if !keep_summary {
-            lock(&self.ing.workflow_records.turns).remove(&w.key());
-        }
-        Ok(ended)
+        let _held = lock(self.turn(&w));
+        self.end_locked(&w, keep_summary)
     }
 
     fn end_locked(&self, w: &Scope, keep_summary: bool) -> Result<Ended> {
@@ -663,6 +729,9 @@ impl<'a> Workflows<'a> {
             self.save(&folder, &record)?;
         } else if folder.exists() {
             std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+            // The principal's folder goes with its last workflow (one being created meanwhile
+            // keeps it: it is not empty then).
+            let _ = std::fs::remove_dir(self.principal_folder(w));
         }
         Ok(ended)
     }
@@ -694,46 +763,63 @@ impl<'a> Workflows<'a> {
         }
     }
 
-    /// End every workflow whose record was last touched before `now - ttl`; how many.
+    /// End every workflow whose record was last touched before `now - ttl` (its kept
+    /// summaries too); how many. A workflow that cannot be ended is logged and left for the
+    /// next sweep.
     pub fn sweep_expired(&self, now: SystemTime) -> Result<usize> {
         let ttl = self.ing.config().workflow.ttl;
         let Some(cutoff) = now.checked_sub(ttl) else {
             return Ok(0);
         };
+        let expired = |folder: &Path| {
+            std::fs::metadata(folder.join("record.json"))
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < cutoff)
+        };
         let mut ended = 0;
         for folder in self.folders()? {
-            let touched = std::fs::metadata(folder.join("record.json")).and_then(|m| m.modified());
-            if touched.is_ok_and(|t| t < cutoff) {
-                if let Some(record) = self.load(&folder)? {
-                    if let Some(wf) = record.scope.workflow_id.clone() {
-                        self.end(&record.scope, &wf, false)?;
-                        ended += 1;
-                    }
+            if !expired(&folder) {
+                continue;
+            }
+            let scope = match self.load(&folder) {
+                Ok(Some(r)) => r.scope,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!("workflow sweep: {e}");
+                    continue;
                 }
+            };
+            let _held = lock(self.turn(&scope));
+            // Used again since it was looked at: it stays.
+            if !expired(&folder) {
+                continue;
+            }
+            match self.end_locked(&scope, false) {
+                Ok(_) => ended += 1,
+                Err(e) => tracing::warn!("workflow sweep: {}: {e}", folder.display()),
             }
         }
         Ok(ended)
     }
 
+    /// Every workflow's folder (two levels: principal, then workflow).
     fn folders(&self) -> Result<Vec<PathBuf>> {
-        let root = self.root();
-        let entries = match std::fs::read_dir(&root) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&root, e)),
-        };
-        Ok(entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect())
+        let mut out = Vec::new();
+        for principal in subfolders(&self.root())? {
+            out.extend(subfolders(&principal)?);
+        }
+        Ok(out)
     }
 
     /// Counts over every workflow (status, metrics).
     pub fn stats(&self) -> Result<WorkflowStats> {
         let mut s = WorkflowStats::default();
         for folder in self.folders()? {
-            if let Some(r) = self.load(&folder)? {
+            let record = self.load(&folder).unwrap_or_else(|e| {
+                tracing::warn!("workflow counts: {e}");
+                None
+            });
+            if let Some(r) = record {
                 s.workflows += 1;
                 s.results += r.results.len() as u64;
                 s.result_bytes += r.results.iter().map(|m| m.raw_bytes).sum::<u64>();
@@ -744,23 +830,46 @@ impl<'a> Workflows<'a> {
         Ok(s)
     }
 
-    /// The entity recorded under indexed name `name` in `w`, the tool result or the summary:
-    /// what a search hit in the workflow's scope is.
-    pub(crate) fn item_named(&self, w: &Scope, name: &str) -> Result<Option<WorkflowItem>> {
-        let Some(record) = self.load(&self.folder(w))? else {
-            return Ok(None);
-        };
-        if let Some(e) = record.entities.values().find(|e| e.indexed_name() == name) {
-            return Ok(Some(WorkflowItem::Entity(e.clone())));
-        }
-        if let Some(r) = record.results.iter().find(|r| r.indexed_name() == name) {
-            return Ok(Some(WorkflowItem::Result(r.clone())));
-        }
-        if let Some(s) = record.summaries.iter().find(|s| s.indexed_name() == name) {
-            return Ok(Some(WorkflowItem::Summary(s.clone())));
-        }
-        Ok(None)
+    /// The record of workflow scope `w` (empty when it has none).
+    pub(crate) fn record_of(&self, w: &Scope) -> Result<Record> {
+        Ok(self.load(&self.folder(w))?.unwrap_or_default())
     }
+}
+
+impl Record {
+    /// The entity, tool result or summary indexed under `name`: what a search hit in the
+    /// workflow's scope is.
+    pub(crate) fn item_named(&self, name: &str) -> Option<WorkflowItem> {
+        if let Some(e) = self.entities.values().find(|e| e.indexed_name() == name) {
+            return Some(WorkflowItem::Entity(e.clone()));
+        }
+        if let Some(r) = self.results.iter().find(|r| r.indexed_name() == name) {
+            return Some(WorkflowItem::Result(r.clone()));
+        }
+        self.summaries
+            .iter()
+            .find(|s| s.indexed_name() == name)
+            .map(|s| WorkflowItem::Summary(s.clone()))
+    }
+}
+
+/// The folders in `dir` (none when it does not exist).
+fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}
+
+/// The first 32 hex digits of blake3 of `key`: a folder name.
+fn short_hash(key: &str) -> String {
+    let hash = blake3::hash(key.as_bytes()).to_hex();
+    hash.as_str().get(..32).unwrap_or_default().to_string()
 }
 
 /// An item of a workflow, as a search hit in its scope names it.

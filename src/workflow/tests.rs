@@ -36,8 +36,8 @@ fn bob() -> Scope {
 /// Layers without similarity floors: the fake model's cosines mean nothing.
 fn no_floors() -> Value {
     json!({
-        "instance": {"limit": 15},
-        "shared": {"limit": 10},
+        "instance": {"limit": 15, "min_score": null},
+        "shared": {"limit": 10, "min_score": null},
     })
 }
 
@@ -639,6 +639,112 @@ fn limits_are_enforced() {
         &alice(),
         "store_tool_result",
         json!({"workflow": "w", "tool": "", "content": "x"}),
+    );
+    assert!(err, "{v}");
+}
+
+#[test]
+fn a_scope_holds_a_bounded_number_of_workflows_and_bytes() {
+    let b = Bench::with(|c| {
+        c.workflow.max_workflows = 2;
+        c.workflow.max_result_bytes = 1000;
+        c.workflow.max_workflow_bytes = 1500;
+    });
+    b.ok(
+        &alice(),
+        "remember",
+        json!({"workflow": "w1", "key": "k", "value": "v"}),
+    );
+    b.ok(
+        &alice(),
+        "store_summary",
+        json!({"workflow": "w2", "text": "s"}),
+    );
+    let (v, err) = b.call(
+        &alice(),
+        "remember",
+        json!({"workflow": "w3", "key": "k", "value": "v"}),
+    );
+    assert!(
+        err && v["error"].as_str().unwrap().contains("the most is 2"),
+        "{v}"
+    );
+    // Another scope has its own count; the full one may still write to its workflows.
+    b.ok(
+        &bob(),
+        "remember",
+        json!({"workflow": "w3", "key": "k", "value": "v"}),
+    );
+    b.ok(
+        &alice(),
+        "remember",
+        json!({"workflow": "w1", "key": "k2", "value": "v"}),
+    );
+    // Bytes per workflow.
+    b.ok(
+        &alice(),
+        "store_tool_result",
+        json!({"workflow": "w1", "tool": "t", "content": "x".repeat(900)}),
+    );
+    let (v, err) = b.call(
+        &alice(),
+        "store_tool_result",
+        json!({"workflow": "w1", "tool": "t", "content": "y".repeat(700)}),
+    );
+    assert!(
+        err && v["error"].as_str().unwrap().contains("would pass"),
+        "{v}"
+    );
+    // Ending one makes room.
+    b.ok(&alice(), "end_workflow", json!({"workflow": "w2"}));
+    b.ok(
+        &alice(),
+        "remember",
+        json!({"workflow": "w3", "key": "k", "value": "v"}),
+    );
+    // A scope that names a workflow itself is refused by every tool.
+    let (v, err) = b.call(&alice().in_workflow("w1"), "browse_container", json!({}));
+    assert!(
+        err && v["error"].as_str().unwrap().contains("names a workflow"),
+        "{v}"
+    );
+}
+
+#[test]
+fn layers_change_field_by_field() {
+    let b = Bench::new();
+    b.ing
+        .ingest_bytes(
+            "own/a.txt",
+            b"Tugboats push barges along the canal at dawn.\n".to_vec(),
+            &alice(),
+        )
+        .unwrap();
+    // The fake model's cosines are low: the default floor leaves the passage out, a limit
+    // alone keeps the floor, a null floor lets it in.
+    let q = |layers: Value| {
+        let v = b.ok(
+            &alice(),
+            "gather_context",
+            json!({"workflow": "w", "query": "tugboats barges canal", "layers": layers}),
+        );
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["layer"] == "instance")
+            .count()
+    };
+    let floor = q(json!({"instance": {"min_score": 0.99}}));
+    let limit_only = q(json!({"instance": {"limit": 3}}));
+    let open = q(json!({"instance": {"min_score": null}}));
+    assert_eq!(floor, 0);
+    assert_eq!(open, 1);
+    assert!(limit_only <= open);
+    let (v, err) = b.call(
+        &alice(),
+        "gather_context",
+        json!({"workflow": "w", "query": "x", "layers": {"instance": {"limit": 99}}}),
     );
     assert!(err, "{v}");
 }

@@ -201,7 +201,7 @@ fn security_workflows_are_walls_over_http_and_the_cli() {
             &c,
             "gather_context",
             json!({"workflow": wf, "query": secret, "max_chars": 20000,
-                   "layers": {"instance": {"limit": 15}, "shared": {"limit": 10}}}),
+                   "layers": {"instance": {"min_score": null}, "shared": {"min_score": null}}}),
         );
         assert_eq!(status, 200, "{ctx}");
         assert!(
@@ -259,6 +259,23 @@ fn security_workflows_are_walls_over_http_and_the_cli() {
     assert_eq!(status, 200, "{bad}");
     assert!(bad.contains("invalid workflow"), "{bad}");
 
+    // A result larger than any other request body: stored over HTTP (its own bound), while
+    // another tool's body of that size is refused.
+    let big = "z".repeat(3 << 20);
+    let (status, answer) = tool(
+        &alice,
+        "store_tool_result",
+        json!({"workflow": "w1", "tool": "dump", "content": big, "max_chars": 500}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"raw_bytes\":3145728"), "{answer}");
+    let (status, _) = tool(
+        &alice,
+        "remember",
+        json!({"workflow": "w1", "key": "k", "value": big}),
+    );
+    assert_eq!(status, 413);
+
     // Counts in /metrics, then nothing after the end.
     let metrics = Client::new(&service, Some(METRICS))
         .get("/metrics")
@@ -267,7 +284,7 @@ fn security_workflows_are_walls_over_http_and_the_cli() {
     assert!(metrics.contains("ingest_workflows 1"), "{metrics}");
     let (status, ended) = tool(&alice, "end_workflow", json!({"workflow": "w1"}));
     assert_eq!(status, 200, "{ended}");
-    assert!(ended.contains("\"tool_results\":1"), "{ended}");
+    assert!(ended.contains("\"tool_results\":2"), "{ended}");
     let metrics = Client::new(&service, Some(METRICS))
         .get("/metrics")
         .1
