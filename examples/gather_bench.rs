@@ -44,6 +44,8 @@ fn call(ing: &Ingestor, scope: &Scope, c: &ToolCall) -> (f64, String) {
 }
 
 fn main() {
+    // Extraction runs in worker processes: this same binary, started with the worker flag.
+    ingest::run_worker_if_requested();
     let mut args = std::env::args().skip(1);
     let data_dir = args.next().expect("DATA_DIR");
     let mut files = Vec::new();
@@ -74,8 +76,9 @@ fn main() {
         mandate_id: Some("acme".into()),
         ..Scope::default()
     };
-    let points = ing.stats(None);
-    println!("index: {} chunks in the catalog", points.chunks);
+    ing.open_index().expect("store");
+    let status = ingest::daemon::status_of(&ing).expect("status");
+    println!("index: {} points in the store", status["points"]);
 
     let wf = ing.workflows();
     let have = wf.results(&alice, "bench").unwrap().len()
@@ -123,7 +126,8 @@ fn main() {
                 ..SummaryArgs::default()
             }),
         };
-        call(&ing, &alice, &c);
+        let (_, answer) = call(&ing, &alice, &c);
+        assert!(!answer.contains("not_indexed"), "not indexed: {answer}");
         stored += 1;
     }
     if stored > 0 {

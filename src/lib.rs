@@ -47,6 +47,7 @@ mod gate;
 mod index;
 mod ingestor;
 mod isolation;
+#[cfg(feature = "tokio")]
 pub mod mcp;
 mod perms;
 mod pipeline;

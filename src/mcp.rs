@@ -446,33 +446,9 @@ impl ServerHandler for IngestMcp {
     }
 }
 
-/// The tool call `name` with `args` (a JSON object), or what is wrong with them.
-pub fn parse_tool_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
-    parse_call(name, args)
-}
-
 /// The tool call `name` with `args`, or what is wrong with them, worded for the model.
 pub(crate) fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
-    fn parse<T: serde::de::DeserializeOwned>(
-        name: &str,
-        args: Value,
-    ) -> std::result::Result<T, String> {
-        serde_json::from_value(args).map_err(|e| format!("invalid arguments for {name}: {e}"))
-    }
-    Ok(match name {
-        "search_documents" => ToolCall::SearchDocuments(parse(name, args)?),
-        "browse_container" => ToolCall::BrowseContainer(parse(name, args)?),
-        "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
-        "read_section" => ToolCall::ReadSection(parse(name, args)?),
-        "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
-        "store_tool_result" => ToolCall::StoreToolResult(parse(name, args)?),
-        "recall_tool_result" => ToolCall::RecallToolResult(parse(name, args)?),
-        "remember" => ToolCall::Remember(parse(name, args)?),
-        "store_summary" => ToolCall::StoreSummary(parse(name, args)?),
-        "gather_context" => ToolCall::GatherContext(parse(name, args)?),
-        "end_workflow" => ToolCall::EndWorkflow(parse(name, args)?),
-        other => return Err(format!("unknown tool: {other}")),
-    })
+    ToolCall::parse(name, args)
 }
 
 /// The MCP result of an answer: its exact text as the one text content, and the same JSON

@@ -948,7 +948,7 @@ async fn tool(
             Err(e) => return error(StatusCode::BAD_REQUEST, &format!("arguments: {e}")),
         }
     };
-    let call = match crate::mcp::parse_call(&name, args) {
+    let call = match crate::tools::ToolCall::parse(&name, args) {
         Ok(c) => c,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };

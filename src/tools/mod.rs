@@ -267,6 +267,31 @@ impl ToolCall {
             .max(MIN_MAX_CHARS)
     }
 
+    /// The call of tool `name` with `args` (a JSON object), or what is wrong with them,
+    /// worded for the model: what MCP, HTTP and `ingest tool` receive.
+    pub fn parse(name: &str, args: serde_json::Value) -> Result<ToolCall, String> {
+        fn parse<T: serde::de::DeserializeOwned>(
+            name: &str,
+            args: serde_json::Value,
+        ) -> Result<T, String> {
+            serde_json::from_value(args).map_err(|e| format!("invalid arguments for {name}: {e}"))
+        }
+        Ok(match name {
+            "search_documents" => ToolCall::SearchDocuments(parse(name, args)?),
+            "browse_container" => ToolCall::BrowseContainer(parse(name, args)?),
+            "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
+            "read_section" => ToolCall::ReadSection(parse(name, args)?),
+            "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
+            "store_tool_result" => ToolCall::StoreToolResult(parse(name, args)?),
+            "recall_tool_result" => ToolCall::RecallToolResult(parse(name, args)?),
+            "remember" => ToolCall::Remember(parse(name, args)?),
+            "store_summary" => ToolCall::StoreSummary(parse(name, args)?),
+            "gather_context" => ToolCall::GatherContext(parse(name, args)?),
+            "end_workflow" => ToolCall::EndWorkflow(parse(name, args)?),
+            other => return Err(format!("unknown tool: {other}")),
+        })
+    }
+
     /// The tool's name (`search_documents`, …).
     pub fn name(&self) -> &'static str {
         match self {

@@ -59,7 +59,7 @@ impl Bench {
 
     /// Call tool `name` with `args` as `scope`: the answer's JSON and whether it is an error.
     fn call(&self, scope: &Scope, name: &str, args: Value) -> (Value, bool) {
-        let call = crate::mcp::parse_tool_call(name, args).unwrap();
+        let call = ToolCall::parse(name, args).unwrap();
         let budget = call.budget(self.ing.config().max_answer_chars);
         let answer = tools::call(&self.ing, scope, &call);
         assert!(
@@ -77,7 +77,7 @@ impl Bench {
     }
 
     fn text_of(&self, scope: &Scope, name: &str, args: Value) -> String {
-        let call: ToolCall = crate::mcp::parse_tool_call(name, args).unwrap();
+        let call: ToolCall = ToolCall::parse(name, args).unwrap();
         tools::call(&self.ing, scope, &call).text
     }
 

@@ -114,7 +114,7 @@ pub(crate) fn tool(common: &Common, args: &ToolArgs) -> anyhow::Result<ExitCode>
     };
     let value: serde_json::Value =
         serde_json::from_str(&text).context("the arguments are not a JSON object")?;
-    let call = ingest::mcp::parse_tool_call(&args.name, value).map_err(|e| anyhow::anyhow!(e))?;
+    let call = ToolCall::parse(&args.name, value).map_err(|e| anyhow::anyhow!(e))?;
     run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
