@@ -6,7 +6,10 @@ usage: service_mcp.py URL KEY_A KEY_B PHRASE LOCATOR
 KEY_A's scope holds the upload LOCATOR whose text contains PHRASE; KEY_B's scope does not.
 Checks: no key and a wrong key are refused with 401 before any MCP; with KEY_A every tool
 are listed, search_documents finds PHRASE at LOCATOR and browse_container lists LOCATOR; with
-KEY_B (whose scope holds nothing) the same search and browse find nothing.
+KEY_B (whose scope holds nothing) the same search and browse find nothing. Workflows over this
+face: A stores a tool result in workflow `w-mcp` and recalls it; B recalling A's handle in a
+workflow of the same id gets exactly the answer of a made-up handle, and B's gather_context
+shows nothing of it.
 
 With --sessions: a session opened with KEY_A is KEY_A's. KEY_B sending its id (to call a
 tool or to end it) gets exactly the answer of an unknown session id (status and body), and
@@ -202,6 +205,38 @@ async def main():
 
     await session_calls(url, key_b, as_b)
     print("B: neither search nor browse shows A's file")
+
+    secret = "The lighthouse keeper's log for workflow w-mcp lists 17 ships."
+    wf = "w-mcp"
+
+    async def store_as_a(session):
+        stored = answer_of(await session.call_tool(
+            "store_tool_result", {"workflow": wf, "tool": "log.read", "content": secret}))
+        back = answer_of(await session.call_tool(
+            "recall_tool_result", {"workflow": wf, "handle": stored["handle"]}))
+        if back.get("text") != secret:
+            fail(f"A's recall: {back}")
+        return stored["handle"]
+
+    handle = await session_calls(url, key_a, store_as_a)
+
+    async def as_b_in_workflow(session):
+        theirs = await session.call_tool("recall_tool_result", {"workflow": wf, "handle": handle})
+        made_up = await session.call_tool("recall_tool_result", {"workflow": "never", "handle": handle})
+        if theirs.content[0].text != made_up.content[0].text or theirs.is_error != made_up.is_error:
+            fail(f"B's recall of A's handle differs from a made-up one: {theirs.content[0].text}")
+        ctx = answer_of(await session.call_tool(
+            "gather_context", {"workflow": wf, "query": secret, "max_chars": 20000}))
+        if "lighthouse" in json.dumps(ctx):
+            fail(f"B's gather_context shows A's workflow: {json.dumps(ctx)[:500]}")
+
+    await session_calls(url, key_b, as_b_in_workflow)
+
+    async def end_as_a(session):
+        answer_of(await session.call_tool("end_workflow", {"workflow": wf}))
+
+    await session_calls(url, key_a, end_as_a)
+    print(f"workflow {wf}: A stores and recalls {handle}; B's recall reads as a made-up handle")
     print("OK")
 
 
