@@ -449,13 +449,6 @@ impl Ingestor {
         mode: SearchMode,
     ) -> Result<Vec<Hit>> {
         crate::access::check_scope(scope).map_err(Error::Scope)?;
-        if query.len() > crate::MAX_QUERY_BYTES {
-            return Err(Error::Request(format!(
-                "the query is {} bytes; at most {} are searched (the model reads 256 tokens)",
-                query.len(),
-                crate::MAX_QUERY_BYTES
-            )));
-        }
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -463,9 +456,17 @@ impl Ingestor {
         self.search_embedded(query, vector, scope, limit, min_score, filter, mode)
     }
 
-    /// The query's embedding when `mode` ranks by meaning (loading the model on first use).
+    /// The query's embedding when `mode` ranks by meaning (loading the model on first use); a
+    /// query longer than [`crate::MAX_QUERY_BYTES`] is refused, an empty one has none.
     pub(crate) fn query_vector(&self, query: &str, mode: SearchMode) -> Result<Option<Vec<f32>>> {
-        if mode.uses_embedding() {
+        if query.len() > crate::MAX_QUERY_BYTES {
+            return Err(Error::Request(format!(
+                "the query is {} bytes; at most {} are searched (the model reads 256 tokens)",
+                query.len(),
+                crate::MAX_QUERY_BYTES
+            )));
+        }
+        if mode.uses_embedding() && !query.trim().is_empty() {
             Ok(Some(self.embedder()?.embed_query(query)?))
         } else {
             Ok(None)

@@ -78,7 +78,7 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
 }
 
 /// A score to three decimals (as f64: an f32 prints its binary expansion).
-fn rounded(score: f32) -> f64 {
+pub(super) fn rounded(score: f32) -> f64 {
     (f64::from(score) * 1000.0).round() / 1000.0
 }
 

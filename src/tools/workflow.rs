@@ -194,18 +194,16 @@ pub(crate) fn store_tool_result(
     if a.extract_entities == Some(true) {
         m.insert("entities_found".into(), json!(stored.entities.len()));
         // As many keys as leave room for a useful preview; the rest are in gather_context.
-        let mut keys: Vec<&String> = stored.entities.iter().collect();
-        while !keys.is_empty() {
+        let keys = &stored.entities;
+        let with_keys = |n: usize| {
             let mut t = m.clone();
-            t.insert("entities".into(), json!(keys));
+            t.insert("entities".into(), json!(keys.get(..n).unwrap_or_default()));
             t.insert("preview".into(), json!("x".repeat(160)));
-            if budget.fits(&t) {
-                break;
-            }
-            keys.pop();
-        }
-        if !keys.is_empty() {
-            m.insert("entities".into(), json!(keys));
+            t
+        };
+        let n = budget::largest_fitting(0, keys.len(), |n| budget.fits(&with_keys(n))).unwrap_or(0);
+        if n > 0 {
+            m.insert("entities".into(), json!(keys.get(..n).unwrap_or_default()));
         }
     }
     let chars: Vec<char> = content.chars().collect();
@@ -441,7 +439,7 @@ fn item_value(item: &ContextItem, reader: &Scope, keep: Option<usize>) -> Value 
         ContextItem::Passage { hit, .. } => {
             m.insert("locator".into(), json!(hit.locator));
             super::view::note_owner(&mut m, reader, &hit.owner, &[]);
-            m.insert("score".into(), json!(rounded(hit.score)));
+            m.insert("score".into(), json!(super::search::rounded(hit.score)));
             if let Some(s) = &hit.section {
                 m.insert("section".into(), json!(s));
             }
@@ -471,7 +469,7 @@ fn item_value(item: &ContextItem, reader: &Scope, keep: Option<usize>) -> Value 
             m.insert("handle".into(), json!(meta.handle));
             m.insert("tool".into(), json!(meta.tool));
             m.insert("locator".into(), json!(hit.locator));
-            m.insert("score".into(), json!(rounded(hit.score)));
+            m.insert("score".into(), json!(super::search::rounded(hit.score)));
             Some(hit.text.as_str())
         }
     };
@@ -505,10 +503,6 @@ fn reference(item: &ContextItem) -> Value {
         ContextItem::Summary(s) => json!({"layer": layer, "summary": s.id}),
         ContextItem::ToolResult { meta, .. } => json!({"layer": layer, "handle": meta.handle}),
     }
-}
-
-fn rounded(score: f32) -> f64 {
-    (f64::from(score) * 1000.0).round() / 1000.0
 }
 
 /// The smallest cut text worth showing rather than leaving the item out.

@@ -110,19 +110,8 @@ impl Workflows<'_> {
             ..scope.clone()
         };
         self.sweep();
-        if query.len() > crate::MAX_QUERY_BYTES {
-            return Err(Error::Request(format!(
-                "the query is {} bytes; at most {} are searched",
-                query.len(),
-                crate::MAX_QUERY_BYTES
-            )));
-        }
-        // Embedded once for every layer's search.
-        let vector = if query.trim().is_empty() {
-            None
-        } else {
-            self.ing.query_vector(query, mode)?
-        };
+        // Embedded once for every layer's search (and a too long query refused).
+        let vector = self.ing.query_vector(query, mode)?;
         let search = |reader: &Scope, limit: &LayerLimit, filter: SearchFilter| {
             if limit.limit == 0 || query.trim().is_empty() {
                 return Ok(Vec::new());

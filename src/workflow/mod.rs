@@ -633,8 +633,7 @@ impl<'a> Workflows<'a> {
     /// Every entity of `workflow`, by key.
     pub fn entities(&self, scope: &Scope, workflow: &str) -> Result<Vec<Entity>> {
         let w = workflow_scope(scope, workflow)?;
-        let record = self.load(&self.folder(&w))?.unwrap_or_default();
-        Ok(record.entities.into_values().collect())
+        Ok(self.record_of(&w)?.entities.into_values().collect())
     }
 
     /// Store a conversation summary of `workflow` (the host's model wrote it); its id.
@@ -680,13 +679,13 @@ impl<'a> Workflows<'a> {
     /// The summaries of `workflow`, oldest first.
     pub fn summaries(&self, scope: &Scope, workflow: &str) -> Result<Vec<Summary>> {
         let w = workflow_scope(scope, workflow)?;
-        Ok(self.load(&self.folder(&w))?.unwrap_or_default().summaries)
+        Ok(self.record_of(&w)?.summaries)
     }
 
     /// The tool results of `workflow`, oldest first.
     pub fn results(&self, scope: &Scope, workflow: &str) -> Result<Vec<ResultMeta>> {
         let w = workflow_scope(scope, workflow)?;
-        Ok(self.load(&self.folder(&w))?.unwrap_or_default().results)
+        Ok(self.record_of(&w)?.results)
     }
 
     /// Delete everything of `workflow` (its indexed files and their points, its blobs and

@@ -641,6 +641,16 @@ fn limits_are_enforced() {
         json!({"workflow": "w", "tool": "", "content": "x"}),
     );
     assert!(err, "{v}");
+    // A query longer than any search reads is refused, not embedded.
+    let (v, err) = b.call(
+        &alice(),
+        "gather_context",
+        json!({"workflow": "w", "query": "q ".repeat(50_000)}),
+    );
+    assert!(
+        err && v["error"].as_str().unwrap().contains("at most"),
+        "{v}"
+    );
 }
 
 #[test]
