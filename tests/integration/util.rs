@@ -55,6 +55,7 @@ impl Sandbox {
         args.extend(paths.iter().map(|p| p.display().to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run(&refs);
+        assert_exited(&out);
         let mut lines = json_lines(&out);
         let summary = lines.pop().expect("summary line");
         assert!(summary.get("summary").is_some(), "last line: {summary}");
@@ -103,6 +104,29 @@ impl Sandbox {
             String::from_utf8_lossy(&out.stderr)
         );
         json_lines(&out).pop().expect("status line")
+    }
+}
+
+/// Fail loudly, with the signal and the end of stderr, when `ingest` did not exit by itself
+/// (a crash at shutdown would otherwise read as exit code -1 with no clue).
+pub fn assert_exited(out: &Output) {
+    if out.status.code().is_none() {
+        use std::os::unix::process::ExitStatusExt;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: String = stderr
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        panic!(
+            "ingest ended by signal {:?} (core dumped: {}); stdout {} bytes; stderr tail:\n{tail}",
+            out.status.signal(),
+            out.status.core_dumped(),
+            out.stdout.len()
+        );
     }
 }
 
