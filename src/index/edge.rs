@@ -32,6 +32,13 @@ pub struct EdgeIndex {
     keywords: Keywords,
 }
 
+/// The file in the shard's folder naming the keyword analysis its vectors were made with.
+const KEYWORD_ANALYSIS_FILE: &str = "keyword-analysis";
+
+/// The keyword analysis of this build: 2 = English plus the detected language
+/// ([`Keywords`]); 1 (no record) = English only.
+const KEYWORD_ANALYSIS: u32 = 2;
+
 /// Hits asked for past the last one wanted, to order ties at the cut deterministically.
 pub(super) const TIE_ROOM: usize = 16;
 
@@ -112,6 +119,7 @@ impl EdgeIndex {
         if existing {
             index.backfill_keyword_vectors()?;
         }
+        index.keep_keyword_analysis_current(existing)?;
         // A shard without a `containers` index was written by an earlier version: its points
         // lack the derived fields the search filters read. Backfilled before the index is
         // made, so that a crash in between repeats the backfill.
@@ -176,12 +184,40 @@ impl EdgeIndex {
         let lacking = filter(serde_json::json!({
             "must_not": [{ "has_vector": SPARSE_VECTOR }]
         }))?;
+        self.recompute_keyword_vectors(Some(lacking))
+    }
+
+    /// Compute every point's keyword vector again when the shard's were made by an earlier
+    /// analysis ([`KEYWORD_ANALYSIS`]: English only before languages were told apart), and
+    /// record the current one. A new shard just records it. Idempotent: a crash before the
+    /// record repeats the work on the next open.
+    fn keep_keyword_analysis_current(&self, existing: bool) -> Result<()> {
+        let record = self.path.join(KEYWORD_ANALYSIS_FILE);
+        let current = KEYWORD_ANALYSIS.to_string();
+        if existing {
+            let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+            if recorded.trim() == current {
+                return Ok(());
+            }
+            tracing::info!(
+                from = recorded.trim(),
+                to = KEYWORD_ANALYSIS,
+                "computing the keyword vectors again (other languages' stemmers and stop words)"
+            );
+            self.recompute_keyword_vectors(None)?;
+        }
+        std::fs::write(&record, current).map_err(|e| self.err(format!("{}: {e}", record.display())))
+    }
+
+    /// Compute the keyword vector of every point `which` selects (all: `None`) again from
+    /// its payload, a thousand points per update.
+    fn recompute_keyword_vectors(&self, which: Option<Filter>) -> Result<()> {
         let fields = self.keyword_source_fields()?;
         let mut pending = Vec::new();
         let mut done = 0usize;
         let mut result = Ok(());
         self.scroll(
-            Some(lacking),
+            which,
             WithPayloadInterface::Fields(fields),
             false,
             &mut |r| {
@@ -207,10 +243,7 @@ impl EdgeIndex {
             self.update_vectors(pending)?;
         }
         if done > 0 {
-            tracing::info!(
-                points = done,
-                "added keyword vectors to points of an earlier version"
-            );
+            tracing::info!(points = done, "keyword vectors computed from payloads");
             self.shard.flush();
         }
         Ok(())
