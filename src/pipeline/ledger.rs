@@ -58,16 +58,29 @@ impl ContentLedger {
     /// whether a catalog entry already holds it (without the ledger's lock: it may take the
     /// catalog's); then it is claimed when neither indexed, orphaned nor claimed, else it
     /// stays pinned.
-    pub(super) fn arrive(&self, hash: &str, indexed: impl FnOnce() -> bool) -> Arrival {
+    ///
+    /// A file that claimed the content may record it and end its claim between that look
+    /// and this claim: so a new claim looks again. The claimant records before it lets go
+    /// ([`ContentLedger::unclaim`] follows the catalog's put), so the second look sees it
+    /// and the content is shared instead of extracted and embedded a second time.
+    pub(super) fn arrive(&self, hash: &str, indexed: impl Fn() -> bool) -> Arrival {
         self.pin(hash);
-        let indexed = indexed();
-        let mut books = lock(&self.books);
-        // An orphan is adopted, not extracted again.
-        if indexed || books.orphaned.contains_key(hash) || !books.claimed.insert(hash.to_string()) {
+        if indexed() {
+            return Arrival::Share;
+        }
+        {
+            let mut books = lock(&self.books);
+            // An orphan is adopted, not extracted again.
+            if books.orphaned.contains_key(hash) || !books.claimed.insert(hash.to_string()) {
+                return Arrival::Share;
+            }
+        }
+        if indexed() {
+            lock(&self.books).claimed.remove(hash);
             return Arrival::Share;
         }
         // The claim protects it from here on.
-        unpin_in(&mut books, hash);
+        unpin_in(&mut lock(&self.books), hash);
         Arrival::Extract
     }
 
@@ -145,6 +158,34 @@ mod tests {
         // Once the claim ends (its file recorded: now indexed), newcomers share.
         ledger.unclaim("h");
         assert_eq!(ledger.arrive("h", || true), Arrival::Share);
+    }
+
+    #[test]
+    fn a_claim_that_ends_while_the_catalog_is_asked_is_not_taken_again() {
+        // A extracts; B looks at the catalog before A is recorded, A is recorded and lets
+        // go of its claim, then B would claim: it looks again and shares instead.
+        let ledger = ContentLedger::default();
+        assert_eq!(ledger.arrive("h", || false), Arrival::Extract);
+        let looks = std::cell::Cell::new(0);
+        let arrival = ledger.arrive("h", || {
+            looks.set(looks.get() + 1);
+            if looks.get() == 1 {
+                // A's store stage: the catalog's put, then the end of the claim.
+                ledger.unclaim("h");
+                false
+            } else {
+                true
+            }
+        });
+        assert_eq!(arrival, Arrival::Share);
+        assert_eq!(looks.get(), 2);
+        // B holds no claim but its pin: the last holder letting go keeps the content.
+        assert_eq!(ledger.retire("h", 2), Retire::Keep);
+        ledger.unpin("h");
+        assert_eq!(ledger.adopt("h"), Some(2));
+        // A content nobody recorded is still claimed after the second look.
+        assert_eq!(ledger.arrive("g", || false), Arrival::Extract);
+        assert_eq!(ledger.retire("g", 1), Retire::Keep, "claimed");
     }
 
     #[test]
