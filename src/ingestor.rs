@@ -275,14 +275,14 @@ impl Ingestor {
         // index must not look like one from before the variant record then.
         let model_variant = match config.model_variant {
             Some(v) if model_change => v,
-            _ => crate::embed::index_variant(
+            _ => crate::records::index_variant(
                 &config.data_dir,
                 config.model_variant,
                 !catalog.scopes().is_empty(),
             )?,
         };
         let mut config = config;
-        config.server = crate::index::index_store(
+        config.server = crate::records::index_store(
             &config.data_dir,
             config.server.take(),
             !catalog.scopes().is_empty(),
@@ -390,7 +390,7 @@ impl Ingestor {
             None => Arc::new(EdgeIndex::open(&self.config.data_dir)?),
             Some(server) => Arc::new(ServerIndex::open(
                 server,
-                &crate::index::node_name(&self.config.data_dir)?,
+                &crate::records::node_name(&self.config.data_dir)?,
             )?),
         };
         *slot = Some(Arc::clone(&s));
@@ -579,7 +579,7 @@ impl Ingestor {
         // A store given moves the index there; none keeps the recorded one (or, for a new
         // data dir, the embedded shard).
         if let Some(server) = &config.server {
-            crate::index::record_store(&config.data_dir, Some(server))?;
+            crate::records::record_store(&config.data_dir, Some(server))?;
         }
         let ingestor = Ingestor::open(config)?;
         let _whole_index = ingestor.runs.exclusive();

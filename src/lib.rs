@@ -3,8 +3,9 @@
 //!
 //! A file travels through four stages: the unpacker (folders and containers, one budget per
 //! tree), extraction (the [`extractors`] crate, in isolated worker processes), chunking and
-//! embedding (a local ONNX model), and the index (a Qdrant Edge shard and the catalog). The
-//! [`Ingestor`] runs them as a bounded pipeline; this facade is everything a caller needs.
+//! embedding (a local model on OpenVINO or ONNX Runtime), and the index (a Qdrant Edge shard
+//! and the catalog). The [`Ingestor`] runs them as a bounded pipeline; this facade is
+//! everything a caller needs.
 //! ARCHITECTURE.md explains the layout and why.
 //!
 //! ```no_run
@@ -51,6 +52,7 @@ mod isolation;
 pub mod mcp;
 mod perms;
 mod pipeline;
+mod records;
 mod reindex;
 mod report;
 #[cfg(feature = "tokio")]

@@ -15,13 +15,14 @@ use std::time::{Duration, Instant};
 
 use extractors::Scope;
 
-use crate::embed::recipe::{record_recipe, Recipe};
+use crate::embed::recipe::Recipe;
 use crate::embed::Chunk;
 use crate::error::{Error, Result};
 use crate::index::objects::PackReader;
 use crate::index::{DirtyMarker, StoredChunk};
 use crate::ingestor::Ingestor;
 use crate::lock;
+use crate::records::record_recipe;
 
 /// Chunks embedded per call (the embedder sorts them by length and runs its own batches).
 const EMBED_CHUNKS: usize = 128;
@@ -78,7 +79,7 @@ impl Ingestor {
         let data_dir = self.data_dir().to_path_buf();
         let target = Recipe::of(&self.config.chunking);
         let has_content = !lock(&self.catalog).scopes().is_empty();
-        let from = crate::embed::recipe::recorded_recipe(&data_dir, has_content)?
+        let from = crate::records::recorded_recipe(&data_dir, has_content)?
             .map_or_else(|| "nothing (a new index)".to_string(), |r| r.describe());
         // Every (scope, content) and the chunks its files record.
         let contents: Vec<(Scope, String, u32)> = {
@@ -105,7 +106,7 @@ impl Ingestor {
         let dirty = DirtyMarker::set(&data_dir)?;
         // From here on the index is the new model's (and refuses ingest until the recipe
         // is recorded as finished).
-        crate::embed::record_variant(&data_dir, self.model_variant())?;
+        crate::records::record_variant(&data_dir, self.model_variant())?;
         record_recipe(
             &data_dir,
             &Recipe {

@@ -31,7 +31,6 @@ pub use self::fastembed::FastEmbedder;
 pub use self::openvino::OpenVinoEmbedder;
 pub use self::recipe::Recipe;
 pub use self::variant::ModelVariant;
-pub(crate) use self::variant::{index_variant, record_variant};
 
 /// Turns texts into vectors: the seam behind which a model sits. The pipeline's embed stage
 /// and [`crate::Ingestor::search`] call it; another model (a faster or multilingual one, a

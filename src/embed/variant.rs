@@ -1,9 +1,8 @@
-//! [`ModelVariant`]: which ONNX file of the provisioned model runs, and the record of it in a
-//! data directory, so an index is always searched and extended with the model that made it.
+//! [`ModelVariant`]: which model file runs. A data directory records the one its vectors came
+//! from ([`crate::records`]), so an index is always searched and extended with the model
+//! that made it.
 
 use std::path::Path;
-
-use crate::error::{Error, Result};
 
 /// Which ONNX file of the provisioned all-MiniLM-L6-v2 folder runs. All give 384-dim vectors
 /// of the same model but not identical ones, so an index keeps the variant it was embedded
@@ -122,106 +121,5 @@ impl std::str::FromStr for ModelVariant {
                 let names: Vec<&str> = ModelVariant::ALL.iter().map(|v| v.name()).collect();
                 format!("unknown model variant {s:?} (one of {})", names.join(", "))
             })
-    }
-}
-
-/// The file in a data directory that names the [`ModelVariant`] its vectors came from.
-pub(crate) const VARIANT_FILE: &str = "embedding-model";
-
-/// The variant to embed and search `data_dir` with: the one it records; for an index from
-/// before the record existed (`has_content`, no record) [`ModelVariant::Int8Weights`], the
-/// only model then; for a new index `configured`, else the default. A `configured` variant
-/// that differs from the index's is refused: its vectors would not be comparable.
-pub(crate) fn index_variant(
-    data_dir: &Path,
-    configured: Option<ModelVariant>,
-    has_content: bool,
-) -> Result<ModelVariant> {
-    let path = data_dir.join(VARIANT_FILE);
-    let recorded = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(
-            text.trim()
-                .parse::<ModelVariant>()
-                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            has_content.then_some(ModelVariant::Int8Weights)
-        }
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let variant = match (recorded, configured) {
-        (Some(r), Some(c)) if r != c => {
-            return Err(Error::Config(format!(
-                "{} was embedded with model variant {r}; searching or adding to it with {c} would mix two models' vectors (use {r}, or another data dir)",
-                data_dir.display()
-            )))
-        }
-        (Some(r), _) => r,
-        (None, c) => c.unwrap_or_default(),
-    };
-    if !path.is_file() {
-        record_variant(data_dir, variant)?;
-    }
-    Ok(variant)
-}
-
-/// Record `variant` as the model `data_dir`'s vectors come from.
-pub(crate) fn record_variant(data_dir: &Path, variant: ModelVariant) -> Result<()> {
-    crate::perms::write_file(
-        &data_dir.join(VARIANT_FILE),
-        format!("{}\n", variant.name()).as_bytes(),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_index_keeps_the_variant_that_embedded_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path();
-        // A new index: the configured variant, else the default; recorded either way.
-        assert_eq!(
-            index_variant(data, Some(ModelVariant::DynamicInt8), false).unwrap(),
-            ModelVariant::DynamicInt8
-        );
-        assert_eq!(
-            std::fs::read_to_string(data.join(VARIANT_FILE)).unwrap(),
-            "dynamic-int8\n"
-        );
-        // Later calls follow the record, and refuse the other variant by name.
-        assert_eq!(
-            index_variant(data, None, true).unwrap(),
-            ModelVariant::DynamicInt8
-        );
-        let refused = index_variant(data, Some(ModelVariant::Int8Weights), true).unwrap_err();
-        assert!(
-            refused
-                .to_string()
-                .contains("embedded with model variant dynamic-int8"),
-            "{refused}"
-        );
-        // An index from before the record holds int8-weights vectors.
-        let old = tempfile::tempdir().unwrap();
-        assert_eq!(
-            index_variant(old.path(), None, true).unwrap(),
-            ModelVariant::Int8Weights
-        );
-        assert!(index_variant(old.path(), Some(ModelVariant::DynamicInt8), true).is_err());
-        // Without a choice, a new index gets the default.
-        let chosen = tempfile::tempdir().unwrap();
-        assert_eq!(
-            index_variant(chosen.path(), None, false).unwrap(),
-            ModelVariant::Bf16
-        );
-        assert_eq!(
-            std::fs::read_to_string(chosen.path().join(VARIANT_FILE)).unwrap(),
-            "bf16\n"
-        );
-        for variant in ModelVariant::ALL {
-            assert_eq!(variant.name().parse(), Ok(variant));
-        }
-        assert!("fp16".parse::<ModelVariant>().is_err());
     }
 }

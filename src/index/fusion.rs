@@ -15,7 +15,7 @@
 //!   every page's first chunk (still in the list, so a cursor reaches them), so five chunks
 //!   of one page cannot fill the first five places.
 //!
-//! Content without pages (text files, sheets, slides) is ranked chunk by chunk, as before.
+//! Content without pages (text files, sheets, slides) is ranked chunk by chunk.
 //!
 //! Why scores, not ranks: reciprocal-rank fusion (RRF, k = 2) sees only positions, so a page the words rank first by a wide margin and one they rank
 //! second by a hair weigh 1/2 and 1/3 whatever the margin, and the embedding (whose cosines

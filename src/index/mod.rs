@@ -37,7 +37,6 @@ pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, Sha
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
-pub(crate) use server::{index_store, node_name, record_store};
 pub use server::{ServerConfig, ServerIndex};
 
 /// The most hits one search returns, whatever its `limit`.

@@ -1,4 +1,5 @@
-//! The ingestion pipeline and the [`Ingestor`] that owns its long-lived parts.
+//! The ingestion pipeline: one run, from the inputs to the store (the [`crate::Ingestor`] owns
+//! the long-lived parts it uses).
 //!
 //! ```text
 //!  walk + unpack ──leaves──▶ extract + chunk (rayon) ──files──▶ embed ──batches──▶ store
@@ -493,7 +494,7 @@ pub(crate) fn run(
     let started = Instant::now();
     // Chunks of another recipe must not join this index's: refused before anything is read.
     let has_content = !crate::lock(&ing.catalog).scopes().is_empty();
-    crate::embed::recipe::check_recipe(
+    crate::records::check_recipe(
         &ing.config.data_dir,
         &crate::embed::Recipe::of(&ing.config.chunking),
         has_content,
