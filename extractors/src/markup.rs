@@ -1,6 +1,8 @@
 //! XML and HTML: the text a reader sees, grouped into objects that name the source lines they
-//! came from. HTML headings (`h1`–`h6`) open sections; `script`, `style`, `template`,
-//! `noscript` and `head` (except `title`) are not visible text and are dropped.
+//! came from. XML keeps its elements' attributes too (`key="value"`, a language tag as `[de]`,
+//! before the element's text), where data XML keeps its names and values. HTML headings
+//! (`h1`–`h6`) open sections; `script`, `style`, `template`, `noscript` and `head` (except
+//! `title`) are not visible text and are dropped.
 
 use serde_json::json;
 
@@ -164,6 +166,18 @@ impl Extractor for Xml {
                     }
                 }
                 Ok(Event::Eof) => break,
+                Ok(Event::Start(e) | Event::Empty(e)) => {
+                    blocks.add(&run, run_line);
+                    run.clear();
+                    // An element's attributes open the text it holds: in data XML they carry
+                    // the names and values a question asks for (`type="…"`, `lang="de"`).
+                    let attributes = attribute_text(&e, reader.decoder());
+                    if !attributes.is_empty() {
+                        run_line = line;
+                        run.push_str(&attributes);
+                        run.push(' ');
+                    }
+                }
                 Ok(_) => {
                     blocks.add(&run, run_line);
                     run.clear();
@@ -197,6 +211,44 @@ impl Extractor for Xml {
             },
         })
     }
+}
+
+/// Longest attribute value kept as text: longer ones are data (path data, encoded blobs,
+/// style sheets), not words.
+const MAX_ATTRIBUTE_VALUE_BYTES: usize = 200;
+
+/// An element's attributes as text, `key="value"` separated by spaces (a language tag as
+/// `[de]`): those with a value of
+/// words or names (at most [`MAX_ATTRIBUTE_VALUE_BYTES`], with a letter in it), without
+/// namespace declarations and schema hints.
+fn attribute_text(
+    element: &quick_xml::events::BytesStart<'_>,
+    decoder: quick_xml::encoding::Decoder,
+) -> String {
+    let mut out = String::new();
+    for attribute in element.attributes().with_checks(false).flatten() {
+        let key = String::from_utf8_lossy(attribute.key.as_ref());
+        if key == "xmlns" || key.starts_with("xmlns:") || key.starts_with("xsi:") {
+            continue;
+        }
+        let Ok(value) = attribute.decode_and_unescape_value(decoder) else {
+            continue;
+        };
+        let value = value.trim();
+        if value.len() > MAX_ATTRIBUTE_VALUE_BYTES || !value.chars().any(char::is_alphabetic) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        // A language tag marks the text that follows, compactly: `[de] Windows-Designpaket`.
+        if key == "xml:lang" || key == "lang" {
+            out.push_str(&format!("[{value}]"));
+        } else {
+            out.push_str(&format!("{key}=\"{value}\""));
+        }
+    }
+    out
 }
 
 const INVISIBLE: &[&str] = &[
@@ -469,6 +521,23 @@ mod tests {
         assert_eq!(e.objects.len(), 1);
         assert_eq!(e.objects[0].data, "Fish & chips\nraw <text>");
         assert_eq!(e.objects[0].context_ref.location, "d.xml#line=3-4");
+    }
+
+    #[test]
+    fn xml_attributes_with_words_open_their_elements_text() {
+        let xml = "<?xml version=\"1.0\"?>\n<mime-info xmlns=\"http://x.org/ns\">\n  <mime-type type=\"application/x-windows-themepack\">\n    <comment xml:lang=\"de\">Windows-Designpaket</comment>\n    <glob pattern=\"*.themepack\" weight=\"50\"/>\n    <icon d=\"M0 0L\" data=\"";
+        let xml = format!(
+            "{xml}{}\"/>\n  </mime-type>\n</mime-info>\n",
+            "a".repeat(300)
+        );
+        let e = run("m.xml", &xml);
+        assert_eq!(e.objects.len(), 1);
+        assert_eq!(
+            e.objects[0].data,
+            "type=\"application/x-windows-themepack\"\n[de] Windows-Designpaket\n\
+             pattern=\"*.themepack\"\nd=\"M0 0L\""
+        );
+        assert_eq!(e.objects[0].context_ref.location, "m.xml#line=3-6");
     }
 
     fn xml(bytes: &[u8]) -> Result<Extraction, ExtractError> {
