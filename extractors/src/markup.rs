@@ -4,6 +4,8 @@
 //! (`h1`–`h6`) open sections; `script`, `style`, `template`, `noscript` and `head` (except
 //! `title`) are not visible text and are dropped.
 
+use std::fmt::Write as _;
+
 use serde_json::json;
 
 use crate::model::{ContentType, Structure, StructureNode};
@@ -217,10 +219,29 @@ impl Extractor for Xml {
 /// style sheets), not words.
 const MAX_ATTRIBUTE_VALUE_BYTES: usize = 200;
 
+/// Longest attribute name kept.
+const MAX_ATTRIBUTE_KEY_BYTES: usize = 64;
+
+/// Attributes that hold drawing or styling, not words (SVG, XSL-FO, XHTML in XML).
+const DRAWING_ATTRIBUTES: &[&str] = &[
+    "d",
+    "style",
+    "transform",
+    "points",
+    "viewBox",
+    "x",
+    "y",
+    "cx",
+    "cy",
+    "r",
+    "fill",
+    "stroke",
+];
+
 /// An element's attributes as text, `key="value"` separated by spaces (a language tag as
-/// `[de]`): those with a value of
-/// words or names (at most [`MAX_ATTRIBUTE_VALUE_BYTES`], with a letter in it), without
-/// namespace declarations and schema hints.
+/// `[de]`): those whose value holds a word (two letters in a row, at most
+/// [`MAX_ATTRIBUTE_VALUE_BYTES`]), without namespace declarations, schema hints and
+/// drawing attributes.
 fn attribute_text(
     element: &quick_xml::events::BytesStart<'_>,
     decoder: quick_xml::encoding::Decoder,
@@ -228,25 +249,34 @@ fn attribute_text(
     let mut out = String::new();
     for attribute in element.attributes().with_checks(false).flatten() {
         let key = String::from_utf8_lossy(attribute.key.as_ref());
-        if key == "xmlns" || key.starts_with("xmlns:") || key.starts_with("xsi:") {
+        if key.len() > MAX_ATTRIBUTE_KEY_BYTES
+            || key == "xmlns"
+            || key.starts_with("xmlns:")
+            || key.starts_with("xsi:")
+            || DRAWING_ATTRIBUTES.contains(&key.as_ref())
+        {
             continue;
         }
         let Ok(value) = attribute.decode_and_unescape_value(decoder) else {
             continue;
         };
         let value = value.trim();
-        if value.len() > MAX_ATTRIBUTE_VALUE_BYTES || !value.chars().any(char::is_alphabetic) {
+        let has_word = value
+            .chars()
+            .zip(value.chars().skip(1))
+            .any(|(a, b)| a.is_alphabetic() && b.is_alphabetic());
+        if value.len() > MAX_ATTRIBUTE_VALUE_BYTES || !has_word {
             continue;
         }
         if !out.is_empty() {
             out.push(' ');
         }
         // A language tag marks the text that follows, compactly: `[de] Windows-Designpaket`.
-        if key == "xml:lang" || key == "lang" {
-            out.push_str(&format!("[{value}]"));
+        let _ = if key == "xml:lang" || key == "lang" {
+            write!(out, "[{value}]")
         } else {
-            out.push_str(&format!("{key}=\"{value}\""));
-        }
+            write!(out, "{key}=\"{value}\"")
+        };
     }
     out
 }
@@ -525,7 +555,7 @@ mod tests {
 
     #[test]
     fn xml_attributes_with_words_open_their_elements_text() {
-        let xml = "<?xml version=\"1.0\"?>\n<mime-info xmlns=\"http://x.org/ns\">\n  <mime-type type=\"application/x-windows-themepack\">\n    <comment xml:lang=\"de\">Windows-Designpaket</comment>\n    <glob pattern=\"*.themepack\" weight=\"50\"/>\n    <icon d=\"M0 0L\" data=\"";
+        let xml = "<?xml version=\"1.0\"?>\n<mime-info xmlns=\"http://x.org/ns\">\n  <mime-type type=\"application/x-windows-themepack\">\n    <comment xml:lang=\"de\">Windows-Designpaket</comment>\n    <glob pattern=\"*.themepack\" weight=\"50\"/>\n    <icon d=\"M0 0L\" size=\"1 A\" data=\"";
         let xml = format!(
             "{xml}{}\"/>\n  </mime-type>\n</mime-info>\n",
             "a".repeat(300)
@@ -535,9 +565,9 @@ mod tests {
         assert_eq!(
             e.objects[0].data,
             "type=\"application/x-windows-themepack\"\n[de] Windows-Designpaket\n\
-             pattern=\"*.themepack\"\nd=\"M0 0L\""
+             pattern=\"*.themepack\""
         );
-        assert_eq!(e.objects[0].context_ref.location, "m.xml#line=3-6");
+        assert_eq!(e.objects[0].context_ref.location, "m.xml#line=3-5");
     }
 
     fn xml(bytes: &[u8]) -> Result<Extraction, ExtractError> {

@@ -35,9 +35,11 @@ pub struct EdgeIndex {
 /// The file in the shard's folder naming the keyword analysis its vectors were made with.
 const KEYWORD_ANALYSIS_FILE: &str = "keyword-analysis";
 
-/// The keyword analysis of this build: 2 = English plus the detected language
-/// ([`Keywords`]); 1 (no record) = English only.
-const KEYWORD_ANALYSIS: u32 = 2;
+/// The keyword analysis of this build ([`Keywords`]: English plus the detected language; a
+/// shard without the record has English-only vectors). Raise it whenever the vectors of a
+/// text change (the analysis, or the pinned `qdrant-edge` or `whatlang`): every shard then
+/// computes its points' vectors again on open.
+const KEYWORD_ANALYSIS: u32 = 3;
 
 /// Hits asked for past the last one wanted, to order ties at the cut deterministically.
 pub(super) const TIE_ROOM: usize = 16;
@@ -116,10 +118,12 @@ impl EdgeIndex {
                 }),
             ))?;
         }
+        // A stale analysis gives every point its vector again; points still without one
+        // (a crash during an earlier backfill) get theirs next.
+        index.keep_keyword_analysis_current(existing)?;
         if existing {
             index.backfill_keyword_vectors()?;
         }
-        index.keep_keyword_analysis_current(existing)?;
         // A shard without a `containers` index was written by an earlier version: its points
         // lack the derived fields the search filters read. Backfilled before the index is
         // made, so that a crash in between repeats the backfill.
@@ -187,15 +191,18 @@ impl EdgeIndex {
         self.recompute_keyword_vectors(Some(lacking))
     }
 
-    /// Compute every point's keyword vector again when the shard's were made by an earlier
-    /// analysis ([`KEYWORD_ANALYSIS`]: English only before languages were told apart), and
-    /// record the current one. A new shard just records it. Idempotent: a crash before the
+    /// Compute every point's keyword vector again when the shard records another analysis
+    /// than [`KEYWORD_ANALYSIS`] (or none), and record this one. A new shard just records it. Idempotent: a crash before the
     /// record repeats the work on the next open.
     fn keep_keyword_analysis_current(&self, existing: bool) -> Result<()> {
         let record = self.path.join(KEYWORD_ANALYSIS_FILE);
         let current = KEYWORD_ANALYSIS.to_string();
         if existing {
-            let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+            let recorded = match std::fs::read_to_string(&record) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(Error::io(record, e)),
+            };
             if recorded.trim() == current {
                 return Ok(());
             }
@@ -206,7 +213,7 @@ impl EdgeIndex {
             );
             self.recompute_keyword_vectors(None)?;
         }
-        std::fs::write(&record, current).map_err(|e| self.err(format!("{}: {e}", record.display())))
+        crate::perms::write_file(&record, current.as_bytes())
     }
 
     /// Compute the keyword vector of every point `which` selects (all: `None`) again from

@@ -59,7 +59,8 @@ const DETECT_BYTES: usize = 4096;
 /// One language's analysers.
 struct Analysers {
     code: &'static str,
-    /// Its stemmer and stop words: the vote on whether a text is in it.
+    /// English's stemmer and its stop words: the vote on whether a text is in it (against
+    /// English's analyser, the two counts differ by stop words only).
     vote: EdgeBm25,
     /// English's stemmer, the stop words of both: what a text in it shares with English.
     english: EdgeBm25,
@@ -73,8 +74,8 @@ struct Analysers {
 /// it is in one of [`OTHER_LANGUAGES`]: then its vector holds the terms of both stemmers
 /// (the larger weight where they agree), without the stop words of either language. A
 /// question likewise. So a German question finds "Batterie" in a German text that says
-/// "Batterien", an English question still finds the names and terms the two languages
-/// share, and English texts and questions keep exactly the vectors they had.
+/// "Batterien", an English question finds the names and terms the two languages share, and
+/// an English text or question gets the vector of Qdrant's default English BM25.
 ///
 /// Which language: the detector's guess (allow-listed to English and
 /// [`OTHER_LANGUAGES`]), confirmed only if the text holds more of that language's stop
@@ -114,7 +115,7 @@ impl Keywords {
             .map(|&(_, code)| {
                 Ok(Analysers {
                     code,
-                    vote: bm25(code, &[code])?,
+                    vote: bm25("en", &[code])?,
                     english: bm25("en", &[code, "en"])?,
                     native: bm25(code, &[code, "en"])?,
                 })
@@ -275,13 +276,17 @@ mod tests {
     }
 
     #[test]
-    fn english_texts_and_questions_keep_their_english_vectors() {
+    fn english_texts_and_questions_get_qdrants_default_english_vectors() {
         let k = Keywords::new().unwrap();
-        let english = bm25("en", &["en"]).unwrap();
+        let config: EdgeBm25Config =
+            serde_json::from_value(serde_json::json!({ "avg_len": 200.0 })).unwrap();
+        let english = EdgeBm25::new(config).unwrap();
         for text in [
             "The Swiss franc has the currency code CHF.",
             "Prime the pump before the first start; the valve must be open.",
             "invoice.pdf",
+            // No stop words at all: names and a table row stay English.
+            "Hamburg Bremen Kiel Rostock Lübeck 1970 2.03 Germany Korea",
             "",
         ] {
             assert_eq!(k.document(text), english.embed_document(text), "{text}");

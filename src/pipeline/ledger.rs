@@ -62,7 +62,8 @@ impl ContentLedger {
     /// A file that claimed the content may record it and end its claim between that look
     /// and this claim: so a new claim looks again. The claimant records before it lets go
     /// ([`ContentLedger::unclaim`] follows the catalog's put), so the second look sees it
-    /// and the content is shared instead of extracted and embedded a second time.
+    /// (or, if its last holder let go meanwhile, the orphan) and the content is shared
+    /// instead of extracted and embedded a second time.
     pub(super) fn arrive(&self, hash: &str, indexed: impl Fn() -> bool) -> Arrival {
         self.pin(hash);
         if indexed() {
@@ -75,7 +76,7 @@ impl ContentLedger {
                 return Arrival::Share;
             }
         }
-        if indexed() {
+        if indexed() || lock(&self.books).orphaned.contains_key(hash) {
             lock(&self.books).claimed.remove(hash);
             return Arrival::Share;
         }
@@ -186,6 +187,19 @@ mod tests {
         // A content nobody recorded is still claimed after the second look.
         assert_eq!(ledger.arrive("g", || false), Arrival::Extract);
         assert_eq!(ledger.retire("g", 1), Retire::Keep, "claimed");
+        // Recorded, then let go by its last holder, between the claim and the second look:
+        // the orphan is shared.
+        let looks = std::cell::Cell::new(0);
+        let arrival = ledger.arrive("o", || {
+            looks.set(looks.get() + 1);
+            if looks.get() == 2 {
+                assert_eq!(ledger.retire("o", 3), Retire::Keep);
+            }
+            false
+        });
+        assert_eq!(arrival, Arrival::Share);
+        ledger.unpin("o");
+        assert_eq!(ledger.adopt("o"), Some(3));
     }
 
     #[test]
