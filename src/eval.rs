@@ -337,6 +337,20 @@ pub struct NamesReport {
     pub found: usize,
     /// The files not found, by locator.
     pub missed: Vec<String>,
+    /// Files and archives of the scope that have no point to be found by: failed, skipped
+    /// and containers (an archive is found through its members' cards). Not searched for.
+    pub without_points: Vec<Unsearchable>,
+}
+
+/// A catalog entry search cannot find by itself (see [`NamesReport::without_points`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Unsearchable {
+    /// Its locator.
+    pub locator: String,
+    /// Its catalog status: `failed`, `skipped`, `container`, or `indexed` (with no chunks).
+    pub status: String,
+    /// Why, as the ledger said.
+    pub reason: Option<String>,
 }
 
 /// Search for every indexed file of `scope` by its name in `mode`: [`NamesReport`].
@@ -346,11 +360,21 @@ pub fn evaluate_names(
     mode: SearchMode,
     k: usize,
 ) -> Result<NamesReport> {
-    let files: Vec<String> = crate::lock(&ingestor.catalog)
+    let (searchable, without): (Vec<_>, Vec<_>) = crate::lock(&ingestor.catalog)
         .entries(scope)
         .into_iter()
-        .filter(|e| e.status == crate::index::EntryStatus::Indexed && e.chunks > 0)
-        .map(|e| e.locator)
+        .partition(|e| e.status == crate::index::EntryStatus::Indexed && e.chunks > 0);
+    let files: Vec<String> = searchable.into_iter().map(|e| e.locator).collect();
+    let without_points = without
+        .into_iter()
+        .map(|e| Unsearchable {
+            status: serde_json::to_value(e.status)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            locator: e.locator,
+            reason: e.reason,
+        })
         .collect();
     let filter = SearchFilter::default();
     let mut missed = Vec::new();
@@ -373,6 +397,7 @@ pub fn evaluate_names(
         files: files.len(),
         found: files.len() - missed.len(),
         missed,
+        without_points,
     })
 }
 

@@ -86,6 +86,17 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
     let answer = json_lines(&out).pop().expect("an answer");
     let images = answer["hits"].as_array().cloned().unwrap_or_default();
     assert!(images.iter().any(|h| h["file"] == "pier.jpg"), "{answer:#}");
+    // A file that cannot be read has no point to be found by: `eval --names` says so.
+    let broken = sb.write(
+        "extra/broken-ledger.pdf",
+        b"%PDF-1.7\nnot a PDF after all\n",
+    );
+    let (_, summary, code) = sb.ingest(&[&broken]);
+    assert_eq!(
+        (summary["failed"].as_u64(), code),
+        (Some(1), 2),
+        "{summary}"
+    );
     // And every file of every format, by `ingest eval --names`.
     let out = sb.run(&[
         "eval", "--names", "--json", "--mode", "keyword", "--mode", "hybrid",
@@ -96,9 +107,32 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
         String::from_utf8_lossy(&out.stderr)
     );
     let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // What cannot be searched for is said, entry by entry: the archives, failed and skipped.
+    let catalog = sb.status()["catalog"].clone();
+    let unsearchable = ["failed", "skipped", "containers"]
+        .iter()
+        .map(|k| catalog[k].as_u64().unwrap())
+        .sum::<u64>();
     for r in reports.as_array().unwrap() {
         assert!(r["files"].as_u64().unwrap() >= 25, "{r}");
         assert_eq!(r["missed"], serde_json::json!([]), "{r}");
+        let without = r["without_points"].as_array().unwrap();
+        assert_eq!(without.len() as u64, unsearchable, "{r} {catalog}");
+        assert!(
+            without.iter().all(
+                |u| ["failed", "skipped", "container"].contains(&u["status"].as_str().unwrap())
+            ),
+            "{r}"
+        );
+        assert!(
+            without.iter().any(|u| u["status"] == "failed"
+                && u["locator"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("broken-ledger.pdf")
+                && u["reason"].as_str().is_some_and(|r| !r.is_empty())),
+            "{r}"
+        );
     }
     assert_store_matches_catalog(&sb);
 }

@@ -74,6 +74,20 @@ fn names(
             writeln!(out, "  missed: {missed}")?;
         }
     }
+    // The same for every mode: said once.
+    if let Some(r) = reports.first().filter(|r| !r.without_points.is_empty()) {
+        writeln!(
+            out,
+            "not searched for: {} entries without a point of their own (archives are found through their members)",
+            r.without_points.len()
+        )?;
+        for u in &r.without_points {
+            match &u.reason {
+                Some(reason) => writeln!(out, "  {}: {} ({reason})", u.status, u.locator)?,
+                None => writeln!(out, "  {}: {}", u.status, u.locator)?,
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
