@@ -368,10 +368,7 @@ pub fn evaluate_names(
     let without_points = without
         .into_iter()
         .map(|e| Unsearchable {
-            status: serde_json::to_value(e.status)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default(),
+            status: e.status.as_str().to_string(),
             locator: e.locator,
             reason: e.reason,
         })

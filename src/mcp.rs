@@ -364,7 +364,7 @@ impl IngestMcp {
         }
         let ceiling = self.host.max_answer_chars();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let (answer, via) = match parse_call(&name, args) {
+        let (answer, via) = match ToolCall::parse(&name, args) {
             Err(message) => (
                 error_answer(&message, DEFAULT_MAX_CHARS.min(ceiling)),
                 "none",
@@ -444,11 +444,6 @@ impl ServerHandler for IngestMcp {
             .await
             .map(CallToolResponse::from)
     }
-}
-
-/// The tool call `name` with `args`, or what is wrong with them, worded for the model.
-pub(crate) fn parse_call(name: &str, args: Value) -> std::result::Result<ToolCall, String> {
-    ToolCall::parse(name, args)
 }
 
 /// The MCP result of an answer: its exact text as the one text content, and the same JSON
@@ -695,7 +690,7 @@ mod tests {
 
     #[test]
     fn arguments_are_parsed_strictly_and_errors_are_worded_for_the_model() {
-        let call = parse_call(
+        let call = ToolCall::parse(
             "read_content_objects",
             serde_json::json!({"locator": "/d/a.pdf", "pages": "40-47", "max_chars": 900}),
         )
@@ -704,13 +699,14 @@ mod tests {
         assert_eq!(call.budget(100_000), 900);
         assert_eq!(call.budget(500), 500);
         // A scope cannot come from the model.
-        let e = parse_call(
+        let e = ToolCall::parse(
             "search_documents",
             serde_json::json!({"query": "q", "user": "bob"}),
         )
         .unwrap_err();
         assert!(e.contains("unknown field `user`"), "{e}");
-        let e = parse_call("read_section", serde_json::json!({"locator": "/d/a.pdf"})).unwrap_err();
+        let e = ToolCall::parse("read_section", serde_json::json!({"locator": "/d/a.pdf"}))
+            .unwrap_err();
         assert!(e.contains("missing field `section`"), "{e}");
     }
 

@@ -241,13 +241,17 @@ const DRAWING_ATTRIBUTES: &[&str] = &[
 /// An element's attributes as text, `key="value"` separated by spaces (a language tag as
 /// `[de]`): those whose value holds a word (two letters in a row, at most
 /// [`MAX_ATTRIBUTE_VALUE_BYTES`]), without namespace declarations, schema hints and
-/// drawing attributes.
+/// drawing attributes; at most about [`MAX_TEXT_OBJECT_BYTES`] of them.
 fn attribute_text(
     element: &quick_xml::events::BytesStart<'_>,
     decoder: quick_xml::encoding::Decoder,
 ) -> String {
     let mut out = String::new();
     for attribute in element.attributes().with_checks(false).flatten() {
+        // One element's attributes make at most one text object.
+        if out.len() >= MAX_TEXT_OBJECT_BYTES {
+            break;
+        }
         let key = String::from_utf8_lossy(attribute.key.as_ref());
         if key.len() > MAX_ATTRIBUTE_KEY_BYTES
             || key == "xmlns"
@@ -568,6 +572,20 @@ mod tests {
              pattern=\"*.themepack\""
         );
         assert_eq!(e.objects[0].context_ref.location, "m.xml#line=3-5");
+    }
+
+    #[test]
+    fn an_element_with_a_flood_of_attributes_keeps_one_objects_worth() {
+        let attributes: String = (0..100_000).map(|i| format!(" a{i}=\"word{i}\"")).collect();
+        let xml = format!("<?xml version=\"1.0\"?>\n<r{attributes}>tail text</r>\n");
+        let e = run("flood.xml", &xml);
+        let kept: usize = e.objects.iter().map(|o| o.data.len()).sum();
+        assert!(
+            kept < MAX_TEXT_OBJECT_BYTES + 1_000,
+            "{kept} of {}",
+            xml.len()
+        );
+        assert!(e.objects.iter().any(|o| o.data.contains("tail text")));
     }
 
     fn xml(bytes: &[u8]) -> Result<Extraction, ExtractError> {

@@ -35,6 +35,18 @@ pub enum EntryStatus {
     Container,
 }
 
+impl EntryStatus {
+    /// Its name, as the catalog file writes it (`indexed`, `failed`, `skipped`, `container`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryStatus::Indexed => "indexed",
+            EntryStatus::Failed => "failed",
+            EntryStatus::Skipped => "skipped",
+            EntryStatus::Container => "container",
+        }
+    }
+}
+
 /// One file or archive member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogEntry {

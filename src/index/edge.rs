@@ -192,8 +192,8 @@ impl EdgeIndex {
     }
 
     /// Compute every point's keyword vector again when the shard records another analysis
-    /// than [`KEYWORD_ANALYSIS`] (or none), and record this one. A new shard just records it. Idempotent: a crash before the
-    /// record repeats the work on the next open.
+    /// than [`KEYWORD_ANALYSIS`] (or none), and record this one. A new shard just records
+    /// it. Idempotent: a crash before the record repeats the work on the next open.
     fn keep_keyword_analysis_current(&self, existing: bool) -> Result<()> {
         let record = self.path.join(KEYWORD_ANALYSIS_FILE);
         let current = KEYWORD_ANALYSIS.to_string();

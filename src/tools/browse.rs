@@ -260,13 +260,7 @@ fn describe_file(m: &mut Map<String, Value>, e: &CatalogEntry) {
         // `bytes`, not `size`: an answer's own `size` is its length.
         m.insert("bytes".into(), json!(e.size));
     }
-    let status = match e.status {
-        EntryStatus::Indexed => "indexed",
-        EntryStatus::Failed => "failed",
-        EntryStatus::Skipped => "skipped",
-        EntryStatus::Container => "container",
-    };
-    m.insert("status".into(), json!(status));
+    m.insert("status".into(), json!(e.status.as_str()));
     if let Some(r) = &e.reason {
         m.insert("reason".into(), json!(r));
     }
