@@ -331,14 +331,16 @@ pub struct NamesReport {
     /// A file counts when it is among the first `k` hits (as the hit's file or one of its
     /// identical copies).
     pub k: usize,
-    /// Files searched for (indexed ones with chunks).
+    /// Files and archives searched for: every entry with a point (an indexed file's passages
+    /// and card, or the card of a failed, skipped or archive entry).
     pub files: usize,
     /// Files found.
     pub found: usize,
     /// The files not found, by locator.
     pub missed: Vec<String>,
-    /// Files and archives of the scope that have no point to be found by: failed, skipped
-    /// and containers (an archive is found through its members' cards). Not searched for.
+    /// Entries of the scope that have no point to be found by (an empty file; a failed,
+    /// skipped or archive entry whose card is not written yet, or an index without file
+    /// cards). Not searched for.
     pub without_points: Vec<Unsearchable>,
 }
 
@@ -353,7 +355,8 @@ pub struct Unsearchable {
     pub reason: Option<String>,
 }
 
-/// Search for every indexed file of `scope` by its name in `mode`: [`NamesReport`].
+/// Search for every file and archive of `scope` that has points by its name in `mode`:
+/// [`NamesReport`].
 pub fn evaluate_names(
     ingestor: &Ingestor,
     scope: &Scope,
@@ -363,7 +366,7 @@ pub fn evaluate_names(
     let (searchable, without): (Vec<_>, Vec<_>) = crate::lock(&ingestor.catalog)
         .entries(scope)
         .into_iter()
-        .partition(|e| e.status == crate::index::EntryStatus::Indexed && e.chunks > 0);
+        .partition(|e| e.points().is_some_and(|(_, chunks)| chunks > 0));
     let files: Vec<String> = searchable.into_iter().map(|e| e.locator).collect();
     let without_points = without
         .into_iter()

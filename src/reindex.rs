@@ -56,6 +56,8 @@ pub struct ReindexReport {
     pub chunks_after: u64,
     /// Model tokens embedded.
     pub tokens: u64,
+    /// Cards of failed, skipped and archive entries embedded again.
+    pub entry_cards: u64,
     /// Time spent embedding.
     pub embed_seconds: f64,
     /// Time spent in all.
@@ -167,6 +169,10 @@ impl Ingestor {
         }
         self.store_pending(&mut pending, &mut report, &mut state, &mut embed_time)?;
         progress(&state);
+        let scopes = lock(&self.catalog).scopes();
+        for scope in &scopes {
+            report.entry_cards += crate::pipeline::rewrite_entry_cards(self, scope)?;
+        }
         lock(&self.catalog).save()?;
         self.store()?.flush();
         record_recipe(&data_dir, &target)?;

@@ -141,6 +141,10 @@ pub struct Summary {
     /// embedding throughput.
     #[serde(default)]
     pub tokens_embedded: u64,
+    /// Cards stored for files without content of their own (failed, skipped) and archives,
+    /// so that they are found by their names (not counted in `chunks_embedded`).
+    #[serde(default)]
+    pub entry_cards: u64,
     /// Busy seconds per stage.
     pub seconds: StageSeconds,
     /// The model that embedded this run's chunks, its runtime and the precision it computed

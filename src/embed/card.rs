@@ -123,30 +123,7 @@ pub fn name_words(name: &str) -> String {
 
 /// What kind of file it is, in words, with its size in pages, pictures or time.
 fn type_line(mime: &str, index: &FileContentIndex, objects: &[ContentObject]) -> String {
-    let kind = match mime {
-        "application/pdf" => "PDF document".to_string(),
-        m if m.contains("wordprocessingml") || m == "application/msword" => {
-            "Word document".to_string()
-        }
-        m if m.contains("spreadsheetml")
-            || m == "application/vnd.ms-excel"
-            || m.contains("opendocument.spreadsheet") =>
-        {
-            "spreadsheet".to_string()
-        }
-        m if m.contains("presentationml") || m.contains("opendocument.presentation") => {
-            "presentation slides".to_string()
-        }
-        m if m.contains("opendocument.text") => "text document".to_string(),
-        "text/csv" | "text/tab-separated-values" => "table".to_string(),
-        "text/html" => "web page".to_string(),
-        "text/markdown" => "Markdown text".to_string(),
-        m if m.starts_with("image/") => format!("picture, image ({m})"),
-        m if m.starts_with("audio/") => format!("audio recording, sound ({m})"),
-        m if m.starts_with("video/") => format!("video recording, film ({m})"),
-        m if m.starts_with("text/") => format!("text ({m})"),
-        m => format!("file ({m})"),
-    };
+    let kind = kind_of(mime);
     let mut facts = vec![kind];
     match index.structure.page_count {
         Some(1) => facts.push("1 page".into()),
@@ -171,6 +148,137 @@ fn type_line(mime: &str, index: &FileContentIndex, objects: &[ContentObject]) ->
         facts.push(format!("{pictures} pictures"));
     }
     facts.join(", ")
+}
+
+/// What kind of file a MIME type says, in words.
+fn kind_of(mime: &str) -> String {
+    match mime {
+        "application/pdf" => "PDF document".to_string(),
+        m if m.contains("wordprocessingml") || m == "application/msword" => {
+            "Word document".to_string()
+        }
+        m if m.contains("spreadsheetml")
+            || m == "application/vnd.ms-excel"
+            || m.contains("opendocument.spreadsheet") =>
+        {
+            "spreadsheet".to_string()
+        }
+        m if m.contains("presentationml") || m.contains("opendocument.presentation") => {
+            "presentation slides".to_string()
+        }
+        m if m.contains("opendocument.text") => "text document".to_string(),
+        "text/csv" | "text/tab-separated-values" => "table".to_string(),
+        "text/html" => "web page".to_string(),
+        "text/markdown" => "Markdown text".to_string(),
+        m if m.starts_with("image/") => format!("picture, image ({m})"),
+        m if m.starts_with("audio/") => format!("audio recording, sound ({m})"),
+        m if m.starts_with("video/") => format!("video recording, film ({m})"),
+        m if m.starts_with("text/") => format!("text ({m})"),
+        m => format!("file ({m})"),
+    }
+}
+
+/// A catalog entry without content of its own, as its card describes it: see
+/// [`entry_card_text`].
+#[derive(Debug, Clone, Copy)]
+pub struct EntryFacts<'a> {
+    /// The entry's locator (only its name is used, for an archive's kind).
+    pub locator: &'a str,
+    /// `failed`, `skipped` or `container`.
+    pub status: &'a str,
+    /// Why, as the ledger said.
+    pub reason: Option<&'a str>,
+    /// The type detected from its bytes, if they were read.
+    pub mime: Option<&'a str>,
+    /// Its size in bytes (0: unknown).
+    pub size: u64,
+    /// For an archive: the first names inside it (relative to it).
+    pub members: &'a [String],
+    /// For an archive: how many files and archives are inside it.
+    pub member_count: usize,
+}
+
+/// The text of the card of a file that has no content in the index — one that failed or
+/// was skipped, or an archive (whose members have their own): what kind of file it is, why
+/// its content is not searchable, and what an archive holds. Its names come from the
+/// card's keywords, like every card's; the embedding sees them as its context
+/// ([`entry_card_context`]).
+pub fn entry_card_text(facts: &EntryFacts<'_>) -> String {
+    let (_, name) = split_locator(facts.locator);
+    let mut kind = match facts.mime {
+        Some(mime) => kind_of(mime),
+        None if facts.status == "container" => archive_kind(name).to_string(),
+        None => "file".to_string(),
+    };
+    if facts.size > 0 {
+        kind.push_str(&format!(", {}", byte_size(facts.size)));
+    }
+    let mut lines = vec![kind];
+    match facts.status {
+        "container" => {
+            let plural = if facts.member_count == 1 { "" } else { "s" };
+            lines.push(format!("holds {} file{plural}", facts.member_count));
+            if !facts.members.is_empty() {
+                let more = facts.member_count.saturating_sub(facts.members.len());
+                let mut list = facts.members.join("; ");
+                if more > 0 {
+                    list.push_str(&format!("; and {more} more"));
+                }
+                lines.push(format!("contents: {list}"));
+            }
+        }
+        status => {
+            let why = facts.reason.unwrap_or("no reason given");
+            lines.push(format!("content not searchable: {status} ({why})"));
+        }
+    }
+    lines.join("\n")
+}
+
+/// What the embedding of an entry card sees before its text: the file's name and its words.
+pub fn entry_card_context(locator: &str) -> String {
+    let (_, name) = split_locator(locator);
+    format!("{name}\n{}", name_words(name))
+}
+
+/// An archive's kind, by its name's ending.
+fn archive_kind(name: &str) -> &'static str {
+    let name = name.to_ascii_lowercase();
+    let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
+    if ends(&[".epub"]) {
+        "EPUB e-book (archive)"
+    } else if ends(&[
+        ".zip", ".jar", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp",
+    ]) {
+        "ZIP archive"
+    } else if ends(&[
+        ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst",
+    ]) {
+        "compressed tar archive"
+    } else if ends(&[".tar"]) {
+        "tar archive"
+    } else if ends(&[".gz", ".bz2", ".xz", ".zst"]) {
+        "compressed file"
+    } else if ends(&[".7z"]) {
+        "7-Zip archive"
+    } else {
+        "archive"
+    }
+}
+
+/// `12 bytes`, `3.4 KB`, `1.2 MB`, `2.0 GB`.
+fn byte_size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KB", "MB", "GB"];
+    if bytes < 1000 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS.get(unit).copied().unwrap_or("GB"))
 }
 
 /// `h:mm:ss` or `m:ss`.
@@ -349,5 +457,40 @@ mod tests {
         );
         assert_eq!(duration(3725.4), "1:02:05");
         assert_eq!(duration(59.6), "1:00");
+    }
+
+    #[test]
+    fn an_entry_card_says_what_the_file_is_and_why_its_content_is_not_searchable() {
+        let failed = entry_card_text(&EntryFacts {
+            locator: "/docs/secret-plan.pdf",
+            status: "failed",
+            reason: Some("malformed pdf: encrypted"),
+            mime: Some("application/pdf"),
+            size: 48_213,
+            members: &[],
+            member_count: 0,
+        });
+        assert_eq!(
+            failed,
+            "PDF document, 48.2 KB\ncontent not searchable: failed (malformed pdf: encrypted)"
+        );
+        let members = ["a.txt".to_string(), "b/c.pdf".to_string()];
+        let archive = entry_card_text(&EntryFacts {
+            locator: "/in/backup.tar.gz",
+            status: "container",
+            reason: Some("archive: 5 members"),
+            mime: None,
+            size: 999,
+            members: &members,
+            member_count: 5,
+        });
+        assert_eq!(
+            archive,
+            "compressed tar archive, 999 bytes\nholds 5 files\ncontents: a.txt; b/c.pdf; and 3 more"
+        );
+        assert_eq!(
+            entry_card_context("/in/x.zip!/Q3-Report_final.docx"),
+            "Q3-Report_final.docx\nQ 3 Report final docx"
+        );
     }
 }

@@ -192,6 +192,38 @@ impl CatalogEntry {
             _ => None,
         }
     }
+
+    /// The entry's own card in the index, once stored: an entry without content of its own
+    /// (failed, skipped, an archive) is found by one card point keyed by its locator
+    /// ([`entry_card_key`]); its `chunks` is 1 once that point is stored, 0 before.
+    pub fn card(&self) -> Option<(String, u32)> {
+        (self.status != EntryStatus::Indexed && self.chunks > 0)
+            .then(|| (entry_card_key(&self.locator), self.chunks))
+    }
+
+    /// The points the entry stands for in the index, by the key they are stored under (their
+    /// `content_hash`) and their count: its content's chunks, or its own card.
+    pub fn points(&self) -> Option<(String, u32)> {
+        self.content().or_else(|| self.card())
+    }
+
+    /// Whether the entry wants a card of its own and has none stored yet.
+    pub fn wants_card(&self) -> bool {
+        self.status != EntryStatus::Indexed && self.chunks == 0
+    }
+}
+
+/// What the `content_hash` of an entry card starts with; no content hash (hex) does.
+const ENTRY_CARD_PREFIX: &str = "entry-";
+
+/// The key the card of the entry at `locator` is stored under, in place of a content hash:
+/// one card per locator and scope, never shared with (nor inherited by) content of the same
+/// bytes indexed later.
+pub fn entry_card_key(locator: &str) -> String {
+    format!(
+        "{ENTRY_CARD_PREFIX}{}",
+        blake3::hash(locator.as_bytes()).to_hex()
+    )
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -434,6 +466,70 @@ impl Catalog {
             .unwrap_or_default()
     }
 
+    /// The entries of `scope` that want a card of their own ([`CatalogEntry::wants_card`]).
+    pub fn wanting_cards(&self, scope: &Scope) -> Vec<CatalogEntry> {
+        self.scopes
+            .get(&scope.key())
+            .map(|s| {
+                s.entries
+                    .values()
+                    .filter(|e| e.wants_card())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Record that the card of `entry` is stored (its `chunks` becomes 1), if the catalog
+    /// still holds `entry` as it was; whether it did.
+    pub fn set_card_stored(&mut self, scope: &Scope, entry: &CatalogEntry) -> bool {
+        let current = self
+            .scopes
+            .get_mut(&scope.key())
+            .and_then(|s| s.entries.get_mut(&entry.locator));
+        match current {
+            Some(e) if e == entry && e.wants_card() => {
+                e.chunks = 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Record that the card of the entry at `locator` is not stored (its `chunks` becomes 0,
+    /// so the next run writes it).
+    pub fn set_card_missing(&mut self, scope: &Scope, locator: &str) {
+        let current = self
+            .scopes
+            .get_mut(&scope.key())
+            .and_then(|s| s.entries.get_mut(locator));
+        if let Some(e) = current.filter(|e| e.status != EntryStatus::Indexed) {
+            e.chunks = 0;
+        }
+    }
+
+    /// The names of the members under archive `locator` (relative to it, in locator order,
+    /// at most `max`) and how many there are.
+    pub fn member_names(&self, scope: &Scope, locator: &str, max: usize) -> (Vec<String>, usize) {
+        let Some(s) = self.scopes.get(&scope.key()) else {
+            return (Vec::new(), 0);
+        };
+        let prefix = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
+        let mut names = Vec::new();
+        let mut count = 0;
+        for (k, _) in s
+            .entries
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+        {
+            count += 1;
+            if names.len() < max {
+                names.push(k.get(prefix.len()..).unwrap_or_default().to_string());
+            }
+        }
+        (names, count)
+    }
+
     /// Drop `locator` so the next sync indexes it again; an archive member also drops its
     /// archive's entry, so that the archive is opened again rather than taken as unchanged.
     pub fn forget(&mut self, scope: &Scope, locator: &str) {
@@ -536,6 +632,9 @@ impl Catalog {
                     }
                     EntryStatus::Failed => st.failed += 1,
                     EntryStatus::Skipped => st.skipped += 1,
+                }
+                if let Some((_, cards)) = e.card() {
+                    st.chunks += u64::from(cards);
                 }
                 if e.status != EntryStatus::Container {
                     st.files += 1;

@@ -33,6 +33,7 @@ use crate::embed::Chunk;
 use crate::error::Result;
 use extractors::Scope;
 
+pub(crate) use catalog::entry_card_key;
 pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;

@@ -8,6 +8,8 @@
 //! - points of contents no catalog entry holds (upserted before the crash, or left over from
 //!   an old version) are deleted;
 //! - the `locators` payload of every content is set to the files that hold it;
+//! - a failed, skipped or archive entry whose card point is missing is marked so, and the
+//!   next run writes it; a card no such entry holds is deleted like stale content;
 //! - content indexes (`content/<hash>.json`) of contents no scope holds are deleted.
 //!
 //! Point ids derive from (scope, content hash, chunk index), so upserting again never creates
@@ -16,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Catalog, VectorIndex};
+use super::{Catalog, Holders, VectorIndex};
 use crate::error::{Error, Result};
 
 const MARKER: &str = "run-in-progress";
@@ -63,6 +65,8 @@ pub struct RepairReport {
     pub locators_fixed: u64,
     /// Content index files (`content/<hash>.json`) of contents no scope holds, deleted.
     pub content_indexes_deleted: u64,
+    /// Cards of failed, skipped or archive entries found missing (the next run writes them).
+    pub cards_missing: u64,
 }
 
 /// Reconcile `catalog` with `store` (see the module docs), then save both.
@@ -73,12 +77,16 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
         let key = scope.key();
         // content hash → (chunks, the locators holding it, in locator order)
         let mut held: BTreeMap<String, (u32, Vec<String>)> = BTreeMap::new();
+        // entry card key → (the entry's locator, its tags)
+        let mut cards: Vec<(String, String, Vec<String>)> = Vec::new();
         for e in catalog.entries(&scope) {
             if let Some((hash, chunks)) = e.content() {
                 held.entry(hash)
                     .or_insert((chunks, Vec::new()))
                     .1
                     .push(e.locator);
+            } else if let Some((card, _)) = e.card() {
+                cards.push((card, e.locator, e.tags));
             }
         }
         for (hash, (chunks, locators)) in held {
@@ -101,6 +109,35 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
             {
                 store.set_holders(&scope, &hash, &holders)?;
                 report.locators_fixed += 1;
+            }
+        }
+        // An entry's card is one point; a missing one is written by the next run.
+        for (card, locator, tags) in cards {
+            if catalog
+                .get(&scope, &locator)
+                .and_then(|e| e.card())
+                .is_none()
+            {
+                continue; // forgotten above with a member: its card goes as stale below
+            }
+            let holders = Holders {
+                locators: vec![locator.clone()],
+                tags,
+            };
+            match stored.remove(&(key.clone(), card.clone())) {
+                Some(p) if p.chunk_indexes.iter().copied().eq(0..1) => {
+                    if p.locators != holders.locators || p.tags != holders.tags {
+                        store.set_holders(&scope, &card, &holders)?;
+                        report.locators_fixed += 1;
+                    }
+                }
+                found => {
+                    if found.is_some() {
+                        store.delete_content(&scope, &card)?;
+                    }
+                    catalog.set_card_missing(&scope, &locator);
+                    report.cards_missing += 1;
+                }
             }
         }
     }
@@ -190,6 +227,27 @@ mod tests {
             &u,
             CatalogEntry::unindexed("bad.pdf", None, "hf", 1, 1, EntryStatus::Failed, "broken"),
         );
+        // A failed file's card, stored: kept.
+        let mut carded =
+            CatalogEntry::unindexed("card.pdf", None, "hc", 1, 1, EntryStatus::Failed, "broken");
+        carded.chunks = 1;
+        catalog.put(&u, carded);
+        let card = crate::index::entry_card_key("card.pdf");
+        store.upsert(&u, &chunks(&card, 1, "card.pdf", 50)).unwrap();
+        // A skipped file whose card is missing: marked so (the next run writes it).
+        let mut lost =
+            CatalogEntry::without_content("lost.bin", None, None, EntryStatus::Skipped, "too big");
+        lost.chunks = 1;
+        catalog.put(&u, lost);
+        // An archive with its card, forgotten with its member: its card is deleted.
+        let mut archive = CatalogEntry::container("y.zip", "hy", 1, 1, "zip", Vec::new());
+        archive.chunks = 1;
+        catalog.put(&u, archive);
+        catalog.put(&u, indexed("y.zip!/n.txt", "hn", 1, Some("y.zip")));
+        let archive_card = crate::index::entry_card_key("y.zip");
+        store
+            .upsert(&u, &chunks(&archive_card, 1, "y.zip", 60))
+            .unwrap();
         // Stale: points no entry holds, in a known scope and in a scope the catalog lacks.
         store.upsert(&u, &chunks("stale", 2, "x.txt", 30)).unwrap();
         store.upsert(&gone, &chunks("old", 1, "y.txt", 40)).unwrap();
@@ -198,13 +256,17 @@ mod tests {
         assert_eq!(
             report,
             RepairReport {
-                entries_forgotten: 2,
-                stale_contents_deleted: 2,
+                entries_forgotten: 3,
+                stale_contents_deleted: 3,
                 locators_fixed: 2,
                 content_indexes_deleted: 0,
+                cards_missing: 1,
             }
         );
+        let lost = catalog.get(&u, "lost.bin").unwrap();
+        assert!(lost.wants_card(), "{lost:?}");
         let expected_store = vec![
+            (u.key(), card.clone(), vec![0], vec!["card.pdf".to_string()]),
             (
                 u.key(),
                 "ha".to_string(),
@@ -222,7 +284,16 @@ mod tests {
         assert_eq!(inventory(store), expected_store);
         let tags = &store.inventory().unwrap()[&(u.key(), "ht".to_string())].tags;
         assert_eq!(tags, &["team=ops"]);
-        let expected_catalog = ["a.txt", "bad.pdf", "d1.txt", "d2.txt", "empty.txt", "t.txt"];
+        let expected_catalog = [
+            "a.txt",
+            "bad.pdf",
+            "card.pdf",
+            "d1.txt",
+            "d2.txt",
+            "empty.txt",
+            "lost.bin",
+            "t.txt",
+        ];
         assert_eq!(locators(&catalog, &u), expected_catalog);
         // The repaired catalog was saved.
         assert_eq!(locators(&Catalog::load(dir).unwrap(), &u), expected_catalog);

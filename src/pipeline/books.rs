@@ -2,6 +2,10 @@
 //! need. Each call takes the catalog's lock for itself; the operations that must see and
 //! change the catalog in one step (put an entry and learn what it replaced, write a content
 //! index and record its file) are single calls here, so no stage holds the lock itself.
+//!
+//! It also keeps the list of entry cards to retire: whenever an entry that has a card of
+//! its own ([`CatalogEntry::card`]) is replaced or removed, its locator is noted, and the
+//! next card pass (`entry_cards.rs`) deletes that card unless the locator has one again.
 
 use std::sync::Mutex;
 
@@ -16,11 +20,54 @@ use crate::lock;
 pub(super) struct ScopeCatalog<'a> {
     catalog: &'a Mutex<Catalog>,
     scope: &'a Scope,
+    /// Locators whose entry had a card when it was replaced or removed.
+    retired_cards: Mutex<Vec<String>>,
 }
 
 impl<'a> ScopeCatalog<'a> {
     pub(super) fn new(catalog: &'a Mutex<Catalog>, scope: &'a Scope) -> Self {
-        ScopeCatalog { catalog, scope }
+        ScopeCatalog {
+            catalog,
+            scope,
+            retired_cards: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The scope this view is of.
+    pub(super) fn scope(&self) -> &Scope {
+        self.scope
+    }
+
+    /// Note that `old`, an entry just replaced or removed, may leave a card behind.
+    fn retire(&self, old: Option<&CatalogEntry>) {
+        if let Some(old) = old.filter(|e| e.card().is_some()) {
+            lock(&self.retired_cards).push(old.locator.clone());
+        }
+    }
+
+    /// Note that the card of `locator` may have to go (see the module documentation).
+    pub(super) fn retire_card(&self, locator: String) {
+        lock(&self.retired_cards).push(locator);
+    }
+
+    /// The locators whose cards may have to go, noted since the last call.
+    pub(super) fn take_retired_cards(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.retired_cards))
+    }
+
+    /// The entries that want a card of their own ([`CatalogEntry::wants_card`]).
+    pub(super) fn wanting_cards(&self) -> Vec<CatalogEntry> {
+        lock(self.catalog).wanting_cards(self.scope)
+    }
+
+    /// Record that `entry`'s card is stored, if the entry is still as it was.
+    pub(super) fn set_card_stored(&self, entry: &CatalogEntry) -> bool {
+        lock(self.catalog).set_card_stored(self.scope, entry)
+    }
+
+    /// The first `max` names inside archive `locator` and how many there are.
+    pub(super) fn member_names(&self, locator: &str, max: usize) -> (Vec<String>, usize) {
+        lock(self.catalog).member_names(self.scope, locator, max)
     }
 
     /// The entry of `locator`.
@@ -31,16 +78,18 @@ impl<'a> ScopeCatalog<'a> {
     /// Record `entry`; the content (hash, chunks) its locator held before, if any.
     pub(super) fn put(&self, entry: CatalogEntry) -> Option<(String, u32)> {
         let mut catalog = lock(self.catalog);
-        let previous = catalog
-            .get(self.scope, &entry.locator)
-            .and_then(CatalogEntry::content);
+        let old = catalog.get(self.scope, &entry.locator);
+        self.retire(old);
+        let previous = old.and_then(CatalogEntry::content);
         catalog.put(self.scope, entry);
         previous
     }
 
     /// Forget `locator`; its entry.
     pub(super) fn remove(&self, locator: &str) -> Option<CatalogEntry> {
-        lock(self.catalog).remove(self.scope, locator)
+        let removed = lock(self.catalog).remove(self.scope, locator);
+        self.retire(removed.as_ref());
+        removed
     }
 
     /// The members of archive `parent`.
@@ -107,6 +156,7 @@ impl<'a> ScopeCatalog<'a> {
         let mut catalog = lock(self.catalog);
         crate::failpoint::check("content.write")?;
         catalog.write_content(hash, content)?;
+        self.retire(catalog.get(self.scope, &entry.locator));
         catalog.put(self.scope, entry);
         Ok(())
     }

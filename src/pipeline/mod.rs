@@ -16,18 +16,23 @@
 //! Each stage has its file: [`walk`] (stage 1: walk folders, answer unchanged files from the
 //! catalog, unpack containers), [`extract`] (stage 2: extract in isolated workers, chunk),
 //! [`embed`] (stage 3: batch chunks across files and embed them), [`store`] (stage 4: upsert,
-//! record files in the catalog, resolve duplicates, retire content no file holds). This file
+//! record files in the catalog, resolve duplicates, retire content no file holds);
+//! [`entry_cards`] gives failed, skipped and archive entries a card point of their own at
+//! each checkpoint and at the end of a run. This file
 //! holds what they share: the stage contracts (the items that travel between stages), the
 //! run's state, and [`run`], which wires the stages with bounded channels.
 
 mod books;
 mod embed;
+mod entry_cards;
 mod extract;
 mod ledger;
 mod store;
 #[cfg(test)]
 mod tests;
 mod walk;
+
+pub(crate) use entry_cards::rewrite_entry_cards;
 
 use crate::embed::Chunk;
 use crate::error::{Error, Result};
@@ -244,6 +249,8 @@ struct Run<'a> {
     embedded: AtomicU64,
     /// Model tokens of those chunks.
     embedded_tokens: AtomicU64,
+    /// Cards stored for failed, skipped and archive entries ([`entry_cards`]).
+    entry_cards: AtomicU64,
     /// When the catalog was last checkpointed, and how long that took.
     saved_at: Mutex<(Instant, Duration)>,
     /// Archives on disk expanded in this run: (entry, member locators seen).
@@ -398,7 +405,9 @@ impl Run<'_> {
     /// Save the catalog now and then during a long run, so a crash loses little work (what
     /// the saved catalog and the store disagree on is repaired at the next start). Every
     /// `checkpoint_interval` (2 s), or less often for a catalog so large that saving it would
-    /// take over 5 % of the run; after every item when the interval is zero.
+    /// take over 5 % of the run; after every item when the interval is zero. Each checkpoint
+    /// first stores the cards the entries changed since want ([`entry_cards`]), so a run fed
+    /// for days (an upload queue) does not keep them waiting.
     fn checkpoint(&self) {
         const COST_SHARE: u32 = 20;
         let every = self.ing.config.checkpoint_interval;
@@ -406,6 +415,7 @@ impl Run<'_> {
         let (at, cost) = *saved;
         if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
             let started = Instant::now();
+            self.write_entry_cards();
             if let Err(e) = self.catalog.save() {
                 tracing::warn!("catalog checkpoint: {e}");
             }
@@ -418,6 +428,16 @@ impl Run<'_> {
         let mut f = lock(&self.fatal);
         if f.is_none() {
             *f = Some(e);
+        }
+    }
+
+    /// One card pass ([`entry_cards`]); a failure fails the run.
+    fn write_entry_cards(&self) {
+        match entry_cards::write_entry_cards(self.ing, &self.catalog) {
+            Ok(n) => {
+                self.entry_cards.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(e) => self.fail_run(e),
         }
     }
 
@@ -513,6 +533,7 @@ pub(crate) fn run(
         stop,
         embedded: AtomicU64::new(0),
         embedded_tokens: AtomicU64::new(0),
+        entry_cards: AtomicU64::new(0),
         saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),
@@ -563,6 +584,11 @@ pub(crate) fn run(
     }
     run.finish_containers()?;
     run.delete_orphans()?;
+    run.write_entry_cards();
+    if let Some(e) = lock(&run.fatal).take() {
+        let _ = lock(&ing.catalog).save();
+        return Err(e);
+    }
     let mut optimize = Duration::ZERO;
     if let Some(store) = lock(&ing.store).as_ref() {
         store.flush();
@@ -576,6 +602,7 @@ pub(crate) fn run(
     let t = &run.timings;
     report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
     report.summary.tokens_embedded = run.embedded_tokens.load(Ordering::Relaxed);
+    report.summary.entry_cards = run.entry_cards.load(Ordering::Relaxed);
     if report.summary.chunks_embedded > 0 {
         if let Ok(e) = ing.embedder() {
             report.summary.model = e.describe();

@@ -60,16 +60,36 @@ impl Bench {
     }
 
     /// Points in the store, and the chunks the catalog says its contents hold (each content
-    /// once however many files hold it). They must agree.
+    /// once however many files hold it) with the cards of its entries without content. They
+    /// must agree.
     fn points_and_catalog(&self) -> (usize, usize) {
         let points = self.ing.store().unwrap().count(Some(&self.scope)).unwrap();
         let mut contents = std::collections::HashMap::new();
         for e in lock(&self.ing.catalog).entries(&self.scope) {
-            if let Some((hash, chunks)) = e.content() {
-                contents.insert(hash, chunks as usize);
+            if let Some((key, chunks)) = e.points() {
+                contents.insert(key, chunks as usize);
             }
         }
-        (points, contents.values().sum())
+        let catalog = contents.values().sum();
+        let stats = lock(&self.ing.catalog).stats(Some(&self.scope)).chunks;
+        assert_eq!(stats, catalog as u64, "status counts what the entries hold");
+        (points, catalog)
+    }
+
+    /// The locators of the entry cards in the store (cards of entries without content).
+    fn entry_cards(&self) -> Vec<String> {
+        let mut cards: Vec<String> = self
+            .ing
+            .store()
+            .unwrap()
+            .point_records()
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.content_hash.starts_with("entry-"))
+            .flat_map(|p| p.locators)
+            .collect();
+        cards.sort();
+        cards
     }
 
     /// Locators of the keyword hits for `word`.
@@ -244,6 +264,58 @@ fn a_file_that_cannot_be_extracted_is_one_failed_line_and_the_run_goes_on() {
     assert_eq!(Bench::status_of(&report, "broken.pdf"), FileStatus::Failed);
     assert_eq!(Bench::status_of(&report, "good.md"), FileStatus::Indexed);
     assert_eq!(report.summary.failed, 1);
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+}
+
+#[test]
+fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go() {
+    let b = Bench::new();
+    std::fs::write(
+        b.docs.join("wombat-budget.pdf"),
+        b"%PDF-1.7\n1 0 obj <</Type /Catalog",
+    )
+    .unwrap();
+    let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
+    std::fs::write(b.docs.join("marsupials.zip"), &zip).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 1, "{:#?}", report.files);
+    assert_eq!(report.summary.entry_cards, 2);
+    let pdf = b.docs.join("wombat-budget.pdf").display().to_string();
+    let zip_locator = b.docs.join("marsupials.zip").display().to_string();
+    assert_eq!(b.entry_cards(), [zip_locator.clone(), pdf.clone()]);
+    // Found by a word of their names, though neither has content in the index.
+    assert_eq!(b.found("wombat"), std::slice::from_ref(&pdf));
+    assert!(
+        b.found("marsupials").contains(&zip_locator),
+        "{:?}",
+        b.found("marsupials")
+    );
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+    // The ledger line of the failed file counts no chunks, then or when unchanged.
+    let again = b.sync();
+    assert_eq!(
+        again.summary.entry_cards, 0,
+        "an unchanged run writes no card"
+    );
+    assert!(again
+        .files
+        .iter()
+        .all(|f| f.chunks == 0 || f.status != FileStatus::Failed));
+    assert_eq!(b.entry_cards().len(), 2);
+
+    // The file is mended: its content replaces its card. The archive goes: its card too.
+    b.write(
+        "wombat-budget.pdf",
+        "# Wombat budget\n\nThe wombat budget is fine.\n",
+    );
+    std::fs::remove_file(b.docs.join("marsupials.zip")).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
+    assert!(b.entry_cards().is_empty(), "{:?}", b.entry_cards());
+    assert!(b.found("marsupials").is_empty());
+    assert!(b.found("wombat").contains(&pdf));
     let (points, catalog) = b.points_and_catalog();
     assert_eq!(points, catalog);
 }

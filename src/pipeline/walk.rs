@@ -395,10 +395,12 @@ impl Run<'_> {
                 EntryStatus::Failed => FileStatus::Failed,
                 EntryStatus::Skipped => FileStatus::Skipped,
             };
+            // A ledger line counts a file's content chunks, not an entry's own card.
+            let chunks = m.content().map_or(0, |(_, chunks)| chunks);
             self.send_report(
                 FileReport::new(m.locator, status)
                     .reason(m.reason)
-                    .chunks(m.chunks)
+                    .chunks(chunks)
                     .hash(m.hash)
                     .archive(m.status == EntryStatus::Container),
             );

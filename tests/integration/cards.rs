@@ -86,18 +86,45 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
     let answer = json_lines(&out).pop().expect("an answer");
     let images = answer["hits"].as_array().cloned().unwrap_or_default();
     assert!(images.iter().any(|h| h["file"] == "pier.jpg"), "{answer:#}");
-    // A file that cannot be read has no point to be found by: `eval --names` says so.
+    // A file that cannot be read is found by its name all the same: its own card says what
+    // it is and why its content is not searchable.
     let broken = sb.write(
         "extra/broken-ledger.pdf",
         b"%PDF-1.7\nnot a PDF after all\n",
     );
-    let (_, summary, code) = sb.ingest(&[&broken]);
+    // So is an archive, by its own card (its members have theirs).
+    let archive = sb.write(
+        "extra/tide-tables.zip",
+        &zip_of(&[(
+            "tides/may.txt",
+            b"High water at noon on the first of May.\n",
+        )]),
+    );
+    let (_, summary, code) = sb.ingest(&[&broken, &archive]);
     assert_eq!(
         (summary["failed"].as_u64(), code),
         (Some(1), 2),
         "{summary}"
     );
-    // And every file of every format, by `ingest eval --names`.
+    assert_eq!(summary["entry_cards"], 2, "{summary}");
+    for (file, says) in [
+        (&broken, "content not searchable: failed"),
+        (&archive, "holds 1 file"),
+    ] {
+        let locator = file.display().to_string();
+        let name = locator.rsplit('/').next().unwrap();
+        for mode in ["keyword", "hybrid"] {
+            let hits = search_mode(&sb, mode, name, 5);
+            let card = hits
+                .iter()
+                .take(3)
+                .find(|h| h["locator"].as_str() == Some(locator.as_str()) && h["kind"] == "card")
+                .unwrap_or_else(|| panic!("{mode} search for {name}: {hits:#?}"));
+            let text = card["text"].as_str().unwrap();
+            assert!(text.contains(says), "{text}");
+        }
+    }
+    // And every file and archive of every format, by `ingest eval --names`.
     let out = sb.run(&[
         "eval", "--names", "--json", "--mode", "keyword", "--mode", "hybrid",
     ]);
@@ -107,31 +134,22 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
         String::from_utf8_lossy(&out.stderr)
     );
     let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // What cannot be searched for is said, entry by entry: the archives, failed and skipped.
+    // Only an entry without any point is not searched for (an empty file), and it is said.
     let catalog = sb.status()["catalog"].clone();
-    let unsearchable = ["failed", "skipped", "containers"]
-        .iter()
-        .map(|k| catalog[k].as_u64().unwrap())
-        .sum::<u64>();
+    let entries = catalog["files"].as_u64().unwrap() + catalog["containers"].as_u64().unwrap();
+    assert!(catalog["containers"].as_u64().unwrap() > 0, "{catalog}");
     for r in reports.as_array().unwrap() {
         assert!(r["files"].as_u64().unwrap() >= 25, "{r}");
         assert_eq!(r["missed"], serde_json::json!([]), "{r}");
         let without = r["without_points"].as_array().unwrap();
-        assert_eq!(without.len() as u64, unsearchable, "{r} {catalog}");
-        assert!(
-            without.iter().all(
-                |u| ["failed", "skipped", "container"].contains(&u["status"].as_str().unwrap())
-            ),
+        assert_eq!(
+            r["files"].as_u64().unwrap() + without.len() as u64,
+            entries,
             "{r}"
         );
         assert!(
-            without.iter().any(|u| u["status"] == "failed"
-                && u["locator"]
-                    .as_str()
-                    .unwrap()
-                    .ends_with("broken-ledger.pdf")
-                && u["reason"].as_str().is_some_and(|r| !r.is_empty())),
-            "{r}"
+            without.iter().all(|u| u["status"] == "indexed"),
+            "only an empty file has no point: {r}"
         );
     }
     assert_store_matches_catalog(&sb);
@@ -145,6 +163,13 @@ fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
     let (lines, first, code) = sb.ingest_with(&old_recipe, &[&docs]);
     assert_eq!(code, 0, "{lines:#?}");
     assert!(card_hits(&sb, "handbook").is_empty(), "no cards yet");
+    // A file that fails has no card either under that recipe.
+    let broken = sb.write("extra/cracked-ledger.pdf", b"%PDF-1.7\nbroken\n");
+    let (_, failed, _) = sb.ingest_with(&old_recipe, &[&broken]);
+    assert_eq!(
+        (failed["failed"].as_u64(), failed["entry_cards"].as_u64()),
+        (Some(1), Some(0))
+    );
     // Today's recipe on that index: refused, saying what to do, and nothing changes.
     let before = sb.status();
     let refused = sb.run(&["--json", docs.to_str().unwrap()]);
@@ -175,8 +200,14 @@ fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
         report["chunks_after"].as_u64().unwrap() >= files,
         "every file has a card now: {report}"
     );
+    assert_eq!(report["entry_cards"], 1, "the failed file's card: {report}");
     assert_store_matches_catalog(&sb);
     assert!(!card_hits(&sb, "handbook").is_empty());
+    let cracked = card_hits(&sb, "cracked-ledger.pdf");
+    assert!(
+        cracked.iter().any(|h| h["file"] == "cracked-ledger.pdf"),
+        "{cracked:#?}"
+    );
     // The index has today's recipe now: the same files are unchanged, no error.
     let (lines, again, code) = sb.ingest(&[&docs]);
     assert_eq!(code, 0, "{lines:#?}");

@@ -730,8 +730,11 @@ async def check_fixtures(srv, root):
                                      for h in within.obj["hits"]),
           f"search within survey-report.pdf: {short(within.raw)}")
     in_archive = await srv.ok("search_documents", {"query": "tides", "locator": bundle, "limit": 5})
+    # Within an archive: its members, and the archive's own card.
     check(in_archive.obj["hits"] and all(h["locator"].startswith(bundle + "!/")
-                                         for h in in_archive.obj["hits"]),
+                                         or (h["locator"] == bundle and h.get("kind") == "card")
+                                         for h in in_archive.obj["hits"])
+          and any(h["locator"].startswith(bundle + "!/") for h in in_archive.obj["hits"]),
           f"search within bundle.zip: {short(in_archive.raw)}")
 
     member = bundle + "!/README.txt"

@@ -49,7 +49,7 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// `ingest eval --names`: every indexed file searched for by its name.
+/// `ingest eval --names`: every file and archive with a point searched for by its name.
 fn names(
     common: &Common,
     ingestor: &ingest::Ingestor,
@@ -78,7 +78,7 @@ fn names(
     if let Some(r) = reports.first().filter(|r| !r.without_points.is_empty()) {
         writeln!(
             out,
-            "not searched for: {} entries without a point of their own (archives are found through their members)",
+            "not searched for: {} entries without any point (empty files, or no file cards)",
             r.without_points.len()
         )?;
         for u in &r.without_points {

@@ -1,0 +1,132 @@
+//! The cards of entries without content of their own. A file that failed or was skipped,
+//! and an archive (whose members have their own points), would otherwise be nowhere in the
+//! index: a question naming it would find nothing. Each such catalog entry gets one card
+//! point, keyed by its locator ([`crate::index::entry_card_key`]) and not by its bytes, so
+//! that the same bytes indexed later under any name never inherit it. The card says what the
+//! file is, why its content is not searchable (the ledger's reason) and, for an archive,
+//! what it holds; its keywords are its name and the folders above it, like every card's.
+//!
+//! A card pass runs at each catalog checkpoint of a run and at its end: it deletes the cards
+//! of entries replaced or removed since ([`ScopeCatalog::take_retired_cards`]), then embeds
+//! and stores the cards of the entries that want one, and records each as stored (its
+//! `chunks` becomes 1) only if its entry did not change meanwhile. A crash between the two is repaired on the
+//! next open (`index/repair.rs`): a card without its entry is deleted, an entry without its
+//! card is marked to get it again.
+
+use extractors::{ContentType, Scope};
+
+use super::books::ScopeCatalog;
+use crate::embed::card::{entry_card_context, entry_card_text, EntryFacts};
+use crate::error::Result;
+use crate::index::{entry_card_key, CatalogEntry, EntryStatus, StoredChunk};
+use crate::ingestor::Ingestor;
+
+/// Cards embedded per model call.
+const CARDS_PER_CALL: usize = 64;
+/// Names inside an archive its card lists, at most.
+const MAX_MEMBER_NAMES: usize = 40;
+
+/// One card pass over `catalog`'s scope (see the module documentation); how many cards were
+/// stored. Entries that changed while their card was made are noted to be looked at again by
+/// the next pass. Does nothing without file cards (the recipe says whether an index has them).
+pub(super) fn write_entry_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> Result<u64> {
+    let scope = catalog.scope();
+    let retired = catalog.take_retired_cards();
+    if !retired.is_empty() {
+        let store = ing.store()?;
+        for locator in retired {
+            if catalog.get(&locator).and_then(|e| e.card()).is_none() {
+                store.delete_content(scope, &entry_card_key(&locator))?;
+            }
+        }
+    }
+    if !ing.config.chunking.file_cards {
+        return Ok(0);
+    }
+    let wanting = catalog.wanting_cards();
+    if wanting.is_empty() {
+        return Ok(0);
+    }
+    let embedder = ing.embedder()?;
+    let chunker = ing.chunker()?;
+    let store = ing.store()?;
+    let mut stored_cards = 0;
+    for batch in wanting.chunks(CARDS_PER_CALL) {
+        let chunks: Vec<crate::embed::Chunk> = batch
+            .iter()
+            .map(|entry| {
+                let (members, member_count) = if entry.status == EntryStatus::Container {
+                    catalog.member_names(&entry.locator, MAX_MEMBER_NAMES)
+                } else {
+                    (Vec::new(), 0)
+                };
+                let text = entry_card_text(&EntryFacts {
+                    locator: &entry.locator,
+                    status: entry.status.as_str(),
+                    reason: entry.reason.as_deref(),
+                    mime: entry.mime.as_deref(),
+                    size: entry.size,
+                    members: &members,
+                    member_count,
+                });
+                let mut chunk = chunker.card(0, &entry.locator, &text, content_type_of(entry));
+                chunk.context = entry_card_context(&entry.locator);
+                chunk
+            })
+            .collect();
+        let texts: Vec<_> = chunks.iter().map(|c| c.embedding_text()).collect();
+        let refs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+        let vectors = embedder.embed(&refs)?;
+        let points: Vec<StoredChunk> = batch
+            .iter()
+            .zip(chunks)
+            .zip(vectors)
+            .map(|((entry, chunk), vector)| StoredChunk {
+                chunk,
+                vector,
+                content_hash: entry_card_key(&entry.locator),
+                locators: vec![entry.locator.clone()],
+                tags: entry.tags.clone(),
+            })
+            .collect();
+        store.upsert(scope, &points)?;
+        for entry in batch {
+            if catalog.set_card_stored(entry) {
+                stored_cards += 1;
+            } else {
+                // It changed meanwhile: the next pass keeps or deletes the card.
+                catalog.retire_card(entry.locator.clone());
+            }
+        }
+    }
+    Ok(stored_cards)
+}
+
+/// The content type a card of `entry` stands for, by its detected type: a picture's is an
+/// `image`, a recording's an audio or video stream, anything else `other`.
+fn content_type_of(entry: &CatalogEntry) -> ContentType {
+    match entry.mime.as_deref() {
+        Some(m) if m.starts_with("image/") => ContentType::Image,
+        Some(m) if m.starts_with("audio/") => ContentType::Audiostream,
+        Some(m) if m.starts_with("video/") => ContentType::Videostream,
+        _ => ContentType::Other,
+    }
+}
+
+/// Write the cards of every entry of `scope` again (after `reindex` changed the model or
+/// the recipe): each card is deleted and its entry marked as wanting it, then one pass
+/// embeds them all (none when the recipe has no file cards).
+pub(crate) fn rewrite_entry_cards(ing: &Ingestor, scope: &Scope) -> Result<u64> {
+    let catalog = ScopeCatalog::new(&ing.catalog, scope);
+    let carded: Vec<String> = crate::lock(&ing.catalog)
+        .entries(scope)
+        .into_iter()
+        .filter(|e| e.card().is_some())
+        .map(|e| e.locator)
+        .collect();
+    for locator in carded {
+        crate::lock(&ing.catalog).set_card_missing(scope, &locator);
+        catalog.retire_card(locator);
+    }
+    write_entry_cards(ing, &catalog)
+}
