@@ -373,9 +373,33 @@ fn security_a_mandate_is_a_wall_for_every_face() {
         "shared-plan.md",
         format!("{phrase} Shared.\n").as_bytes(),
     );
+    // A file that fails has a card of its own, found by its name by its owner only.
+    let (status, answer) = acme.upload("cipher-ledger.pdf", b"%PDF-1.7\nnot a PDF after all\n");
+    assert_eq!(status, 202, "{answer}");
+    let ended = acme.wait_job(&job_of(&answer));
+    assert_eq!(ended["state"], "failed", "{ended}");
+    // Its card is stored by the end of the upload's run (a hang guard, not a speed test).
+    let found_by_owner = (0..300).any(|_| {
+        let (_, own) = tool(
+            &acme,
+            "search_documents",
+            json!({ "query": "cipher-ledger.pdf" }),
+        );
+        let hit = own["hits"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["file"] == "cipher-ledger.pdf"));
+        if !hit {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        hit
+    });
+    assert!(
+        found_by_owner,
+        "the failed file's card is found by its owner"
+    );
     let check_blind = |c: &Client| {
         assert!(c.search(phrase, 10).is_empty());
-        for name in ["plan.md", "shared-plan.md"] {
+        for name in ["plan.md", "shared-plan.md", "cipher-ledger.pdf"] {
             let (_, read) = tool(c, "read_content_objects", json!({ "locator": name }));
             assert!(read["error"].is_string(), "{read}");
             assert_eq!(c.get(&format!("/v1/files/status?locator={name}")).0, 404);
@@ -387,6 +411,8 @@ fn security_a_mandate_is_a_wall_for_every_face() {
         for args in [
             json!({ "query": "plan.md", "kind": "card" }),
             json!({ "query": "shared-plan.md" }),
+            json!({ "query": "cipher-ledger.pdf" }),
+            json!({ "query": "cipher-ledger.pdf", "kind": "card" }),
         ] {
             let (_, found) = tool(c, "search_documents", args);
             assert_eq!(found["hits"], json!([]), "{found}");
