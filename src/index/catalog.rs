@@ -207,6 +207,12 @@ impl CatalogEntry {
         self.content().or_else(|| self.card())
     }
 
+    /// The chunks of the entry's content (0 for an entry without content, whose `chunks`
+    /// counts its own card): what a ledger line or a file status says.
+    pub fn content_chunks(&self) -> u32 {
+        self.content().map_or(0, |(_, chunks)| chunks)
+    }
+
     /// Whether the entry wants a card of its own and has none stored yet.
     pub fn wants_card(&self) -> bool {
         self.status != EntryStatus::Indexed && self.chunks == 0

@@ -16,12 +16,22 @@ use crate::index::objects::ContentRecord;
 use crate::index::{Catalog, CatalogEntry, Holders};
 use crate::lock;
 
+/// Whether `a` and `b` are the same entry but for whether its card is stored.
+fn same_but_card(a: &CatalogEntry, b: &CatalogEntry) -> bool {
+    CatalogEntry {
+        chunks: a.chunks,
+        ..b.clone()
+    } == *a
+}
+
 /// See the module documentation.
 pub(super) struct ScopeCatalog<'a> {
     catalog: &'a Mutex<Catalog>,
     scope: &'a Scope,
     /// Locators whose entry had a card when it was replaced or removed.
     retired_cards: Mutex<Vec<String>>,
+    /// Locators recorded since the last card pass with an entry that wants a card.
+    new_cards: Mutex<Vec<String>>,
 }
 
 impl<'a> ScopeCatalog<'a> {
@@ -30,6 +40,7 @@ impl<'a> ScopeCatalog<'a> {
             catalog,
             scope,
             retired_cards: Mutex::new(Vec::new()),
+            new_cards: Mutex::new(Vec::new()),
         }
     }
 
@@ -55,9 +66,36 @@ impl<'a> ScopeCatalog<'a> {
         std::mem::take(&mut *lock(&self.retired_cards))
     }
 
-    /// The entries that want a card of their own ([`CatalogEntry::wants_card`]).
-    pub(super) fn wanting_cards(&self) -> Vec<CatalogEntry> {
-        lock(self.catalog).wanting_cards(self.scope)
+    /// Note these locators again: a pass left their cards for the next one.
+    pub(super) fn note_again(&self, locators: impl Iterator<Item = String>) {
+        lock(&self.new_cards).extend(locators);
+    }
+
+    /// Note that `new`, an entry just recorded, may want a card.
+    fn note_new(&self, new: &CatalogEntry) {
+        if new.wants_card() {
+            lock(&self.new_cards).push(new.locator.clone());
+        }
+    }
+
+    /// The entries that want a card of their own ([`CatalogEntry::wants_card`]): all of
+    /// the scope's, or (`all` false) those recorded since the last call, so a pass during a
+    /// run costs what changed, not the scope's size.
+    pub(super) fn wanting_cards(&self, all: bool) -> Vec<CatalogEntry> {
+        let noted = std::mem::take(&mut *lock(&self.new_cards));
+        let catalog = lock(self.catalog);
+        if all {
+            return catalog.wanting_cards(self.scope);
+        }
+        let mut wanting: Vec<CatalogEntry> = noted
+            .iter()
+            .filter_map(|l| catalog.get(self.scope, l))
+            .filter(|e| e.wants_card())
+            .cloned()
+            .collect();
+        wanting.sort_by(|a, b| a.locator.cmp(&b.locator));
+        wanting.dedup_by(|a, b| a.locator == b.locator);
+        wanting
     }
 
     /// Record that `entry`'s card is stored, if the entry is still as it was.
@@ -75,21 +113,64 @@ impl<'a> ScopeCatalog<'a> {
         lock(self.catalog).get(self.scope, locator).cloned()
     }
 
-    /// Record `entry`; the content (hash, chunks) its locator held before, if any.
-    pub(super) fn put(&self, entry: CatalogEntry) -> Option<(String, u32)> {
+    /// Record `entry`; the content (hash, chunks) its locator held before, if any. An entry
+    /// recorded again as it was (a link skipped at every sync, a failed file retried in
+    /// vain) keeps its card.
+    pub(super) fn put(&self, mut entry: CatalogEntry) -> Option<(String, u32)> {
         let mut catalog = lock(self.catalog);
-        let old = catalog.get(self.scope, &entry.locator);
-        self.retire(old);
-        let previous = old.and_then(CatalogEntry::content);
+        let old = catalog.get(self.scope, &entry.locator).cloned();
+        match &old {
+            Some(o) if o.card().is_some() && same_but_card(o, &entry) => entry.chunks = o.chunks,
+            _ => self.retire(old.as_ref()),
+        }
+        self.note_new(&entry);
         catalog.put(self.scope, entry);
-        previous
+        old.and_then(|o| o.content())
     }
 
-    /// Forget `locator`; its entry.
+    /// Forget `locator`; its entry. The archives above it list their members' names: their
+    /// cards are made again.
     pub(super) fn remove(&self, locator: &str) -> Option<CatalogEntry> {
-        let removed = lock(self.catalog).remove(self.scope, locator);
+        let mut catalog = lock(self.catalog);
+        let removed = catalog.remove(self.scope, locator);
         self.retire(removed.as_ref());
+        if removed.is_some() {
+            let archives: Vec<&str> = locator
+                .match_indices(extractors::MEMBER_SEPARATOR)
+                .filter_map(|(at, _)| locator.get(..at))
+                .collect();
+            for archive in archives {
+                self.remake_card(&mut catalog, archive);
+            }
+        }
         removed
+    }
+
+    /// The archives inside archive `top` (just recorded, with all its members): their cards
+    /// may have been made before all their members were recorded, so they are made again.
+    pub(super) fn remake_nested_cards(&self, top: &str) {
+        let mut catalog = lock(self.catalog);
+        let nested: Vec<String> = catalog
+            .members_of(self.scope, top)
+            .into_iter()
+            .filter(|m| m.status == crate::index::EntryStatus::Container && m.card().is_some())
+            .map(|m| m.locator)
+            .collect();
+        for archive in nested {
+            self.remake_card(&mut catalog, &archive);
+        }
+    }
+
+    /// Make the card of the entry at `locator` again at the next pass, if it has one.
+    fn remake_card(&self, catalog: &mut Catalog, locator: &str) {
+        if catalog
+            .get(self.scope, locator)
+            .is_some_and(|e| e.card().is_some())
+        {
+            catalog.set_card_missing(self.scope, locator);
+            lock(&self.retired_cards).push(locator.to_string());
+            lock(&self.new_cards).push(locator.to_string());
+        }
     }
 
     /// The members of archive `parent`.
@@ -157,6 +238,7 @@ impl<'a> ScopeCatalog<'a> {
         crate::failpoint::check("content.write")?;
         catalog.write_content(hash, content)?;
         self.retire(catalog.get(self.scope, &entry.locator));
+        self.note_new(&entry);
         catalog.put(self.scope, entry);
         Ok(())
     }

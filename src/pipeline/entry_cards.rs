@@ -6,7 +6,8 @@
 //! file is, why its content is not searchable (the ledger's reason) and, for an archive,
 //! what it holds; its keywords are its name and the folders above it, like every card's.
 //!
-//! A card pass runs at each catalog checkpoint of a run and at its end: it deletes the cards
+//! A card pass runs at each catalog checkpoint of a run (over the entries recorded since)
+//! and at its end (over all of the scope's): it deletes the cards
 //! of entries replaced or removed since ([`ScopeCatalog::take_retired_cards`]), then embeds
 //! and stores the cards of the entries that want one, and records each as stored (its
 //! `chunks` becomes 1) only if its entry did not change meanwhile. A crash between the two is repaired on the
@@ -26,27 +27,42 @@ const CARDS_PER_CALL: usize = 64;
 /// Names inside an archive its card lists, at most.
 const MAX_MEMBER_NAMES: usize = 40;
 
+/// Which entries a card pass looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// At a checkpoint: those recorded since the last pass, at most [`CHECKPOINT_CARDS`]
+    /// (the rest are noted for the next), so a pass costs what changed, bounded.
+    Checkpoint,
+    /// At the end of a run: every entry of the scope that wants a card (so an index made
+    /// before entry cards gets them, and nothing noted is missed).
+    End,
+}
+
+/// Cards one checkpoint pass stores at most.
+const CHECKPOINT_CARDS: usize = 256;
+
 /// One card pass over `catalog`'s scope (see the module documentation); how many cards were
 /// stored. Entries that changed while their card was made are noted to be looked at again by
-/// the next pass. Does nothing without file cards (the recipe says whether an index has them).
-pub(super) fn write_entry_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> Result<u64> {
-    let scope = catalog.scope();
-    let retired = catalog.take_retired_cards();
-    if !retired.is_empty() {
-        let store = ing.store()?;
-        for locator in retired {
-            if catalog.get(&locator).and_then(|e| e.card()).is_none() {
-                store.delete_content(scope, &entry_card_key(&locator))?;
-            }
-        }
-    }
+/// the next pass. Stores no card without file cards (the recipe says whether an index has
+/// them).
+pub(super) fn write_entry_cards(
+    ing: &Ingestor,
+    catalog: &ScopeCatalog<'_>,
+    pass: Pass,
+) -> Result<u64> {
+    delete_retired_cards(ing, catalog)?;
     if !ing.config.chunking.file_cards {
         return Ok(0);
     }
-    let wanting = catalog.wanting_cards();
+    let mut wanting = catalog.wanting_cards(pass == Pass::End);
+    if pass == Pass::Checkpoint && wanting.len() > CHECKPOINT_CARDS {
+        let later = wanting.split_off(CHECKPOINT_CARDS);
+        catalog.note_again(later.into_iter().map(|e| e.locator));
+    }
     if wanting.is_empty() {
         return Ok(0);
     }
+    let scope = catalog.scope();
     let embedder = ing.embedder()?;
     let chunker = ing.chunker()?;
     let store = ing.store()?;
@@ -77,6 +93,13 @@ pub(super) fn write_entry_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> R
         let texts: Vec<_> = chunks.iter().map(|c| c.embedding_text()).collect();
         let refs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
         let vectors = embedder.embed(&refs)?;
+        if vectors.len() != chunks.len() {
+            return Err(crate::error::Error::Embed(format!(
+                "{} vectors for {} entry cards",
+                vectors.len(),
+                chunks.len()
+            )));
+        }
         let points: Vec<StoredChunk> = batch
             .iter()
             .zip(chunks)
@@ -100,6 +123,23 @@ pub(super) fn write_entry_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> R
         }
     }
     Ok(stored_cards)
+}
+
+/// Delete the cards of the entries replaced or removed since the last pass, unless their
+/// locator has a card again.
+pub(super) fn delete_retired_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> Result<()> {
+    let retired = catalog.take_retired_cards();
+    if retired.is_empty() {
+        return Ok(());
+    }
+    let store = ing.store()?;
+    let scope = catalog.scope();
+    for locator in retired {
+        if catalog.get(&locator).and_then(|e| e.card()).is_none() {
+            store.delete_content(scope, &entry_card_key(&locator))?;
+        }
+    }
+    Ok(())
 }
 
 /// The content type a card of `entry` stands for, by its detected type: a picture's is an
@@ -128,5 +168,5 @@ pub(crate) fn rewrite_entry_cards(ing: &Ingestor, scope: &Scope) -> Result<u64> 
         crate::lock(&ing.catalog).set_card_missing(scope, &locator);
         catalog.retire_card(locator);
     }
-    write_entry_cards(ing, &catalog)
+    write_entry_cards(ing, &catalog, Pass::End)
 }

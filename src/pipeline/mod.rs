@@ -124,6 +124,7 @@ impl FileMeta {
             reason,
         )
         .with_mime(self.mime.clone())
+        .with_tags(self.tags.clone())
     }
 }
 
@@ -414,8 +415,10 @@ impl Run<'_> {
         let mut saved = lock(&self.saved_at);
         let (at, cost) = *saved;
         if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
+            if !self.halted() {
+                self.write_entry_cards(entry_cards::Pass::Checkpoint);
+            }
             let started = Instant::now();
-            self.write_entry_cards();
             if let Err(e) = self.catalog.save() {
                 tracing::warn!("catalog checkpoint: {e}");
             }
@@ -432,13 +435,22 @@ impl Run<'_> {
     }
 
     /// One card pass ([`entry_cards`]); a failure fails the run.
-    fn write_entry_cards(&self) {
-        match entry_cards::write_entry_cards(self.ing, &self.catalog) {
+    fn write_entry_cards(&self, pass: entry_cards::Pass) {
+        match entry_cards::write_entry_cards(self.ing, &self.catalog, pass) {
             Ok(n) => {
                 self.entry_cards.fetch_add(n, Ordering::Relaxed);
             }
             Err(e) => self.fail_run(e),
         }
+    }
+
+    /// A failed run's last words: the cards of entries it replaced or removed go if the
+    /// store lets them (else the next open's repair deletes them), the catalog is saved.
+    fn end_failed(&self) {
+        if let Err(e) = entry_cards::delete_retired_cards(self.ing, &self.catalog) {
+            tracing::warn!("cards of replaced entries left for repair: {e}");
+        }
+        let _ = self.catalog.save();
     }
 
     /// Whether to start no new work: the run failed, or was asked to stop.
@@ -475,6 +487,7 @@ impl Run<'_> {
                 .catalog
                 .has_all(seen.iter().filter(|m| **m != entry.locator));
             if complete {
+                self.catalog.remake_nested_cards(&entry.locator);
                 // A file that used to be indexed as a plain file and is now an archive.
                 let replaced = self.catalog.put(entry);
                 if let Some((hash, chunks)) = replaced {
@@ -579,14 +592,14 @@ pub(crate) fn run(
     });
     // All stage threads have ended here (the scope joined them).
     if let Some(e) = lock(&run.fatal).take() {
-        let _ = lock(&ing.catalog).save();
+        run.end_failed();
         return Err(e);
     }
     run.finish_containers()?;
     run.delete_orphans()?;
-    run.write_entry_cards();
+    run.write_entry_cards(entry_cards::Pass::End);
     if let Some(e) = lock(&run.fatal).take() {
-        let _ = lock(&ing.catalog).save();
+        run.end_failed();
         return Err(e);
     }
     let mut optimize = Duration::ZERO;

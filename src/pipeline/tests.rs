@@ -76,6 +76,23 @@ impl Bench {
         (points, catalog)
     }
 
+    /// The text of the card of `locator`, found by keywords for `word`.
+    fn card_text(&self, word: &str, locator: &str) -> String {
+        let query = IndexQuery {
+            vector: None,
+            text: Some(word.into()),
+        };
+        self.ing
+            .store()
+            .unwrap()
+            .search(&self.scope, &query, 50, 0, None, &SearchFilter::default())
+            .unwrap()
+            .into_iter()
+            .find(|h| h.locator == locator && h.kind == crate::embed::ChunkKind::Card)
+            .map(|h| h.text)
+            .unwrap_or_else(|| panic!("no card of {locator} for {word:?}"))
+    }
+
     /// The locators of the entry cards in the store (cards of entries without content).
     fn entry_cards(&self) -> Vec<String> {
         let mut cards: Vec<String> = self
@@ -278,12 +295,20 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
     .unwrap();
     let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
     std::fs::write(b.docs.join("marsupials.zip"), &zip).unwrap();
+    // A link is skipped at every sync: recorded again each time, it keeps its card.
+    std::os::unix::fs::symlink("/etc/hostname", b.docs.join("koala-link.md")).unwrap();
     let report = b.sync();
     assert_eq!(report.summary.failed, 1, "{:#?}", report.files);
-    assert_eq!(report.summary.entry_cards, 2);
+    assert_eq!(report.summary.skipped, 1, "{:#?}", report.files);
+    assert_eq!(report.summary.entry_cards, 3);
     let pdf = b.docs.join("wombat-budget.pdf").display().to_string();
     let zip_locator = b.docs.join("marsupials.zip").display().to_string();
-    assert_eq!(b.entry_cards(), [zip_locator.clone(), pdf.clone()]);
+    let link = b.docs.join("koala-link.md").display().to_string();
+    assert_eq!(
+        b.entry_cards(),
+        [link.clone(), zip_locator.clone(), pdf.clone()]
+    );
+    assert_eq!(b.found("koala"), std::slice::from_ref(&link));
     // Found by a word of their names, though neither has content in the index.
     assert_eq!(b.found("wombat"), std::slice::from_ref(&pdf));
     assert!(
@@ -303,7 +328,7 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
         .files
         .iter()
         .all(|f| f.chunks == 0 || f.status != FileStatus::Failed));
-    assert_eq!(b.entry_cards().len(), 2);
+    assert_eq!(b.entry_cards().len(), 3);
 
     // The file is mended: its content replaces its card. The archive goes: its card too.
     b.write(
@@ -313,9 +338,54 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
     std::fs::remove_file(b.docs.join("marsupials.zip")).unwrap();
     let report = b.sync();
     assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
-    assert!(b.entry_cards().is_empty(), "{:?}", b.entry_cards());
+    assert_eq!(b.entry_cards(), [link], "only the link's card is left");
     assert!(b.found("marsupials").is_empty());
     assert!(b.found("wombat").contains(&pdf));
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+}
+
+#[test]
+fn an_archive_card_lists_its_members_nested_ones_too_and_forgets_a_removed_one() {
+    let b = Bench::new();
+    let inner = crate::testing::zip_of(&[
+        ("emu.md", b"# Emu\n\nThe emu runs.\n"),
+        ("dingo.md", b"# Dingo\n\nThe dingo howls.\n"),
+    ]);
+    let outer = crate::testing::zip_of(&[
+        ("outback.zip", inner.as_slice()),
+        ("numbat.md", b"# Numbat\n\nThe numbat digs.\n"),
+    ]);
+    std::fs::write(b.docs.join("fauna.zip"), &outer).unwrap();
+    let report = b.sync();
+    assert_eq!(report.summary.failed, 0, "{:#?}", report.files);
+    let top = b.docs.join("fauna.zip").display().to_string();
+    let nested = format!("{top}!/outback.zip");
+    // Every card pass here runs after each stored item: the nested archive's card was
+    // first made before its members were all recorded, and made again with all of them.
+    let text = b.card_text("outback", &nested);
+    assert!(
+        text.contains("holds 2 files") && text.contains("dingo.md"),
+        "{text}"
+    );
+    assert!(text.contains("emu.md"), "{text}");
+    let text = b.card_text("fauna", &top);
+    assert!(text.contains("holds 4 files"), "{text}");
+    let (points, catalog) = b.points_and_catalog();
+    assert_eq!(points, catalog);
+
+    // One member removed (as an upload's member can be): the archives above it forget it.
+    let gone = format!("{nested}!/dingo.md");
+    b.ing
+        .ingest(vec![Input::Remove { locator: gone }], &b.scope, &|_| {})
+        .unwrap();
+    let text = b.card_text("outback", &nested);
+    assert!(
+        text.contains("holds 1 file") && !text.contains("dingo"),
+        "{text}"
+    );
+    let text = b.card_text("fauna", &top);
+    assert!(text.contains("holds 3 files"), "{text}");
     let (points, catalog) = b.points_and_catalog();
     assert_eq!(points, catalog);
 }

@@ -331,7 +331,8 @@ impl Run<'_> {
                     f.mtime_ns,
                     reason,
                     expansion.shadowed,
-                ),
+                )
+                .with_tags(expansion.tags),
                 expansion.seen,
             ));
         } else if let Some(previous) = self
@@ -396,7 +397,7 @@ impl Run<'_> {
                 EntryStatus::Skipped => FileStatus::Skipped,
             };
             // A ledger line counts a file's content chunks, not an entry's own card.
-            let chunks = m.content().map_or(0, |(_, chunks)| chunks);
+            let chunks = m.content_chunks();
             self.send_report(
                 FileReport::new(m.locator, status)
                     .reason(m.reason)

@@ -664,18 +664,18 @@ impl Uploads {
             .map(|e| FileLine {
                 status: word(e.status).to_string(),
                 archive: e.status == EntryStatus::Container,
+                chunks: e.content_chunks(),
                 locator: e.locator,
                 reason: e.reason,
-                chunks: e.chunks,
             })
             .collect();
         members.sort_by(|a, b| a.locator.cmp(&b.locator));
         Some(FileState {
             file: FileLine {
+                chunks: entry.content_chunks(),
                 locator: entry.locator,
                 status: word(entry.status).to_string(),
                 reason: entry.reason,
-                chunks: entry.chunks,
                 archive: entry.status == EntryStatus::Container,
             },
             job: None,

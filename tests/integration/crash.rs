@@ -63,10 +63,20 @@ impl Area {
     /// A clean run must succeed: exit 0, every line indexed, unchanged, duplicate or removed.
     fn ingest_clean(&self) {
         let out = self.ingest("");
+        // Any line but these says why the run did not end cleanly.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let odd: Vec<&str> = stdout
+            .lines()
+            .filter(|l| {
+                !["indexed", "unchanged", "duplicate", "removed"]
+                    .iter()
+                    .any(|s| l.contains(&format!("\"status\":\"{s}\"")))
+            })
+            .collect();
         assert_eq!(
             out.status.code(),
             Some(0),
-            "clean run: {:?}\n{}",
+            "clean run: {:?}\nstderr: {}\nother lines: {odd:#?}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
