@@ -78,6 +78,15 @@ impl Bench {
 
     /// The text of the card of `locator`, found by keywords for `word`.
     fn card_text(&self, word: &str, locator: &str) -> String {
+        self.keyword_hits(word, 50)
+            .into_iter()
+            .find(|h| h.locator == locator && h.kind == crate::embed::ChunkKind::Card)
+            .map(|h| h.text)
+            .unwrap_or_else(|| panic!("no card of {locator} for {word:?}"))
+    }
+
+    /// The first `limit` keyword hits for `word`.
+    fn keyword_hits(&self, word: &str, limit: usize) -> Vec<crate::index::Hit> {
         let query = IndexQuery {
             vector: None,
             text: Some(word.into()),
@@ -85,12 +94,15 @@ impl Bench {
         self.ing
             .store()
             .unwrap()
-            .search(&self.scope, &query, 50, 0, None, &SearchFilter::default())
+            .search(
+                &self.scope,
+                &query,
+                limit,
+                0,
+                None,
+                &SearchFilter::default(),
+            )
             .unwrap()
-            .into_iter()
-            .find(|h| h.locator == locator && h.kind == crate::embed::ChunkKind::Card)
-            .map(|h| h.text)
-            .unwrap_or_else(|| panic!("no card of {locator} for {word:?}"))
     }
 
     /// The locators of the entry cards in the store (cards of entries without content).
@@ -111,15 +123,7 @@ impl Bench {
 
     /// Locators of the keyword hits for `word`.
     fn found(&self, word: &str) -> Vec<String> {
-        let query = IndexQuery {
-            vector: None,
-            text: Some(word.into()),
-        };
-        self.ing
-            .store()
-            .unwrap()
-            .search(&self.scope, &query, 20, 0, None, &SearchFilter::default())
-            .unwrap()
+        self.keyword_hits(word, 20)
             .into_iter()
             .map(|h| h.locator)
             .collect()
