@@ -71,6 +71,11 @@ impl<'a> ScopeCatalog<'a> {
         lock(&self.new_cards).extend(locators);
     }
 
+    /// Forget the entries noted as wanting cards (an index without file cards makes none).
+    pub(super) fn forget_noted(&self) {
+        lock(&self.new_cards).clear();
+    }
+
     /// Note that `new`, an entry just recorded, may want a card.
     fn note_new(&self, new: &CatalogEntry) {
         if new.wants_card() {

@@ -7,12 +7,12 @@
 //! what it holds; its keywords are its name and the folders above it, like every card's.
 //!
 //! A card pass runs at each catalog checkpoint of a run (over the entries recorded since)
-//! and at its end (over all of the scope's): it deletes the cards
-//! of entries replaced or removed since ([`ScopeCatalog::take_retired_cards`]), then embeds
-//! and stores the cards of the entries that want one, and records each as stored (its
-//! `chunks` becomes 1) only if its entry did not change meanwhile. A crash between the two is repaired on the
-//! next open (`index/repair.rs`): a card without its entry is deleted, an entry without its
-//! card is marked to get it again.
+//! and at its end (over all of the scope's): it deletes the cards of entries replaced or
+//! removed since ([`ScopeCatalog::take_retired_cards`]), then embeds and stores the cards of
+//! the entries that want one, and records each as stored (its `chunks` becomes 1) only if
+//! its entry did not change meanwhile. A crash between the two is repaired on the next open
+//! (`index/repair.rs`): a card without its entry is deleted, an entry without its card is
+//! marked to get it again.
 
 use extractors::{ContentType, Scope};
 
@@ -52,6 +52,7 @@ pub(super) fn write_entry_cards(
 ) -> Result<u64> {
     delete_retired_cards(ing, catalog)?;
     if !ing.config.chunking.file_cards {
+        catalog.forget_noted();
         return Ok(0);
     }
     let mut wanting = catalog.wanting_cards(pass == Pass::End);

@@ -444,6 +444,15 @@ impl Run<'_> {
         }
     }
 
+    /// Delete the cards of the entries replaced or removed so far, before their files'
+    /// lines go out: a deleted or mended file is not found by its old card once its line
+    /// says so. A failure fails the run.
+    fn drop_retired_cards(&self) {
+        if let Err(e) = entry_cards::delete_retired_cards(self.ing, &self.catalog) {
+            self.fail_run(e);
+        }
+    }
+
     /// A failed run's last words: the cards of entries it replaced or removed go if the
     /// store lets them (else the next open's repair deletes them), the catalog is saved.
     fn end_failed(&self) {

@@ -85,6 +85,7 @@ impl Run<'_> {
                 }
                 StoreItem::Other(IndexItem::Removed { locator }) => {
                     let removed = self.catalog.remove(&locator);
+                    self.drop_retired_cards();
                     if let Some(e) = &removed {
                         self.send_report(
                             FileReport::new(locator.clone(), FileStatus::Removed)
@@ -146,6 +147,7 @@ impl Run<'_> {
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
         }
+        self.drop_retired_cards();
         self.report(
             &meta.locator,
             FileStatus::Indexed,
@@ -173,6 +175,7 @@ impl Run<'_> {
         if let Some((hash, old_chunks)) = &meta.previous {
             self.release(hash, *old_chunks)?;
         }
+        self.drop_retired_cards();
         // Another file holds the same bytes (else it adopted content a moved file left).
         let status = if original.is_some() {
             FileStatus::Duplicate
