@@ -159,15 +159,16 @@ fn content_type_of(entry: &CatalogEntry) -> ContentType {
 /// embeds them all (none when the recipe has no file cards).
 pub(crate) fn rewrite_entry_cards(ing: &Ingestor, scope: &Scope) -> Result<u64> {
     let catalog = ScopeCatalog::new(&ing.catalog, scope);
-    let carded: Vec<String> = crate::lock(&ing.catalog)
-        .entries(scope)
-        .into_iter()
-        .filter(|e| e.card().is_some())
-        .map(|e| e.locator)
-        .collect();
-    for locator in carded {
-        crate::lock(&ing.catalog).set_card_missing(scope, &locator);
-        catalog.retire_card(locator);
+    {
+        let mut books = crate::lock(&ing.catalog);
+        for entry in books
+            .entries(scope)
+            .into_iter()
+            .filter(|e| e.card().is_some())
+        {
+            books.set_card_missing(scope, &entry.locator);
+            catalog.retire_card(entry.locator);
+        }
     }
     write_entry_cards(ing, &catalog, Pass::End)
 }
