@@ -71,7 +71,6 @@ struct Api {
     request_free: unsafe extern "C" fn(Handle),
     compiled_free: unsafe extern "C" fn(Handle),
     model_free: unsafe extern "C" fn(Handle),
-    core_free: unsafe extern "C" fn(Handle),
     free: unsafe extern "C" fn(*mut c_char),
     error_info: unsafe extern "C" fn(Status) -> *const c_char,
     /// Keeps the library (and so every function above) loaded.
@@ -111,7 +110,6 @@ impl Api {
             request_free: symbol!("ov_infer_request_free"),
             compiled_free: symbol!("ov_compiled_model_free"),
             model_free: symbol!("ov_model_free"),
-            core_free: symbol!("ov_core_free"),
             free: symbol!("ov_free"),
             error_info: symbol!("ov_get_error_info"),
             _library: library,
@@ -137,11 +135,52 @@ impl Api {
     }
 }
 
+/// OpenVINO for the whole process: its C API and one core, made at first use and never freed
+/// or unloaded. Freeing the core unloads the CPU plugin, and dropping the library unloads
+/// OpenVINO and TBB, while TBB's worker threads can still be running in that code: a CLI run
+/// that dropped its embedder at the end died by SIGSEGV now and then, after its last line
+/// (seen in CI). Kept loaded, those threads end with the process.
+struct Runtime {
+    api: Api,
+    /// `ov_core_t`; models are read and compiled under this lock.
+    core: Mutex<Core>,
+}
+
+/// An `ov_core_t` handle.
+struct Core(Handle);
+
+// SAFETY: the core is only used under the runtime's mutex; OpenVINO's core may be used from
+// any thread.
+unsafe impl Send for Core {}
+
+/// The runtime loaded from `library`, loading it (and making its core) on first use.
+fn runtime(library: &Path) -> std::result::Result<&'static Runtime, String> {
+    static LOADED: Mutex<Vec<(PathBuf, &'static Runtime)>> = Mutex::new(Vec::new());
+    let mut loaded = LOADED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, runtime)) = loaded.iter().find(|(path, _)| path == library) {
+        return Ok(runtime);
+    }
+    let api = Api::load(library)?;
+    let mut core: Handle = std::ptr::null_mut();
+    // SAFETY: `core` is an out-parameter the call fills in.
+    api.check(
+        unsafe { (api.core_create)(&mut core) },
+        "creating the OpenVINO core",
+    )?;
+    let runtime: &'static Runtime = Box::leak(Box::new(Runtime {
+        api,
+        core: Mutex::new(Core(core)),
+    }));
+    loaded.push((library.to_path_buf(), runtime));
+    Ok(runtime)
+}
+
 /// The compiled model and its one inference request: OpenVINO objects, used under the
 /// embedder's lock only.
 struct Session {
-    api: Api,
-    core: Handle,
+    api: &'static Api,
     model: Handle,
     compiled: Handle,
     request: Handle,
@@ -154,7 +193,8 @@ unsafe impl Send for Session {}
 impl Drop for Session {
     fn drop(&mut self) {
         // SAFETY: each handle was created by the matching create call, is non-null only if
-        // that succeeded, and is freed once, in the reverse order of creation.
+        // that succeeded, and is freed once, in the reverse order of creation. The core and
+        // the library stay (see [`Runtime`]).
         unsafe {
             if !self.request.is_null() {
                 (self.api.request_free)(self.request);
@@ -164,9 +204,6 @@ impl Drop for Session {
             }
             if !self.model.is_null() {
                 (self.api.model_free)(self.model);
-            }
-            if !self.core.is_null() {
-                (self.api.core_free)(self.core);
             }
         }
     }
@@ -219,10 +256,9 @@ impl Session {
         threads: usize,
         precision: Precision,
     ) -> std::result::Result<(Session, String), String> {
-        let api = Api::load(&dir.join(OPENVINO_DIR).join(OPENVINO_C_LIBRARY))?;
+        let runtime = runtime(&dir.join(OPENVINO_DIR).join(OPENVINO_C_LIBRARY))?;
         let mut s = Session {
-            api,
-            core: std::ptr::null_mut(),
+            api: &runtime.api,
             model: std::ptr::null_mut(),
             compiled: std::ptr::null_mut(),
             request: std::ptr::null_mut(),
@@ -250,17 +286,17 @@ impl Session {
         let device = cstr("CPU")?;
         let precision_key = cstr("INFERENCE_PRECISION_HINT")?;
         let mut chosen: *mut c_char = std::ptr::null_mut();
+        let core = runtime
+            .core
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: every pointer passed is valid for the call (out-parameters point at fields
         // of `s` or locals; strings are NUL-terminated and outlive the calls); the model path
         // names the fp32 export whose weights file lies beside it.
         unsafe {
             s.api.check(
-                (s.api.core_create)(&mut s.core),
-                "creating the OpenVINO core",
-            )?;
-            s.api.check(
                 (s.api.core_read_model)(
-                    s.core,
+                    core.0,
                     model_path.as_ptr(),
                     std::ptr::null(),
                     &mut s.model,
@@ -269,7 +305,7 @@ impl Session {
             )?;
             s.api.check(
                 (s.api.core_compile_model_props)(
-                    s.core,
+                    core.0,
                     s.model,
                     device.as_ptr(),
                     props.len(),
@@ -632,5 +668,28 @@ mod tests {
             let cos: f32 = x.iter().zip(y).map(|(p, q)| p * q).sum();
             assert!(cos > 0.999, "fp32 against this CPU's path: cosine {cos}");
         }
+    }
+
+    /// Embedders come and go (a CLI run drops its one at the end, tests load many) while
+    /// OpenVINO stays: one runtime per library for the process, and the process lives on
+    /// after each drop with TBB's threads still around (unloading OpenVINO here used to
+    /// kill the process by SIGSEGV now and then).
+    #[test]
+    fn openvino_stays_loaded_while_embedders_come_and_go() {
+        let dir = crate::embed::find_model_dir(None).expect("model provisioned: run `make models`");
+        let library = dir.join(OPENVINO_DIR).join(OPENVINO_C_LIBRARY);
+        let first: *const Runtime = runtime(&library).unwrap();
+        let mut last = Vec::new();
+        for round in 0..4 {
+            let embedder = OpenVinoEmbedder::load(&dir, 4).unwrap();
+            let text = format!("round {round}: the ferry leaves at dawn");
+            last = embedder.embed(&[text.as_str()]).unwrap().remove(0);
+            drop(embedder);
+            // TBB's workers spin for a while after a run: give them the time to touch
+            // whatever an unload would have taken away.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert_eq!(last.len(), DIMENSIONS);
+        assert!(std::ptr::eq(first, runtime(&library).unwrap()));
     }
 }

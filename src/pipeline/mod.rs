@@ -26,6 +26,7 @@ mod books;
 mod embed;
 mod entry_cards;
 mod extract;
+mod inputs;
 mod ledger;
 mod store;
 #[cfg(test)]
@@ -44,7 +45,7 @@ use crate::lock;
 use crate::report::{now_secs, FileReport, FileStatus, IngestReport, StageSeconds};
 use crossbeam_channel::{bounded, unbounded, Sender};
 use extractors::{Locator, Scope};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -193,20 +194,6 @@ enum Event {
     InputDone(usize),
 }
 
-/// Which input each file on its way to a ledger line came from, so that an input is known
-/// to be complete once its walk ended and all its files have their lines.
-#[derive(Default)]
-struct Tracker {
-    /// The input the walk stage is on.
-    current: usize,
-    /// Locator of a file sent on → its input.
-    outstanding: HashMap<String, usize>,
-    /// Input → files sent on without a line yet.
-    pending: HashMap<usize, usize>,
-    /// Inputs whose walk ended (without a stop in the middle).
-    walked: HashSet<usize>,
-}
-
 /// Busy time per stage, accumulated across threads.
 #[derive(Default)]
 struct Timings {
@@ -236,7 +223,7 @@ struct Run<'a> {
     /// ends the caller's report loop.
     reports: Mutex<Option<Sender<Event>>>,
     /// Which files each input is still waiting for.
-    tracker: Mutex<Tracker>,
+    tracker: Mutex<inputs::InputTracker>,
     timings: Timings,
     /// Which contents are claimed, pinned or orphaned ("nothing lost, nothing duplicated").
     ledger: ledger::ContentLedger,
@@ -297,14 +284,7 @@ impl Run<'_> {
         // Under the tracker's lock: an input's completion goes after its last line.
         let done = {
             let mut tracker = lock(&self.tracker);
-            let done = tracker
-                .outstanding
-                .remove(&report.locator)
-                .and_then(|input| {
-                    let left = tracker.pending.entry(input).or_default();
-                    *left = left.saturating_sub(1);
-                    (*left == 0 && tracker.walked.contains(&input)).then_some(input)
-                });
+            let done = tracker.line(&report.locator);
             self.send_event(Event::File(report));
             done
         };
@@ -329,32 +309,23 @@ impl Run<'_> {
 
     /// A file of the current input goes on to a later stage: its input waits for its line.
     fn expect_line(&self, locator: &str) {
-        let mut tracker = lock(&self.tracker);
-        let input = tracker.current;
-        tracker.outstanding.insert(locator.to_string(), input);
-        *tracker.pending.entry(input).or_default() += 1;
+        lock(&self.tracker).expect(locator);
     }
 
     /// The input the walk stage is on.
     fn current_input(&self) -> usize {
-        lock(&self.tracker).current
+        lock(&self.tracker).current()
     }
 
     /// The walk stage starts input `input`.
     fn input_started(&self, input: usize) {
-        let mut tracker = lock(&self.tracker);
-        tracker.current = input;
-        tracker.pending.insert(input, 0);
+        lock(&self.tracker).started(input);
     }
 
     /// The walk stage is through input `input`: complete now if no file of it is on its way.
     fn input_walked(&self, input: usize) {
-        let complete = {
-            let mut tracker = lock(&self.tracker);
-            tracker.walked.insert(input);
-            tracker.pending.get(&input).copied().unwrap_or(0) == 0
-        };
-        if complete {
+        let complete = lock(&self.tracker).walked(input);
+        if let Some(input) = complete {
             self.input_complete(input);
         }
     }
@@ -547,7 +518,7 @@ pub(crate) fn run(
         scope,
         catalog: books::ScopeCatalog::new(&ing.catalog, scope),
         reports: Mutex::new(Some(report_tx)),
-        tracker: Mutex::new(Tracker::default()),
+        tracker: Mutex::new(inputs::InputTracker::default()),
         timings: Timings::default(),
         ledger: ledger::ContentLedger::default(),
         fatal: Mutex::new(None),

@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         Some(Command::Reindex(args)) => commands::reindex(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         // The reader of our output went away (`| head`): nothing left to say.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -69,7 +69,27 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
-    }
+    };
+    end_process(code)
+}
+
+/// End the process with `code`, stdout and stderr flushed, without the C and C++ exit
+/// handlers of the native libraries it loaded (OpenVINO and its TBB threads, ONNX Runtime,
+/// PDFium). Their static destructors can run while their own worker threads are still
+/// winding down: a finished run, its last line printed, died by SIGSEGV now and then (seen
+/// in CI). Everything of ours is written and dropped before this
+/// point (the command returned), and Rust runs no destructors at exit anyway.
+fn end_process(code: ExitCode) -> ExitCode {
+    use std::io::Write;
+    let status = (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .map_or(1, i32::from);
+    // A reader that went away cannot take more output on any exit path.
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` ends the process at once; no Rust state is observed afterwards, and
+    // the buffered output of this process (Rust's stdout) was flushed above.
+    unsafe { libc::_exit(status) }
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
