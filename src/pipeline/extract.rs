@@ -3,6 +3,7 @@
 //! worker process, and cut into chunks; the result goes to the embed stage as an
 //! [`IndexItem`].
 
+use super::handoff::Looked;
 use super::ledger::Arrival;
 use super::{timed, FileMeta, Gated, IndexItem, Run, Work};
 use crate::embed::Chunk;
@@ -18,31 +19,6 @@ use rayon::prelude::*;
 /// What a chunk weighs in the in-flight budget: its text plus its locator and bookkeeping.
 fn chunk_weight(chunk: &Chunk) -> u64 {
     (chunk.text.len() + chunk.context_ref.location.len() + 256) as u64
-}
-
-/// Tells the walk stage, once, that a leaf's content has been looked at by the ledger (or
-/// that the leaf ended before): by [`Looked::now`], else when dropped.
-pub(super) struct Looked<'r> {
-    run: &'r Run<'r>,
-    told: bool,
-}
-
-impl<'r> Looked<'r> {
-    fn new(run: &'r Run<'r>) -> Self {
-        Looked { run, told: false }
-    }
-
-    fn now(&mut self) {
-        if !std::mem::replace(&mut self.told, true) {
-            self.run.leaf_looked();
-        }
-    }
-}
-
-impl Drop for Looked<'_> {
-    fn drop(&mut self) {
-        self.now();
-    }
 }
 
 impl Run<'_> {
@@ -70,7 +46,7 @@ impl Run<'_> {
         let _guard = FailOnPanic(self);
         pool.install(|| {
             leaves.iter().par_bridge().for_each(|work| {
-                let mut looked = Looked::new(self);
+                let mut looked = Looked::new(&self.handoff);
                 if !self.halted() {
                     self.extract_one(work, &index, &mut looked);
                 }

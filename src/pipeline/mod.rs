@@ -26,6 +26,7 @@ mod books;
 mod embed;
 mod entry_cards;
 mod extract;
+mod handoff;
 mod inputs;
 mod ledger;
 mod store;
@@ -47,7 +48,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use extractors::{Locator, Scope};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A leaf on its way to extraction.
@@ -248,10 +249,8 @@ struct Run<'a> {
     /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
     gate: ByteGate,
     /// Leaves handed to extraction, and leaves whose content the ledger has looked at (or
-    /// that ended before): see [`Run::removal_may_go`].
-    handed: AtomicU64,
-    looked: Mutex<u64>,
-    looked_cv: Condvar,
+    /// that ended before): see [`Run::send_removed`].
+    handoff: handoff::LeafHandoff,
 }
 
 impl Run<'_> {
@@ -330,40 +329,12 @@ impl Run<'_> {
         }
     }
 
-    /// A leaf goes to extraction.
-    fn leaf_handed(&self) {
-        self.handed.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// The ledger has looked at a leaf's content (pinned or claimed it), or the leaf ended
-    /// before that.
-    fn leaf_looked(&self) {
-        *lock(&self.looked) += 1;
-        self.looked_cv.notify_all();
-    }
-
-    /// Wait until every leaf handed to extraction so far has been looked at, so that a
-    /// removal sent now reaches the store stage after the files it may be renamed to have
-    /// pinned its content: the content is kept for them (not deleted and embedded again).
-    /// Gives up when the run halts.
-    fn removal_may_go(&self) {
-        let handed = self.handed.load(Ordering::SeqCst);
-        let mut looked = lock(&self.looked);
-        while *looked < handed && !self.halted() {
-            looked = match self
-                .looked_cv
-                .wait_timeout(looked, Duration::from_millis(50))
-            {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
-    }
-
-    /// Send the removal of `locator` on, once [`Run::removal_may_go`]; none once the run
-    /// halted (an unfinished run removes nothing: the next one decides).
+    /// Send the removal of `locator` on once every leaf handed to extraction so far has been
+    /// looked at ([`handoff::LeafHandoff`]: a file it was renamed to has then pinned its
+    /// content, which is kept, not deleted and embedded again); none once the run halted (an
+    /// unfinished run removes nothing: the next one decides).
     fn send_removed(&self, index: &Sender<IndexItem>, locator: String) {
-        self.removal_may_go();
+        self.handoff.wait_all_looked(|| self.halted());
         if !self.halted() {
             let _ = index.send(IndexItem::Removed { locator });
         }
@@ -530,9 +501,7 @@ pub(crate) fn run(
         saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
         containers: Mutex::new(Vec::new()),
         gate: ByteGate::new(ing.config.in_flight_bytes),
-        handed: AtomicU64::new(0),
-        looked: Mutex::new(0),
-        looked_cv: Condvar::new(),
+        handoff: handoff::LeafHandoff::default(),
     };
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);

@@ -449,11 +449,11 @@ impl Run<'_> {
                     tags: tags.clone(),
                 };
                 self.expect_line(&work.locator.to_string());
-                self.leaf_handed();
+                self.handoff.handed();
                 timed(&self.timings.unpack_blocked, || {
                     if leaves.send(work).is_err() {
                         // Extraction ended (the run halted): nobody will look at it.
-                        self.leaf_looked();
+                        self.handoff.looked();
                     }
                 });
             }
