@@ -20,12 +20,10 @@ pub(super) struct InputTracker {
     /// Locator of a file sent on → the inputs waiting for its line, oldest first (the same
     /// locator may be given twice, as two inputs).
     outstanding: HashMap<String, VecDeque<InputNo>>,
-    /// Input → files sent on without a line yet.
+    /// Input → files sent on without a line yet, for every input started and not complete.
     pending: HashMap<InputNo, usize>,
-    /// Inputs whose walk ended (without a stop in the middle).
+    /// Inputs whose walk ended (without a stop in the middle) and that are not complete.
     walked: HashSet<InputNo>,
-    /// Inputs reported complete.
-    completed: HashSet<InputNo>,
 }
 
 impl InputTracker {
@@ -58,23 +56,30 @@ impl InputTracker {
         if waiting.is_empty() {
             self.outstanding.remove(locator);
         }
-        let left = self.pending.entry(input).or_default();
+        let left = self.pending.get_mut(&input)?;
         *left = left.saturating_sub(1);
-        let complete = *left == 0 && self.walked.contains(&input);
-        self.complete(input, complete)
+        self.complete_if_done(input)
     }
 
     /// The walk stage is through `input`: the input, when that completes it (no file of it
     /// still on its way).
     pub(super) fn walked(&mut self, input: InputNo) -> Option<InputNo> {
+        if !self.pending.contains_key(&input) {
+            return None; // not started, or complete already
+        }
         self.walked.insert(input);
-        let complete = self.pending.get(&input).copied().unwrap_or(0) == 0;
-        self.complete(input, complete)
+        self.complete_if_done(input)
     }
 
-    /// `input` if it is `complete` and was not reported before: each input completes once.
-    fn complete(&mut self, input: InputNo, complete: bool) -> Option<InputNo> {
-        (complete && self.completed.insert(input)).then_some(input)
+    /// `input` once it is walked with no file on its way; it is forgotten then, so each input
+    /// completes once and a run fed for days (an upload queue) keeps nothing of finished ones.
+    fn complete_if_done(&mut self, input: InputNo) -> Option<InputNo> {
+        let done = self.pending.get(&input) == Some(&0) && self.walked.contains(&input);
+        if done {
+            self.pending.remove(&input);
+            self.walked.remove(&input);
+        }
+        done.then_some(input)
     }
 }
 
@@ -148,6 +153,18 @@ mod tests {
         t.expect("a.txt");
         // The run stops: the walk of input 0 never ends.
         assert_eq!(t.line("a.txt"), None);
-        assert!(t.completed.is_empty());
+        assert_eq!(t.pending.get(&0), Some(&0), "still waiting for its walk");
+    }
+
+    #[test]
+    fn complete_inputs_are_forgotten() {
+        let mut t = InputTracker::default();
+        for input in 0..1000 {
+            t.started(input);
+            t.expect(&format!("upload-{input}.txt"));
+            assert_eq!(t.walked(input), None);
+            assert_eq!(t.line(&format!("upload-{input}.txt")), Some(input));
+        }
+        assert!(t.pending.is_empty() && t.walked.is_empty() && t.outstanding.is_empty());
     }
 }
