@@ -8,13 +8,14 @@
 //! batch or two instead of after it. Length: each batch holds [`LENGTH_BUCKETS`] model runs,
 //! which the embedder fills with chunks of similar length (a run is padded to its longest).
 
-use super::{timed, FileMeta, IndexItem, Run, StoreItem};
+use super::run::Run;
+use super::{FileMeta, FileStage, IndexItem, StoreItem};
 use crate::batcher::Batcher;
 use crate::index::objects::ContentRecord;
 use crate::index::StoredChunk;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Model runs per embedding call: the embedder sorts a call's chunks by length, so the more
 /// runs a call holds, the less padding (4 × 16 chunks keeps a file's wait short).
@@ -27,19 +28,54 @@ const PARTIAL_WAIT: Duration = Duration::from_millis(100);
 /// A file whose chunks are in the batcher, with its content index.
 type Waiting = (FileMeta, Box<ContentRecord>);
 
-impl Run<'_> {
-    /// Stage 3: embed chunks in batches across files.
-    pub(super) fn embed_stage(&self, items: Receiver<IndexItem>, store: Sender<StoreItem>) {
-        let batch_size = self.ing.config.embed_batch.max(1) * LENGTH_BUCKETS;
-        // Files taken while a full batch waits: beyond this the stage embeds before taking
-        // more (the chunks in the batcher are outside the in-flight byte budget).
-        let max_waiting = self.ing.config.channel_capacity.max(1);
-        let mut batcher: Batcher<StoredChunk, Waiting> = Batcher::new(batch_size);
+/// What the embed stage did in a run.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct EmbedTally {
+    /// Chunks embedded.
+    pub(super) chunks: u64,
+    /// Model tokens of those chunks.
+    pub(super) tokens: u64,
+    /// Time in the model.
+    pub(super) busy: Duration,
+}
+
+/// Stage 3: takes [`IndexItem`]s, embeds the chunks of new content in batches across files,
+/// and hands [`StoreItem`]s on: the batches, then each file once all its chunks are in a batch
+/// sent before, and every other item as it came.
+pub(super) struct EmbedStage<'r> {
+    run: &'r Run<'r>,
+    /// Chunks per embedding call: [`Config::embed_batch`](crate::Config) model runs of
+    /// [`LENGTH_BUCKETS`] each.
+    batch_size: usize,
+    /// Files taken while a full batch waits: beyond this the stage embeds before taking
+    /// more (the chunks in the batcher are outside the in-flight byte budget).
+    max_waiting: usize,
+    tally: EmbedTally,
+}
+
+impl<'r> EmbedStage<'r> {
+    pub(super) fn new(run: &'r Run<'r>) -> Self {
+        let config = &run.ing.config;
+        EmbedStage {
+            run,
+            batch_size: config.embed_batch.max(1) * LENGTH_BUCKETS,
+            max_waiting: config.channel_capacity.max(1),
+            tally: EmbedTally::default(),
+        }
+    }
+
+    /// Run until `items` is closed and everything taken is handed on, or the run fails.
+    pub(super) fn run(
+        mut self,
+        items: Receiver<IndexItem>,
+        store: Sender<StoreItem>,
+    ) -> EmbedTally {
+        let mut batcher: Batcher<StoredChunk, Waiting> = Batcher::new(self.batch_size);
         let mut input_open = true;
         loop {
-            if self.cancelled.load(Ordering::SeqCst) {
+            if self.run.cancelled.load(Ordering::SeqCst) {
                 for _ in items.iter() {} // drain, so senders never block forever
-                return;
+                return self.tally;
             }
             // Take the files that are ready; wait for one only when no full batch is, and
             // for at most PARTIAL_WAIT while chunks are waiting: a run fed by an upload
@@ -47,7 +83,7 @@ impl Run<'_> {
             let mut quiet = false;
             while input_open {
                 let full = batcher.has_batch();
-                if full && batcher.files_waiting() >= max_waiting {
+                if full && batcher.files_waiting() >= self.max_waiting {
                     break;
                 }
                 let item = if full {
@@ -81,14 +117,14 @@ impl Run<'_> {
                     }
                 };
                 if !self.take(item, &mut batcher, &store) {
-                    return;
+                    return self.tally;
                 }
             }
             if !self.embed_next(&mut batcher, !input_open || quiet, &store) {
-                return;
+                return self.tally;
             }
             if !input_open && batcher.is_empty() {
-                return;
+                return self.tally;
             }
         }
     }
@@ -117,7 +153,7 @@ impl Run<'_> {
                         tags: meta.tags.clone(),
                     })
                     .collect();
-                self.stage(&meta.locator, super::FileStage::Embedding);
+                self.run.stage(&meta.locator, FileStage::Embedding);
                 batcher.push((meta, content), stored);
                 true
             }
@@ -128,33 +164,35 @@ impl Run<'_> {
     /// Embed and send the next batch if one is ready (with `all`, whatever is left), then the
     /// files that are complete. False once the run cannot go on.
     fn embed_next(
-        &self,
+        &mut self,
         batcher: &mut Batcher<StoredChunk, Waiting>,
         all: bool,
         store: &Sender<StoreItem>,
     ) -> bool {
         if let Some(mut batch) = batcher.next_batch(all) {
-            let embedder = match self.ing.embedder() {
+            let embedder = match self.run.ing.embedder() {
                 Ok(e) => e,
                 Err(e) => {
-                    self.fail_run(e);
+                    self.run.fail_run(e);
                     return false;
                 }
             };
             let owned: Vec<_> = batch.iter().map(|c| c.chunk.embedding_text()).collect();
             let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
-            match timed(&self.timings.embed, || embedder.embed(&texts)) {
+            let started = Instant::now();
+            let embedded = embedder.embed(&texts);
+            self.tally.busy += started.elapsed();
+            match embedded {
                 Ok(vs) => {
-                    self.embedded.fetch_add(vs.len() as u64, Ordering::Relaxed);
+                    self.tally.chunks += vs.len() as u64;
                     let tokens: usize = batch.iter().map(|c| c.chunk.tokens).sum();
-                    self.embedded_tokens
-                        .fetch_add(tokens as u64, Ordering::Relaxed);
+                    self.tally.tokens += tokens as u64;
                     for (c, v) in batch.iter_mut().zip(vs) {
                         c.vector = v;
                     }
                 }
                 Err(e) => {
-                    self.fail_run(e);
+                    self.run.fail_run(e);
                     return false;
                 }
             }
@@ -174,5 +212,145 @@ impl Run<'_> {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{statuses, Bench};
+    use super::super::Event;
+    use super::*;
+    use crate::embed::fake::FAKE_DIMENSIONS;
+    use crate::lock;
+    use crossbeam_channel::{bounded, unbounded};
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// Long enough for several chunks of the fake chunker.
+    fn long_text(word: &str) -> String {
+        (0..400)
+            .map(|i| format!("Paragraph {i} tells of the {word} and its keeper.\n\n"))
+            .collect()
+    }
+
+    fn chunks_of(item: &IndexItem) -> usize {
+        match item {
+            IndexItem::Content { chunks, .. } => chunks.len(),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn every_chunk_is_embedded_and_a_file_is_handed_on_after_its_last_chunk() {
+        let b = Bench::new();
+        let items = vec![
+            b.content("long.md", &long_text("lighthouse")),
+            b.content("a.md", "The otter sleeps by the weir.\n"),
+            b.content("b.md", "The heron fishes at dawn.\n"),
+        ];
+        let want: Vec<usize> = items.iter().map(chunks_of).collect();
+        assert!(want[0] > 16, "{want:?}: not a long file");
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let (item_tx, item_rx) = bounded(0);
+        let (store_tx, store_rx) = unbounded();
+        let mut stage = EmbedStage::new(&run);
+        stage.batch_size = 8; // several batches, shared across files
+        let tally = std::thread::scope(|s| {
+            let stage = s.spawn(move || stage.run(item_rx, store_tx));
+            for item in items {
+                item_tx.send(item).unwrap();
+            }
+            item_tx
+                .send(IndexItem::Removed {
+                    locator: "gone.md".into(),
+                })
+                .unwrap();
+            drop(item_tx);
+            stage.join().unwrap()
+        });
+        // Per content hash: chunks seen in batches before the file was handed on.
+        let mut embedded: HashMap<String, u32> = HashMap::new();
+        let mut files = Vec::new();
+        let mut removed = 0;
+        for out in store_rx.try_iter() {
+            match out {
+                StoreItem::Points(batch) => {
+                    assert!(batch.len() <= 8);
+                    for c in batch {
+                        assert_eq!(c.vector.len(), FAKE_DIMENSIONS);
+                        *embedded.entry(c.content_hash).or_default() += 1;
+                    }
+                }
+                StoreItem::FileStored { meta, chunks, .. } => {
+                    assert_eq!(embedded.get(&meta.hash), Some(&chunks), "{}", meta.locator);
+                    files.push((meta.locator, chunks as usize));
+                }
+                StoreItem::Other(IndexItem::Removed { locator }) => {
+                    assert_eq!(locator, "gone.md");
+                    removed += 1;
+                }
+                StoreItem::Other(_) => panic!("an item that was not sent"),
+            }
+        }
+        assert_eq!(removed, 1);
+        assert_eq!(files.len(), 3, "{files:?}");
+        let total: usize = want.iter().sum();
+        assert_eq!(tally.chunks as usize, total);
+        assert!(tally.tokens > 0);
+        // Each file reached the embedding stage before its line.
+        let stages = events
+            .try_iter()
+            .filter(|e| matches!(e, Event::Stage(_, FileStage::Embedding)))
+            .count();
+        assert_eq!(stages, 3);
+        assert!(
+            statuses(&events).is_empty(),
+            "the embed stage sends no line"
+        );
+    }
+
+    /// A model that cannot embed.
+    struct BrokenModel;
+
+    impl crate::embed::Embedder for BrokenModel {
+        fn embed(&self, _texts: &[&str]) -> crate::error::Result<Vec<Vec<f32>>> {
+            Err(crate::error::Error::Pipeline("the model is broken".into()))
+        }
+        fn dimensions(&self) -> usize {
+            FAKE_DIMENSIONS
+        }
+        fn max_tokens(&self) -> usize {
+            512
+        }
+    }
+
+    #[test]
+    fn a_failing_model_fails_the_run_and_no_sender_is_left_blocked() {
+        let b = Bench::new();
+        let items: Vec<IndexItem> = (0..6)
+            .map(|i| b.content(&format!("{i}.md"), &format!("Note {i} on the mill race.\n")))
+            .collect();
+        *lock(&b.ing.embedder) = Some(Arc::new(BrokenModel));
+        let stop = AtomicBool::new(false);
+        let (run, _events) = b.run(&stop);
+        let (item_tx, item_rx) = bounded(0);
+        let (store_tx, store_rx) = unbounded();
+        let stage = EmbedStage::new(&run);
+        let tally = std::thread::scope(|s| {
+            let stage = s.spawn(move || stage.run(item_rx, store_tx));
+            // A rendezvous: a send returns once the stage took the item, or fails once it
+            // ended; it never blocks for good.
+            for item in items {
+                let _ = item_tx.send(item);
+            }
+            drop(item_tx);
+            stage.join().unwrap()
+        });
+        assert_eq!(tally.chunks, 0);
+        assert!(store_rx.try_iter().next().is_none(), "nothing is handed on");
+        let fatal = lock(&run.fatal).take().expect("the run failed");
+        assert!(fatal.to_string().contains("broken"), "{fatal}");
     }
 }

@@ -5,7 +5,8 @@
 
 use super::handoff::Looked;
 use super::ledger::Arrival;
-use super::{timed, FileMeta, Gated, IndexItem, Run, Work};
+use super::run::Run;
+use super::{BusyTime, FileMeta, FileStage, Gated, IndexItem, Work};
 use crate::embed::Chunk;
 use crate::error::Error;
 use crate::index::objects::ContentRecord;
@@ -15,22 +16,62 @@ use crate::report::FileStatus;
 use crossbeam_channel::{Receiver, Sender};
 use extractors::{ExtractInput, FileContentIndex, FileKind, IndexStatus};
 use rayon::prelude::*;
+use std::time::Duration;
 
 /// What a chunk weighs in the in-flight budget: its text plus its locator and bookkeeping.
 fn chunk_weight(chunk: &Chunk) -> u64 {
     (chunk.text.len() + chunk.context_ref.location.len() + 256) as u64
 }
 
-impl Run<'_> {
-    /// Stage 2 (rayon): hash, skip unchanged, extract, chunk.
-    pub(super) fn extract_stage(&self, leaves: Receiver<Work>, index: Sender<Gated>) {
-        let threads = match self.ing.config.extract_threads {
+/// What the extract stage did in a run.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct ExtractTally {
+    /// Time in the extractors, summed over the stage's threads.
+    pub(super) extract: Duration,
+    /// Time chunking, summed over the stage's threads.
+    pub(super) chunk: Duration,
+}
+
+/// Stage 2: takes [`Work`] (a file's bytes), answers a file whose bytes did not change,
+/// extracts and chunks new content (once per content: the [`ContentLedger`] says which file
+/// claims it) and hands the rest on as a duplicate; [`IndexItem`]s go on with what they
+/// still hold of the byte budget.
+///
+/// [`ContentLedger`]: super::ledger::ContentLedger
+pub(super) struct ExtractStage<'r> {
+    run: &'r Run<'r>,
+    /// Files extracted at once ([`crate::Config::extract_threads`]; 0 = one per core).
+    threads: usize,
+    extract_time: BusyTime,
+    chunk_time: BusyTime,
+}
+
+impl<'r> ExtractStage<'r> {
+    pub(super) fn new(run: &'r Run<'r>) -> Self {
+        let threads = match run.ing.config.extract_threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
-        let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        ExtractStage {
+            run,
+            threads,
+            extract_time: BusyTime::default(),
+            chunk_time: BusyTime::default(),
+        }
+    }
+
+    /// Run until `leaves` is closed (files taken after the run halted are let go unread).
+    pub(super) fn run(self, leaves: Receiver<Work>, index: Sender<Gated>) -> ExtractTally {
+        let pool = match rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .build()
+        {
             Ok(p) => p,
-            Err(e) => return self.fail_run(Error::Pipeline(format!("thread pool: {e}"))),
+            Err(e) => {
+                self.run
+                    .fail_run(Error::Pipeline(format!("thread pool: {e}")));
+                return self.tally();
+            }
         };
         /// A panic outside the parsers' sandbox (chunking, the catalog) ends the run, so
         /// that the walk stage waiting for leaves to be looked at stops waiting.
@@ -43,21 +84,29 @@ impl Run<'_> {
                 }
             }
         }
-        let _guard = FailOnPanic(self);
+        let _guard = FailOnPanic(self.run);
         pool.install(|| {
             leaves.iter().par_bridge().for_each(|work| {
-                let mut looked = Looked::new(&self.handoff);
-                if !self.halted() {
+                let mut looked = Looked::new(&self.run.handoff);
+                if !self.run.halted() {
                     self.extract_one(work, &index, &mut looked);
                 }
             });
         });
+        self.tally()
     }
 
-    pub(super) fn extract_one(&self, work: Work, index: &Sender<Gated>, looked: &mut Looked<'_>) {
+    fn tally(&self) -> ExtractTally {
+        ExtractTally {
+            extract: self.extract_time.total(),
+            chunk: self.chunk_time.total(),
+        }
+    }
+
+    fn extract_one(&self, work: Work, index: &Sender<Gated>, looked: &mut Looked<'_>) {
         let loc = work.locator.to_string();
         let hash = blake3::hash(&work.bytes).to_hex().to_string();
-        let known = self.catalog.get(&loc);
+        let known = self.run.catalog.get(&loc);
         let previous = known
             .as_ref()
             .and_then(CatalogEntry::content)
@@ -75,8 +124,9 @@ impl Run<'_> {
             fresh.mtime_ns = work.mtime_ns;
             fresh.parent = work.parent.clone();
             let chunks = fresh.chunks;
-            self.catalog.put(fresh);
-            self.report(&loc, FileStatus::Unchanged, None, chunks, Some(hash));
+            self.run.catalog.put(fresh);
+            self.run
+                .report(&loc, FileStatus::Unchanged, None, chunks, Some(hash));
             return;
         }
         let meta = FileMeta {
@@ -91,7 +141,10 @@ impl Run<'_> {
         };
         // Pinned before looking: the store stage may release the last holder meanwhile, and
         // must not delete content this file is about to share.
-        let arrival = self.ledger.arrive(&hash, || self.catalog.holds(&hash));
+        let arrival = self
+            .run
+            .ledger
+            .arrive(&hash, || self.run.catalog.holds(&hash));
         // Pinned or claimed: a removal of its old name may go on now.
         looked.now();
         if arrival == Arrival::Share {
@@ -99,23 +152,23 @@ impl Run<'_> {
             let _ = index.send((IndexItem::Duplicate { meta }, None));
             return;
         }
-        let extracted = timed(&self.timings.extract, || {
+        let extracted = self.extract_time.time(|| {
             let input = ExtractInput {
                 bytes: &work.bytes,
                 locator: &work.locator,
                 file_hash: &hash,
                 detected: &work.detected,
-                options: &self.ing.extract_options,
+                options: &self.run.ing.extract_options,
             };
             // Errors, panics, aborts and hangs of a parser are all this file's failure.
-            self.ing.extractor.extract(&input)
+            self.run.ing.extractor.extract(&input)
         });
         let extraction = match extracted {
             Ok(x) => x,
             Err(e) => {
                 let reason = e.to_string();
-                self.ledger.unclaim(&hash);
-                self.record_failed_content(&meta, &reason);
+                self.run.ledger.unclaim(&hash);
+                self.run.record_failed_content(&meta, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
             }
@@ -124,8 +177,8 @@ impl Run<'_> {
             Ok(p) => p,
             Err(e) => {
                 let reason = e.to_string();
-                self.ledger.unclaim(&hash);
-                self.record_failed_content(&meta, &reason);
+                self.run.ledger.unclaim(&hash);
+                self.run.record_failed_content(&meta, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
             }
@@ -147,21 +200,22 @@ impl Run<'_> {
             },
             error: None,
         };
-        let chunker = match self.ing.chunker() {
+        let chunker = match self.run.ing.chunker() {
             Ok(c) => c,
-            Err(e) => return self.fail_run(e),
+            Err(e) => return self.run.fail_run(e),
         };
-        let max_chunks = self.ing.config.chunking.max_file_chunks;
-        let chunked = timed(&self.timings.chunk, || {
-            chunker.chunk_file(&loc, &content_index, &extraction.objects, max_chunks)
-        });
+        let max_chunks = self.run.ing.config.chunking.max_file_chunks;
+        let chunked = self
+            .chunk_time
+            .time(|| chunker.chunk_file(&loc, &content_index, &extraction.objects, max_chunks));
         let chunks = match chunked {
             Ok(chunks) => chunks,
             Err(too_many) => {
                 // Refused before anything is embedded: a limit, like an archive's.
                 let reason = too_many.to_string();
-                self.ledger.unclaim(&hash);
-                self.record_unindexed_content(&meta, FileStatus::Skipped, &reason);
+                self.run.ledger.unclaim(&hash);
+                self.run
+                    .record_unindexed_content(&meta, FileStatus::Skipped, &reason);
                 let _ = index.send((IndexItem::Abandoned { hash, reason }, None));
                 return;
             }
@@ -171,7 +225,7 @@ impl Run<'_> {
         drop(bytes);
         let mut permit = permit;
         permit.resize(chunks.iter().map(chunk_weight).sum::<u64>() + pack.len() as u64);
-        self.stage(&meta.locator, super::FileStage::Extracted);
+        self.run.stage(&meta.locator, FileStage::Extracted);
         let item = IndexItem::Content {
             meta,
             chunks,
@@ -182,31 +236,109 @@ impl Run<'_> {
         };
         let _ = index.send((item, Some(permit)));
     }
+}
 
-    pub(super) fn record_failed_content(&self, meta: &FileMeta, reason: &str) {
-        self.record_unindexed_content(meta, FileStatus::Failed, reason);
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{statuses, Bench};
+    use super::super::Event;
+    use super::*;
+    use crossbeam_channel::{bounded, unbounded};
+    use std::sync::atomic::AtomicBool;
+
+    /// One extract stage over the files `(name, bytes)`: what it handed on, and its events.
+    fn extract(b: &Bench, files: &[(&str, &[u8])]) -> (Vec<IndexItem>, Vec<Event>) {
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let (leaf_tx, leaf_rx) = bounded(files.len());
+        let (item_tx, item_rx) = unbounded();
+        for (name, bytes) in files {
+            leaf_tx.send(b.work(&run, name, bytes)).unwrap();
+        }
+        drop(leaf_tx);
+        ExtractStage::new(&run).run(leaf_rx, item_tx);
+        assert!(lock_fatal(&run).is_none());
+        let items = item_rx.try_iter().map(|(item, _permit)| item).collect();
+        (items, events.try_iter().collect())
     }
 
-    /// Record a file whose content was not indexed (failed, or skipped by a limit).
-    pub(super) fn record_unindexed_content(
-        &self,
-        meta: &FileMeta,
-        status: FileStatus,
-        reason: &str,
-    ) {
-        self.catalog
-            .put(meta.unindexed_entry(super::unread_status(status), reason));
-        if let Some((hash, chunks)) = &meta.previous {
-            if let Err(e) = self.release(hash, *chunks) {
-                self.fail_run(e);
+    fn lock_fatal(run: &Run<'_>) -> Option<String> {
+        crate::lock(&run.fatal).as_ref().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn new_bytes_are_extracted_once_and_the_same_bytes_again_are_a_duplicate() {
+        let b = Bench::new();
+        let same: &[u8] = b"The miller grinds the barley on Tuesdays.\n";
+        let (items, events) = extract(
+            &b,
+            &[
+                ("a.md", same),
+                ("b.md", same),
+                ("c.md", b"The smith shoes the horses on Fridays.\n"),
+            ],
+        );
+        let mut contents = Vec::new();
+        let mut duplicates = Vec::new();
+        for item in items {
+            match item {
+                IndexItem::Content {
+                    meta,
+                    chunks,
+                    content,
+                } => {
+                    assert!(!chunks.is_empty());
+                    assert_eq!(content.index.id, meta.hash);
+                    assert!(content.index.total_objects > 0);
+                    contents.push(meta.locator);
+                }
+                IndexItem::Duplicate { meta } => duplicates.push(meta),
+                _ => panic!("nothing else was sent"),
             }
         }
-        self.report(
-            &meta.locator,
-            status,
-            Some(reason.to_string()),
-            0,
-            Some(meta.hash.clone()),
+        assert_eq!(contents.len(), 2, "{contents:?}");
+        assert_eq!(duplicates.len(), 1);
+        let same_hash = blake3::hash(same).to_hex().to_string();
+        assert_eq!(duplicates[0].hash, same_hash);
+        let extracted = events
+            .iter()
+            .filter(|e| matches!(e, Event::Stage(_, super::super::FileStage::Extracted)))
+            .count();
+        assert_eq!(extracted, 2);
+        assert!(!events.iter().any(|e| matches!(e, Event::File(_))));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_extracted_fails_and_gives_up_its_claim() {
+        let b = Bench::new();
+        let broken: &[u8] = b"%PDF-1.7\n1 0 obj <</Type /Catalog";
+        let (items, events) = extract(&b, &[("broken.pdf", broken)]);
+        let hash = blake3::hash(broken).to_hex().to_string();
+        assert!(
+            matches!(&items[..], [IndexItem::Abandoned { hash: h, .. }] if *h == hash),
+            "one abandoned claim"
         );
+        let (tx, rx) = unbounded();
+        events.into_iter().for_each(|e| tx.send(e).unwrap());
+        assert_eq!(
+            statuses(&rx),
+            [("broken.pdf".to_string(), FileStatus::Failed)]
+        );
+        assert_eq!(b.entry_status("broken.pdf"), Some(EntryStatus::Failed));
+    }
+
+    #[test]
+    fn bytes_the_catalog_holds_under_the_same_name_are_unchanged() {
+        let b = Bench::new();
+        let text = "The shepherd counts the flock at dusk.\n";
+        b.write("a.md", text);
+        assert_eq!(b.sync().summary.indexed, 1);
+        let embedded_before = b.points();
+        let (items, events) = extract(&b, &[("a.md", text.as_bytes())]);
+        assert!(items.is_empty(), "nothing to embed");
+        let (tx, rx) = unbounded();
+        events.into_iter().for_each(|e| tx.send(e).unwrap());
+        assert_eq!(statuses(&rx), [("a.md".to_string(), FileStatus::Unchanged)]);
+        assert_eq!(b.points(), embedded_before);
     }
 }

@@ -11,16 +11,21 @@
 //! orders of magnitude, so the bytes in flight from reading to embedding are budgeted too
 //! ([`Config::in_flight_bytes`], see `crate::gate`). Reports flow back to the
 //! caller as files finish. A file counts as indexed only once all its chunks are stored.
-
 //!
-//! Each stage has its file: [`walk`] (stage 1: walk folders, answer unchanged files from the
-//! catalog, unpack containers), [`extract`] (stage 2: extract in isolated workers, chunk),
-//! [`embed`] (stage 3: batch chunks across files and embed them), [`store`] (stage 4: upsert,
-//! record files in the catalog, resolve duplicates, retire content no file holds);
+//! Each stage is a struct in its file, owning its state and knobs, built from the run's
+//! shared state and run on its own thread with the channels it reads and writes; each returns
+//! its tally (busy time, chunks embedded) when it ends, and has its own unit tests:
+//! [`walk::WalkStage`] (stage 1: walk folders, answer unchanged files from the catalog,
+//! unpack containers), [`extract::ExtractStage`] (stage 2: extract in isolated workers,
+//! chunk), [`embed::EmbedStage`] (stage 3: batch chunks across files and embed them),
+//! [`store::StoreStage`] (stage 4: upsert, record files in the catalog, resolve duplicates,
+//! checkpoint). What they share is [`run::Run`]: the scope's catalog view ([`books`]), the
+//! content ledger ([`ledger`]: claims, pins, orphans), the input tracker ([`inputs`]), the
+//! leaf handoff ([`handoff`]), the byte gate, the report channel, and the actions any stage may
+//! take (send a line, record a file that was not indexed, release a content, fail the run).
 //! [`entry_cards`] gives failed, skipped and archive entries a card point of their own at
-//! each checkpoint and at the end of a run. This file
-//! holds what they share: the stage contracts (the items that travel between stages), the
-//! run's state, and [`run`], which wires the stages with bounded channels.
+//! each checkpoint and at the end of a run. This file holds the stage contracts (the items
+//! that travel between stages) and [`run`], which wires the stages with bounded channels.
 
 mod books;
 mod embed;
@@ -29,25 +34,33 @@ mod extract;
 mod handoff;
 mod inputs;
 mod ledger;
+mod run;
 mod store;
+#[cfg(test)]
+mod testkit;
 #[cfg(test)]
 mod tests;
 mod walk;
 
 pub(crate) use entry_cards::rewrite_entry_cards;
 
+use embed::EmbedStage;
+use extract::ExtractStage;
+use run::Run;
+use store::StoreStage;
+use walk::WalkStage;
+
 use crate::embed::Chunk;
-use crate::error::{Error, Result};
-use crate::gate::{ByteGate, Permit};
+use crate::error::Result;
+use crate::gate::Permit;
 use crate::index::objects::ContentRecord;
 use crate::index::{CatalogEntry, LastRun, ShadowedMember, StoredChunk};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
-use crate::report::{now_secs, FileReport, FileStatus, IngestReport, StageSeconds};
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crate::report::{now_secs, FileReport, IngestReport, StageSeconds};
+use crossbeam_channel::{bounded, unbounded};
 use extractors::{Locator, Scope};
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -195,268 +208,33 @@ enum Event {
     InputDone(usize),
 }
 
-/// Busy time per stage, accumulated across threads.
+/// A stage's busy time, added to from any of its threads.
 #[derive(Default)]
-struct Timings {
-    unpack: Mutex<Duration>,
-    /// Part of `unpack` spent blocked on a full channel (back-pressure, not work).
-    unpack_blocked: Mutex<Duration>,
-    extract: Mutex<Duration>,
-    chunk: Mutex<Duration>,
-    embed: Mutex<Duration>,
-    store: Mutex<Duration>,
-}
+struct BusyTime(Mutex<Duration>);
 
-fn timed<T>(slot: &Mutex<Duration>, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    *lock(slot) += t.elapsed();
-    out
-}
-
-/// State shared by the stages of one run.
-struct Run<'a> {
-    ing: &'a Ingestor,
-    scope: &'a Scope,
-    /// The scope's entries in the catalog: the stages' only way to it.
-    catalog: books::ScopeCatalog<'a>,
-    /// Dropped by the store stage when it ends (it is the last stage that reports), which
-    /// ends the caller's report loop.
-    reports: Mutex<Option<Sender<Event>>>,
-    /// Which files each input is still waiting for.
-    tracker: Mutex<inputs::InputTracker>,
-    timings: Timings,
-    /// Which contents are claimed, pinned or orphaned ("nothing lost, nothing duplicated").
-    ledger: ledger::ContentLedger,
-    /// Set when a stage hits an error that ends the run (model or store unusable).
-    fatal: Mutex<Option<Error>>,
-    cancelled: AtomicBool,
-    /// Set from outside to end the run early: no new files are started, what is in flight is
-    /// stored, and the catalog stays true to the store.
-    stop: &'a AtomicBool,
-    /// Chunks embedded in this run.
-    embedded: AtomicU64,
-    /// Model tokens of those chunks.
-    embedded_tokens: AtomicU64,
-    /// Cards stored for failed, skipped and archive entries ([`entry_cards`]).
-    entry_cards: AtomicU64,
-    /// When the catalog was last checkpointed, and how long that took.
-    saved_at: Mutex<(Instant, Duration)>,
-    /// Archives on disk expanded in this run: (entry, member locators seen).
-    /// Each with the input it came from: recorded when that input is complete (or at the
-    /// end of the run).
-    containers: Mutex<Vec<(usize, CatalogEntry, Vec<String>)>>,
-    /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
-    gate: ByteGate,
-    /// Leaves handed to extraction, and leaves whose content the ledger has looked at (or
-    /// that ended before): see [`Run::send_removed`].
-    handoff: handoff::LeafHandoff,
-}
-
-impl Run<'_> {
-    fn report(
-        &self,
-        locator: &str,
-        status: FileStatus,
-        reason: Option<String>,
-        chunks: u32,
-        hash: Option<String>,
-    ) {
-        self.send_report(
-            FileReport::new(locator, status)
-                .reason(reason)
-                .chunks(chunks)
-                .hash(hash),
-        );
+impl BusyTime {
+    /// Run `f`, counting its time.
+    fn time<T>(&self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        self.add(t.elapsed());
+        out
     }
 
-    /// The line of a member hidden by an earlier member of the same name. Its locator is that
-    /// earlier member's, whose own line may still be on its way: this line must not count
-    /// as that one, or the input would complete (and its archive be judged incomplete)
-    /// before the earlier member is stored.
-    fn report_shadowed(&self, locator: &str, reason: &str) {
-        let report = FileReport::new(locator, FileStatus::Skipped).reason(Some(reason.to_string()));
-        self.send_event(Event::File(report));
+    fn add(&self, d: Duration) {
+        *lock(&self.0) += d;
     }
 
-    fn send_report(&self, report: FileReport) {
-        // Under the tracker's lock: an input's completion goes after its last line.
-        let done = {
-            let mut tracker = lock(&self.tracker);
-            let done = tracker.line(&report.locator);
-            self.send_event(Event::File(report));
-            done
-        };
-        if let Some(input) = done {
-            self.input_complete(input);
-        }
-    }
-
-    /// Every line of input `input` is sent: record its archives, then tell the caller.
-    fn input_complete(&self, input: usize) {
-        if let Err(e) = self.finish_containers_of(Some(input)) {
-            self.fail_run(e);
-        }
-        self.send_event(Event::InputDone(input));
-    }
-
-    fn send_event(&self, event: Event) {
-        if let Some(tx) = lock(&self.reports).as_ref() {
-            let _ = tx.send(event);
-        }
-    }
-
-    /// A file of the current input goes on to a later stage: its input waits for its line.
-    fn expect_line(&self, locator: &str) {
-        lock(&self.tracker).expect(locator);
-    }
-
-    /// The input the walk stage is on.
-    fn current_input(&self) -> usize {
-        lock(&self.tracker).current()
-    }
-
-    /// The walk stage starts input `input`.
-    fn input_started(&self, input: usize) {
-        lock(&self.tracker).started(input);
-    }
-
-    /// The walk stage is through input `input`: complete now if no file of it is on its way.
-    fn input_walked(&self, input: usize) {
-        let complete = lock(&self.tracker).walked(input);
-        if let Some(input) = complete {
-            self.input_complete(input);
-        }
-    }
-
-    /// Send the removal of `locator` on once every leaf handed to extraction so far has been
-    /// looked at ([`handoff::LeafHandoff`]: a file it was renamed to has then pinned its
-    /// content, which is kept, not deleted and embedded again); none once the run halted (an
-    /// unfinished run removes nothing: the next one decides).
-    fn send_removed(&self, index: &Sender<IndexItem>, locator: String) {
-        self.handoff.wait_all_looked(|| self.halted());
-        if !self.halted() {
-            let _ = index.send(IndexItem::Removed { locator });
-        }
-    }
-
-    /// A file reached `stage`.
-    fn stage(&self, locator: &str, stage: FileStage) {
-        self.send_event(Event::Stage(locator.to_string(), stage));
-    }
-
-    /// Save the catalog now and then during a long run, so a crash loses little work (what
-    /// the saved catalog and the store disagree on is repaired at the next start). Every
-    /// `checkpoint_interval` (2 s), or less often for a catalog so large that saving it would
-    /// take over 5 % of the run; after every item when the interval is zero. Each checkpoint
-    /// first stores the cards the entries changed since want ([`entry_cards`]), so a run fed
-    /// for days (an upload queue) does not keep them waiting.
-    fn checkpoint(&self) {
-        const COST_SHARE: u32 = 20;
-        let every = self.ing.config.checkpoint_interval;
-        let mut saved = lock(&self.saved_at);
-        let (at, cost) = *saved;
-        if every.is_zero() || at.elapsed() >= every.max(cost * COST_SHARE) {
-            if !self.halted() {
-                self.write_entry_cards(entry_cards::Pass::Checkpoint);
-            }
-            let started = Instant::now();
-            if let Err(e) = self.catalog.save() {
-                tracing::warn!("catalog checkpoint: {e}");
-            }
-            *saved = (Instant::now(), started.elapsed());
-        }
-    }
-
-    fn fail_run(&self, e: Error) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        let mut f = lock(&self.fatal);
-        if f.is_none() {
-            *f = Some(e);
-        }
-    }
-
-    /// One card pass ([`entry_cards`]); a failure fails the run.
-    fn write_entry_cards(&self, pass: entry_cards::Pass) {
-        match entry_cards::write_entry_cards(self.ing, &self.catalog, pass) {
-            Ok(n) => {
-                self.entry_cards.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(e) => self.fail_run(e),
-        }
-    }
-
-    /// Delete the cards of the entries replaced or removed so far, before their files'
-    /// lines go out: a deleted or mended file is not found by its old card once its line
-    /// says so. A failure fails the run.
-    fn drop_retired_cards(&self) {
-        if let Err(e) = entry_cards::delete_retired_cards(self.ing, &self.catalog) {
-            self.fail_run(e);
-        }
-    }
-
-    /// A failed run's last words: the cards of entries it replaced or removed go if the
-    /// store lets them (else the next open's repair deletes them), the catalog is saved.
-    fn end_failed(&self) {
-        if let Err(e) = entry_cards::delete_retired_cards(self.ing, &self.catalog) {
-            tracing::warn!("cards of replaced entries left for repair: {e}");
-        }
-        let _ = self.catalog.save();
-    }
-
-    /// Whether to start no new work: the run failed, or was asked to stop.
-    fn halted(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst)
-    }
-
-    /// Record expanded archives and forget members that are gone. An archive is recorded as
-    /// unchanged-able only when every member it produced reached the catalog.
-    fn finish_containers(&self) -> Result<()> {
-        self.finish_containers_of(None)
-    }
-
-    /// [`Run::finish_containers`] for the archives of input `input` only (`None`: all).
-    fn finish_containers_of(&self, input: Option<usize>) -> Result<()> {
-        let containers: Vec<(CatalogEntry, Vec<String>)> = {
-            let mut all = lock(&self.containers);
-            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
-                .into_iter()
-                .partition(|(n, _, _)| input.is_none_or(|i| i == *n));
-            *all = rest;
-            mine.into_iter().map(|(_, e, seen)| (e, seen)).collect()
-        };
-        for (entry, seen) in containers {
-            let seen: HashSet<String> = seen.into_iter().collect();
-            let members = self.catalog.members_of(&entry.locator);
-            for gone in members.iter().filter(|m| !seen.contains(&m.locator)) {
-                let removed = self.catalog.remove(&gone.locator);
-                if let Some((hash, chunks)) = removed.as_ref().and_then(CatalogEntry::content) {
-                    self.release(&hash, chunks)?;
-                }
-            }
-            let complete = self
-                .catalog
-                .has_all(seen.iter().filter(|m| **m != entry.locator));
-            if complete {
-                self.catalog.remake_nested_cards(&entry.locator);
-                // A file that used to be indexed as a plain file and is now an archive.
-                let replaced = self.catalog.put(entry);
-                if let Some((hash, chunks)) = replaced {
-                    self.release(&hash, chunks)?;
-                }
-            }
-        }
-        Ok(())
+    fn total(&self) -> Duration {
+        *lock(&self.0)
     }
 }
 
-/// The catalog status of a file that was not indexed: skipped (by a limit, a link…) or failed.
-fn unread_status(status: FileStatus) -> crate::index::EntryStatus {
-    if status == FileStatus::Skipped {
-        crate::index::EntryStatus::Skipped
-    } else {
-        crate::index::EntryStatus::Failed
-    }
+/// A stage's tally once its thread ended; a stage that panicked ends the run as before.
+fn join<T>(stage: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    stage
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The inputs of a run: a list, or a feed that ends when its sender is dropped (an upload
@@ -484,25 +262,7 @@ pub(crate) fn run(
         has_content,
     )?;
     let (report_tx, report_rx) = unbounded::<Event>();
-    let run = Run {
-        ing,
-        scope,
-        catalog: books::ScopeCatalog::new(&ing.catalog, scope),
-        reports: Mutex::new(Some(report_tx)),
-        tracker: Mutex::new(inputs::InputTracker::default()),
-        timings: Timings::default(),
-        ledger: ledger::ContentLedger::default(),
-        fatal: Mutex::new(None),
-        cancelled: AtomicBool::new(false),
-        stop,
-        embedded: AtomicU64::new(0),
-        embedded_tokens: AtomicU64::new(0),
-        entry_cards: AtomicU64::new(0),
-        saved_at: Mutex::new((Instant::now(), Duration::ZERO)),
-        containers: Mutex::new(Vec::new()),
-        gate: ByteGate::new(ing.config.in_flight_bytes),
-        handoff: handoff::LeafHandoff::default(),
-    };
+    let run = Run::new(ing, scope, stop, report_tx);
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
     // Extracted files wait in `gated` holding their permits; the hand-off to the embed
@@ -512,19 +272,22 @@ pub(crate) fn run(
     let (store_tx, store_rx) = bounded::<StoreItem>(cap);
     let mut report = IngestReport::default();
 
-    std::thread::scope(|s| {
-        let run = &run;
+    let walk = WalkStage::new(&run);
+    let extract = ExtractStage::new(&run);
+    let embed = EmbedStage::new(&run);
+    let store = StoreStage::new(&run);
+    let tallies = std::thread::scope(|s| {
         let walker_index_tx = index_tx.clone();
-        s.spawn(move || run.walk_stage(inputs, leaf_tx, walker_index_tx));
-        s.spawn(move || run.extract_stage(leaf_rx, gated_tx));
+        let walk = s.spawn(move || walk.run(inputs, leaf_tx, walker_index_tx));
+        let extract = s.spawn(move || extract.run(leaf_rx, gated_tx));
         s.spawn(move || {
             for (item, permit) in gated_rx.iter() {
                 let _ = index_tx.send(item); // fails only when the embed stage ended
                 drop(permit);
             }
         });
-        s.spawn(move || run.embed_stage(index_rx, store_tx));
-        s.spawn(move || run.store_stage(store_rx));
+        let embed = s.spawn(move || embed.run(index_rx, store_tx));
+        let store = s.spawn(move || store.run(store_rx));
         for event in report_rx.iter() {
             match event {
                 Event::File(r) => {
@@ -538,7 +301,9 @@ pub(crate) fn run(
                 Event::InputDone(input) => progress.input_done(input),
             }
         }
+        (join(walk), join(extract), join(embed), join(store))
     });
+    let (walked, extracted, embedded, stored) = tallies;
     // All stage threads have ended here (the scope joined them).
     if let Some(e) = lock(&run.fatal).take() {
         run.end_failed();
@@ -561,9 +326,8 @@ pub(crate) fn run(
         }
         optimize = started.elapsed();
     }
-    let t = &run.timings;
-    report.summary.chunks_embedded = run.embedded.load(Ordering::Relaxed);
-    report.summary.tokens_embedded = run.embedded_tokens.load(Ordering::Relaxed);
+    report.summary.chunks_embedded = embedded.chunks;
+    report.summary.tokens_embedded = embedded.tokens;
     report.summary.entry_cards = run.entry_cards.load(Ordering::Relaxed);
     if report.summary.chunks_embedded > 0 {
         if let Ok(e) = ing.embedder() {
@@ -573,13 +337,11 @@ pub(crate) fn run(
     // Observers saw completion order; the returned ledger is in locator order.
     report.files.sort_by(|a, b| a.locator.cmp(&b.locator));
     report.summary.seconds = StageSeconds {
-        unpack: lock(&t.unpack)
-            .saturating_sub(*lock(&t.unpack_blocked))
-            .as_secs_f64(),
-        extract: lock(&t.extract).as_secs_f64(),
-        chunk: lock(&t.chunk).as_secs_f64(),
-        embed: lock(&t.embed).as_secs_f64(),
-        store: lock(&t.store).as_secs_f64(),
+        unpack: walked.unpack.saturating_sub(walked.blocked).as_secs_f64(),
+        extract: extracted.extract.as_secs_f64(),
+        chunk: extracted.chunk.as_secs_f64(),
+        embed: embedded.busy.as_secs_f64(),
+        store: stored.busy.as_secs_f64(),
         optimize: optimize.as_secs_f64(),
         total: started.elapsed().as_secs_f64(),
     };

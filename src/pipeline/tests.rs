@@ -1,134 +1,13 @@
 //! The pipeline end to end in one process, without the model: the fake model
 //! (`crate::embed::fake`), the embedded store, extraction in process. What the content ledger
 //! and the stages promise — one embedding per content, nothing lost on a rename, nothing left
-//! of a deleted or changed file — checked on the catalog and the store themselves.
+//! of a deleted or changed file — checked on the catalog and the store themselves. Each stage
+//! alone is tested in its own file.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use extractors::Scope;
-
-use crate::embed::fake::{fake_chunker, FakeEmbedder};
-use crate::index::{IndexQuery, SearchFilter};
+use super::testkit::Bench;
+use crate::index::SearchFilter;
 use crate::report::FileStatus;
-use crate::{lock, Config, IngestReport, Ingestor, Input};
-
-/// Fields drop in order: the ingestor (which flushes the store) before its folder.
-struct Bench {
-    ing: Ingestor,
-    scope: Scope,
-    docs: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Bench {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let docs = dir.path().join("docs");
-        std::fs::create_dir_all(&docs).unwrap();
-        let mut config = Config::new(dir.path().join("data"));
-        config.isolation.mode = crate::isolation::Isolation::InProcess;
-        config.checkpoint_interval = std::time::Duration::ZERO;
-        let ing = Ingestor::open(config).unwrap();
-        *lock(&ing.chunker) = Some(fake_chunker(&ing.config.chunking));
-        *lock(&ing.embedder) = Some(Arc::new(FakeEmbedder::default()));
-        Bench {
-            ing,
-            scope: Scope::user("u"),
-            docs,
-            _dir: dir,
-        }
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        std::fs::write(self.docs.join(name), text).unwrap();
-    }
-
-    fn sync(&self) -> IngestReport {
-        self.ing
-            .ingest(vec![Input::Path(self.docs.clone())], &self.scope, &|_| {})
-            .unwrap()
-    }
-
-    fn status_of(report: &IngestReport, name: &str) -> FileStatus {
-        report
-            .files
-            .iter()
-            .find(|f| Path::new(&f.locator).ends_with(name))
-            .map(|f| f.status)
-            .unwrap_or_else(|| panic!("no line for {name}: {:#?}", report.files))
-    }
-
-    /// Points in the store, and the chunks the catalog says its contents hold (each content
-    /// once however many files hold it) with the cards of its entries without content. They
-    /// must agree.
-    fn points_and_catalog(&self) -> (usize, usize) {
-        let points = self.ing.store().unwrap().count(Some(&self.scope)).unwrap();
-        let mut contents = std::collections::HashMap::new();
-        for e in lock(&self.ing.catalog).entries(&self.scope) {
-            if let Some((key, chunks)) = e.points() {
-                contents.insert(key, chunks as usize);
-            }
-        }
-        let catalog = contents.values().sum();
-        let stats = lock(&self.ing.catalog).stats(Some(&self.scope)).chunks;
-        assert_eq!(stats, catalog as u64, "status counts what the entries hold");
-        (points, catalog)
-    }
-
-    /// The text of the card of `locator`, found by keywords for `word`.
-    fn card_text(&self, word: &str, locator: &str) -> String {
-        self.keyword_hits(word, 50)
-            .into_iter()
-            .find(|h| h.locator == locator && h.kind == crate::embed::ChunkKind::Card)
-            .map(|h| h.text)
-            .unwrap_or_else(|| panic!("no card of {locator} for {word:?}"))
-    }
-
-    /// The first `limit` keyword hits for `word`.
-    fn keyword_hits(&self, word: &str, limit: usize) -> Vec<crate::index::Hit> {
-        let query = IndexQuery {
-            vector: None,
-            text: Some(word.into()),
-        };
-        self.ing
-            .store()
-            .unwrap()
-            .search(
-                &self.scope,
-                &query,
-                limit,
-                0,
-                None,
-                &SearchFilter::default(),
-            )
-            .unwrap()
-    }
-
-    /// The locators of the entry cards in the store (cards of entries without content).
-    fn entry_cards(&self) -> Vec<String> {
-        let mut cards: Vec<String> = self
-            .ing
-            .store()
-            .unwrap()
-            .point_records()
-            .unwrap()
-            .into_iter()
-            .filter(|p| p.content_hash.starts_with("entry-"))
-            .flat_map(|p| p.locators)
-            .collect();
-        cards.sort();
-        cards
-    }
-
-    /// Locators of the keyword hits for `word`.
-    fn found(&self, word: &str) -> Vec<String> {
-        self.keyword_hits(word, 20)
-            .into_iter()
-            .map(|h| h.locator)
-            .collect()
-    }
-}
+use crate::Input;
 
 #[test]
 fn identical_bytes_are_embedded_once_and_found_under_every_name() {

@@ -3,7 +3,8 @@
 //! everything else is unpacked (containers recursively, under one budget per tree, behind a
 //! panic boundary) into [`Work`] items for extraction.
 
-use super::{timed, unread_status, Expansion, IndexItem, Run, Work};
+use super::run::{unread_status, Run};
+use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
 use crate::lock;
@@ -13,7 +14,7 @@ use crossbeam_channel::Sender;
 use extractors::Locator;
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The path string catalog entries are compared with: canonical when it exists, else the
 /// absolute path under its canonical parent (a deleted file).
@@ -31,20 +32,56 @@ fn root_path(path: &Path) -> String {
     extractors::segment_from_bytes(resolved.as_os_str().as_bytes())
 }
 
-impl Run<'_> {
-    /// Stage 1: walk inputs, answer unchanged files from the catalog, unpack the rest.
-    pub(super) fn walk_stage(
-        &self,
+/// What the walk stage did in a run.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct WalkTally {
+    /// Time walking and unpacking, `blocked` included.
+    pub(super) unpack: Duration,
+    /// Part of `unpack` spent waiting for the byte budget or a full channel (back-pressure,
+    /// not work).
+    pub(super) blocked: Duration,
+}
+
+/// Stage 1: takes the run's [`Input`]s one after the other; answers unchanged files from the
+/// catalog, unpacks the rest (containers recursively, under one budget per tree, behind a
+/// panic boundary) into [`Work`] items for extraction, records what is not extracted
+/// (skipped, failed, archives) and sends the removal of what is gone.
+pub(super) struct WalkStage<'r> {
+    run: &'r Run<'r>,
+    unpack_time: BusyTime,
+    blocked_time: BusyTime,
+}
+
+impl<'r> WalkStage<'r> {
+    pub(super) fn new(run: &'r Run<'r>) -> Self {
+        WalkStage {
+            run,
+            unpack_time: BusyTime::default(),
+            blocked_time: BusyTime::default(),
+        }
+    }
+
+    /// Walk `inputs` until they end or the run halts.
+    pub(super) fn run(
+        self,
         inputs: super::Inputs<'_>,
         leaves: Sender<Work>,
         index: Sender<IndexItem>,
-    ) {
-        let limits = &self.ing.config.limits;
+    ) -> WalkTally {
+        self.walk(inputs, &leaves, &index);
+        WalkTally {
+            unpack: self.unpack_time.total(),
+            blocked: self.blocked_time.total(),
+        }
+    }
+
+    fn walk(&self, inputs: super::Inputs<'_>, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
+        let limits = &self.run.ing.config.limits;
         for (n, input) in inputs.enumerate() {
-            if self.halted() {
+            if self.run.halted() {
                 return;
             }
-            self.input_started(n);
+            self.run.input_started(n);
             match input {
                 Input::Bytes { name, bytes } => {
                     if let Some(name) = self.stored_name(&name) {
@@ -53,13 +90,13 @@ impl Run<'_> {
                         let mut expansion = Expansion::default();
                         self.unpack_contained(&locator, || {
                             Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                                self.route_leaf(leaf, &locator, size, 0, &leaves, &mut expansion);
+                                self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
                             });
                         });
                     }
                 }
-                Input::Path(path) => self.sync_path(&path, &leaves, &index),
-                Input::Member { archive, member } => self.member(&archive, &member, &leaves),
+                Input::Path(path) => self.sync_path(&path, leaves, index),
+                Input::Member { archive, member } => self.member(&archive, &member, leaves),
                 Input::Upload {
                     name,
                     path,
@@ -67,15 +104,15 @@ impl Run<'_> {
                     tags,
                 } => {
                     if let Some(name) = self.stored_name(&name) {
-                        self.upload(&name, &path, limits.as_ref(), tags, &leaves, &index);
+                        self.upload(&name, &path, limits.as_ref(), tags, leaves, index);
                     }
                 }
-                Input::Remove { locator } => self.remove(&locator, &index),
+                Input::Remove { locator } => self.remove(&locator, index),
             }
-            if self.halted() {
+            if self.run.halted() {
                 return; // files of this input may be missing: it is not complete
             }
-            self.input_walked(n);
+            self.run.input_walked(n);
         }
     }
 
@@ -86,7 +123,8 @@ impl Run<'_> {
         match crate::uploads::upload_name(name) {
             Ok(n) => Some(n),
             Err(e) => {
-                self.report(name, FileStatus::Failed, Some(e.to_string()), 0, None);
+                self.run
+                    .report(name, FileStatus::Failed, Some(e.to_string()), 0, None);
                 None
             }
         }
@@ -109,7 +147,9 @@ impl Run<'_> {
             Ok(m) => m.len(),
             Err(e) => {
                 let reason = format!("the spooled upload is unreadable: {e}");
-                return self.report(name, FileStatus::Failed, Some(reason), 0, None);
+                return self
+                    .run
+                    .report(name, FileStatus::Failed, Some(reason), 0, None);
             }
         };
         let file = crate::unpack::DiskFile {
@@ -120,7 +160,7 @@ impl Run<'_> {
         };
         self.expand_disk_file(
             file,
-            limits.unwrap_or(&self.ing.config.limits),
+            limits.unwrap_or(&self.run.ing.config.limits),
             tags,
             leaves,
             index,
@@ -132,17 +172,18 @@ impl Run<'_> {
     fn remove(&self, locator: &str, index: &Sender<IndexItem>) {
         let nested = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
         let mut doomed: Vec<String> = self
+            .run
             .catalog
             .under(&nested)
             .into_iter()
             .map(|e| e.locator)
-            .chain(self.catalog.get(locator).map(|e| e.locator))
+            .chain(self.run.catalog.get(locator).map(|e| e.locator))
             .collect();
         // Members first, the file itself last.
         doomed.sort_by_key(|l| std::cmp::Reverse(l.len()));
         for locator in doomed {
-            self.expect_line(&locator);
-            self.send_removed(index, locator);
+            self.run.expect_line(&locator);
+            self.run.send_removed(index, locator);
         }
     }
 
@@ -155,11 +196,13 @@ impl Run<'_> {
             Ok(m) => m.len(),
             Err(e) => {
                 let reason = format!("cannot read the archive: {e}");
-                return self.report(member, FileStatus::Failed, Some(reason), 0, None);
+                return self
+                    .run
+                    .report(member, FileStatus::Failed, Some(reason), 0, None);
             }
         };
         let mtime_ns = 0;
-        let mut limits = self.ing.config.limits.clone();
+        let mut limits = self.run.ing.config.limits.clone();
         // A member past the member limit can be read this way, but walking to it stays
         // bounded: a small archive of millions of headers is not walked without end.
         limits.max_files = limits.max_files.saturating_mul(100).max(1_000_000);
@@ -184,20 +227,20 @@ impl Run<'_> {
     /// Ingest a file or folder and forget what is no longer there: catalogued files at or
     /// under `path` that the walk did not meet (deleted, renamed away) are removed, except
     /// under folders that could not be read.
-    pub(super) fn sync_path(&self, path: &Path, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
+    fn sync_path(&self, path: &Path, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
         let exists = std::fs::symlink_metadata(path).is_ok();
         let root = root_path(path);
         let mut seen: HashSet<String> = HashSet::new();
         let mut unreadable: Vec<String> = Vec::new();
         // The index's own files are never ingested, even when it lives in the folder.
         let options = WalkOptions {
-            except: std::fs::canonicalize(&self.ing.config.data_dir)
+            except: std::fs::canonicalize(&self.run.ing.config.data_dir)
                 .into_iter()
                 .collect(),
-            include_hidden: self.ing.config.include_hidden,
+            include_hidden: self.run.ing.config.include_hidden,
         };
         if exists {
-            let partition = self.ing.config.partition;
+            let partition = self.run.ing.config.partition;
             let theirs =
                 |locator: &Locator| partition.is_some_and(|p| !p.takes(&locator.to_string()));
             walk_with(path, &options, &mut |entry| match entry {
@@ -216,7 +259,7 @@ impl Run<'_> {
                 // Not catalogued: what was indexed under it (with --hidden) is removed.
                 DiskEntry::Hidden { locator } => {
                     let reason = HIDDEN_REASON.to_string();
-                    self.report(
+                    self.run.report(
                         &locator.to_string(),
                         FileStatus::Ignored,
                         Some(reason),
@@ -227,7 +270,7 @@ impl Run<'_> {
                 // Not catalogued (it may come back); what is under it is not removed.
                 DiskEntry::Failed { locator, reason } => {
                     unreadable.extend(locator.segments.first().cloned());
-                    self.report(
+                    self.run.report(
                         &locator.to_string(),
                         FileStatus::Failed,
                         Some(reason),
@@ -238,6 +281,7 @@ impl Run<'_> {
             });
         }
         let gone: Vec<CatalogEntry> = self
+            .run
             .catalog
             .top_level_under(&root)
             .into_iter()
@@ -254,12 +298,12 @@ impl Run<'_> {
                     .any(|u| path == *u || path.starts_with(&format!("{u}/")))
             })
             .collect();
-        if self.halted() {
+        if self.run.halted() {
             return; // an unfinished walk proves nothing about what is gone
         }
         if !exists && gone.is_empty() {
             // Never indexed and not there: most likely a typo.
-            self.report(
+            self.run.report(
                 &Locator::root(root).to_string(),
                 FileStatus::Failed,
                 Some("cannot open: no such file or folder".into()),
@@ -268,34 +312,34 @@ impl Run<'_> {
             );
         }
         for e in gone {
-            let members = self.catalog.members_of(&e.locator);
+            let members = self.run.catalog.members_of(&e.locator);
             for m in members {
-                self.send_removed(index, m.locator);
+                self.run.send_removed(index, m.locator);
             }
-            self.send_removed(index, e.locator);
+            self.run.send_removed(index, e.locator);
         }
     }
 
-    pub(super) fn disk_file(
+    fn disk_file(
         &self,
         f: crate::unpack::DiskFile,
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
-        if self.halted() {
+        if self.run.halted() {
             return;
         }
         let loc = f.locator.to_string();
-        let known = self.catalog.get(&loc);
+        let known = self.run.catalog.get(&loc);
         if let Some(e) = known.filter(|e| {
             e.size == f.size
                 && e.mtime_ns == f.mtime_ns
-                && !(self.ing.config.retry_unindexed && self.holds_unindexed(e))
+                && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
         }) {
             self.replay_unchanged(&e);
             return;
         }
-        self.expand_disk_file(f, &self.ing.config.limits, Vec::new(), leaves, index);
+        self.expand_disk_file(f, &self.run.ing.config.limits, Vec::new(), leaves, index);
     }
 
     /// Unpack a file on disk (an archive recursively) under `limits` and send its files on.
@@ -317,12 +361,12 @@ impl Run<'_> {
                 self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
             });
         });
-        if !unpacked || self.halted() {
+        if !unpacked || self.run.halted() {
             return; // members were dropped: the archive is opened again next time
         }
         if let Some((hash, reason)) = expansion.opened {
-            let input = self.current_input();
-            lock(&self.containers).push((
+            let input = self.run.current_input();
+            lock(&self.run.containers).push((
                 input,
                 CatalogEntry::container(
                     loc.clone(),
@@ -336,13 +380,14 @@ impl Run<'_> {
                 expansion.seen,
             ));
         } else if let Some(previous) = self
+            .run
             .catalog
             .get(&loc)
             .filter(|e| e.status == EntryStatus::Container)
         {
             // It used to be an archive: its old members are gone.
-            for m in self.catalog.members_of(&previous.locator) {
-                self.send_removed(index, m.locator);
+            for m in self.run.catalog.members_of(&previous.locator) {
+                self.run.send_removed(index, m.locator);
             }
         }
     }
@@ -351,10 +396,10 @@ impl Run<'_> {
     /// panics costs that input one `failed` line, not the run. Members routed before the panic
     /// keep their lines and entries; the input is recorded as failed (not as an archive), so it
     /// is opened again next run. Returns whether unpacking ended normally.
-    pub(super) fn unpack_contained(&self, top: &Locator, unpack: impl FnOnce()) -> bool {
+    fn unpack_contained(&self, top: &Locator, unpack: impl FnOnce()) -> bool {
         let t = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(unpack));
-        *lock(&self.timings.unpack) += t.elapsed();
+        self.unpack_time.add(t.elapsed());
         let Err(panic) = outcome else {
             return true;
         };
@@ -374,6 +419,7 @@ impl Run<'_> {
         unindexed(e.status)
             || (e.status == EntryStatus::Container
                 && self
+                    .run
                     .catalog
                     .members_of(&e.locator)
                     .iter()
@@ -382,13 +428,13 @@ impl Run<'_> {
 
     /// Report a file (or an archive and every member of it) whose size and mtime did not
     /// change.
-    pub(super) fn replay_unchanged(&self, e: &CatalogEntry) {
+    fn replay_unchanged(&self, e: &CatalogEntry) {
         let mut entries = vec![e.clone()];
         if e.status == EntryStatus::Container {
-            entries.extend(self.catalog.members_of(&e.locator));
+            entries.extend(self.run.catalog.members_of(&e.locator));
         }
         for s in &e.shadowed {
-            self.report_shadowed(&s.locator, &s.reason);
+            self.run.report_shadowed(&s.locator, &s.reason);
         }
         for m in entries {
             let status = match m.status {
@@ -398,7 +444,7 @@ impl Run<'_> {
             };
             // A ledger line counts a file's content chunks, not an entry's own card.
             let chunks = m.content_chunks();
-            self.send_report(
+            self.run.send_report(
                 FileReport::new(m.locator, status)
                     .reason(m.reason)
                     .chunks(chunks)
@@ -410,7 +456,7 @@ impl Run<'_> {
 
     /// Send a file leaf to extraction (blocking while the stage is busy); record the rest
     /// and note it in `expansion`.
-    pub(super) fn route_leaf(
+    fn route_leaf(
         &self,
         leaf: Leaf,
         top: &Locator,
@@ -437,7 +483,7 @@ impl Run<'_> {
                 seen.push(locator.to_string());
                 let is_top = &locator == top;
                 let weight = bytes.len() as u64;
-                let permit = timed(&self.timings.unpack_blocked, || self.gate.acquire(weight));
+                let permit = self.blocked_time.time(|| self.run.gate.acquire(weight));
                 let work = Work {
                     permit,
                     parent: parent_of(&locator),
@@ -448,12 +494,12 @@ impl Run<'_> {
                     detected,
                     tags: tags.clone(),
                 };
-                self.expect_line(&work.locator.to_string());
-                self.handoff.handed();
-                timed(&self.timings.unpack_blocked, || {
+                self.run.expect_line(&work.locator.to_string());
+                self.run.handoff.handed();
+                self.blocked_time.time(|| {
                     if leaves.send(work).is_err() {
                         // Extraction ended (the run halted): nobody will look at it.
-                        self.handoff.looked();
+                        self.run.handoff.looked();
                     }
                 });
             }
@@ -469,7 +515,7 @@ impl Run<'_> {
             Leaf::Shadowed { locator, reason } => {
                 // Its locator names an earlier member: reported, not catalogued.
                 let locator = locator.to_string();
-                self.report_shadowed(&locator, &reason);
+                self.run.report_shadowed(&locator, &reason);
                 shadowed.push(ShadowedMember { locator, reason });
             }
             Leaf::Container {
@@ -481,7 +527,7 @@ impl Run<'_> {
                 seen.push(loc.clone());
                 let reason = format!("archive: {members} members");
                 // The same archive as last time: its members said whether they changed.
-                let same = self.catalog.get(&loc).is_some_and(|e| {
+                let same = self.run.catalog.get(&loc).is_some_and(|e| {
                     e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)
                 });
                 if &locator == top {
@@ -501,7 +547,7 @@ impl Run<'_> {
                 } else {
                     FileStatus::Indexed
                 };
-                self.send_report(
+                self.run.send_report(
                     FileReport::new(loc, status)
                         .reason(Some(reason))
                         .hash(Some(hash))
@@ -513,7 +559,7 @@ impl Run<'_> {
 
     /// Record a member that holds no content of its own (skipped, failed, or an archive):
     /// whatever content the locator held before is released.
-    pub(super) fn record_without_content(
+    fn record_without_content(
         &self,
         loc: &str,
         parent: Option<&str>,
@@ -521,7 +567,7 @@ impl Run<'_> {
         reason: &str,
         archive_hash: Option<&str>,
     ) {
-        let previous = self.catalog.put(CatalogEntry::without_content(
+        let previous = self.run.catalog.put(CatalogEntry::without_content(
             loc,
             parent.map(str::to_string),
             archive_hash.map(str::to_string),
@@ -529,14 +575,14 @@ impl Run<'_> {
             reason,
         ));
         if let Some((hash, chunks)) = previous {
-            if let Err(e) = self.release(&hash, chunks) {
-                self.fail_run(e);
+            if let Err(e) = self.run.release(&hash, chunks) {
+                self.run.fail_run(e);
             }
         }
     }
 
     /// Record a member that was not extracted (skipped or failed) and report it.
-    pub(super) fn record_unread(
+    fn record_unread(
         &self,
         locator: &Locator,
         parent: Option<&str>,
@@ -545,6 +591,108 @@ impl Run<'_> {
     ) {
         let loc = locator.to_string();
         self.record_without_content(&loc, parent, unread_status(status), &reason, None);
-        self.report(&loc, status, Some(reason), 0, None);
+        self.run.report(&loc, status, Some(reason), 0, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::handoff::Looked;
+    use super::super::testkit::{statuses, Bench};
+    use super::*;
+    use crate::report::FileStatus;
+    use crossbeam_channel::{bounded, unbounded};
+    use std::sync::atomic::AtomicBool;
+
+    /// What one walk stage over `inputs` handed on: the locators sent to extraction, the
+    /// removals, the ledger lines.
+    struct Walked {
+        leaves: Vec<String>,
+        removed: Vec<String>,
+        lines: Vec<(String, FileStatus)>,
+    }
+
+    fn walk(b: &Bench, inputs: Vec<Input>) -> Walked {
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let (leaf_tx, leaf_rx) = bounded(1);
+        let (index_tx, index_rx) = unbounded();
+        let stage = WalkStage::new(&run);
+        let leaves = std::thread::scope(|s| {
+            s.spawn(move || stage.run(Box::new(inputs.into_iter()), leaf_tx, index_tx));
+            // As the extract stage does: each leaf is looked at, so removals may go on.
+            leaf_rx
+                .iter()
+                .map(|work: Work| {
+                    drop(Looked::new(&run.handoff));
+                    work.locator.to_string()
+                })
+                .collect::<Vec<_>>()
+        });
+        let removed = index_rx
+            .try_iter()
+            .map(|item| match item {
+                IndexItem::Removed { locator } => locator,
+                _ => panic!("the walk stage sends only removals to the index side"),
+            })
+            .collect();
+        Walked {
+            leaves: leaves
+                .iter()
+                .map(|l| extractors::file_name_part(l).to_string())
+                .collect(),
+            removed,
+            lines: statuses(&events),
+        }
+    }
+
+    #[test]
+    fn each_file_and_each_archive_member_is_one_leaf_and_the_archive_one_line() {
+        let b = Bench::new();
+        b.write("a.md", "The tinker mends pots.\n");
+        let zip = crate::testing::zip_of(&[
+            ("c.md", b"The cooper hoops barrels.\n"),
+            ("sub/d.md", b"The chandler pours candles.\n"),
+        ]);
+        std::fs::write(b.docs.join("b.zip"), zip).unwrap();
+        let mut w = walk(&b, vec![Input::Path(b.docs.clone())]);
+        w.leaves.sort();
+        assert_eq!(w.leaves, ["a.md", "c.md", "d.md"]);
+        assert_eq!(w.lines, [("b.zip".to_string(), FileStatus::Indexed)]);
+        assert!(w.removed.is_empty());
+    }
+
+    #[test]
+    fn an_unchanged_file_is_answered_from_the_catalog_and_a_gone_one_removed() {
+        let b = Bench::new();
+        b.write("a.md", "The thatcher roofs the barn.\n");
+        b.write("b.md", "The wheelwright bends the rim.\n");
+        assert_eq!(b.sync().summary.indexed, 2);
+        std::fs::remove_file(b.docs.join("b.md")).unwrap();
+        let w = walk(&b, vec![Input::Path(b.docs.clone())]);
+        assert!(w.leaves.is_empty(), "nothing is read again: {:?}", w.leaves);
+        assert_eq!(w.lines, [("a.md".to_string(), FileStatus::Unchanged)]);
+        assert_eq!(w.removed, [b.locator("b.md").to_string()]);
+    }
+
+    #[test]
+    fn a_name_from_elsewhere_is_never_a_path() {
+        let b = Bench::new();
+        let w = walk(
+            &b,
+            vec![
+                Input::Bytes {
+                    name: "../../etc/passwd".into(),
+                    bytes: b"root:x:0:0".to_vec(),
+                },
+                Input::Bytes {
+                    name: "notes/plan.md".into(),
+                    bytes: b"The plan.\n".to_vec(),
+                },
+            ],
+        );
+        assert_eq!(w.leaves, ["plan.md"]);
+        assert_eq!(w.lines.len(), 1, "{:?}", w.lines);
+        assert_eq!(w.lines[0].1, FileStatus::Failed);
     }
 }
