@@ -47,7 +47,7 @@ pub(super) struct Run<'a> {
     /// Archives on disk expanded in this run: (entry, member locators seen).
     /// Each with the input it came from: recorded when that input is complete (or at the
     /// end of the run).
-    pub(super) containers: Mutex<Vec<(usize, CatalogEntry, Vec<String>)>>,
+    containers: Mutex<Vec<(usize, CatalogEntry, Vec<String>)>>,
     /// Bytes in flight from reading a file to embedding it ([`Config::in_flight_bytes`]).
     pub(super) gate: ByteGate,
     /// Leaves handed to extraction, and leaves whose content the ledger has looked at (or
@@ -142,6 +142,14 @@ impl Run<'_> {
     /// The input the walk stage is on.
     pub(super) fn current_input(&self) -> usize {
         lock(&self.tracker).current()
+    }
+
+    /// An archive of the current input was expanded, meeting the members `seen`: recorded
+    /// when the input is complete, if every member reached the catalog
+    /// ([`Run::finish_containers_of`]).
+    pub(super) fn archive_expanded(&self, entry: CatalogEntry, seen: Vec<String>) {
+        let input = self.current_input();
+        lock(&self.containers).push((input, entry, seen));
     }
 
     /// The walk stage starts input `input`.

@@ -7,7 +7,6 @@ use super::run::{unread_status, Run};
 use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
-use crate::lock;
 use crate::report::{FileReport, FileStatus};
 use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 use crossbeam_channel::Sender;
@@ -365,20 +364,16 @@ impl<'r> WalkStage<'r> {
             return; // members were dropped: the archive is opened again next time
         }
         if let Some((hash, reason)) = expansion.opened {
-            let input = self.run.current_input();
-            lock(&self.run.containers).push((
-                input,
-                CatalogEntry::container(
-                    loc.clone(),
-                    hash,
-                    f.size,
-                    f.mtime_ns,
-                    reason,
-                    expansion.shadowed,
-                )
-                .with_tags(expansion.tags),
-                expansion.seen,
-            ));
+            let entry = CatalogEntry::container(
+                loc.clone(),
+                hash,
+                f.size,
+                f.mtime_ns,
+                reason,
+                expansion.shadowed,
+            )
+            .with_tags(expansion.tags);
+            self.run.archive_expanded(entry, expansion.seen);
         } else if let Some(previous) = self
             .run
             .catalog
