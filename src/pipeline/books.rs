@@ -258,3 +258,102 @@ impl<'a> ScopeCatalog<'a> {
         lock(self.catalog).save()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::Bench;
+    use super::*;
+    use crate::index::EntryStatus;
+
+    fn indexed(locator: &str, hash: &str, chunks: u32) -> CatalogEntry {
+        CatalogEntry::indexed(locator, None, hash, 10, 1, chunks)
+    }
+
+    fn failed(locator: &str) -> CatalogEntry {
+        CatalogEntry::without_content(locator, None, None, EntryStatus::Failed, "broken")
+    }
+
+    #[test]
+    fn put_tells_what_the_locator_held_and_a_replaced_card_is_noted_to_retire() {
+        let b = Bench::new();
+        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        assert_eq!(books.put(indexed("a", "h1", 3)), None);
+        assert_eq!(books.put(indexed("a", "h2", 2)), Some(("h1".into(), 3)));
+        assert_eq!(books.get("a").map(|e| e.chunks), Some(2));
+        // A failed entry wants a card; asked once, then not again until recorded again.
+        books.put(failed("f"));
+        let wanting: Vec<String> = books
+            .wanting_cards(false)
+            .into_iter()
+            .map(|e| e.locator)
+            .collect();
+        assert_eq!(wanting, ["f"]);
+        assert!(books.wanting_cards(false).is_empty());
+        assert!(books.set_card_stored(&failed("f")));
+        // Recorded again as it was: its card stays, nothing to retire.
+        books.put(failed("f"));
+        assert!(books.take_retired_cards().is_empty());
+        assert!(books.get("f").unwrap().card().is_some());
+        // Replaced by an indexed file: its card must go.
+        assert_eq!(books.put(indexed("f", "h3", 1)), None);
+        assert_eq!(books.take_retired_cards(), ["f"]);
+        // The other scope sees none of it.
+        let other = Scope::user("someone-else");
+        let theirs = ScopeCatalog::new(&b.ing.catalog, &other);
+        assert_eq!(theirs.get("a"), None);
+        assert!(!theirs.holds("h2"));
+    }
+
+    #[test]
+    fn every_holder_of_a_content_is_seen_and_one_gone_leaves_the_others() {
+        let b = Bench::new();
+        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        books.put(indexed("c", "h", 4));
+        books.put(indexed("a", "h", 4));
+        assert!(books.holds("h"));
+        assert_eq!(books.locators_with_hash("h"), ["a", "c"]);
+        assert_eq!(books.held_elsewhere("h", "a"), (Some(4), Some("c".into())));
+        let removed = books.remove("a").expect("a was there");
+        assert_eq!(removed.content(), Some(("h".into(), 4)));
+        assert_eq!(books.held_elsewhere("h", "c"), (Some(4), None));
+        assert_eq!(books.holders("h").locators, ["c"]);
+        books.remove("c");
+        assert!(!books.holds("h"));
+        assert_eq!(books.remove("c"), None, "removing twice is nothing");
+    }
+
+    #[test]
+    fn an_archive_knows_its_members_and_whether_all_are_recorded() {
+        let b = Bench::new();
+        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        books.put(CatalogEntry::container(
+            "x.zip",
+            "hx",
+            100,
+            1,
+            "archive",
+            Vec::new(),
+        ));
+        let member = |name: &str| {
+            CatalogEntry::indexed(
+                format!("x.zip!/{name}"),
+                Some("x.zip".into()),
+                "hm",
+                5,
+                0,
+                1,
+            )
+        };
+        books.put(member("m1"));
+        let wanted = ["x.zip!/m1".to_string(), "x.zip!/m2".to_string()];
+        assert!(!books.has_all(wanted.iter()));
+        books.put(member("m2"));
+        assert!(books.has_all(wanted.iter()));
+        let members: Vec<String> = books
+            .members_of("x.zip")
+            .into_iter()
+            .map(|e| e.locator)
+            .collect();
+        assert_eq!(members, wanted);
+    }
+}

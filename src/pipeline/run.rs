@@ -332,3 +332,100 @@ pub(super) fn unread_status(status: FileStatus) -> crate::index::EntryStatus {
         crate::index::EntryStatus::Failed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::Bench;
+    use super::*;
+    use crate::index::EntryStatus;
+    use crossbeam_channel::Receiver;
+
+    fn events(rx: &Receiver<Event>) -> Vec<String> {
+        rx.try_iter()
+            .map(|e| match e {
+                Event::File(r) => format!("line {}", r.locator),
+                Event::Stage(l, _) => format!("stage {l}"),
+                Event::InputDone(n) => format!("input {n} done"),
+            })
+            .collect()
+    }
+
+    fn member(name: &str) -> CatalogEntry {
+        CatalogEntry::indexed(format!("x.zip!/{name}"), Some("x.zip".into()), "h", 5, 0, 1)
+    }
+
+    fn archive() -> CatalogEntry {
+        CatalogEntry::container("x.zip", "hx", 100, 1, "archive: 2 members", Vec::new())
+    }
+
+    #[test]
+    fn an_input_completes_after_its_last_line_and_records_its_archive_then() {
+        let b = Bench::new();
+        let stop = AtomicBool::new(false);
+        let (run, rx) = b.run(&stop);
+        let seen = vec!["x.zip!/m1".to_string(), "x.zip!/m2".to_string()];
+        run.input_started(0);
+        for m in &seen {
+            run.expect_line(m);
+        }
+        run.archive_expanded(archive(), seen);
+        run.input_walked(0);
+        assert!(events(&rx).is_empty(), "two lines are still on their way");
+        for name in ["m1", "m2"] {
+            run.catalog.put(member(name));
+            run.report(
+                &format!("x.zip!/{name}"),
+                FileStatus::Indexed,
+                None,
+                1,
+                None,
+            );
+        }
+        assert_eq!(
+            events(&rx),
+            ["line x.zip!/m1", "line x.zip!/m2", "input 0 done"]
+        );
+        assert_eq!(
+            run.catalog.get("x.zip").map(|e| e.status),
+            Some(EntryStatus::Container)
+        );
+    }
+
+    #[test]
+    fn an_archive_whose_member_did_not_reach_the_catalog_is_opened_again_next_time() {
+        let b = Bench::new();
+        let stop = AtomicBool::new(false);
+        let (run, rx) = b.run(&stop);
+        run.input_started(0);
+        run.archive_expanded(
+            archive(),
+            vec!["x.zip!/m1".to_string(), "x.zip!/m2".to_string()],
+        );
+        run.catalog.put(member("m1"));
+        run.input_walked(0);
+        assert_eq!(events(&rx), ["input 0 done"]);
+        assert_eq!(
+            run.catalog.get("x.zip"),
+            None,
+            "not recorded as unchanged-able"
+        );
+        assert!(run.catalog.get("x.zip!/m1").is_some());
+    }
+
+    #[test]
+    fn the_first_failure_is_kept_and_halts_the_run() {
+        let b = Bench::new();
+        let stop = AtomicBool::new(false);
+        let (run, _rx) = b.run(&stop);
+        assert!(!run.halted());
+        run.fail_run(Error::Pipeline("first".into()));
+        run.fail_run(Error::Pipeline("second".into()));
+        assert!(run.halted());
+        let kept = lock(&run.fatal).take().map(|e| e.to_string());
+        assert!(kept.is_some_and(|e| e.contains("first")));
+        // Stopping from outside halts too.
+        let stop = AtomicBool::new(true);
+        let (run, _rx) = b.run(&stop);
+        assert!(run.halted());
+    }
+}
