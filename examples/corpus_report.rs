@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ingest::extractors::{ExtractInput, Extractor, FileKind};
-use ingest::testing::{walk, DiskEntry, InProcess, Leaf, Unpacker, WorkerPool};
+use ingest::testing::{DiskEntry, DiskWalk, InProcess, Leaf, Unpacker, WorkerPool};
 use ingest::{IsolationConfig, Limits};
 
 #[derive(Default)]
@@ -57,8 +57,8 @@ fn main() {
     let mut longest_pdf: Option<(u32, String, Vec<u8>)> = None;
     // PDF pages whose text could not be read, per file.
     let mut failed_pages: Vec<(String, u64, u32)> = Vec::new();
-    walk(std::path::Path::new(dir), &mut |entry| {
-        let DiskEntry::File(f) = entry else { return };
+    for entry in DiskWalk::everything(std::path::Path::new(dir)) {
+        let DiskEntry::File(f) = entry else { continue };
         Unpacker::new(&limits).expand_file(&f.path, &f.locator, &mut |leaf| match leaf {
             Leaf::File {
                 locator,
@@ -120,7 +120,7 @@ fn main() {
                 row.ok += 1;
             }
         });
-    });
+    }
     println!("| kind | files | extracted | failed | objects | seconds |");
     println!("|---|---:|---:|---:|---:|---:|");
     let (mut files, mut ok) = (0, 0);

@@ -8,7 +8,7 @@ use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
 use crate::report::{FileReport, FileStatus};
-use crate::unpack::{walk_with, DiskEntry, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
+use crate::unpack::{DiskEntry, DiskWalk, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 use crossbeam_channel::Sender;
 use extractors::Locator;
 use std::collections::HashSet;
@@ -242,42 +242,51 @@ impl<'r> WalkStage<'r> {
             let partition = self.run.ing.config.partition;
             let theirs =
                 |locator: &Locator| partition.is_some_and(|p| !p.takes(&locator.to_string()));
-            walk_with(path, &options, &mut |entry| match entry {
-                // Another node's share: as if absent (what this node held of it is removed
-                // from its catalog, and the content stays while another node holds it).
-                DiskEntry::File(f) if theirs(&f.locator) => {}
-                DiskEntry::Skipped { locator, .. } if theirs(&locator) => {}
-                DiskEntry::File(f) => {
-                    seen.insert(f.locator.to_string());
-                    self.disk_file(f, leaves, index);
+            for entry in DiskWalk::new(path, options) {
+                // A halted run reads no further: what it left unread is not judged below.
+                if self.run.halted() {
+                    return;
                 }
-                DiskEntry::Skipped { locator, reason } => {
-                    seen.insert(locator.to_string());
-                    self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                match entry {
+                    // Another node's share: as if absent (what this node held of it is removed
+                    // from its catalog, and the content stays while another node holds it).
+                    DiskEntry::File(f) if theirs(&f.locator) => {}
+                    DiskEntry::Skipped { locator, .. } if theirs(&locator) => {}
+                    DiskEntry::File(f) => {
+                        seen.insert(f.locator.to_string());
+                        self.disk_file(f, leaves, index);
+                    }
+                    DiskEntry::Skipped { locator, reason } => {
+                        seen.insert(locator.to_string());
+                        self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                    }
+                    // Not catalogued: what was indexed under it (with --hidden) is removed.
+                    DiskEntry::Hidden { locator } => {
+                        let reason = HIDDEN_REASON.to_string();
+                        self.run.report(
+                            &locator.to_string(),
+                            FileStatus::Ignored,
+                            Some(reason),
+                            0,
+                            None,
+                        );
+                    }
+                    // Not catalogued (it may come back); what is under it is not removed.
+                    DiskEntry::Failed { locator, reason } => {
+                        unreadable.extend(locator.segments.first().cloned());
+                        self.run.report(
+                            &locator.to_string(),
+                            FileStatus::Failed,
+                            Some(reason),
+                            0,
+                            None,
+                        );
+                    }
                 }
-                // Not catalogued: what was indexed under it (with --hidden) is removed.
-                DiskEntry::Hidden { locator } => {
-                    let reason = HIDDEN_REASON.to_string();
-                    self.run.report(
-                        &locator.to_string(),
-                        FileStatus::Ignored,
-                        Some(reason),
-                        0,
-                        None,
-                    );
-                }
-                // Not catalogued (it may come back); what is under it is not removed.
-                DiskEntry::Failed { locator, reason } => {
-                    unreadable.extend(locator.segments.first().cloned());
-                    self.run.report(
-                        &locator.to_string(),
-                        FileStatus::Failed,
-                        Some(reason),
-                        0,
-                        None,
-                    );
-                }
-            });
+            }
+        }
+        if self.run.halted() {
+            return; // an unfinished walk proves nothing about what is gone
         }
         let gone: Vec<CatalogEntry> = self
             .run
@@ -297,9 +306,6 @@ impl<'r> WalkStage<'r> {
                     .any(|u| path == *u || path.starts_with(&format!("{u}/")))
             })
             .collect();
-        if self.run.halted() {
-            return; // an unfinished walk proves nothing about what is gone
-        }
         if !exists && gone.is_empty() {
             // Never indexed and not there: most likely a typo.
             self.run.report(
@@ -689,5 +695,53 @@ mod tests {
         assert_eq!(w.leaves, ["plan.md"]);
         assert_eq!(w.lines.len(), 1, "{:?}", w.lines);
         assert_eq!(w.lines[0].1, FileStatus::Failed);
+    }
+
+    #[test]
+    fn a_halted_run_reads_no_further_and_removes_nothing() {
+        let b = Bench::new();
+        b.write("gone.md", "The fuller beats the cloth.\n");
+        assert_eq!(b.sync().summary.indexed, 1);
+        std::fs::remove_file(b.docs.join("gone.md")).unwrap();
+        b.write("a.md", "The tinker mends pots.\n");
+        b.write("b.md", "The cooper hoops barrels.\n");
+        std::fs::create_dir(b.docs.join("c")).unwrap();
+        b.write("c/.hidden", "a hidden note\n");
+        std::os::unix::fs::symlink(b.docs.join("a.md"), b.docs.join("d.md")).unwrap();
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let (leaf_tx, leaf_rx) = bounded(1);
+        let (index_tx, index_rx) = unbounded();
+        let stage = WalkStage::new(&run);
+        let inputs = vec![Input::Path(b.docs.clone())];
+        let leaves = std::thread::scope(|s| {
+            s.spawn(move || stage.run(Box::new(inputs.into_iter()), leaf_tx, index_tx));
+            // The first leaf waits in the channel: the walk is inside the folder. Halt it
+            // there; it can at most finish handing on the file it holds.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while leaf_rx.is_empty() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no leaf came (hang guard)"
+                );
+                std::thread::yield_now();
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            leaf_rx
+                .iter()
+                .map(|work: Work| {
+                    drop(Looked::new(&run.handoff));
+                    extractors::file_name_part(&work.locator.to_string()).to_string()
+                })
+                .collect::<Vec<_>>()
+        });
+        assert!(
+            leaves == ["a.md"] || leaves == ["a.md", "b.md"],
+            "{leaves:?}"
+        );
+        // Neither the hidden file nor the link after it was looked at, and the catalogued
+        // file the walk did not reach is not taken for gone.
+        assert_eq!(statuses(&events), []);
+        assert_eq!(index_rx.try_iter().count(), 0);
     }
 }

@@ -11,7 +11,7 @@ use std::time::UNIX_EPOCH;
 
 use extractors::{segment_from_bytes, Locator};
 
-/// A regular file found on disk by [`walk`].
+/// A regular file found on disk by a [`DiskWalk`].
 #[derive(Debug, Clone)]
 pub struct DiskFile {
     pub path: PathBuf,
@@ -21,7 +21,7 @@ pub struct DiskFile {
     pub mtime_ns: u64,
 }
 
-/// What [`walk`] reports for each filesystem entry.
+/// What a [`DiskWalk`] yields for each filesystem entry.
 #[derive(Debug)]
 pub enum DiskEntry {
     File(DiskFile),
@@ -67,60 +67,79 @@ pub fn is_hidden(name: &std::ffi::OsStr) -> bool {
 /// Why a hidden entry was not ingested.
 pub const HIDDEN_REASON: &str = "hidden: a name starting with '.' (--hidden ingests it)";
 
-/// Walk a file or folder without following links, depth-first in name order, calling `visit`
-/// for every entry, hidden ones included. Runs in constant memory per directory level.
-pub fn walk(root: &Path, visit: &mut dyn FnMut(DiskEntry)) {
-    let everything = WalkOptions {
-        include_hidden: true,
-        ..WalkOptions::default()
-    };
-    walk_with(root, &everything, visit);
+/// A walk of a file or folder without following links, depth-first in name order: an
+/// iterator of [`DiskEntry`], one per entry, read lazily (the caller may stop at any entry and
+/// nothing below it is read). Holds one sorted list of names per open folder level.
+#[derive(Debug)]
+pub struct DiskWalk {
+    options: WalkOptions,
+    /// Paths still to visit, the next on top.
+    stack: Vec<PathBuf>,
+    /// Entries already decided (a root that cannot be opened, hidden children of a folder
+    /// just read), handed out before the stack is looked at again.
+    ready: std::collections::VecDeque<DiskEntry>,
 }
 
-/// [`walk`] with what `options` leaves out.
-pub fn walk_with(root: &Path, options: &WalkOptions, visit: &mut dyn FnMut(DiskEntry)) {
-    let root = match std::fs::canonicalize(root) {
-        Ok(p) => p,
-        Err(e) => {
-            visit(DiskEntry::Failed {
+impl DiskWalk {
+    /// Walk `root` with what `options` leaves out. A root that cannot be opened is one
+    /// [`DiskEntry::Failed`].
+    pub fn new(root: &Path, options: WalkOptions) -> Self {
+        let mut walk = DiskWalk {
+            options,
+            stack: Vec::new(),
+            ready: std::collections::VecDeque::new(),
+        };
+        match std::fs::canonicalize(root) {
+            Ok(p) => walk.stack.push(p),
+            Err(e) => walk.ready.push_back(DiskEntry::Failed {
                 locator: Locator::root(root.to_string_lossy()),
                 reason: format!("cannot open: {e}"),
-            });
-            return;
+            }),
         }
-    };
-    let mut stack = vec![root];
-    while let Some(path) = stack.pop() {
+        walk
+    }
+
+    /// Walk `root`, hidden entries included.
+    pub fn everything(root: &Path) -> Self {
+        let options = WalkOptions {
+            include_hidden: true,
+            ..WalkOptions::default()
+        };
+        DiskWalk::new(root, options)
+    }
+
+    /// What `path` is, its folder's children queued when it is one.
+    fn visit(&mut self, path: PathBuf) -> Option<DiskEntry> {
         let locator = Locator::root(segment_from_bytes(path.as_os_str().as_bytes()));
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) => {
-                visit(DiskEntry::Failed {
+                return Some(DiskEntry::Failed {
                     locator,
                     reason: format!("cannot stat: {e}"),
-                });
-                continue;
+                })
             }
         };
         let ft = meta.file_type();
         if ft.is_symlink() {
-            visit(DiskEntry::Skipped {
+            Some(DiskEntry::Skipped {
                 locator,
                 reason: "link: not followed".into(),
-            });
+            })
         } else if ft.is_dir() {
             match std::fs::read_dir(&path) {
                 Ok(rd) => {
                     let mut children: Vec<PathBuf> = rd
                         .filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|p| !options.except.contains(p))
+                        .filter(|p| !self.options.except.contains(p))
                         .collect();
                     children.sort();
-                    if !options.include_hidden {
+                    if !self.options.include_hidden {
+                        let ready = &mut self.ready;
                         children.retain(|child| {
                             let hidden = child.file_name().is_some_and(is_hidden);
                             if hidden {
-                                visit(DiskEntry::Hidden {
+                                ready.push_back(DiskEntry::Hidden {
                                     locator: Locator::root(segment_from_bytes(
                                         child.as_os_str().as_bytes(),
                                     )),
@@ -129,26 +148,42 @@ pub fn walk_with(root: &Path, options: &WalkOptions, visit: &mut dyn FnMut(DiskE
                             !hidden
                         });
                     }
-                    stack.extend(children.into_iter().rev());
+                    self.stack.extend(children.into_iter().rev());
+                    None
                 }
-                Err(e) => visit(DiskEntry::Failed {
+                Err(e) => Some(DiskEntry::Failed {
                     locator,
                     reason: format!("cannot read folder: {e}"),
                 }),
             }
         } else if ft.is_file() {
-            let mtime_ns = mtime_ns(&meta);
-            visit(DiskEntry::File(DiskFile {
+            Some(DiskEntry::File(DiskFile {
                 path,
                 locator,
                 size: meta.len(),
-                mtime_ns,
-            }));
+                mtime_ns: mtime_ns(&meta),
+            }))
         } else {
-            visit(DiskEntry::Skipped {
+            Some(DiskEntry::Skipped {
                 locator,
                 reason: "special file (device, FIFO or socket)".into(),
-            });
+            })
+        }
+    }
+}
+
+impl Iterator for DiskWalk {
+    type Item = DiskEntry;
+
+    fn next(&mut self) -> Option<DiskEntry> {
+        loop {
+            if let Some(entry) = self.ready.pop_front() {
+                return Some(entry);
+            }
+            let path = self.stack.pop()?;
+            if let Some(entry) = self.visit(path) {
+                return Some(entry);
+            }
         }
     }
 }
@@ -174,7 +209,7 @@ mod tests {
         }
         let names = |options: &WalkOptions| {
             let mut got = Vec::new();
-            walk_with(&root, options, &mut |e| {
+            for e in DiskWalk::new(&root, options.clone()) {
                 let (loc, what) = match e {
                     DiskEntry::File(f) => (f.locator, "file".to_string()),
                     DiskEntry::Skipped { locator, reason } => (locator, reason),
@@ -184,7 +219,7 @@ mod tests {
                 let rel = loc.to_string();
                 let rel = rel.strip_prefix(&format!("{}/", root.display())).unwrap();
                 got.push(format!("{rel}: {what}"));
-            });
+            }
             got
         };
         assert_eq!(
@@ -201,11 +236,42 @@ mod tests {
             ..WalkOptions::default()
         };
         assert_eq!(names(&all).len(), 5);
+        assert_eq!(
+            DiskWalk::everything(&root).count(),
+            5,
+            "folders are not entries"
+        );
         // A hidden folder given as the root is walked; only what is below it is judged.
-        let mut files = 0;
-        walk_with(&root.join(".git"), &WalkOptions::default(), &mut |e| {
-            files += usize::from(matches!(e, DiskEntry::File(_)));
-        });
+        let files = DiskWalk::new(&root.join(".git"), WalkOptions::default())
+            .filter(|e| matches!(e, DiskEntry::File(_)))
+            .count();
         assert_eq!(files, 2);
+    }
+
+    #[test]
+    fn the_walk_reads_a_folder_only_when_it_gets_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/b.txt"), "b").unwrap();
+        let mut walk = DiskWalk::new(&root, WalkOptions::default());
+        let first = walk.next().unwrap();
+        assert!(matches!(&first, DiskEntry::File(f) if f.path == root.join("a.txt")));
+        // Added after the first entry was handed out, and still met: nothing under `sub`
+        // was read before the caller asked for more.
+        std::fs::write(root.join("sub/c.txt"), "c").unwrap();
+        let rest: Vec<PathBuf> = walk
+            .map(|e| match e {
+                DiskEntry::File(f) => f.path,
+                other => panic!("only files here: {other:?}"),
+            })
+            .collect();
+        assert_eq!(rest, [root.join("sub/b.txt"), root.join("sub/c.txt")]);
+        // A root that is not there is one failed entry.
+        let gone: Vec<DiskEntry> = DiskWalk::everything(&root.join("nope")).collect();
+        assert!(
+            matches!(&gone[..], [DiskEntry::Failed { reason, .. }] if reason.starts_with("cannot open"))
+        );
     }
 }

@@ -48,9 +48,7 @@ mod tar;
 mod zip;
 
 use self::zip::office_package;
-pub use disk::{
-    is_hidden, mtime_ns, walk, walk_with, DiskEntry, DiskFile, WalkOptions, HIDDEN_REASON,
-};
+pub use disk::{is_hidden, mtime_ns, DiskEntry, DiskFile, DiskWalk, WalkOptions, HIDDEN_REASON};
 
 /// Which limit a member ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
