@@ -12,6 +12,7 @@
 mod cards;
 mod cli;
 mod crash;
+mod docs;
 mod eval;
 mod faces;
 mod formats;

@@ -1,0 +1,165 @@
+//! ARCHITECTURE.md stays true to the source: every file it names exists, every name of code
+//! in its walk of one file is still in the source, and the walk's count is the count of what
+//! it names.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::util::repo_dir;
+
+/// The texts between backticks in `text`.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// A path of a source file (`src/pipeline/walk.rs`, `books.rs`).
+fn is_source_path(s: &str) -> bool {
+    s.ends_with(".rs") && !s.contains(' ')
+}
+
+/// Every `.rs` file under `dir`, as paths relative to the repository.
+fn source_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(root, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let rel = path.strip_prefix(root).unwrap();
+            out.push(rel.to_string_lossy().into_owned());
+        }
+    }
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(repo_dir().join("ARCHITECTURE.md")).unwrap()
+}
+
+/// The section of `doc` from heading `title` to the next `## ` heading.
+fn section<'a>(doc: &'a str, title: &str) -> &'a str {
+    let start = doc
+        .find(title)
+        .unwrap_or_else(|| panic!("no section {title:?}"));
+    let rest = &doc[start + title.len()..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// Whether `word` occurs in `text` as a whole word (not inside a longer name).
+fn has_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(ident)
+            && !text[at + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+#[test]
+fn every_file_architecture_names_exists() {
+    let root = repo_dir();
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "extractors",
+        "tests",
+        "benches",
+        "examples",
+        "fixtures",
+    ] {
+        if root.join(dir).is_dir() {
+            source_files(&root, &root.join(dir), &mut files);
+        }
+    }
+    let doc = architecture();
+    let named: BTreeSet<&str> = quoted(&doc)
+        .into_iter()
+        .filter(|s| is_source_path(s))
+        .collect();
+    assert!(named.len() > 40, "the walk alone names more: {named:?}");
+    let missing: Vec<&&str> = named
+        .iter()
+        .filter(|n| {
+            // A full path is exact; a bare name (`books.rs`) is some file of that name.
+            !files
+                .iter()
+                .any(|f| f == **n || (!n.contains('/') && f.ends_with(&format!("/{n}"))))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names files that are not there: {missing:?}"
+    );
+}
+
+#[test]
+fn the_walk_of_one_file_counts_what_it_names_and_its_code_names_exist() {
+    let doc = architecture();
+    let walk = section(&doc, "## The walk of one file");
+    // The steps: numbered items whose file is in bold (`1. **`src/...`** — ...`).
+    let on_the_way: Vec<&str> = walk
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let (n, rest) = l.split_once(". **`")?;
+            n.parse::<u32>().ok()?;
+            rest.split('`').next()
+        })
+        .collect();
+    let distinct: BTreeSet<&str> = on_the_way.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        on_the_way.len(),
+        "a step file twice: {on_the_way:?}"
+    );
+    let (before, after) = walk
+        .split_once("**The count: ")
+        .expect("the walk ends with its count");
+    let stated_way: usize = after.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(stated_way, on_the_way.len());
+    assert!(
+        stated_way <= 10,
+        "the way is at most ten files: {on_the_way:?}"
+    );
+    // The called files: every full path named in the steps but not on the way, less those
+    // the count says are not counted (named in its own paragraph).
+    let count_paragraph = &after[..after.find("\n\n").unwrap_or(after.len())];
+    let not_counted: BTreeSet<&str> = quoted(count_paragraph)
+        .into_iter()
+        .filter(|s| is_source_path(s))
+        .collect();
+    let called: BTreeSet<&str> = quoted(before)
+        .into_iter()
+        .filter(|s| is_source_path(s) && s.contains('/'))
+        .filter(|s| !distinct.contains(s) && !not_counted.contains(s))
+        .collect();
+    let stated_called: usize = count_paragraph
+        .split("and ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the count says how many files are called");
+    assert_eq!(stated_called, called.len(), "{called:?}");
+    // The names of code in the steps (`WalkStage`, `Ingestor::open`, `route_leaf`) are
+    // still in the source.
+    let root = repo_dir();
+    let mut files = Vec::new();
+    source_files(&root, &root.join("src"), &mut files);
+    source_files(&root, &root.join("extractors/src"), &mut files);
+    let source: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .collect();
+    let is_code_name = |s: &&str| {
+        s.split("::").all(|part| {
+            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }) && (s.contains('_') || s.contains("::") || s.chars().any(|c| c.is_ascii_uppercase()))
+    };
+    let gone: Vec<&str> = quoted(before)
+        .into_iter()
+        .filter(is_code_name)
+        .filter(|name| !has_word(&source, name.rsplit("::").next().unwrap()))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "the walk names code that is not there: {gone:?}"
+    );
+}
