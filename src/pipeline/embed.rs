@@ -14,7 +14,6 @@ use crate::batcher::Batcher;
 use crate::index::objects::ContentRecord;
 use crate::index::StoredChunk;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Model runs per embedding call: the embedder sorts a call's chunks by length, so the more
@@ -73,7 +72,7 @@ impl<'r> EmbedStage<'r> {
         let mut batcher: Batcher<StoredChunk, Waiting> = Batcher::new(self.batch_size);
         let mut input_open = true;
         loop {
-            if self.run.cancelled.load(Ordering::SeqCst) {
+            if self.run.failed() {
                 for _ in items.iter() {} // drain, so senders never block forever
                 return self.tally;
             }

@@ -38,10 +38,10 @@ pub(super) struct Run<'a> {
     pub(super) ledger: ContentLedger,
     /// Set when a stage hits an error that ends the run (model or store unusable).
     pub(super) fatal: Mutex<Option<Error>>,
-    pub(super) cancelled: AtomicBool,
+    cancelled: AtomicBool,
     /// Set from outside to end the run early: no new files are started, what is in flight is
     /// stored, and the catalog stays true to the store.
-    pub(super) stop: &'a AtomicBool,
+    stop: &'a AtomicBool,
     /// Cards stored for failed, skipped and archive entries ([`entry_cards`]).
     pub(super) entry_cards: AtomicU64,
     /// Archives on disk expanded in this run: (entry, member locators seen).
@@ -215,6 +215,11 @@ impl Run<'_> {
             tracing::warn!("cards of replaced entries left for repair: {e}");
         }
         let _ = self.catalog.save();
+    }
+
+    /// Whether the run failed: what is in flight is dropped, not stored.
+    pub(super) fn failed(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
     }
 
     /// Whether to start no new work: the run failed, or was asked to stop.

@@ -10,7 +10,6 @@ use crate::lock;
 use crate::report::{FileReport, FileStatus};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -64,7 +63,7 @@ impl<'r> StoreStage<'r> {
         }
         let _close = CloseReports(&self.run.reports);
         for item in items.iter() {
-            if self.run.cancelled.load(Ordering::SeqCst) {
+            if self.run.failed() {
                 continue;
             }
             let started = Instant::now();

@@ -283,9 +283,9 @@ fn was_refused(client: &std::os::unix::net::UnixStream) -> bool {
         .set_read_timeout(Some(std::time::Duration::from_millis(50)))
         .unwrap();
     let mut byte = [0u8; 1];
-    match (&*client).read(&mut byte) {
-        Ok(0) => true, // closed
-        Ok(_) => true, // a reply
+    // Any outcome but a timeout: a reply (1 byte) or a close (0 bytes), or a reset.
+    match (&*client).read(&mut byte).map(drop) {
+        Ok(()) => true,
         Err(e) => !matches!(
             e.kind(),
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
