@@ -272,3 +272,60 @@ fn an_archive_card_lists_its_members_nested_ones_too_and_forgets_a_removed_one()
     let (points, catalog) = b.points_and_catalog();
     assert_eq!(points, catalog);
 }
+
+#[test]
+fn an_uploads_tags_find_its_unread_members_and_a_member_read_later() {
+    let b = Bench::new();
+    let long = "The ledger of the lighthouse keeper, page after page. ".repeat(10);
+    let upload = crate::testing::zip_of(&[
+        ("a.md", b"# Tide\n\nThe lighthouse tide table.\n"),
+        ("lighthouse-log.md", long.as_bytes()),
+    ]);
+    let spooled = b.docs.join("spooled");
+    std::fs::write(&spooled, upload).unwrap();
+    let tags = vec!["batch=7".to_string()];
+    let input = Input::Upload {
+        name: "batch.zip".into(),
+        path: spooled.clone(),
+        limits: Some(crate::Limits {
+            max_file_bytes: 300,
+            ..crate::Limits::default()
+        }),
+        tags: tags.clone(),
+    };
+    let report = b.ing.ingest(vec![input], &b.scope, &|_| {}).unwrap();
+    assert_eq!(report.summary.skipped, 1, "{:#?}", report.files);
+    let log = "batch.zip!/lighthouse-log.md";
+    // The skipped member's card carries the upload's tags, so a search within the upload
+    // finds it by its name.
+    let within = SearchFilter {
+        tags: tags.clone(),
+        ..SearchFilter::default()
+    };
+    let query = crate::index::IndexQuery {
+        vector: None,
+        text: Some("lighthouse log".into()),
+    };
+    let store = b.ing.store().unwrap();
+    let found: Vec<String> = store
+        .search(&b.scope, &query, 20, 0, None, &within)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.locator)
+        .collect();
+    assert!(found.iter().any(|l| l == log), "{found:?}");
+    // Read on demand later (the extract tool), the member keeps the upload's tags.
+    let member = Input::Member {
+        archive: spooled,
+        member: log.into(),
+    };
+    let report = b.ing.ingest(vec![member], &b.scope, &|_| {}).unwrap();
+    assert_eq!(
+        Bench::status_of(&report, "lighthouse-log.md"),
+        FileStatus::Indexed
+    );
+    let tags_of_log = crate::lock(&b.ing.catalog)
+        .get(&b.scope, log)
+        .map(|e| e.tags.clone());
+    assert_eq!(tags_of_log, Some(tags));
+}

@@ -87,7 +87,7 @@ impl<'r> WalkStage<'r> {
                         let locator = Locator::root(name);
                         let size = bytes.len() as u64;
                         let mut expansion = Expansion::default();
-                        self.unpack_contained(&locator, || {
+                        self.unpack_contained(&locator, &[], || {
                             Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
                                 self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
                             });
@@ -206,8 +206,15 @@ impl<'r> WalkStage<'r> {
         // bounded: a small archive of millions of headers is not walked without end.
         limits.max_files = limits.max_files.saturating_mul(100).max(1_000_000);
         let nested = format!("{member}!/");
-        let mut expansion = Expansion::default();
-        self.unpack_contained(&top, || {
+        // The member carries its archive's tags (an upload's), as when the archive was read.
+        let tags = (self.run.catalog.get(&top.to_string()))
+            .map(|e| e.tags)
+            .unwrap_or_default();
+        let mut expansion = Expansion {
+            tags: tags.clone(),
+            ..Expansion::default()
+        };
+        self.unpack_contained(&top, &tags, || {
             Unpacker::new(&limits).expand_file(archive, &top, &mut |leaf| {
                 let l = match &leaf {
                     Leaf::File { locator, .. }
@@ -258,7 +265,7 @@ impl<'r> WalkStage<'r> {
                     }
                     DiskEntry::Skipped { locator, reason } => {
                         seen.insert(locator.to_string());
-                        self.record_unread(&locator, None, FileStatus::Skipped, reason);
+                        self.record_unread(&locator, None, &[], FileStatus::Skipped, reason);
                     }
                     // Not catalogued: what was indexed under it (with --hidden) is removed.
                     DiskEntry::Hidden { locator } => {
@@ -358,10 +365,10 @@ impl<'r> WalkStage<'r> {
     ) {
         let loc = f.locator.to_string();
         let mut expansion = Expansion {
-            tags,
+            tags: tags.clone(),
             ..Expansion::default()
         };
-        let unpacked = self.unpack_contained(&f.locator, || {
+        let unpacked = self.unpack_contained(&f.locator, &tags, || {
             Unpacker::new(limits).expand_file(&f.path, &f.locator, &mut |leaf| {
                 self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
             });
@@ -397,7 +404,7 @@ impl<'r> WalkStage<'r> {
     /// panics costs that input one `failed` line, not the run. Members routed before the panic
     /// keep their lines and entries; the input is recorded as failed (not as an archive), so it
     /// is opened again next run. Returns whether unpacking ended normally.
-    fn unpack_contained(&self, top: &Locator, unpack: impl FnOnce()) -> bool {
+    fn unpack_contained(&self, top: &Locator, tags: &[String], unpack: impl FnOnce()) -> bool {
         let t = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(unpack));
         self.unpack_time.add(t.elapsed());
@@ -410,7 +417,7 @@ impl<'r> WalkStage<'r> {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "no message".into());
         let reason = format!("unpacking panicked: {message}");
-        self.record_unread(top, None, FileStatus::Failed, reason);
+        self.record_unread(top, None, tags, FileStatus::Failed, reason);
         false
     }
 
@@ -511,7 +518,8 @@ impl<'r> WalkStage<'r> {
                     FileStatus::Failed
                 };
                 seen.push(locator.to_string());
-                self.record_unread(&locator, parent_of(&locator).as_deref(), status, reason);
+                let parent = parent_of(&locator);
+                self.record_unread(&locator, parent.as_deref(), tags, status, reason);
             }
             Leaf::Shadowed { locator, reason } => {
                 // Its locator names an earlier member: reported, not catalogued.
@@ -538,6 +546,7 @@ impl<'r> WalkStage<'r> {
                     self.record_without_content(
                         &loc,
                         Some(&top_str),
+                        tags,
                         EntryStatus::Container,
                         &reason,
                         Some(&hash),
@@ -564,17 +573,20 @@ impl<'r> WalkStage<'r> {
         &self,
         loc: &str,
         parent: Option<&str>,
+        tags: &[String],
         status: EntryStatus,
         reason: &str,
         archive_hash: Option<&str>,
     ) {
-        let previous = self.run.catalog.put(CatalogEntry::without_content(
+        let entry = CatalogEntry::without_content(
             loc,
             parent.map(str::to_string),
             archive_hash.map(str::to_string),
             status,
             reason,
-        ));
+        )
+        .with_tags(tags.to_vec());
+        let previous = self.run.catalog.put(entry);
         if let Some((hash, chunks)) = previous {
             if let Err(e) = self.run.release(&hash, chunks) {
                 self.run.fail_run(e);
@@ -587,11 +599,13 @@ impl<'r> WalkStage<'r> {
         &self,
         locator: &Locator,
         parent: Option<&str>,
+        tags: &[String],
         status: FileStatus,
         reason: String,
     ) {
         let loc = locator.to_string();
-        self.record_without_content(&loc, parent, unread_status(status), &reason, None);
+        let status_of_entry = unread_status(status);
+        self.record_without_content(&loc, parent, tags, status_of_entry, &reason, None);
         self.run.report(&loc, status, Some(reason), 0, None);
     }
 }
@@ -613,25 +627,37 @@ mod tests {
         lines: Vec<(String, FileStatus)>,
     }
 
-    fn walk(b: &Bench, inputs: Vec<Input>) -> Walked {
-        let stop = AtomicBool::new(false);
-        let (run, events) = b.run(&stop);
+    /// Run a walk stage of `run` over `inputs` on its own thread; `before` sees the leaf
+    /// channel before it is drained. The leaves (locator and tags), each looked at as the
+    /// extract stage would (so removals may go on), and what went to the index side.
+    fn drive(
+        run: &Run<'_>,
+        inputs: Vec<Input>,
+        before: impl FnOnce(&crossbeam_channel::Receiver<Work>),
+    ) -> (Vec<(String, Vec<String>)>, Vec<IndexItem>) {
         let (leaf_tx, leaf_rx) = bounded(1);
         let (index_tx, index_rx) = unbounded();
-        let stage = WalkStage::new(&run);
+        let stage = WalkStage::new(run);
         let leaves = std::thread::scope(|s| {
             s.spawn(move || stage.run(Box::new(inputs.into_iter()), leaf_tx, index_tx));
-            // As the extract stage does: each leaf is looked at, so removals may go on.
+            before(&leaf_rx);
             leaf_rx
                 .iter()
                 .map(|work: Work| {
                     drop(Looked::new(&run.handoff));
-                    work.locator.to_string()
+                    (work.locator.to_string(), work.tags)
                 })
                 .collect::<Vec<_>>()
         });
-        let removed = index_rx
-            .try_iter()
+        (leaves, index_rx.try_iter().collect())
+    }
+
+    fn walk(b: &Bench, inputs: Vec<Input>) -> Walked {
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let (leaves, index) = drive(&run, inputs, |_| {});
+        let removed = index
+            .into_iter()
             .map(|item| match item {
                 IndexItem::Removed { locator } => locator,
                 _ => panic!("the walk stage sends only removals to the index side"),
@@ -640,7 +666,7 @@ mod tests {
         Walked {
             leaves: leaves
                 .iter()
-                .map(|l| extractors::file_name_part(l).to_string())
+                .map(|(l, _)| extractors::file_name_part(l).to_string())
                 .collect(),
             removed,
             lines: statuses(&events),
@@ -710,12 +736,7 @@ mod tests {
         std::os::unix::fs::symlink(b.docs.join("a.md"), b.docs.join("d.md")).unwrap();
         let stop = AtomicBool::new(false);
         let (run, events) = b.run(&stop);
-        let (leaf_tx, leaf_rx) = bounded(1);
-        let (index_tx, index_rx) = unbounded();
-        let stage = WalkStage::new(&run);
-        let inputs = vec![Input::Path(b.docs.clone())];
-        let leaves = std::thread::scope(|s| {
-            s.spawn(move || stage.run(Box::new(inputs.into_iter()), leaf_tx, index_tx));
+        let (leaves, index) = drive(&run, vec![Input::Path(b.docs.clone())], |leaf_rx| {
             // The first leaf waits in the channel: the walk is inside the folder. Halt it
             // there; it can at most finish handing on the file it holds.
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -727,14 +748,11 @@ mod tests {
                 std::thread::yield_now();
             }
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            leaf_rx
-                .iter()
-                .map(|work: Work| {
-                    drop(Looked::new(&run.handoff));
-                    extractors::file_name_part(&work.locator.to_string()).to_string()
-                })
-                .collect::<Vec<_>>()
         });
+        let leaves: Vec<&str> = leaves
+            .iter()
+            .map(|(l, _)| extractors::file_name_part(l))
+            .collect();
         assert!(
             leaves == ["a.md"] || leaves == ["a.md", "b.md"],
             "{leaves:?}"
@@ -742,6 +760,56 @@ mod tests {
         // Neither the hidden file nor the link after it was looked at, and the catalogued
         // file the walk did not reach is not taken for gone.
         assert_eq!(statuses(&events), []);
-        assert_eq!(index_rx.try_iter().count(), 0);
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn an_uploads_tags_reach_every_member_read_or_not() {
+        let b = Bench::new();
+        let inner = crate::testing::zip_of(&[("b.md", b"The sawyer cuts planks.\n")]);
+        let big = "The long text of a member past the size limit. ".repeat(10);
+        let upload = crate::testing::zip_of(&[
+            ("a.md", b"The tanner cures hides.\n"),
+            ("big.md", big.as_bytes()),
+            ("inner.zip", &inner),
+        ]);
+        let spooled = b.docs.join("spooled");
+        std::fs::write(&spooled, upload).unwrap();
+        let tags = vec!["batch=7".to_string()];
+        let limits = crate::Limits {
+            max_file_bytes: 300,
+            ..crate::Limits::default()
+        };
+        let stop = AtomicBool::new(false);
+        let (run, events) = b.run(&stop);
+        let upload = Input::Upload {
+            name: "batch.zip".into(),
+            path: spooled,
+            limits: Some(limits),
+            tags: tags.clone(),
+        };
+        let (sent, _) = drive(&run, vec![upload], |_| {});
+        assert_eq!(
+            sent,
+            [
+                ("batch.zip!/a.md".to_string(), tags.clone()),
+                ("batch.zip!/inner.zip!/b.md".to_string(), tags.clone()),
+            ]
+        );
+        // Those the walk records itself: a member past a limit and a nested archive.
+        let mut lines = statuses(&events);
+        lines.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            lines,
+            [
+                ("batch.zip".to_string(), FileStatus::Indexed),
+                ("big.md".to_string(), FileStatus::Skipped),
+                ("inner.zip".to_string(), FileStatus::Indexed),
+            ]
+        );
+        for member in ["batch.zip!/big.md", "batch.zip!/inner.zip"] {
+            let entry = run.catalog.get(member).expect(member);
+            assert_eq!(entry.tags, tags, "{member}");
+        }
     }
 }
