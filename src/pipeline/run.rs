@@ -224,7 +224,7 @@ impl Run<'_> {
 
     /// Whether to start no new work: the run failed, or was asked to stop.
     pub(super) fn halted(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst)
+        self.failed() || self.stop.load(Ordering::SeqCst)
     }
 
     /// Record expanded archives and forget members that are gone. An archive is recorded as

@@ -207,9 +207,8 @@ impl<'r> WalkStage<'r> {
         limits.max_files = limits.max_files.saturating_mul(100).max(1_000_000);
         let nested = format!("{member}!/");
         // The member carries its archive's tags (an upload's), as when the archive was read.
-        let tags = (self.run.catalog.get(&top.to_string()))
-            .map(|e| e.tags)
-            .unwrap_or_default();
+        let archive_entry = self.run.catalog.get(&top.to_string());
+        let tags = archive_entry.map(|e| e.tags).unwrap_or_default();
         let mut expansion = Expansion {
             tags: tags.clone(),
             ..Expansion::default()

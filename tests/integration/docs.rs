@@ -3,7 +3,8 @@
 //! it names.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+
+use ingest::testing::{DiskEntry, DiskWalk, WalkOptions};
 
 use crate::util::repo_dir;
 
@@ -17,17 +18,20 @@ fn is_source_path(s: &str) -> bool {
     s.ends_with(".rs") && !s.contains(' ')
 }
 
-/// Every `.rs` file under `dir`, as paths relative to the repository.
-fn source_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            source_files(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let rel = path.strip_prefix(root).unwrap();
-            out.push(rel.to_string_lossy().into_owned());
-        }
-    }
+/// Every `.rs` file under the repository's folders `dirs` (one that is not there has none),
+/// as paths relative to the repository, read with the ingest walk itself.
+fn source_files(dirs: &[&str]) -> Vec<String> {
+    let root = std::fs::canonicalize(repo_dir()).unwrap();
+    dirs.iter()
+        .flat_map(|dir| DiskWalk::new(&root.join(dir), WalkOptions::default()))
+        .filter_map(|entry| match entry {
+            DiskEntry::File(f) if f.path.extension().is_some_and(|e| e == "rs") => {
+                let rel = f.path.strip_prefix(&root).ok()?;
+                Some(rel.to_string_lossy().into_owned())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn architecture() -> String {
@@ -81,20 +85,14 @@ fn names_code(sources: &[(String, String)], name: &str) -> bool {
 
 #[test]
 fn every_file_architecture_names_exists() {
-    let root = repo_dir();
-    let mut files = Vec::new();
-    for dir in [
+    let files = source_files(&[
         "src",
         "extractors",
         "tests",
         "benches",
         "examples",
         "fixtures",
-    ] {
-        if root.join(dir).is_dir() {
-            source_files(&root, &root.join(dir), &mut files);
-        }
-    }
+    ]);
     let doc = architecture();
     let named: BTreeSet<&str> = quoted(&doc)
         .into_iter()
@@ -167,10 +165,7 @@ fn the_walk_of_one_file_counts_what_it_names_and_its_code_names_exist() {
     // The names of code in the steps (`WalkStage`, `Ingestor::open`, `route_leaf`) are
     // still in the source.
     let root = repo_dir();
-    let mut paths = Vec::new();
-    source_files(&root, &root.join("src"), &mut paths);
-    source_files(&root, &root.join("extractors/src"), &mut paths);
-    let sources: Vec<(String, String)> = paths
+    let sources: Vec<(String, String)> = source_files(&["src", "extractors/src"])
         .into_iter()
         .map(|f| {
             let text = std::fs::read_to_string(root.join(&f)).unwrap();
