@@ -202,7 +202,7 @@ fn bench_isolation(c: &mut Criterion) {
 fn bench_catalog(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scope = Scope::user("bench");
-    let mut catalog = Catalog::load(dir.path()).expect("catalog");
+    let catalog = Catalog::load(dir.path()).expect("catalog");
     for i in 0..100_000u32 {
         catalog.put(
             &scope,

@@ -104,8 +104,10 @@ fn main() {
                 ToolCall::StoreToolResult(StoreResultArgs {
                     workflow: "bench".into(),
                     tool: "search_documents".into(),
-                    content: serde_json::from_str(&hits).unwrap(),
-                    args: Some(serde_json::json!({ "query": q })),
+                    content: ingest::tools::RawJson::json_of(&serde_json::from_str(&hits).unwrap()),
+                    args: Some(ingest::tools::RawJson::json_of(
+                        &serde_json::json!({ "query": q }),
+                    )),
                     max_chars: Some(1000),
                     ..StoreResultArgs::default()
                 })

@@ -423,6 +423,8 @@ mod tests {
             section: None,
             label: None,
             also_in: Vec::new(),
+            also_in_more: 0,
+            tags_more: 0,
             tags: Vec::new(),
             content_hash: "h".into(),
             content_type: "text".into(),

@@ -3,8 +3,10 @@
 //!
 //! `INGEST_FAILPOINTS="store.upsert=3"` kills the process with SIGKILL right after the third
 //! upsert; `site=N:panic` panics there instead (for panic boundaries); `site=N:error` makes the
-//! operation at a [`check`] site return an error (at a write site it is ignored). Several are
-//! separated by commas. Without the variable a failpoint costs one load of an initialised
+//! operation at a [`check`] site return an error (at a write site it is ignored);
+//! `site=N:pauseMS` sleeps MS milliseconds there at the Nth pass and every later one (work
+//! that lasts, for tests of what holds a place while it runs). Several are separated by
+//! commas. Without the variable a failpoint costs one load of an initialised
 //! `OnceLock`.
 //!
 //! Sites (each right *after* the write it names has completed):
@@ -28,6 +30,7 @@
 //! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 //! | `content.write` | a content index about to be written (`:error` tests that the file fails) |
+//! | `tool.run` | a tool call about to run, in the thread that runs it (`:pause` tests that its places are held while it works) |
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -52,6 +55,8 @@ enum Action {
     Kill,
     Panic,
     Error,
+    /// Sleep this many milliseconds, at this pass and every later one.
+    Pause(u64),
 }
 
 #[derive(Debug)]
@@ -77,7 +82,7 @@ fn parse(spec: &str) -> Option<Armed> {
                 Some((n, "panic")) => (n, Action::Panic),
                 Some((n, "error")) => (n, Action::Error),
                 Some((n, "kill")) | Some((n, "")) => (n, Action::Kill),
-                Some(_) => return None,
+                Some((n, a)) => (n, Action::Pause(a.strip_prefix("pause")?.parse().ok()?)),
                 None => (rest, Action::Kill),
             };
             Some((site.to_string(), (n.parse::<u64>().ok()?, action)))
@@ -105,7 +110,11 @@ fn pass(site: &'static str) -> Option<(u64, Action)> {
         *n += 1;
         *n
     };
-    (n == at).then_some((n, action))
+    let fires = match action {
+        Action::Pause(_) => n >= at,
+        _ => n == at,
+    };
+    fires.then_some((n, action))
 }
 
 /// Count a pass through `site`; when it is armed for this pass, crash (or panic).
@@ -142,6 +151,7 @@ fn fire(site: &str, n: u64, action: Action) {
         Action::Error => {
             tracing::warn!("failpoint {site} (hit {n}): `error` only acts at check sites")
         }
+        Action::Pause(ms) => std::thread::sleep(std::time::Duration::from_millis(ms)),
     }
 }
 
@@ -152,9 +162,10 @@ mod tests {
     #[test]
     fn specs_parse_and_malformed_entries_are_dropped() {
         let armed =
-            parse("store.upsert=3, catalog.save=1:panic,sync.start=2:error,bad,x=y,z=2:explode")
+            parse("store.upsert=3, catalog.save=1:panic,sync.start=2:error,bad,x=y,z=2:explode,tool.run=1:pause250")
                 .unwrap();
-        assert_eq!(armed.points.len(), 3);
+        assert_eq!(armed.points.len(), 4);
+        assert_eq!(armed.points["tool.run"], (1, Action::Pause(250)));
         assert_eq!(armed.points["sync.start"], (2, Action::Error));
         assert_eq!(armed.points["store.upsert"], (3, Action::Kill));
         assert_eq!(armed.points["catalog.save"], (1, Action::Panic));

@@ -60,7 +60,6 @@ impl ByteGate {
     }
 
     /// Take `bytes` if they fit now.
-    #[cfg(test)]
     pub fn try_acquire(&self, bytes: u64) -> Option<Permit> {
         let mut used = lock(&self.0.used);
         self.fits(*used, bytes).then(|| {
@@ -80,6 +79,24 @@ impl ByteGate {
 }
 
 impl Permit {
+    /// The bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Hold `more` bytes besides these if they fit in the budget now (never past it, however
+    /// little else is in flight); whether they did.
+    pub fn try_grow(&mut self, more: u64) -> bool {
+        let mut used = lock(&self.gate.0.used);
+        let after = used.saturating_add(more);
+        if after > self.gate.0.budget {
+            return false;
+        }
+        *used = after;
+        self.bytes += more;
+        true
+    }
+
     /// Hold `bytes` from now on instead (what an item weighs changes as it is transformed).
     /// Never waits: growing may overdraw the budget, which only makes later takers wait.
     pub fn resize(&mut self, bytes: u64) {
@@ -100,6 +117,46 @@ impl Drop for Permit {
     }
 }
 
+/// How many of something are under way, and the most that ever were at once (the service's
+/// searches and tool calls at work, for its metrics). Cheap to clone (shared counts).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gauge(Arc<GaugeCounts>);
+
+#[derive(Debug, Default)]
+struct GaugeCounts {
+    now: std::sync::atomic::AtomicU64,
+    peak: std::sync::atomic::AtomicU64,
+}
+
+/// One thing under way on a [`Gauge`], counted until dropped.
+#[derive(Debug)]
+pub(crate) struct Counted(Gauge);
+
+impl Gauge {
+    /// Count one more under way until the returned guard is dropped.
+    pub fn enter(&self) -> Counted {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.0.now.fetch_add(1, SeqCst) + 1;
+        self.0.peak.fetch_max(now, SeqCst);
+        Counted(self.clone())
+    }
+
+    /// Under way now, and the most at once so far.
+    pub fn read(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.0.now.load(SeqCst), self.0.peak.load(SeqCst))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0
+             .0
+            .now
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +174,31 @@ mod tests {
         let b = gate.try_acquire(40).expect("fits exactly");
         assert_eq!(gate.in_flight(), 100);
         drop((a, b));
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_gauge_counts_what_is_under_way_and_its_peak() {
+        let g = Gauge::default();
+        let a = g.enter();
+        let b = g.enter();
+        assert_eq!(g.read(), (2, 2));
+        drop(a);
+        let c = g.enter();
+        drop((b, c));
+        assert_eq!(g.read(), (0, 2));
+    }
+
+    #[test]
+    fn a_permit_grows_only_within_the_budget() {
+        let gate = ByteGate::new(100);
+        let mut p = gate.try_acquire(0).expect("nothing taken");
+        assert!(p.try_grow(70));
+        let other = gate.try_acquire(20).expect("fits");
+        assert!(!p.try_grow(11), "past the budget");
+        assert!(p.try_grow(10));
+        assert_eq!(gate.in_flight(), 100);
+        drop((p, other));
         assert_eq!(gate.in_flight(), 0);
     }
 

@@ -48,6 +48,18 @@ pub enum Input {
         /// Its content.
         bytes: Vec<u8>,
     },
+    /// Text from elsewhere (a workflow's tool result, entity or summary), named by `name`:
+    /// indexed as plain text, or as JSON when `json`, never unpacked as a container nor
+    /// typed by its bytes (a tool result holding an archive's bytes is text a tool returned,
+    /// not an archive to unpack into the workflow).
+    Text {
+        /// The name it is known by (its locator's first segment).
+        name: String,
+        /// Its content.
+        text: String,
+        /// Whether `text` is one JSON value.
+        json: bool,
+    },
     /// An upload spooled to a file, known as `name` (its locator's first segment): what
     /// [`crate::Uploads`] queues. Never answered as unchanged from the catalog (an upload has
     /// no modification time); identical bytes are still found by hash and not embedded again.
@@ -241,7 +253,7 @@ pub struct Ingestor {
     /// The model file this index is embedded and searched with (settled when it opens).
     model_variant: crate::ModelVariant,
     pub(crate) runs: RunSlots,
-    /// The workflows' turns and sweeps (their records are files: `crate::workflow`).
+    /// The workflows' records, turns and sweeps (`crate::workflow`).
     pub(crate) workflow_records: crate::workflow::WorkflowRecords,
 }
 
@@ -287,6 +299,7 @@ impl Ingestor {
             config.server.take(),
             !catalog.scopes().is_empty(),
         )?;
+        let workflow_records = crate::workflow::WorkflowRecords::new(&config.data_dir);
         let ingestor = Ingestor {
             extractor: crate::isolation::build(&config.isolation),
             extract_options: config.extract_options(),
@@ -297,8 +310,13 @@ impl Ingestor {
             chunker: Mutex::new(None),
             store: Mutex::new(None),
             runs: RunSlots::default(),
-            workflow_records: crate::workflow::WorkflowRecords::default(),
+            workflow_records,
         };
+        match ingestor.workflows().import_legacy() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("moved {n} workflow records into workflows.sqlite"),
+            Err(e) => tracing::warn!("workflow records of the earlier layout not moved: {e}"),
+        }
         if crate::index::DirtyMarker::present(&ingestor.config.data_dir) {
             let report = ingestor.repair()?;
             tracing::warn!(
@@ -619,7 +637,7 @@ impl Ingestor {
 
     /// When the last run ended and what it did.
     pub fn last_run(&self) -> Option<LastRun> {
-        lock(&self.catalog).last_run().cloned()
+        lock(&self.catalog).last_run()
     }
 
     /// Catalog totals, for one scope or all.

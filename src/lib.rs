@@ -38,6 +38,7 @@
 
 mod access;
 mod batcher;
+mod bounded_json;
 mod config;
 pub mod daemon;
 mod embed;

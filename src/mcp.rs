@@ -221,6 +221,9 @@ pub(crate) struct RequestScope {
     pub key_id: String,
     /// The caller's own share of the calls answered at once, when bounded.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// What the request holds while it is answered (its body's bytes in the service's
+    /// budgets): a call takes it into its work, so it is held until the work ends.
+    pub held: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// The sessions of an MCP HTTP server, shared with whoever binds them to callers.
@@ -242,12 +245,14 @@ pub(crate) struct HostRules {
 pub(crate) fn keyed_http_router(
     host: Arc<ToolHost>,
     slots: Arc<tokio::sync::Semaphore>,
+    working: crate::gate::Gauge,
     stop: CancellationToken,
     rules: HostRules,
 ) -> (axum::Router, Sessions) {
     let mut server = IngestMcp::new(host, McpConfig::new(Scope::user("")));
     server.scope_per_request = true;
     server.slots = Some(slots);
+    server.working = working;
     mcp_router(server, stop, rules)
 }
 
@@ -318,6 +323,8 @@ struct IngestMcp {
     scope_per_request: bool,
     /// Calls answered at once, when bounded.
     slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Calls at work.
+    working: crate::gate::Gauge,
 }
 
 impl IngestMcp {
@@ -329,6 +336,7 @@ impl IngestMcp {
             tools: Arc::new(tools),
             scope_per_request: false,
             slots: None,
+            working: crate::gate::Gauge::default(),
         }
     }
 
@@ -340,17 +348,21 @@ impl IngestMcp {
                 scope: self.config.scope.clone(),
                 key_id: "-".into(),
                 slots: None,
+                held: None,
             });
         }
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
         parts.extensions.get::<RequestScope>().cloned()
     }
 
+    /// Answer `request` in `scope`; `held` (the caller's places and request bytes) is held
+    /// by the call's work until it ends, however this future ends.
     async fn run(
         &self,
         request: CallToolRequestParams,
         scope: Scope,
         key_id: &str,
+        held: impl Send + 'static,
     ) -> std::result::Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
         if !self.config.tools.contains(&name.as_str()) {
@@ -372,7 +384,15 @@ impl IngestMcp {
             Ok(call) => {
                 let budget = call.budget(ceiling);
                 let host = Arc::clone(&self.host);
-                match tokio::task::spawn_blocking(move || host.call_traced(&scope, &call)).await {
+                let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let _cancel = crate::tools::StopOnDrop(Arc::clone(&stop));
+                let working = self.working.clone();
+                let work = move || {
+                    let _held = held;
+                    let _counted = working.enter();
+                    host.call_until(&scope, &call, &stop)
+                };
+                match tokio::task::spawn_blocking(work).await {
                     Ok(Ok((answer, via))) => (answer, via.as_str()),
                     Ok(Err(e)) => (error_answer(&e.to_string(), budget), "none"),
                     Err(e) => (
@@ -435,12 +455,13 @@ impl ServerHandler for IngestMcp {
         };
         let slots =
             take(caller.slots.as_ref()).and_then(|own| Ok((own, take(self.slots.as_ref())?)));
-        let Ok(_slots) = slots else {
+        let Ok(slots) = slots else {
             let busy = "the server is answering as many calls as it takes at once: call again \
                         in a second";
             return Ok(result_of(error_answer(busy, DEFAULT_MAX_CHARS)).into());
         };
-        self.run(request, caller.scope, &caller.key_id)
+        let held = (slots, caller.held);
+        self.run(request, caller.scope, &caller.key_id, held)
             .await
             .map(CallToolResponse::from)
     }

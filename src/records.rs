@@ -10,9 +10,9 @@
 //! | `embedding-recipe.json` | the [`Recipe`]: how chunks were cut and what their vectors embed | the first run; `reindex` |
 //!
 //! Beside them: `run-in-progress` (a writing run's marker, [`crate::index::DirtyMarker`],
-//! part of crash recovery), `catalog.json` (the catalog), `content/` (content indexes and
-//! object packs), `shard/` (the embedded store, with its `keyword-analysis` record) and
-//! `workflows/`.
+//! part of crash recovery), `catalog.sqlite` (the catalog), `content/` (content indexes and
+//! object packs), `shard/` (the embedded store, with its `keyword-analysis` record),
+//! `workflows.sqlite` and `workflows/` (the workflows' records and tool results).
 
 use std::path::Path;
 

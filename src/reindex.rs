@@ -227,9 +227,9 @@ impl Ingestor {
             if !stored.is_empty() {
                 store.upsert(&p.scope, &stored)?;
             }
-            let mut catalog = lock(&self.catalog);
+            let catalog = lock(&self.catalog);
             for locator in &holders.locators {
-                if let Some(mut entry) = catalog.get(&p.scope, locator).cloned() {
+                if let Some(mut entry) = catalog.get(&p.scope, locator) {
                     entry.chunks = n;
                     catalog.put(&p.scope, entry);
                 }

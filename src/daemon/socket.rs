@@ -4,8 +4,11 @@
 //! directory: one JSON request per connection, one JSON answer.
 //!
 //! The socket is owner-only (`0600`, in the owner-only data directory); at most
-//! [`MAX_CONNECTIONS`] are answered at a time (one more gets a `busy` error and is closed),
-//! and a client that does not send its request within [`REQUEST_TIMEOUT`] is dropped.
+//! [`MAX_CONNECTIONS`] are answered at a time (one more gets a `busy` error and is closed), a
+//! client that has not sent its whole request within [`REQUEST_TIMEOUT`] (however it trickles)
+//! is dropped, the requests being read hold at most [`MAX_REQUEST_BYTES_IN_FLIGHT`] bytes
+//! together (more: `busy`), and a request's JSON values are counted before they are built
+//! (`crate::bounded_json`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::gate::{ByteGate, Permit};
 use crate::ingestor::Ingestor;
 use crate::lock;
 use crate::tools::{ToolAnswer, ToolCall};
@@ -32,7 +36,10 @@ const MAX_REQUEST_BYTES: u64 = 64 * 1024 + 2 * 16 * 1024 * 1024;
 /// Connections answered at the same time; more are told the daemon is busy.
 pub const MAX_CONNECTIONS: usize = 32;
 
-/// How long a client has to send its request (and to take its answer).
+/// Bytes of requests being read at once, every connection together: two of the longest.
+pub const MAX_REQUEST_BYTES_IN_FLIGHT: u64 = 2 * MAX_REQUEST_BYTES;
+
+/// How long a client has to send its whole request (and to take its answer).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a client waits for the answer to a tool call: extracting and indexing an archive
@@ -137,6 +144,7 @@ impl Server {
             .name("daemon-socket".into())
             .spawn(move || {
                 let active = Arc::new(AtomicUsize::new(0));
+                let reading = ByteGate::new(MAX_REQUEST_BYTES_IN_FLIGHT);
                 while !flag.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((stream, _)) => {
@@ -147,11 +155,12 @@ impl Server {
                             let slot = Slot::take(&active);
                             let ingestor = Arc::clone(&ingestor);
                             let status = Arc::clone(&status);
+                            let reading = reading.clone();
                             let spawned = std::thread::Builder::new()
                                 .name("daemon-client".into())
                                 .spawn(move || {
                                     let _slot = slot;
-                                    answer(stream, &ingestor, &status)
+                                    answer(stream, &ingestor, &status, &reading)
                                 });
                             if let Err(e) = spawned {
                                 tracing::warn!("daemon socket: no thread for a client: {e}");
@@ -209,27 +218,97 @@ impl Drop for Slot {
 /// connection before the client has read the answer.
 fn refuse_busy(stream: &UnixStream) {
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
     let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-    let mut line = String::new();
-    let _ = BufReader::new(Read::take(stream, MAX_REQUEST_BYTES)).read_line(&mut line);
+    // What arrives within 100 ms is read and dropped, never kept.
+    let deadline = std::time::Instant::now() + Duration::from_millis(100);
+    let mut chunk = [0u8; 64 * 1024];
+    let mut reader = stream;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match reader.read(&mut chunk) {
+            Ok(n) if n > 0 && !chunk.get(..n).unwrap_or_default().contains(&b'\n') => {}
+            _ => break,
+        }
+    }
     let mut writer = stream;
     let reply =
         json!({ "error": format!("busy: {MAX_CONNECTIONS} requests in progress, try again") });
     let _ = writeln!(writer, "{reply}");
 }
 
-fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
-    // One request line, of bounded size: a client cannot make the daemon buffer without end.
-    let mut line = String::new();
-    let mut reader = BufReader::new(Read::take(&stream, MAX_REQUEST_BYTES));
-    if reader.read_line(&mut line).is_err() || !line.ends_with('\n') {
-        return;
+/// Read one request line from `stream`: at most [`MAX_REQUEST_BYTES`], all of it within
+/// [`REQUEST_TIMEOUT`] (however slowly it trickles), its bytes held in `reading` as they
+/// come. `Err` with what to answer (`None`: nothing, the client is gone or too slow).
+fn read_request(
+    stream: &UnixStream,
+    reading: &ByteGate,
+) -> std::result::Result<(Vec<u8>, Permit), Option<String>> {
+    let deadline = std::time::Instant::now() + REQUEST_TIMEOUT;
+    let busy = || {
+        Some(format!(
+            "busy: requests of {MAX_REQUEST_BYTES_IN_FLIGHT} bytes are being read, try again"
+        ))
+    };
+    let mut held = reading.try_acquire(0).ok_or_else(busy)?;
+    let mut line = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    let mut reader = stream;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(None);
+        }
+        let _ = stream.set_read_timeout(Some(left));
+        let n = match reader.read(&mut chunk) {
+            Ok(0) | Err(_) => return Err(None),
+            Ok(n) => n,
+        };
+        let got = chunk.get(..n).unwrap_or_default();
+        let end = memchr_newline(got);
+        let piece = got.get(..end.map_or(n, |i| i + 1)).unwrap_or_default();
+        if line.len() as u64 + piece.len() as u64 > MAX_REQUEST_BYTES {
+            return Err(Some(format!(
+                "the request is over {MAX_REQUEST_BYTES} bytes"
+            )));
+        }
+        if !held.try_grow(piece.len() as u64) {
+            return Err(busy());
+        }
+        line.extend_from_slice(piece);
+        if end.is_some() {
+            return Ok((line, held));
+        }
     }
-    let reply = match serde_json::from_str::<Request>(&line) {
+}
+
+/// Where the first newline of `bytes` is.
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>, reading: &ByteGate) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
+    // One request line, of bounded size and time: a client cannot make the daemon buffer
+    // without end, nor hold its place by trickling.
+    let (line, held) = match read_request(&stream, reading) {
+        Ok(read) => read,
+        Err(why) => {
+            if let Some(why) = why {
+                let mut writer = &stream;
+                let _ = writeln!(writer, "{}", json!({ "error": why }));
+            }
+            return;
+        }
+    };
+    let parsed =
+        crate::bounded_json::check_values(&line, crate::bounded_json::value_budget(line.len()))
+            .and_then(|()| serde_json::from_slice::<Request>(&line).map_err(|e| e.to_string()));
+    drop(line);
+    let reply = match parsed {
         Ok(Request::Search {
             query,
             scope,
@@ -265,6 +344,7 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>) {
         }
         Err(e) => json!({ "error": format!("bad request: {e}") }),
     };
+    drop(held);
     let mut writer = &stream;
     let _ = writeln!(writer, "{reply}");
 }

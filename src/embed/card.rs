@@ -196,6 +196,8 @@ pub struct EntryFacts<'a> {
     pub members: &'a [String],
     /// For an archive: how many files and archives are inside it.
     pub member_count: usize,
+    /// For an archive: how many of those were not read (links, limits, failures).
+    pub unread: usize,
 }
 
 /// The text of the card of a file that has no content in the index — one that failed or
@@ -225,6 +227,12 @@ pub fn entry_card_text(facts: &EntryFacts<'_>) -> String {
                     list.push_str(&format!("; and {more} more"));
                 }
                 lines.push(format!("contents: {list}"));
+            }
+            if facts.unread > 0 {
+                lines.push(format!(
+                    "{} of them not read (links, limits or failures)",
+                    facts.unread
+                ));
             }
         }
         status => {
@@ -469,6 +477,7 @@ mod tests {
             size: 48_213,
             members: &[],
             member_count: 0,
+            unread: 0,
         });
         assert_eq!(
             failed,
@@ -483,10 +492,12 @@ mod tests {
             size: 999,
             members: &members,
             member_count: 5,
+            unread: 2,
         });
         assert_eq!(
             archive,
-            "compressed tar archive, 999 bytes\nholds 5 files\ncontents: a.txt; b/c.pdf; and 3 more"
+            "compressed tar archive, 999 bytes\nholds 5 files\ncontents: a.txt; b/c.pdf; and 3 more\n\
+             2 of them not read (links, limits or failures)"
         );
         assert_eq!(
             entry_card_context("/in/x.zip!/Q3-Report_final.docx"),

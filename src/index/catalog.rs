@@ -1,12 +1,16 @@
 //! The catalog: what the index holds, per scope and locator (hash, size, mtime, status,
-//! chunks), persisted as one JSON file beside the shard and replaced atomically on save.
-//! Content indexes live in `content/<hash>.json`, written once per content hash.
+//! chunks), in a SQLite database beside the shard (`catalog.sqlite`): a row per entry, so a
+//! write costs its rows, never the whole catalog, and its size costs no memory. Content
+//! indexes live in `content/<hash>.json`, written once per content hash.
 
 // Internal: reachable from outside only through the hidden `testing` module.
 #![allow(missing_docs)]
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
 
 use extractors::{FileContentIndex, Scope};
 use serde::{Deserialize, Serialize};
@@ -15,14 +19,17 @@ use super::objects::ContentRecord;
 use super::Holders;
 use crate::error::{Error, Result};
 
-const CATALOG_FILE: &str = "catalog.json";
-
 /// The most files a stored point names as holding its content (`locators`).
 pub const MAX_HOLDERS: usize = 64;
 /// The most tags a stored point carries (the union of its files' tags).
 pub const MAX_HOLDER_TAGS: usize = 256;
+/// The most bytes of tags a stored point carries: a content held by many files tagged
+/// differently carries the first of their tags (in order) up to this, so a filter on a tag
+/// past it does not find that content.
+pub const MAX_HOLDER_TAG_BYTES: usize = 16 * 1024;
 const CONTENT_DIR: &str = "content";
-const VERSION: u32 = 1;
+/// The schema of the catalog database (`PRAGMA user_version`).
+const VERSION: u32 = 2;
 
 /// Where a catalogued file stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -219,6 +226,16 @@ impl CatalogEntry {
     }
 }
 
+/// How a file ranks among the files holding the same content: by how deep in archives it
+/// lies (a file given directly first), then by locator. Stable: the same files rank the same
+/// whatever order they arrived in.
+pub fn holder_rank(locator: &str) -> (usize, &str) {
+    (
+        locator.matches(extractors::MEMBER_SEPARATOR).count(),
+        locator,
+    )
+}
+
 /// What the `content_hash` of an entry card starts with; no content hash (hex) does.
 const ENTRY_CARD_PREFIX: &str = "entry-";
 
@@ -232,51 +249,20 @@ pub fn entry_card_key(locator: &str) -> String {
     )
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct ScopeEntries {
-    scope: Scope,
-    entries: BTreeMap<String, CatalogEntry>,
-    /// content hash → indexed locators holding it (derived, rebuilt on load).
-    #[serde(skip)]
-    by_hash: HashMap<String, BTreeSet<String>>,
-}
-
-impl ScopeEntries {
-    fn index(&mut self, e: &CatalogEntry) {
-        if let (EntryStatus::Indexed, Some(h)) = (e.status, &e.hash) {
-            self.by_hash
-                .entry(h.clone())
-                .or_default()
-                .insert(e.locator.clone());
-        }
-    }
-
-    fn unindex(&mut self, e: &CatalogEntry) {
-        if let Some(h) = &e.hash {
-            if let Some(set) = self.by_hash.get_mut(h) {
-                set.remove(&e.locator);
-                if set.is_empty() {
-                    self.by_hash.remove(h);
-                }
-            }
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct OnDisk {
+/// The catalog file of the earlier layout: one JSON document of every scope, rewritten whole
+/// on every save. Read once, to move it into the database.
+#[derive(Debug, Deserialize)]
+struct LegacyCatalog {
     version: u32,
-    scopes: Vec<ScopeEntries>,
+    scopes: Vec<LegacyScope>,
     #[serde(default)]
     last_run: Option<LastRun>,
 }
 
-/// [`OnDisk`] borrowed from the live catalog, so saving copies nothing.
-#[derive(Serialize)]
-struct OnDiskRef<'a> {
-    version: u32,
-    scopes: Vec<&'a ScopeEntries>,
-    last_run: Option<&'a LastRun>,
+#[derive(Debug, Deserialize)]
+struct LegacyScope {
+    scope: Scope,
+    entries: BTreeMap<String, CatalogEntry>,
 }
 
 /// When the last run ended and what it did.
@@ -285,14 +271,6 @@ pub struct LastRun {
     /// Seconds since the Unix epoch.
     pub finished_at: u64,
     pub summary: crate::report::Summary,
-}
-
-/// The in-memory catalog. Not thread-safe by itself: the ingestor keeps it behind a mutex.
-#[derive(Debug)]
-pub struct Catalog {
-    dir: PathBuf,
-    scopes: HashMap<String, ScopeEntries>,
-    last_run: Option<LastRun>,
 }
 
 /// Totals for `ingest status`.
@@ -307,195 +285,653 @@ pub struct CatalogStats {
     pub distinct_contents: u64,
 }
 
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS scopes (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tag_sets (
+    id INTEGER PRIMARY KEY,
+    tags TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS entries (
+    scope INTEGER NOT NULL,
+    locator TEXT NOT NULL,
+    parent TEXT,
+    hash TEXT,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    chunks INTEGER NOT NULL,
+    mime TEXT,
+    tags INTEGER,
+    shadowed TEXT,
+    PRIMARY KEY (scope, locator)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entries_by_hash ON entries(scope, hash) WHERE status = 'indexed';
+CREATE INDEX IF NOT EXISTS entries_holding ON entries(hash) WHERE status = 'indexed';
+CREATE INDEX IF NOT EXISTS entries_by_parent ON entries(scope, parent) WHERE parent IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_by_tags ON entries(tags) WHERE tags IS NOT NULL;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+";
+
+/// The columns of an entry, in the order [`Catalog::row`] reads them.
+const ENTRY_COLUMNS: &str =
+    "locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed";
+
+/// The catalog: a SQLite database in the data directory (`catalog.sqlite`), one row per
+/// scope and locator. A write changes its own rows only: nothing that grows with every
+/// tenant is rewritten by one tenant's call, and nothing of it is held in memory but the
+/// scopes' and tag sets' ids. Writes gather in one transaction that [`Catalog::save`]
+/// commits (a checkpoint); a crash loses what was not saved, as before, and the next start
+/// repairs the index against it (`index/repair.rs`). Not thread-safe by itself: the ingestor
+/// keeps it behind a mutex.
+///
+/// Methods that read answer from the database; should the database fail (a full disk, a
+/// damaged file), the failure is logged, the read answers nothing, and the next
+/// [`Catalog::save`] returns the error, so the run that met it fails and is repaired.
+#[derive(Debug)]
+pub struct Catalog {
+    dir: PathBuf,
+    path: PathBuf,
+    conn: Connection,
+    /// A write transaction is open (committed by `save`).
+    in_tx: Cell<bool>,
+    /// The first failure of the database since the last save.
+    failed: RefCell<Option<String>>,
+    /// Scope key → id (scopes are few; rows name them by id).
+    scope_ids: RefCell<HashMap<String, i64>>,
+    /// Tag set id → its tags, and its JSON → id: every entry of one upload names one set,
+    /// stored once.
+    tag_sets: RefCell<HashMap<i64, Vec<String>>>,
+    tag_ids: RefCell<HashMap<String, i64>>,
+}
+
+/// The database file, in the data directory.
+const DB_FILE: &str = "catalog.sqlite";
+/// The catalog of the earlier layout, moved into the database on first open.
+const LEGACY_FILE: &str = "catalog.json";
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn status_of(s: &str) -> EntryStatus {
+    match s {
+        "indexed" => EntryStatus::Indexed,
+        "failed" => EntryStatus::Failed,
+        "skipped" => EntryStatus::Skipped,
+        _ => EntryStatus::Container,
+    }
+}
+
+/// The upper end of the range of strings starting with `prefix` (exclusive): strings compare
+/// as bytes, and no UTF-8 text continues `prefix` with a byte above `0xF4`.
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    end.push(0xFF);
+    end
+}
+
+/// One entry's row, as read.
+type Row = (
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+    String,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
 impl Catalog {
-    /// Load the catalog in `data_dir`, or start an empty one.
+    /// Open the catalog in `data_dir` (made on first use; a catalog of the earlier layout,
+    /// `catalog.json`, is moved into it then).
     pub fn load(data_dir: &Path) -> Result<Self> {
-        let path = data_dir.join(CATALOG_FILE);
-        let err = |reason: String| Error::Catalog {
+        let path = data_dir.join(DB_FILE);
+        let err = |e: rusqlite::Error| Error::Catalog {
             path: path.clone(),
-            reason,
+            reason: e.to_string(),
         };
-        let mut scopes = HashMap::new();
-        let mut last_run = None;
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                let disk: OnDisk =
-                    serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
-                if disk.version != VERSION {
-                    return Err(err(format!("unsupported catalog version {}", disk.version)));
-                }
-                last_run = disk.last_run;
-                for mut s in disk.scopes {
-                    let entries: Vec<CatalogEntry> = s.entries.values().cloned().collect();
-                    for e in &entries {
-                        s.index(e);
-                    }
-                    scopes.insert(s.scope.key(), s);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&path, e)),
+        let fresh = !path.exists();
+        if fresh {
+            // Owner-only from the start.
+            crate::perms::create_file(&path)?;
         }
-        Ok(Catalog {
+        let conn = Connection::open(&path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        // Deleted rows are overwritten, not left in free pages: what a tenant deletes (an
+        // ended workflow, a removed file) leaves none of its names behind.
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        match version {
+            0 => {
+                conn.execute_batch(SCHEMA).map_err(err)?;
+                conn.pragma_update(None, "user_version", i64::from(VERSION))
+                    .map_err(err)?;
+            }
+            v if v == i64::from(VERSION) => {}
+            other => {
+                return Err(Error::Catalog {
+                    path,
+                    reason: format!(
+                        "unsupported catalog version {other} (this ingest reads {VERSION}): a \
+                         newer ingest wrote it"
+                    ),
+                })
+            }
+        }
+        let catalog = Catalog {
             dir: data_dir.to_path_buf(),
-            scopes,
-            last_run,
+            path,
+            conn,
+            in_tx: Cell::new(false),
+            failed: RefCell::new(None),
+            scope_ids: RefCell::new(HashMap::new()),
+            tag_sets: RefCell::new(HashMap::new()),
+            tag_ids: RefCell::new(HashMap::new()),
+        };
+        catalog.load_ids()?;
+        let legacy = data_dir.join(LEGACY_FILE);
+        if legacy.is_file() {
+            catalog.import_legacy(&legacy)?;
+        }
+        Ok(catalog)
+    }
+
+    fn db_error(&self, e: rusqlite::Error) -> Error {
+        Error::Catalog {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// Note a failure of the database: logged now, returned by the next save.
+    fn fail(&self, e: rusqlite::Error) {
+        tracing::error!("catalog {}: {e}", self.path.display());
+        let mut failed = self.failed.borrow_mut();
+        if failed.is_none() {
+            *failed = Some(e.to_string());
+        }
+    }
+
+    /// The value of `r`, or `default` after noting its failure.
+    fn or_fail<T>(&self, r: rusqlite::Result<T>, default: T) -> T {
+        r.unwrap_or_else(|e| {
+            self.fail(e);
+            default
         })
     }
 
-    /// Write the catalog atomically (temporary file, fsync, rename).
-    pub fn save(&self) -> Result<()> {
-        let path = self.dir.join(CATALOG_FILE);
-        let tmp = self.dir.join(format!("{CATALOG_FILE}.tmp"));
-        let mut scopes: Vec<&ScopeEntries> = self.scopes.values().collect();
-        scopes.sort_by_key(|s| s.scope.key());
-        let disk = OnDiskRef {
-            version: VERSION,
-            scopes,
-            last_run: self.last_run.as_ref(),
-        };
-        let f = crate::perms::create_file(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        serde_json::to_writer(&mut w, &disk).map_err(|e| Error::Catalog {
-            path: path.clone(),
+    /// The scopes' and tag sets' ids, read once.
+    fn load_ids(&self) -> Result<()> {
+        for (id, key) in self.id_pairs("SELECT id, key FROM scopes")? {
+            self.scope_ids.borrow_mut().insert(key, id);
+        }
+        for (id, json) in self.id_pairs("SELECT id, tags FROM tag_sets")? {
+            let tags: Vec<String> = serde_json::from_str(&json).unwrap_or_default();
+            self.tag_sets.borrow_mut().insert(id, tags);
+            self.tag_ids.borrow_mut().insert(json, id);
+        }
+        Ok(())
+    }
+
+    /// The (id, text) rows `sql` selects.
+    fn id_pairs(&self, sql: &str) -> Result<Vec<(i64, String)>> {
+        let rows: rusqlite::Result<Vec<(i64, String)>> =
+            self.conn.prepare(sql).and_then(|mut stmt| {
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            });
+        rows.map_err(|e| self.db_error(e))
+    }
+
+    /// Open the write transaction if none is (the next save commits it).
+    fn begin(&self) -> bool {
+        if self.in_tx.get() {
+            return true;
+        }
+        match self.conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => {
+                self.in_tx.set(true);
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    /// Move the catalog file of the earlier layout into the database (one transaction), then
+    /// rename it `catalog.json.migrated` (kept for a downgrade by hand).
+    fn import_legacy(&self, legacy: &Path) -> Result<()> {
+        let bytes = std::fs::read(legacy).map_err(|e| Error::io(legacy, e))?;
+        let disk: LegacyCatalog = serde_json::from_slice(&bytes).map_err(|e| Error::Catalog {
+            path: legacy.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let f = w
-            .into_inner()
-            .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        if disk.version != 1 {
+            return Err(Error::Catalog {
+                path: legacy.to_path_buf(),
+                reason: format!("unsupported catalog version {}", disk.version),
+            });
+        }
+        let mut moved = 0usize;
+        for s in disk.scopes {
+            for (_, entry) in s.entries {
+                self.put(&s.scope, entry);
+                moved += 1;
+            }
+        }
+        if let Some(run) = disk.last_run {
+            self.set_last_run(run);
+        }
+        self.save()?;
+        let aside = legacy.with_extension("json.migrated");
+        std::fs::rename(legacy, &aside).map_err(|e| Error::io(legacy, e))?;
+        tracing::info!(
+            "moved {moved} catalog entries from {} into {}",
+            legacy.display(),
+            self.path.display()
+        );
+        Ok(())
+    }
+
+    /// Commit what was written since the last save (a checkpoint). A failure of the database
+    /// since then is returned here.
+    pub fn save(&self) -> Result<()> {
+        if let Some(reason) = self.failed.borrow_mut().take() {
+            if self.in_tx.replace(false) {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            return Err(Error::Catalog {
+                path: self.path.clone(),
+                reason,
+            });
+        }
+        if self.in_tx.replace(false) {
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(|e| self.db_error(e))?;
+        }
         crate::failpoint::hit("catalog.save");
         Ok(())
     }
 
-    /// The last run that ended, if any.
-    pub fn last_run(&self) -> Option<&LastRun> {
-        self.last_run.as_ref()
-    }
-
-    pub fn set_last_run(&mut self, run: LastRun) {
-        self.last_run = Some(run);
-    }
-
-    pub fn get(&self, scope: &Scope, locator: &str) -> Option<&CatalogEntry> {
-        self.scopes.get(&scope.key())?.entries.get(locator)
-    }
-
-    /// Insert or replace an entry.
-    pub fn put(&mut self, scope: &Scope, entry: CatalogEntry) {
-        let s = self
-            .scopes
-            .entry(scope.key())
-            .or_insert_with(|| ScopeEntries {
-                scope: scope.clone(),
-                ..ScopeEntries::default()
-            });
-        if let Some(old) = s.entries.remove(&entry.locator) {
-            s.unindex(&old);
+    /// Copy what the write-ahead log holds into the database and empty the log (after
+    /// deletions that must leave nothing behind: the log keeps earlier versions of pages
+    /// until then). Best effort: a reader in another process may keep part of the log.
+    pub fn truncate_log(&self) {
+        if self.in_tx.get() {
+            return;
         }
-        s.index(&entry);
-        s.entries.insert(entry.locator.clone(), entry);
+        if let Err(e) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        {
+            tracing::warn!("catalog {}: emptying the log: {e}", self.path.display());
+        }
+    }
+
+    /// The last run that ended, if any.
+    pub fn last_run(&self) -> Option<LastRun> {
+        let json: Option<String> = self.or_fail(
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = 'last_run'", [], |r| {
+                    r.get(0)
+                })
+                .optional(),
+            None,
+        );
+        json.and_then(|j| serde_json::from_str(&j).ok())
+    }
+
+    pub fn set_last_run(&self, run: LastRun) {
+        let Ok(json) = serde_json::to_string(&run) else {
+            return;
+        };
+        if !self.begin() {
+            return;
+        }
+        let r = self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_run', ?1)",
+            [json],
+        );
+        self.or_fail(r.map(|_| ()), ());
+    }
+
+    /// The id of `scope`, if it has entries (or was made).
+    fn scope_id(&self, scope: &Scope) -> Option<i64> {
+        self.scope_ids.borrow().get(&scope.key()).copied()
+    }
+
+    /// The id of `scope`, made if need be (within the write transaction).
+    fn make_scope_id(&self, scope: &Scope) -> Option<i64> {
+        if let Some(id) = self.scope_id(scope) {
+            return Some(id);
+        }
+        let key = scope.key();
+        let json = serde_json::to_string(scope).ok()?;
+        let r = self
+            .conn
+            .execute(
+                "INSERT INTO scopes (key, scope) VALUES (?1, ?2)",
+                params![key, json],
+            )
+            .map(|_| self.conn.last_insert_rowid());
+        let id = self.or_fail(r.map(Some), None)?;
+        self.scope_ids.borrow_mut().insert(key, id);
+        Some(id)
+    }
+
+    /// The id of the tag set `tags` (stored once however many entries carry it); `None` for
+    /// no tags.
+    fn tag_id(&self, tags: &[String]) -> Option<i64> {
+        if tags.is_empty() {
+            return None;
+        }
+        let json = serde_json::to_string(tags).ok()?;
+        if let Some(id) = self.tag_ids.borrow().get(&json) {
+            return Some(*id);
+        }
+        let r = self
+            .conn
+            .execute("INSERT INTO tag_sets (tags) VALUES (?1)", [&json])
+            .map(|_| self.conn.last_insert_rowid());
+        let id = self.or_fail(r.map(Some), None)?;
+        self.tag_sets.borrow_mut().insert(id, tags.to_vec());
+        self.tag_ids.borrow_mut().insert(json, id);
+        Some(id)
+    }
+
+    fn tags_of_id(&self, id: Option<i64>) -> Vec<String> {
+        id.and_then(|id| self.tag_sets.borrow().get(&id).cloned())
+            .unwrap_or_default()
+    }
+
+    fn entry_of(&self, row: Row) -> CatalogEntry {
+        let (locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed) =
+            row;
+        CatalogEntry {
+            locator,
+            parent,
+            hash,
+            size: to_u64(size),
+            mtime_ns: to_u64(mtime_ns),
+            status: status_of(&status),
+            reason,
+            chunks: u32::try_from(chunks).unwrap_or(0),
+            mime,
+            tags: self.tags_of_id(tags),
+            shadowed: shadowed
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+            r.get(9)?,
+            r.get(10)?,
+        ))
+    }
+
+    /// The entries a query selects (`sql` selects [`ENTRY_COLUMNS`]).
+    fn query_entries(&self, sql: &str, params: impl rusqlite::Params) -> Vec<CatalogEntry> {
+        let rows: rusqlite::Result<Vec<Row>> = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_map(params, Self::row)?.collect());
+        self.or_fail(rows, Vec::new())
+            .into_iter()
+            .map(|r| self.entry_of(r))
+            .collect()
+    }
+
+    /// Strings a query selects (its first column).
+    fn query_strings(&self, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+        let rows: rusqlite::Result<Vec<String>> = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_map(params, |r| r.get(0))?.collect());
+        self.or_fail(rows, Vec::new())
+    }
+
+    fn count(&self, sql: &str, params: impl rusqlite::Params) -> u64 {
+        let n: rusqlite::Result<i64> = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_row(params, |r| r.get(0)));
+        to_u64(self.or_fail(n, 0))
+    }
+
+    pub fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+        let id = self.scope_id(scope)?;
+        self.query_entries(
+            &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE scope = ?1 AND locator = ?2"),
+            params![id, locator],
+        )
+        .pop()
+    }
+
+    /// Insert or replace an entry. A member's tags are its upload's: the set is stored once
+    /// and named by every entry carrying it.
+    pub fn put(&self, scope: &Scope, entry: CatalogEntry) {
+        if !self.begin() {
+            return;
+        }
+        let Some(id) = self.make_scope_id(scope) else {
+            return;
+        };
+        let tags = self.tag_id(&entry.tags);
+        let shadowed = (!entry.shadowed.is_empty())
+            .then(|| serde_json::to_string(&entry.shadowed).ok())
+            .flatten();
+        let r = self
+            .conn
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO entries (scope, {ENTRY_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+            ))
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    id,
+                    entry.locator,
+                    entry.parent,
+                    entry.hash,
+                    to_i64(entry.size),
+                    to_i64(entry.mtime_ns),
+                    entry.status.as_str(),
+                    entry.reason,
+                    i64::from(entry.chunks),
+                    entry.mime,
+                    tags,
+                    shadowed
+                ])
+            });
+        self.or_fail(r.map(|_| ()), ());
     }
 
     /// Drop the entry of `locator`; a scope left without entries is dropped too (nothing
     /// of it stays in the catalog, e.g. of an ended workflow).
-    pub fn remove(&mut self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
-        let key = scope.key();
-        let s = self.scopes.get_mut(&key)?;
-        let old = s.entries.remove(locator)?;
-        s.unindex(&old);
-        if s.entries.is_empty() {
-            self.scopes.remove(&key);
+    pub fn remove(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+        let old = self.get(scope, locator)?;
+        let id = self.scope_id(scope)?;
+        if !self.begin() {
+            return None;
+        }
+        let r = self.conn.execute(
+            "DELETE FROM entries WHERE scope = ?1 AND locator = ?2",
+            params![id, locator],
+        );
+        self.or_fail(r.map(|_| ()), ());
+        let empty = self.count(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE scope = ?1 LIMIT 1)",
+            [id],
+        ) == 0;
+        if empty {
+            let r = self.conn.execute("DELETE FROM scopes WHERE id = ?1", [id]);
+            self.or_fail(r.map(|_| ()), ());
+            self.scope_ids.borrow_mut().remove(&scope.key());
         }
         Some(old)
     }
 
     /// Indexed locators holding content `hash`, in locator order.
     pub fn locators_with_hash(&self, scope: &Scope, hash: &str) -> Vec<String> {
-        self.scopes
-            .get(&scope.key())
-            .and_then(|s| s.by_hash.get(hash))
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default()
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        self.query_strings(
+            "SELECT locator FROM entries WHERE scope = ?1 AND hash = ?2 AND status = 'indexed'
+             ORDER BY locator",
+            params![id, hash],
+        )
     }
 
     /// The files of `scope` holding content `hash` as its points name them: the first
-    /// [`MAX_HOLDERS`] in locator order (every one stays in the catalog), and the union of
-    /// all their tags (at most [`MAX_HOLDER_TAGS`]). A payload's size never grows with the
-    /// number of copies of a file, so an archive of ten thousand identical members costs ten
-    /// thousand small writes, not a quadratic amount.
+    /// [`MAX_HOLDERS`] (every one stays in the catalog), and the union of all their tags (at
+    /// most [`MAX_HOLDER_TAGS`] and [`MAX_HOLDER_TAG_BYTES`]). A payload's size never grows
+    /// with the number of copies of a file, so an archive of ten thousand identical members
+    /// costs ten thousand small writes, not a quadratic amount.
+    ///
+    /// Which files are named does not depend on the order they arrived in: holders are
+    /// ranked by [`holder_rank`] (files given directly before archive members, shallower
+    /// members before deeper ones, then locator order), so a hit shows the same locator for
+    /// the same content on every run and every machine.
     pub fn holders(&self, scope: &Scope, hash: &str) -> Holders {
         let mut locators = self.locators_with_hash(scope, hash);
-        let mut tags = self.tags_of(scope, &locators);
+        let mut tags = self.tags_of_content(scope, hash);
         tags.truncate(MAX_HOLDER_TAGS);
+        let mut used = 0usize;
+        tags.retain(|t| {
+            used += t.len();
+            used <= MAX_HOLDER_TAG_BYTES
+        });
+        locators.sort_by(|a, b| holder_rank(a).cmp(&holder_rank(b)));
         locators.truncate(MAX_HOLDERS);
         Holders { tags, locators }
     }
 
-    /// The union of the tags of the entries at `locators` in `scope`, sorted.
-    pub fn tags_of(&self, scope: &Scope, locators: &[String]) -> Vec<String> {
-        let tags: BTreeSet<&String> = locators
-            .iter()
-            .filter_map(|l| self.get(scope, l))
-            .flat_map(|e| &e.tags)
+    /// The union of the tags of the files of `scope` holding content `hash`, sorted.
+    fn tags_of_content(&self, scope: &Scope, hash: &str) -> Vec<String> {
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        let rows: rusqlite::Result<Vec<i64>> = self
+            .conn
+            .prepare_cached(
+                "SELECT DISTINCT tags FROM entries
+                 WHERE scope = ?1 AND hash = ?2 AND status = 'indexed' AND tags IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.query_map(params![id, hash], |r| r.get(0))?.collect());
+        let tags: BTreeSet<String> = self
+            .or_fail(rows, Vec::new())
+            .into_iter()
+            .flat_map(|id| self.tags_of_id(Some(id)))
             .collect();
-        tags.into_iter().cloned().collect()
+        tags.into_iter().collect()
     }
 
     /// The scopes with entries.
     pub fn scopes(&self) -> Vec<Scope> {
-        let mut scopes: Vec<Scope> = self.scopes.values().map(|s| s.scope.clone()).collect();
+        let mut scopes: Vec<Scope> = self
+            .query_strings("SELECT scope FROM scopes ORDER BY key", [])
+            .iter()
+            .filter_map(|s| serde_json::from_str(s).ok())
+            .collect();
         scopes.sort_by_key(Scope::key);
         scopes
+    }
+
+    /// Whether the catalog holds any entry.
+    pub fn is_empty(&self) -> bool {
+        self.count("SELECT count(*) FROM (SELECT 1 FROM entries LIMIT 1)", []) == 0
     }
 
     /// Every top-level entry of every scope (files and archives as they were given or
     /// uploaded): its scope and locator.
     pub fn top_level(&self) -> Vec<(Scope, String)> {
-        self.scopes
-            .values()
-            .flat_map(|s| {
-                s.entries
-                    .values()
-                    .filter(|e| e.parent.is_none())
-                    .map(|e| (s.scope.clone(), e.locator.clone()))
-            })
+        let rows: rusqlite::Result<Vec<(String, String)>> = self
+            .conn
+            .prepare_cached(
+                "SELECT s.scope, e.locator FROM entries e JOIN scopes s ON s.id = e.scope
+                 WHERE e.parent IS NULL",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            });
+        self.or_fail(rows, Vec::new())
+            .into_iter()
+            .filter_map(|(s, l)| Some((serde_json::from_str(&s).ok()?, l)))
             .collect()
     }
 
     /// Every entry of `scope`, in locator order.
     pub fn entries(&self, scope: &Scope) -> Vec<CatalogEntry> {
-        self.scopes
-            .get(&scope.key())
-            .map(|s| s.entries.values().cloned().collect())
-            .unwrap_or_default()
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        self.query_entries(
+            &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE scope = ?1 ORDER BY locator"),
+            [id],
+        )
     }
 
     /// The entries of `scope` that want a card of their own ([`CatalogEntry::wants_card`]).
     pub fn wanting_cards(&self, scope: &Scope) -> Vec<CatalogEntry> {
-        self.scopes
-            .get(&scope.key())
-            .map(|s| {
-                s.entries
-                    .values()
-                    .filter(|e| e.wants_card())
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        self.query_entries(
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries
+                 WHERE scope = ?1 AND status != 'indexed' AND chunks = 0 ORDER BY locator"
+            ),
+            [id],
+        )
     }
 
     /// Record that the card of `entry` is stored (its `chunks` becomes 1), if the catalog
     /// still holds `entry` as it was; whether it did.
-    pub fn set_card_stored(&mut self, scope: &Scope, entry: &CatalogEntry) -> bool {
-        let current = self
-            .scopes
-            .get_mut(&scope.key())
-            .and_then(|s| s.entries.get_mut(&entry.locator));
-        match current {
-            Some(e) if e == entry && e.wants_card() => {
-                e.chunks = 1;
+    pub fn set_card_stored(&self, scope: &Scope, entry: &CatalogEntry) -> bool {
+        match self.get(scope, &entry.locator) {
+            Some(e) if &e == entry && e.wants_card() => {
+                let mut stored = e;
+                stored.chunks = 1;
+                self.put(scope, stored);
                 true
             }
             _ => false,
@@ -504,41 +940,84 @@ impl Catalog {
 
     /// Record that the card of the entry at `locator` is not stored (its `chunks` becomes 0,
     /// so the next run writes it).
-    pub fn set_card_missing(&mut self, scope: &Scope, locator: &str) {
-        let current = self
-            .scopes
-            .get_mut(&scope.key())
-            .and_then(|s| s.entries.get_mut(locator));
-        if let Some(e) = current.filter(|e| e.status != EntryStatus::Indexed) {
+    pub fn set_card_missing(&self, scope: &Scope, locator: &str) {
+        if let Some(mut e) = self
+            .get(scope, locator)
+            .filter(|e| e.status != EntryStatus::Indexed)
+        {
             e.chunks = 0;
+            self.put(scope, e);
         }
     }
 
+    /// The entries of `scope` whose locator starts with `prefix`, in locator order (a range
+    /// of the primary key: the cost is what is found, not the scope's size).
+    pub fn under(&self, scope: &Scope, prefix: &str) -> Vec<CatalogEntry> {
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        let mut found = self.query_entries(
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries
+                 WHERE scope = ?1 AND locator >= ?2 AND locator < CAST(?3 AS TEXT)
+                 ORDER BY locator"
+            ),
+            params![id, prefix, prefix_end(prefix)],
+        );
+        found.retain(|e| e.locator.starts_with(prefix));
+        found
+    }
+
     /// The names of the members under archive `locator` (relative to it, in locator order,
-    /// at most `max`) and how many there are.
-    pub fn member_names(&self, scope: &Scope, locator: &str, max: usize) -> (Vec<String>, usize) {
-        let Some(s) = self.scopes.get(&scope.key()) else {
-            return (Vec::new(), 0);
+    /// at most `max`), how many there are, and how many of them were not read (skipped or
+    /// failed).
+    pub fn member_names(
+        &self,
+        scope: &Scope,
+        locator: &str,
+        max: usize,
+    ) -> (Vec<String>, usize, usize) {
+        let Some(id) = self.scope_id(scope) else {
+            return (Vec::new(), 0, 0);
         };
         let prefix = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
-        let mut names = Vec::new();
-        let mut count = 0;
-        for (k, _) in s
-            .entries
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-        {
-            count += 1;
-            if names.len() < max {
-                names.push(k.get(prefix.len()..).unwrap_or_default().to_string());
-            }
-        }
-        (names, count)
+        let range = params![id, prefix, prefix_end(&prefix)];
+        let count = self.count(
+            "SELECT count(*) FROM entries
+             WHERE scope = ?1 AND locator >= ?2 AND locator < CAST(?3 AS TEXT)",
+            range,
+        );
+        let unread = self.count(
+            "SELECT count(*) FROM entries
+             WHERE scope = ?1 AND locator >= ?2 AND locator < CAST(?3 AS TEXT)
+             AND status IN ('failed', 'skipped')",
+            params![id, prefix, prefix_end(&prefix)],
+        );
+        let names = self
+            .query_strings(
+                "SELECT locator FROM entries
+                 WHERE scope = ?1 AND locator >= ?2 AND locator < CAST(?3 AS TEXT)
+                 ORDER BY locator LIMIT ?4",
+                params![
+                    id,
+                    prefix,
+                    prefix_end(&prefix),
+                    i64::try_from(max).unwrap_or(i64::MAX)
+                ],
+            )
+            .into_iter()
+            .filter_map(|l| l.get(prefix.len()..).map(str::to_string))
+            .collect();
+        (
+            names,
+            usize::try_from(count).unwrap_or(0),
+            usize::try_from(unread).unwrap_or(0),
+        )
     }
 
     /// Drop `locator` so the next sync indexes it again; an archive member also drops its
     /// archive's entry, so that the archive is opened again rather than taken as unchanged.
-    pub fn forget(&mut self, scope: &Scope, locator: &str) {
+    pub fn forget(&self, scope: &Scope, locator: &str) {
         if let Some(e) = self.remove(scope, locator) {
             if let Some(parent) = e.parent {
                 self.remove(scope, &parent);
@@ -549,18 +1028,13 @@ impl Catalog {
     /// Top-level entries (files given on disk, not archive members) at `root` or inside the
     /// folder `root` (an unescaped path).
     pub fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
-        let Some(s) = self.scopes.get(&scope.key()) else {
-            return Vec::new();
-        };
         let folder = format!("{}/", root.trim_end_matches('/'));
         // Locators are escaped character by character, so every locator under `root` starts
         // with its escaped form (but for a final `!`, escaped only when a `/` follows).
         let escaped = extractors::Locator::root(root.trim_end_matches('/')).to_string();
         let prefix = escaped.trim_end_matches('!').to_string();
-        s.entries
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .map(|(_, e)| e)
+        self.under(scope, &prefix)
+            .into_iter()
             .filter(|e| e.parent.is_none())
             .filter(|e| {
                 e.locator
@@ -569,85 +1043,93 @@ impl Catalog {
                     .and_then(|l| l.segments.first().cloned())
                     .is_some_and(|path| path == root || path.starts_with(&folder))
             })
-            .cloned()
-            .collect()
-    }
-
-    /// Entries whose parent is `parent`.
-    /// Entries of `scope` whose locator starts with `prefix`, in locator order (a range of
-    /// the sorted map: the cost is what is found, not the scope's size).
-    pub fn under(&self, scope: &Scope, prefix: &str) -> Vec<CatalogEntry> {
-        let Some(s) = self.scopes.get(&scope.key()) else {
-            return Vec::new();
-        };
-        s.entries
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, e)| e.clone())
             .collect()
     }
 
     /// How many entries (files, archives, members) `scope` holds.
     pub fn len_of(&self, scope: &Scope) -> usize {
-        self.scopes.get(&scope.key()).map_or(0, |s| s.entries.len())
+        let Some(id) = self.scope_id(scope) else {
+            return 0;
+        };
+        usize::try_from(self.count("SELECT count(*) FROM entries WHERE scope = ?1", [id]))
+            .unwrap_or(usize::MAX)
     }
 
     /// Whether `scope` holds `locator` or anything under `locator!/`.
     pub fn holds(&self, scope: &Scope, locator: &str) -> bool {
+        let Some(id) = self.scope_id(scope) else {
+            return false;
+        };
         let nested = format!("{locator}{}", extractors::MEMBER_SEPARATOR);
         self.get(scope, locator).is_some()
-            || self.scopes.get(&scope.key()).is_some_and(|s| {
-                s.entries
-                    .range(nested.clone()..)
-                    .next()
-                    .is_some_and(|(k, _)| k.starts_with(&nested))
-            })
+            || self.count(
+                "SELECT count(*) FROM (SELECT 1 FROM entries
+                 WHERE scope = ?1 AND locator >= ?2 AND locator < CAST(?3 AS TEXT) LIMIT 1)",
+                params![id, nested, prefix_end(&nested)],
+            ) > 0
     }
 
+    /// The entries whose parent is `parent`, in locator order.
     pub fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry> {
-        let Some(s) = self.scopes.get(&scope.key()) else {
+        let Some(id) = self.scope_id(scope) else {
             return Vec::new();
         };
-        let prefix = format!("{parent}{}", extractors::MEMBER_SEPARATOR);
-        s.entries
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .filter(|(_, e)| e.parent.as_deref() == Some(parent))
-            .map(|(_, e)| e.clone())
-            .collect()
+        self.query_entries(
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE scope = ?1 AND parent = ?2
+                 ORDER BY locator"
+            ),
+            params![id, parent],
+        )
     }
 
     pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
         let mut st = CatalogStats::default();
-        let mut hashes = BTreeSet::new();
-        let scopes = self
-            .scopes
-            .values()
-            .filter(|s| scope.is_none_or(|sc| sc.key() == s.scope.key()));
-        for s in scopes {
-            for e in s.entries.values() {
-                match e.status {
-                    EntryStatus::Container => st.containers += 1,
-                    EntryStatus::Indexed => {
-                        st.indexed += 1;
-                        if let Some(h) = &e.hash {
-                            if hashes.insert((s.scope.key(), h.clone())) {
-                                st.chunks += u64::from(e.chunks);
-                            }
-                        }
-                    }
-                    EntryStatus::Failed => st.failed += 1,
-                    EntryStatus::Skipped => st.skipped += 1,
-                }
-                if let Some((_, cards)) = e.card() {
-                    st.chunks += u64::from(cards);
-                }
-                if e.status != EntryStatus::Container {
-                    st.files += 1;
-                }
+        let id = match scope {
+            Some(s) => match self.scope_id(s) {
+                Some(id) => Some(id),
+                None => return st,
+            },
+            None => None,
+        };
+        // `?1 IS NULL` selects every scope.
+        let rows: rusqlite::Result<Vec<(String, i64)>> = self
+            .conn
+            .prepare_cached(
+                "SELECT status, count(*) FROM entries WHERE (?1 IS NULL OR scope = ?1)
+                 GROUP BY status",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            });
+        for (status, n) in self.or_fail(rows, Vec::new()) {
+            let n = to_u64(n);
+            match status_of(&status) {
+                EntryStatus::Indexed => st.indexed = n,
+                EntryStatus::Failed => st.failed = n,
+                EntryStatus::Skipped => st.skipped = n,
+                EntryStatus::Container => st.containers = n,
             }
         }
-        st.distinct_contents = hashes.len() as u64;
+        st.files = st.indexed + st.failed + st.skipped;
+        let contents: rusqlite::Result<(i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), coalesce(sum(c), 0) FROM (
+                     SELECT max(chunks) AS c FROM entries
+                     WHERE status = 'indexed' AND hash IS NOT NULL AND (?1 IS NULL OR scope = ?1)
+                     GROUP BY scope, hash)",
+            )
+            .and_then(|mut stmt| stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))));
+        let (distinct, chunks) = self.or_fail(contents, (0, 0));
+        st.distinct_contents = to_u64(distinct);
+        st.chunks = to_u64(chunks);
+        st.chunks += self.count(
+            "SELECT coalesce(sum(chunks), 0) FROM entries
+             WHERE status != 'indexed' AND chunks > 0 AND (?1 IS NULL OR scope = ?1)",
+            [id],
+        );
         st
     }
 
@@ -704,7 +1186,10 @@ impl Catalog {
     /// Whether an entry of any scope holds content `hash` (content indexes are shared by
     /// every scope with the same bytes).
     pub fn held_anywhere(&self, hash: &str) -> bool {
-        self.scopes.values().any(|s| s.by_hash.contains_key(hash))
+        self.count(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE hash = ?1 AND status = 'indexed' LIMIT 1)",
+            [hash],
+        ) > 0
     }
 
     /// Delete the content index of `hash` unless an entry of some scope still holds it;
@@ -766,6 +1251,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn entry(locator: &str, hash: &str, parent: Option<&str>) -> CatalogEntry {
         CatalogEntry::indexed(locator, parent.map(str::to_string), hash, 1, 0, 2)
@@ -774,7 +1260,7 @@ mod tests {
     #[test]
     fn points_name_at_most_max_holders_and_every_tag() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
         let scope = Scope::user("u");
         for n in 0..(MAX_HOLDERS + 10) {
             let e = CatalogEntry::indexed(format!("/d/copy-{n:03}.txt"), None, "h", 1, 1, 1)
@@ -789,17 +1275,116 @@ mod tests {
     }
 
     #[test]
+    fn the_holders_named_do_not_depend_on_arrival_order() {
+        // Copies inside an archive, one nested deeper, and the file itself given directly
+        // (last in locator order): the file given directly is named first, then members by
+        // depth and locator, whichever order they were recorded in.
+        let mut locators: Vec<String> = (0..MAX_HOLDERS + 20)
+            .map(|n| format!("/a/bundle.zip!/copy-{n:03}.txt"))
+            .collect();
+        locators.push("/a/bundle.zip!/in.tar!/deep.txt".into());
+        locators.push("/z/original.txt".into());
+        let named = |order: &[String]| {
+            let dir = tempfile::tempdir().unwrap();
+            let c = Catalog::load(dir.path()).unwrap();
+            let scope = Scope::user("u");
+            for l in order {
+                c.put(&scope, CatalogEntry::indexed(l.clone(), None, "h", 1, 1, 1));
+            }
+            c.holders(&scope, "h").locators
+        };
+        let first = named(&locators);
+        assert_eq!(first[0], "/z/original.txt");
+        assert_eq!(first[1], "/a/bundle.zip!/copy-000.txt");
+        assert!(!first.contains(&"/a/bundle.zip!/in.tar!/deep.txt".to_string()));
+        let mut reversed = locators.clone();
+        reversed.reverse();
+        assert_eq!(named(&reversed), first);
+        // A shuffled order names the same files.
+        let mut shuffled = locators.clone();
+        for i in 0..shuffled.len() {
+            shuffled.swap(i, (i * 7919) % locators.len());
+        }
+        assert_eq!(named(&shuffled), first);
+    }
+
+    #[test]
+    fn a_catalog_of_the_earlier_layout_is_moved_into_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = Scope::user("u");
+        let legacy = json!({
+            "version": 1,
+            "scopes": [{
+                "scope": scope,
+                "entries": {
+                    "/a.txt": entry("/a.txt", "h1", None),
+                    "/b.zip": CatalogEntry::container("/b.zip", "hz", 9, 1, "archive: 1 members", vec![]),
+                    "/b.zip!/m.txt": entry("/b.zip!/m.txt", "h1", Some("/b.zip")).with_tags(vec!["k=v".into()]),
+                }
+            }],
+            "last_run": null
+        });
+        std::fs::write(dir.path().join("catalog.json"), legacy.to_string()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.len_of(&scope), 3);
+        assert_eq!(
+            c.locators_with_hash(&scope, "h1"),
+            ["/a.txt", "/b.zip!/m.txt"]
+        );
+        assert_eq!(c.get(&scope, "/b.zip!/m.txt").unwrap().tags, ["k=v"]);
+        assert!(!dir.path().join("catalog.json").exists());
+        assert!(dir.path().join("catalog.json.migrated").exists());
+        drop(c);
+        // Opened again: from the database, nothing moved twice.
+        let c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.len_of(&scope), 3);
+    }
+
+    #[test]
+    fn a_tag_set_is_stored_once_however_many_entries_carry_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = Scope::user("u");
+        let c = Catalog::load(dir.path()).unwrap();
+        let tags: Vec<String> = (0..32)
+            .map(|i| format!("k{i}={}", "v".repeat(256)))
+            .collect();
+        for n in 0..1000 {
+            c.put(
+                &scope,
+                entry(&format!("/u.zip!/m{n}"), "h", Some("/u.zip")).with_tags(tags.clone()),
+            );
+        }
+        c.save().unwrap();
+        let sets = c.count("SELECT count(*) FROM tag_sets", []);
+        assert_eq!(sets, 1);
+        assert_eq!(c.get(&scope, "/u.zip!/m7").unwrap().tags, tags);
+        // A point's tags are bounded in bytes as well as in number.
+        let many: Vec<String> = (0..200)
+            .map(|i| format!("t{i:03}={}", "w".repeat(200)))
+            .collect();
+        for (n, t) in many.chunks(10).enumerate() {
+            c.put(
+                &scope,
+                entry(&format!("/v{n}"), "hv", None).with_tags(t.to_vec()),
+            );
+        }
+        let h = c.holders(&scope, "hv");
+        assert!(h.tags.iter().map(String::len).sum::<usize>() <= MAX_HOLDER_TAG_BYTES);
+        assert!(h.tags.len() < 200 && !h.tags.is_empty());
+    }
+
+    #[test]
     fn round_trips_and_tracks_hashes_and_members() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
         c.put(&scope, entry("a.zip!/x.txt", "h1", Some("a.zip")));
         c.put(&scope, entry("a.zip!/y.txt", "h1", Some("a.zip")));
         c.put(&scope, entry("a.zipper", "h2", None));
         assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
         assert_eq!(c.members_of(&scope, "a.zip").len(), 2);
         c.save().unwrap();
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
         assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
         c.remove(&scope, "a.zip!/x.txt");
         assert_eq!(c.locators_with_hash(&scope, "h1"), vec!["a.zip!/y.txt"]);
@@ -811,7 +1396,7 @@ mod tests {
     fn content_indexes_go_when_no_scope_holds_their_content() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (Scope::user("a"), Scope::user("b"));
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
         std::fs::create_dir(dir.path().join("content")).unwrap();
         for h in ["h1", "h2", "h3"] {
             std::fs::write(dir.path().join(format!("content/{h}.json")), b"{}").unwrap();
@@ -839,7 +1424,7 @@ mod tests {
     fn top_level_entries_under_a_folder_and_nothing_beside_it() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");
-        let mut c = Catalog::load(dir.path()).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
         for (loc, parent) in [
             ("/in/a.txt", None),
             ("/in/sub/b.txt", None),

@@ -34,7 +34,9 @@ use crate::error::Result;
 use extractors::Scope;
 
 pub(crate) use catalog::entry_card_key;
-pub use catalog::{Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember};
+pub use catalog::{
+    holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember,
+};
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
@@ -108,6 +110,15 @@ pub struct ExportedPoint {
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The most other files a hit lists as holding identical content (`also_in`).
+pub const MAX_HIT_ALSO_IN: usize = 16;
+/// The most bytes of tags a hit lists.
+pub const MAX_HIT_TAG_BYTES: usize = 4096;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// One search result, straight from the payload.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Hit {
@@ -123,12 +134,19 @@ pub struct Hit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The page label (a PDF's printed page number), if any.
     pub label: Option<String>,
-    /// Other files with identical content.
+    /// Other files with identical content (the first [`MAX_HIT_ALSO_IN`] of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_in: Vec<String>,
-    /// The user tags (`key=value`) of the files holding the chunk.
+    /// How many more files hold identical content than `also_in` lists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub also_in_more: usize,
+    /// The user tags (`key=value`) of the files holding the chunk (at most
+    /// [`MAX_HIT_TAG_BYTES`] of them, in order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// How many more tags the files carry than `tags` lists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tags_more: usize,
     /// The content the chunk was cut from (blake3 of the file's bytes).
     pub content_hash: String,
     /// The type of the object the chunk was cut from (`text`, `image`, …).

@@ -282,6 +282,19 @@ pub(super) fn record(payload: &Map<String, Value>) -> PointRecord {
     }
 }
 
+/// The first of `items` whose lengths add up to at most `max` bytes.
+pub(super) fn within_bytes(items: &[String], max: usize) -> Vec<String> {
+    let mut used = 0usize;
+    items
+        .iter()
+        .take_while(|t| {
+            used += t.len();
+            used <= max
+        })
+        .cloned()
+        .collect()
+}
+
 /// The search result for a point with this full payload and `score`.
 pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
     let s = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_string);
@@ -293,6 +306,8 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
     };
     let chunk_index = u32_of("chunk_index").unwrap_or_default();
     let locators = locators(payload);
+    let all_tags = tags(payload);
+    let shown_tags = within_bytes(&all_tags, super::MAX_HIT_TAG_BYTES);
     let file = locators.first().cloned().unwrap_or_default();
     let locator = match s("fragment").filter(|f| !f.is_empty()) {
         Some(f) => format!("{file}#{f}"),
@@ -304,8 +319,14 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
         text: s("text").unwrap_or_default(),
         section: s("section_id"),
         label: s("label"),
-        also_in: locators.into_iter().skip(1).collect(),
-        tags: tags(payload),
+        also_in_more: locators.len().saturating_sub(1 + super::MAX_HIT_ALSO_IN),
+        also_in: locators
+            .into_iter()
+            .skip(1)
+            .take(super::MAX_HIT_ALSO_IN)
+            .collect(),
+        tags_more: all_tags.len() - shown_tags.len(),
+        tags: shown_tags,
         content_hash: s("content_hash").unwrap_or_default(),
         content_type: s("content_type").unwrap_or_default(),
         kind: kind(payload),

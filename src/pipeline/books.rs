@@ -13,7 +13,7 @@ use extractors::Scope;
 
 use crate::error::Result;
 use crate::index::objects::ContentRecord;
-use crate::index::{Catalog, CatalogEntry, Holders};
+use crate::index::{holder_rank, Catalog, CatalogEntry, Holders};
 use crate::lock;
 
 /// Whether `a` and `b` are the same entry but for whether its card is stored.
@@ -96,7 +96,6 @@ impl<'a> ScopeCatalog<'a> {
             .iter()
             .filter_map(|l| catalog.get(self.scope, l))
             .filter(|e| e.wants_card())
-            .cloned()
             .collect();
         wanting.sort_by(|a, b| a.locator.cmp(&b.locator));
         wanting.dedup_by(|a, b| a.locator == b.locator);
@@ -108,22 +107,23 @@ impl<'a> ScopeCatalog<'a> {
         lock(self.catalog).set_card_stored(self.scope, entry)
     }
 
-    /// The first `max` names inside archive `locator` and how many there are.
-    pub(super) fn member_names(&self, locator: &str, max: usize) -> (Vec<String>, usize) {
+    /// The first `max` names inside archive `locator`, how many there are, and how many of
+    /// them were not read (skipped or failed).
+    pub(super) fn member_names(&self, locator: &str, max: usize) -> (Vec<String>, usize, usize) {
         lock(self.catalog).member_names(self.scope, locator, max)
     }
 
     /// The entry of `locator`.
     pub(super) fn get(&self, locator: &str) -> Option<CatalogEntry> {
-        lock(self.catalog).get(self.scope, locator).cloned()
+        lock(self.catalog).get(self.scope, locator)
     }
 
     /// Record `entry`; the content (hash, chunks) its locator held before, if any. An entry
     /// recorded again as it was (a link skipped at every sync, a failed file retried in
     /// vain) keeps its card.
     pub(super) fn put(&self, mut entry: CatalogEntry) -> Option<(String, u32)> {
-        let mut catalog = lock(self.catalog);
-        let old = catalog.get(self.scope, &entry.locator).cloned();
+        let catalog = lock(self.catalog);
+        let old = catalog.get(self.scope, &entry.locator);
         match &old {
             Some(o) if o.card().is_some() && same_but_card(o, &entry) => entry.chunks = o.chunks,
             _ => self.retire(old.as_ref()),
@@ -226,7 +226,12 @@ impl<'a> ScopeCatalog<'a> {
             .first()
             .and_then(|l| catalog.get(self.scope, l))
             .map(|e| e.chunks);
-        (chunks, locators.into_iter().find(|l| l != locator))
+        // The one a hit would show (the same rule as the points' holders).
+        let original = locators
+            .into_iter()
+            .filter(|l| l != locator)
+            .min_by(|a, b| holder_rank(a).cmp(&holder_rank(b)));
+        (chunks, original)
     }
 
     /// Write content `hash`'s index and object pack, then record `entry` — under one lock,
@@ -239,10 +244,10 @@ impl<'a> ScopeCatalog<'a> {
         content: &ContentRecord,
         entry: CatalogEntry,
     ) -> Result<()> {
-        let mut catalog = lock(self.catalog);
+        let catalog = lock(self.catalog);
         crate::failpoint::check("content.write")?;
         catalog.write_content(hash, content)?;
-        self.retire(catalog.get(self.scope, &entry.locator));
+        self.retire(catalog.get(self.scope, &entry.locator).as_ref());
         self.note_new(&entry);
         catalog.put(self.scope, entry);
         Ok(())

@@ -6,6 +6,13 @@
 //! file is, why its content is not searchable (the ledger's reason) and, for an archive,
 //! what it holds; its keywords are its name and the folders above it, like every card's.
 //!
+//! **What holds nothing costs almost nothing.** A link, a device or a FIFO inside an archive
+//! gets no card (its archive's card counts it); of an archive's other members without content
+//! (skipped by a limit, failed), the first [`MAX_MEMBER_CARDS`] in locator order get one, the
+//! rest only their catalog row (their archive's card counts them, `browse_container` lists
+//! them): a flood of empty members costs rows, not embeddings. Files given directly and
+//! uploads always get theirs.
+//!
 //! A card pass runs at each catalog checkpoint of a run (over the entries recorded since)
 //! and at its end (over all of the scope's): it deletes the cards of entries replaced or
 //! removed since ([`ScopeCatalog::take_retired_cards`]), then embeds and stores the cards of
@@ -38,6 +45,52 @@ pub(super) enum Pass {
     End,
 }
 
+/// Cards of an archive's members without content, at most (per top-level archive: per
+/// upload).
+pub(crate) const MAX_MEMBER_CARDS: usize = 64;
+
+/// Whether `entry` is a member that holds nothing worth a card of its own: a link, a device
+/// or a FIFO (never read, nothing to say but that).
+fn holds_nothing(entry: &CatalogEntry) -> bool {
+    entry.parent.is_some()
+        && entry.status == EntryStatus::Skipped
+        && entry
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("link:") || r.starts_with("special file"))
+}
+
+/// `wanting` without the members [`MAX_MEMBER_CARDS`] leaves out: for each archive, the
+/// members without content that get a card are its first ones in locator order, whichever
+/// pass looks at them.
+fn within_bounds(catalog: &ScopeCatalog<'_>, wanting: Vec<CatalogEntry>) -> Vec<CatalogEntry> {
+    let mut allowed: std::collections::HashMap<String, std::collections::HashSet<String>> =
+        std::collections::HashMap::new();
+    let mut kept = Vec::with_capacity(wanting.len());
+    for entry in wanting {
+        let Some(parent) = entry.parent.clone() else {
+            kept.push(entry);
+            continue;
+        };
+        if holds_nothing(&entry) {
+            continue;
+        }
+        let members = allowed.entry(parent).or_insert_with_key(|parent| {
+            catalog
+                .members_of(parent)
+                .into_iter()
+                .filter(|m| m.status != EntryStatus::Indexed && !holds_nothing(m))
+                .take(MAX_MEMBER_CARDS)
+                .map(|m| m.locator)
+                .collect()
+        });
+        if members.contains(&entry.locator) {
+            kept.push(entry);
+        }
+    }
+    kept
+}
+
 /// Cards one checkpoint pass stores at most.
 const CHECKPOINT_CARDS: usize = 256;
 
@@ -55,7 +108,7 @@ pub(super) fn write_entry_cards(
         catalog.forget_noted();
         return Ok(0);
     }
-    let mut wanting = catalog.wanting_cards(pass == Pass::End);
+    let mut wanting = within_bounds(catalog, catalog.wanting_cards(pass == Pass::End));
     if pass == Pass::Checkpoint && wanting.len() > CHECKPOINT_CARDS {
         let later = wanting.split_off(CHECKPOINT_CARDS);
         catalog.note_again(later.into_iter().map(|e| e.locator));
@@ -72,10 +125,10 @@ pub(super) fn write_entry_cards(
         let chunks: Vec<crate::embed::Chunk> = batch
             .iter()
             .map(|entry| {
-                let (members, member_count) = if entry.status == EntryStatus::Container {
+                let (members, member_count, unread) = if entry.status == EntryStatus::Container {
                     catalog.member_names(&entry.locator, MAX_MEMBER_NAMES)
                 } else {
-                    (Vec::new(), 0)
+                    (Vec::new(), 0, 0)
                 };
                 let text = entry_card_text(&EntryFacts {
                     locator: &entry.locator,
@@ -85,6 +138,7 @@ pub(super) fn write_entry_cards(
                     size: entry.size,
                     members: &members,
                     member_count,
+                    unread,
                 });
                 let mut chunk = chunker.card(0, &entry.locator, &text, content_type_of(entry));
                 chunk.context = entry_card_context(&entry.locator);
@@ -160,7 +214,7 @@ fn content_type_of(entry: &CatalogEntry) -> ContentType {
 pub(crate) fn rewrite_entry_cards(ing: &Ingestor, scope: &Scope) -> Result<u64> {
     let catalog = ScopeCatalog::new(&ing.catalog, scope);
     {
-        let mut books = crate::lock(&ing.catalog);
+        let books = crate::lock(&ing.catalog);
         for entry in books
             .entries(scope)
             .into_iter()

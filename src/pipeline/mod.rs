@@ -346,7 +346,7 @@ pub(crate) fn run(
         total: started.elapsed().as_secs_f64(),
     };
     {
-        let mut catalog = lock(&ing.catalog);
+        let catalog = lock(&ing.catalog);
         catalog.set_last_run(LastRun {
             finished_at: now_secs(),
             summary: report.summary.clone(),

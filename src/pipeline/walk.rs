@@ -10,7 +10,7 @@ use crate::ingestor::Input;
 use crate::report::{FileReport, FileStatus};
 use crate::unpack::{DiskEntry, DiskWalk, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
 use crossbeam_channel::Sender;
-use extractors::Locator;
+use extractors::{Detected, FileKind, Locator, TextKind};
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -92,6 +92,33 @@ impl<'r> WalkStage<'r> {
                                 self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
                             });
                         });
+                    }
+                }
+                Input::Text { name, text, json } => {
+                    if let Some(name) = self.stored_name(&name) {
+                        let locator = Locator::root(name);
+                        let size = text.len() as u64;
+                        let kind = if json {
+                            TextKind::Json
+                        } else {
+                            TextKind::Plain
+                        };
+                        let detected = Detected {
+                            kind: FileKind::Text(kind),
+                            mime: if json {
+                                "application/json"
+                            } else {
+                                "text/plain"
+                            }
+                            .into(),
+                        };
+                        let leaf = Leaf::File {
+                            locator: locator.clone(),
+                            bytes: text.into_bytes(),
+                            detected,
+                        };
+                        let mut expansion = Expansion::default();
+                        self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
                     }
                 }
                 Input::Path(path) => self.sync_path(&path, leaves, index),

@@ -47,12 +47,21 @@ pub use routes::router;
 /// body_grace_secs = 30               # … once it has been sending this long
 /// max_request_bytes = 1048576        # any body but an upload's (search, tools, MCP): 413
 /// max_tool_result_request_bytes = 33619968  # POST /v1/tools/store_tool_result
-/// max_kept_archive_bytes = 1073741824  # uploaded archives kept for extraction on demand
+/// max_body_bytes_in_flight = 209715200        # request bodies held at once (JSON: 16×); more: 429
+/// max_body_bytes_in_flight_per_key = 52428800  # of those, one key's
+/// max_kept_archive_bytes = 1073741824  # per key: uploaded archives kept for extraction on demand
 /// max_files_per_key = 500000         # files and members one key's scope holds; more: 507
 /// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
 /// mcp_allowed_origins = []           # browser Origins /mcp answers (empty: any)
 /// max_mcp_sessions_per_key = 16      # MCP sessions one key holds open
 /// metrics_key = "m-operator-0123456789"  # /metrics needs it; or public_metrics = true
+///
+/// [workflow]                         # the workflow tools' limits (crate::WorkflowConfig)
+/// max_result_bytes = 16777216        # one stored tool result
+/// max_items = 10000                  # tool results, entities and summaries of one workflow
+/// max_workflow_bytes = 268435456     # everything one workflow keeps
+/// max_workflows = 100                # workflows one key holds at once
+/// ttl_secs = 604800                  # a workflow unused this long is ended
 ///
 /// [limits]                           # every upload's archive tree (crate::Limits)
 /// max_files = 10000
@@ -89,7 +98,8 @@ pub struct ServiceConfig {
     /// `max_queries`), so one caller cannot take every place.
     pub max_queries_per_key: Option<usize>,
     /// Bytes of uploaded archives kept for on-demand extraction of members a limit left
-    /// out (default 1 GiB; 0 keeps none).
+    /// out, per key: a key's oldest are evicted past it, never another's (default 1 GiB; 0
+    /// keeps none).
     pub max_kept_archive_bytes: Option<u64>,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: Option<usize>,
@@ -111,6 +121,14 @@ pub struct ServiceConfig {
     /// The largest body of `POST /v1/tools/store_tool_result` (a tool result as JSON), in
     /// bytes (default 34 MiB: a 16 MiB result, escaped).
     pub max_tool_result_request_bytes: Option<u64>,
+    /// Bytes of request bodies (every route but uploads, which are spooled to disk) the
+    /// service holds at once, from the moment they arrive until the work they carry ends; a
+    /// body parsed into JSON values counts [`JSON_BODY_WEIGHT`] times its size, what parsing
+    /// may cost (default: four times the per-key bound). More: 429.
+    pub max_body_bytes_in_flight: Option<u64>,
+    /// Of those, one key's (default: one largest `store_tool_result` body plus a largest
+    /// JSON body, weighed).
+    pub max_body_bytes_in_flight_per_key: Option<u64>,
     /// `Host` names (or `host:port`) `/mcp` answers; loopback names by default. Behind a
     /// reverse proxy, add the name clients use.
     pub mcp_allowed_hosts: Option<Vec<String>>,
@@ -128,9 +146,50 @@ pub struct ServiceConfig {
     pub max_files_per_key: Option<usize>,
     /// Limits for every upload's archive tree; the defaults where not given.
     pub limits: Option<crate::Limits>,
+    /// The workflow tools' limits; the defaults where not given.
+    pub workflow: Option<WorkflowLimits>,
     /// The callers: one scope per key.
     #[serde(default)]
     pub api_keys: Vec<ApiKey>,
+}
+
+/// The `[workflow]` table: the workflow layer's limits ([`crate::WorkflowConfig`]), each
+/// the default where not given.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowLimits {
+    /// The largest tool result stored, in bytes.
+    pub max_result_bytes: Option<u64>,
+    /// The most items (tool results, entities, summaries) one workflow holds.
+    pub max_items: Option<usize>,
+    /// The most bytes one workflow keeps (tool results with their arguments, entities,
+    /// summaries).
+    pub max_workflow_bytes: Option<u64>,
+    /// The most workflows one key holds at once.
+    pub max_workflows: Option<usize>,
+    /// Seconds a workflow may go unused before it is ended.
+    pub ttl_secs: Option<u64>,
+}
+
+impl WorkflowLimits {
+    /// `config` with these limits where given.
+    pub fn apply(&self, config: &mut crate::WorkflowConfig) {
+        if let Some(v) = self.max_result_bytes {
+            config.max_result_bytes = v;
+        }
+        if let Some(v) = self.max_items {
+            config.max_items = v;
+        }
+        if let Some(v) = self.max_workflow_bytes {
+            config.max_workflow_bytes = v;
+        }
+        if let Some(v) = self.max_workflows {
+            config.max_workflows = v;
+        }
+        if let Some(v) = self.ttl_secs {
+            config.ttl = std::time::Duration::from_secs(v);
+        }
+    }
 }
 
 /// The service's bounds on connections and requests, with the defaults filled in.
@@ -152,7 +211,16 @@ pub struct HttpLimits {
     pub max_request_bytes: u64,
     /// The largest body of `POST /v1/tools/store_tool_result`.
     pub max_tool_result_request_bytes: u64,
+    /// Body bytes held at once, every key together (weighed: [`JSON_BODY_WEIGHT`]).
+    pub max_body_bytes_in_flight: u64,
+    /// Body bytes one key holds at once (weighed).
+    pub max_body_bytes_in_flight_per_key: u64,
 }
+
+/// How many times its size a request body parsed into JSON values counts against the bytes
+/// in flight: what the values may cost at most ([`crate::bounded_json`] refuses texts with
+/// more values than that). A body taken as raw text (a stored tool result) counts once.
+pub const JSON_BODY_WEIGHT: u64 = 16;
 
 /// One `[[api_keys]]` table: a key and the scope it reads and writes.
 #[derive(Clone, Deserialize)]
@@ -273,6 +341,30 @@ impl ServiceConfig {
                 ));
             }
         }
+        if let Some(w) = &self.workflow {
+            let mut config = crate::WorkflowConfig::default();
+            w.apply(&mut config);
+            config
+                .validate()
+                .map_err(|e| Error::Config(format!("[workflow]: {e}")))?;
+        }
+        let limits = self.http_limits();
+        let largest = limits
+            .max_tool_result_request_bytes
+            .max(limits.max_request_bytes.saturating_mul(JSON_BODY_WEIGHT));
+        if limits.max_body_bytes_in_flight_per_key < largest {
+            return Err(Error::Config(format!(
+                "max_body_bytes_in_flight_per_key is {}: one key could never send its largest \
+                 body ({largest} bytes weighed: max_tool_result_request_bytes, or \
+                 max_request_bytes × {JSON_BODY_WEIGHT})",
+                limits.max_body_bytes_in_flight_per_key
+            )));
+        }
+        if limits.max_body_bytes_in_flight < limits.max_body_bytes_in_flight_per_key {
+            return Err(Error::Config(
+                "max_body_bytes_in_flight must be at least max_body_bytes_in_flight_per_key".into(),
+            ));
+        }
         for (name, value) in [
             ("max_connections", self.max_connections.map(|v| v as u64)),
             (
@@ -311,6 +403,14 @@ impl ServiceConfig {
     /// The connection and request bounds: the file's, else the defaults.
     pub fn http_limits(&self) -> HttpLimits {
         use std::time::Duration;
+        let max_request_bytes = self.max_request_bytes.unwrap_or(1 << 20);
+        let max_tool_result_request_bytes = self
+            .max_tool_result_request_bytes
+            .unwrap_or(DEFAULT_TOOL_RESULT_REQUEST_BYTES);
+        let per_key = self.max_body_bytes_in_flight_per_key.unwrap_or(
+            max_tool_result_request_bytes
+                .saturating_add(max_request_bytes.saturating_mul(JSON_BODY_WEIGHT)),
+        );
         HttpLimits {
             max_connections: self.max_connections.unwrap_or(256),
             max_connections_per_peer: self
@@ -320,10 +420,12 @@ impl ServiceConfig {
             body_idle_timeout: Duration::from_secs(self.body_idle_timeout_secs.unwrap_or(20)),
             min_body_bytes_per_sec: self.min_body_bytes_per_sec.unwrap_or(8 * 1024),
             body_grace: Duration::from_secs(self.body_grace_secs.unwrap_or(30)),
-            max_request_bytes: self.max_request_bytes.unwrap_or(1 << 20),
-            max_tool_result_request_bytes: self
-                .max_tool_result_request_bytes
-                .unwrap_or(DEFAULT_TOOL_RESULT_REQUEST_BYTES),
+            max_request_bytes,
+            max_tool_result_request_bytes,
+            max_body_bytes_in_flight: self
+                .max_body_bytes_in_flight
+                .unwrap_or(per_key.saturating_mul(4)),
+            max_body_bytes_in_flight_per_key: per_key,
         }
     }
 

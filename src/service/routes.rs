@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,8 +30,9 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES};
+use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES, JSON_BODY_WEIGHT};
 use crate::error::Error;
+use crate::gate::{ByteGate, Gauge, Permit};
 use crate::index::{SearchFilter, SearchMode};
 use crate::lock;
 use crate::tools::ToolHost;
@@ -59,6 +60,8 @@ struct Caller {
     key_id: String,
     /// The key's own share of the searches and tool calls answered at once.
     queries: Arc<tokio::sync::Semaphore>,
+    /// The key's own share of the request bodies held at once.
+    bytes: ByteGate,
 }
 
 struct App {
@@ -77,6 +80,11 @@ struct App {
     mcp_opening: super::KeyedCounts<String>,
     mcp_sessions: crate::mcp::Sessions,
     max_mcp_sessions_per_key: usize,
+    /// Request bodies held at once, every key together.
+    bytes: ByteGate,
+    limits: HttpLimits,
+    /// Searches and tool calls at work (HTTP and MCP), and the most at once.
+    working: Gauge,
 }
 
 type Shared = State<Arc<App>>;
@@ -94,6 +102,7 @@ pub fn router(
     config: &ServiceConfig,
     sessions: crate::mcp::CancellationToken,
 ) -> axum::Router {
+    let limits = config.http_limits();
     let max_queries = config.max_queries.unwrap_or(DEFAULT_MAX_QUERIES).max(1);
     let per_key = config
         .max_queries_per_key
@@ -109,6 +118,7 @@ pub fn router(
                 scope: k.scope(),
                 key_id: hex.get(..12).unwrap_or_default().to_string(),
                 queries: Arc::new(tokio::sync::Semaphore::new(per_key)),
+                bytes: ByteGate::new(limits.max_body_bytes_in_flight_per_key),
             };
             (hash, caller)
         })
@@ -119,8 +129,14 @@ pub fn router(
         hosts: config.mcp_allowed_hosts.clone(),
         origins: config.mcp_allowed_origins.clone().unwrap_or_default(),
     };
-    let (mcp, mcp_sessions) =
-        crate::mcp::keyed_http_router(Arc::clone(&tools), Arc::clone(&queries), sessions, rules);
+    let working = Gauge::default();
+    let (mcp, mcp_sessions) = crate::mcp::keyed_http_router(
+        Arc::clone(&tools),
+        Arc::clone(&queries),
+        working.clone(),
+        sessions,
+        rules,
+    );
     let app = App {
         tools,
         max_upload_bytes: uploads.config().max_upload_bytes,
@@ -138,13 +154,15 @@ pub fn router(
         max_mcp_sessions_per_key: config
             .max_mcp_sessions_per_key
             .unwrap_or(DEFAULT_MCP_SESSIONS_PER_KEY),
+        bytes: ByteGate::new(limits.max_body_bytes_in_flight),
+        limits,
+        working,
     };
     let app = Arc::new(app);
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(
         Arc::clone(&app),
         mcp_scope,
     ));
-    let limits = config.http_limits();
     axum::Router::new()
         .route("/v1/files", post(upload).delete(delete_file))
         .route("/v1/files/status", get(file_status))
@@ -157,26 +175,101 @@ pub fn router(
         )
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .with_state(app)
+        .with_state(Arc::clone(&app))
         .merge(mcp)
-        .layer(axum::middleware::from_fn_with_state(limits, paced_body))
+        .layer(axum::middleware::from_fn_with_state(app, admit))
 }
 
-/// Every request body is cut when it sends nothing for [`HttpLimits::body_idle_timeout`],
-/// or, once it has been sending for [`HttpLimits::body_grace`], when its average pace is under
+/// What bounds a route's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyClass {
+    /// No key needed, no body read (`/health`; `/metrics` checks its own key).
+    Open,
+    /// An upload: spooled to disk as it arrives, bounded by `max_upload_bytes` there.
+    Upload,
+    /// `store_tool_result`: its result is taken as raw text, never parsed into values.
+    RawJson,
+    /// Any other body (search, tools, MCP): JSON parsed into values.
+    Json,
+}
+
+impl BodyClass {
+    fn of(path: &str) -> BodyClass {
+        match path {
+            "/health" | "/metrics" => BodyClass::Open,
+            "/v1/files" => BodyClass::Upload,
+            STORE_RESULT_PATH => BodyClass::RawJson,
+            _ => BodyClass::Json,
+        }
+    }
+}
+
+/// The bytes a request's body holds in the key's and the service's budgets: taken as the
+/// body arrives (or at once, for the length it declares), and given back when the last
+/// holder drops them: the request, and the work it hands them to.
+#[derive(Clone)]
+struct HeldBytes(Arc<Mutex<(Permit, Permit)>>);
+
+impl HeldBytes {
+    /// Nothing held yet, in `caller`'s and `app`'s budgets.
+    fn new(app: &App, caller: &Caller) -> Option<HeldBytes> {
+        let own = caller.bytes.try_acquire(0)?;
+        let all = app.bytes.try_acquire(0)?;
+        Some(HeldBytes(Arc::new(Mutex::new((own, all)))))
+    }
+
+    /// Hold `more` bytes too, if both budgets have room for them now.
+    fn take(&self, more: u64) -> bool {
+        let mut held = lock(&self.0);
+        if !held.0.try_grow(more) {
+            return false;
+        }
+        if !held.1.try_grow(more) {
+            let back = held.0.bytes().saturating_sub(more);
+            held.0.resize(back);
+            return false;
+        }
+        true
+    }
+}
+
+/// The answer when a key's (or the service's) body budget is spent.
+fn bodies_busy(app: &App) -> Response {
+    let message = format!(
+        "as many request bodies as this key (at most {} bytes) or the service (at most {} \
+         bytes) holds at once are in memory: retry when a call ends",
+        app.limits.max_body_bytes_in_flight_per_key, app.limits.max_body_bytes_in_flight
+    );
+    retry_after(error(StatusCode::TOO_MANY_REQUESTS, &message), 1)
+}
+
+/// In front of every route: **authenticate, reserve, then read.** The key is checked before a
+/// byte of the body is read (401, the body drained briefly and the connection closed); the
+/// caller goes into the request's extensions. Every body but an upload's is bounded by size
+/// (413), and its bytes are held in the key's and the service's budgets before they are read
+/// (the length it declares, at once; more as they come): a spent budget answers 429 without
+/// reading. Every body is cut when it sends nothing for [`HttpLimits::body_idle_timeout`], or,
+/// once it has been sending for [`HttpLimits::body_grace`], when its average pace is under
 /// [`HttpLimits::min_body_bytes_per_sec`]: a client trickling bytes cannot hold a place.
-async fn paced_body(
-    State(limits): State<HttpLimits>,
+async fn admit(
+    State(app): Shared,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let (parts, body) = request.into_parts();
-    // Uploads are bounded by `max_upload_bytes` where they are spooled; every other body
-    // (search, tools, MCP messages) by `max_request_bytes`, declared or not.
-    let max_bytes = match parts.uri.path() {
-        "/v1/files" => None,
-        STORE_RESULT_PATH => Some(limits.max_tool_result_request_bytes),
-        _ => Some(limits.max_request_bytes),
+    let class = BodyClass::of(request.uri().path());
+    if class == BodyClass::Open {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let caller = match app.caller(&parts.headers) {
+        Ok(c) => c,
+        Err(refused) => return refuse(body, refused).await,
+    };
+    let limits = app.limits.clone();
+    let (max_bytes, weight) = match class {
+        BodyClass::Upload | BodyClass::Open => (None, 0),
+        BodyClass::RawJson => (Some(limits.max_tool_result_request_bytes), 1),
+        BodyClass::Json => (Some(limits.max_request_bytes), JSON_BODY_WEIGHT),
     };
     let declared = parts
         .headers
@@ -189,44 +282,76 @@ async fn paced_body(
             return refuse(body, error(StatusCode::PAYLOAD_TOO_LARGE, &message)).await;
         }
     }
+    let Some(held) = HeldBytes::new(&app, &caller) else {
+        return refuse(body, bodies_busy(&app)).await;
+    };
+    let mut reserved = 0u64;
+    if let Some(n) = declared.filter(|_| weight > 0) {
+        if !held.take(n.saturating_mul(weight)) {
+            return refuse(body, bodies_busy(&app)).await;
+        }
+        reserved = n.saturating_mul(weight);
+    }
+    parts.extensions.insert(caller);
+    parts.extensions.insert(held.clone());
     let started = Instant::now();
     let stream = body.into_data_stream();
     let paced = futures_util::stream::unfold(
-        (stream, 0u64, false),
-        move |(mut stream, mut read, done)| async move {
-            if done {
-                return None;
-            }
-            if max_bytes.is_some_and(|max| read > max) {
-                let message = format!("the request body is over {} bytes", max_bytes.unwrap_or(0));
-                return Some((Err(std::io::Error::other(message)), (stream, read, true)));
-            }
-            let next = tokio::time::timeout(limits.body_idle_timeout, stream.next()).await;
-            let chunk = match next {
-                Err(_) => Err(format!(
-                    "{TIMEOUT_MARK}the body sent nothing for {} s",
-                    limits.body_idle_timeout.as_secs()
-                )),
-                Ok(None) => return None,
-                Ok(Some(Err(e))) => Err(e.to_string()),
-                Ok(Some(Ok(chunk))) => {
-                    read += chunk.len() as u64;
-                    let elapsed = started.elapsed();
-                    let pace = read as f64 / elapsed.as_secs_f64().max(1e-3);
-                    if elapsed > limits.body_grace && pace < limits.min_body_bytes_per_sec as f64 {
-                        Err(format!(
-                            "{TIMEOUT_MARK}the body came at {pace:.0} bytes/s after {} s; at \
-                             least {} bytes/s are needed",
-                            elapsed.as_secs(),
-                            limits.min_body_bytes_per_sec
-                        ))
-                    } else {
-                        Ok(chunk)
-                    }
+        (stream, 0u64, reserved, false),
+        move |(mut stream, mut read, mut reserved, done)| {
+            let held = held.clone();
+            let limits = limits.clone();
+            async move {
+                if done {
+                    return None;
                 }
-            };
-            let failed = chunk.is_err();
-            Some((chunk.map_err(std::io::Error::other), (stream, read, failed)))
+                if max_bytes.is_some_and(|max| read > max) {
+                    let message =
+                        format!("the request body is over {} bytes", max_bytes.unwrap_or(0));
+                    return Some((
+                        Err(std::io::Error::other(message)),
+                        (stream, read, reserved, true),
+                    ));
+                }
+                let next = tokio::time::timeout(limits.body_idle_timeout, stream.next()).await;
+                let chunk = match next {
+                    Err(_) => Err(format!(
+                        "{TIMEOUT_MARK}the body sent nothing for {} s",
+                        limits.body_idle_timeout.as_secs()
+                    )),
+                    Ok(None) => return None,
+                    Ok(Some(Err(e))) => Err(e.to_string()),
+                    Ok(Some(Ok(chunk))) => {
+                        read += chunk.len() as u64;
+                        let elapsed = started.elapsed();
+                        let pace = read as f64 / elapsed.as_secs_f64().max(1e-3);
+                        let weighed = read.saturating_mul(weight);
+                        if weighed > reserved && !held.take(weighed - reserved) {
+                            Err(format!(
+                                "{BUSY_MARK}as many request bodies as this key or the service \
+                                 holds at once are in memory: retry when a call ends"
+                            ))
+                        } else if elapsed > limits.body_grace
+                            && pace < limits.min_body_bytes_per_sec as f64
+                        {
+                            Err(format!(
+                                "{TIMEOUT_MARK}the body came at {pace:.0} bytes/s after {} s; at \
+                                 least {} bytes/s are needed",
+                                elapsed.as_secs(),
+                                limits.min_body_bytes_per_sec
+                            ))
+                        } else {
+                            reserved = reserved.max(weighed);
+                            Ok(chunk)
+                        }
+                    }
+                };
+                let failed = chunk.is_err();
+                Some((
+                    chunk.map_err(std::io::Error::other),
+                    (stream, read, reserved, failed),
+                ))
+            }
         },
     );
     next.run(axum::extract::Request::from_parts(
@@ -234,6 +359,43 @@ async fn paced_body(
         Body::from_stream(paced),
     ))
     .await
+}
+
+/// How a body's error begins when a budget of bytes in flight was spent, so the answer can
+/// say 429.
+pub(crate) const BUSY_MARK: &str = "busy: ";
+
+/// Read a request's whole body (bounded by [`admit`]), or the answer saying why it could not
+/// be: 408 (too slow), 413 (too large), 429 (no room in the budgets), 400.
+async fn read_body(body: Body) -> Result<Bytes, Response> {
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => Ok(bytes),
+        Err(e) => {
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(inner) = source {
+                message = inner.to_string();
+                source = inner.source();
+            }
+            let status = if message.starts_with(TIMEOUT_MARK) {
+                StatusCode::REQUEST_TIMEOUT
+            } else if message.starts_with(BUSY_MARK) {
+                StatusCode::TOO_MANY_REQUESTS
+            } else if message.contains("bytes") && message.contains("over") {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            let message = message
+                .trim_start_matches(TIMEOUT_MARK)
+                .trim_start_matches(BUSY_MARK);
+            let mut r = close(error(status, message));
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                r = retry_after(r, 1);
+            }
+            Err(r)
+        }
+    }
 }
 
 /// How a paced body's error begins, so the answer can say 408.
@@ -245,13 +407,24 @@ pub(crate) const TIMEOUT_MARK: &str = "timeout: ";
 /// most `max_mcp_sessions_per_key` sessions.
 async fn mcp_scope(
     State(app): Shared,
-    mut request: axum::extract::Request,
+    Extension(caller): Extension<Caller>,
+    Extension(held): Extension<HeldBytes>,
+    request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let caller = match app.caller(request.headers()) {
-        Ok(c) => c,
+    // A message's values are counted before the MCP server parses it into values.
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(body).await {
+        Ok(b) => b,
         Err(refused) => return refused,
     };
+    if !bytes.is_empty() {
+        let budget = crate::bounded_json::value_budget(bytes.len());
+        if let Err(e) = crate::bounded_json::check_values(&bytes, budget) {
+            return error(StatusCode::BAD_REQUEST, &format!("the MCP message: {e}"));
+        }
+    }
+    let mut request = axum::extract::Request::from_parts(parts, Body::from(bytes));
     let session = request
         .headers()
         .get("mcp-session-id")
@@ -298,6 +471,7 @@ async fn mcp_scope(
         scope: caller.scope.clone(),
         key_id: caller.key_id.clone(),
         slots: Some(Arc::clone(&caller.queries)),
+        held: Some(Arc::new(held)),
     });
     let response = next.run(request).await;
     let mut owners = lock(&app.mcp_owners);
@@ -863,26 +1037,51 @@ impl SearchFilters {
     }
 }
 
-async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response {
-    let caller = match app.caller(&headers) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+/// Run `work` on the blocking pool holding `held` (the caller's query places and body bytes)
+/// until it ends, whatever becomes of the request: a client that goes away frees no place
+/// while its work still runs. `work` is told when the request was dropped.
+async fn run_held<T: Send + 'static>(
+    app: &App,
+    held: impl Send + 'static,
+    work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _cancel = crate::tools::StopOnDrop(Arc::clone(&stop));
+    let working = app.working.clone();
+    tokio::task::spawn_blocking(move || {
+        let _held = held;
+        let _counted = working.enter();
+        work(&stop)
+    })
+    .await
+}
+
+async fn search(
+    State(app): Shared,
+    Extension(caller): Extension<Caller>,
+    Extension(held): Extension<HeldBytes>,
+    body: Body,
+) -> Response {
     let scope = caller.scope.clone();
-    let request: SearchRequest = match serde_json::from_slice(&body) {
+    let Some(slot) = app.query_slot(&caller) else {
+        return refuse(body, error_of(&queries_busy())).await;
+    };
+    let body = match read_body(body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
+    let request: SearchRequest = match crate::bounded_json::parse(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("search request: {e}")),
     };
+    drop(body);
     let filter = match request.filters.filter() {
         Ok(f) => f,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
-    let Some(_permit) = app.query_slot(&caller) else {
-        return error_of(&queries_busy());
-    };
     let ingestor = Arc::clone(app.uploads.blocking().ingestor());
     let limit = request.limit.unwrap_or(10).min(MAX_HITS);
-    let found = tokio::task::spawn_blocking(move || {
+    let found = run_held(&app, (slot, held), move |_| {
         ingestor.search_filtered(
             &request.query,
             &scope,
@@ -920,44 +1119,45 @@ async fn search(State(app): Shared, headers: HeaderMap, body: Bytes) -> Response
     response
 }
 
+/// `POST /v1/tools/{tool}`: the caller's places are taken before its arguments are read, and
+/// held by the call's work until it ends.
 async fn tool(
     State(app): Shared,
     Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Extension(caller): Extension<Caller>,
+    Extension(held): Extension<HeldBytes>,
+    body: Body,
 ) -> Response {
-    let caller = match app.caller(&headers) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let scope = caller.scope.clone();
     if !crate::tools::TOOL_NAMES.contains(&name.as_str()) {
-        return error(
+        let missing = error(
             StatusCode::NOT_FOUND,
             &format!(
                 "no tool {name}; the tools are {}",
                 crate::tools::TOOL_NAMES.join(", ")
             ),
         );
+        return refuse(body, missing).await;
     }
-    let args: Value = if body.is_empty() {
-        json!({})
-    } else {
-        match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => return error(StatusCode::BAD_REQUEST, &format!("arguments: {e}")),
-        }
+    let Some(slot) = app.query_slot(&caller) else {
+        return refuse(body, error_of(&queries_busy())).await;
     };
-    let call = match crate::tools::ToolCall::parse(&name, args) {
+    let body = match read_body(body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
+    let call = match crate::tools::ToolCall::from_json(&name, &body) {
         Ok(c) => c,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
-    let Some(_permit) = app.query_slot(&caller) else {
-        return error_of(&queries_busy());
-    };
+    drop(body);
     let host = Arc::clone(&app.tools);
-    match tokio::task::spawn_blocking(move || host.call(&scope, &call)).await {
-        Ok(Ok(answer)) => {
+    let answered = run_held(&app, (slot, held), move |stop| {
+        host.call_until(&scope, &call, stop)
+    })
+    .await;
+    match answered {
+        Ok(Ok((answer, _))) => {
             // Like an MCP call's line: who, which tool, how much, a hash; never the text.
             tracing::info!(
                 face = "http",
@@ -1006,10 +1206,18 @@ async fn metrics(State(app): Shared, headers: HeaderMap) -> Response {
             return r;
         }
     }
+    let (working, peak) = app.working.read();
+    let text = format!(
+        "{}# HELP ingest_queries_working Searches and tool calls at work now (HTTP and MCP).\n\
+         # TYPE ingest_queries_working gauge\ningest_queries_working {working}\n\
+         # HELP ingest_queries_working_peak The most searches and tool calls at work at once since the start.\n\
+         # TYPE ingest_queries_working_peak gauge\ningest_queries_working_peak {peak}\n",
+        app.uploads.metrics().await
+    );
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.uploads.metrics().await,
+        text,
     )
         .into_response()
 }

@@ -143,9 +143,54 @@ pub(crate) fn cut(chars: &[char], from: usize, to: usize, keep: usize) -> Piece 
     }
 }
 
+/// [`cut`] of the whole of `text` (`chars` chars long), reading only the head and the tail
+/// it keeps: a preview of a 16 MiB text costs the preview, not a char array of the text.
+pub(crate) fn cut_str(text: &str, chars: usize, keep: usize) -> Piece {
+    if keep >= chars {
+        return Piece {
+            text: text.to_string(),
+            from: 0,
+            to: chars,
+            omitted: None,
+        };
+    }
+    let head = keep - keep / 3;
+    let tail = keep - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(b, _)| b);
+    let tail_start = match tail {
+        0 => text.len(),
+        n => text.char_indices().rev().nth(n - 1).map_or(0, |(b, _)| b),
+    };
+    let gap = (head, chars - tail);
+    Piece {
+        text: format!(
+            "{}[{} chars omitted]{}",
+            text.get(..head_end).unwrap_or_default(),
+            gap.1 - gap.0,
+            text.get(tail_start..).unwrap_or_default()
+        ),
+        from: 0,
+        to: chars,
+        omitted: Some(gap),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_of_a_str_is_the_cut_of_its_chars() {
+        let text = "abcdefghijklmnopqrstuvwxyzäöü";
+        let chars: Vec<char> = text.chars().collect();
+        for keep in 0..=chars.len() + 1 {
+            assert_eq!(
+                cut_str(text, chars.len(), keep),
+                cut(&chars, 0, chars.len(), keep),
+                "keep {keep}"
+            );
+        }
+    }
 
     #[test]
     fn the_size_field_describes_the_answer_it_is_in() {

@@ -61,6 +61,7 @@ pub(crate) fn extract_container_item(
     scope: &Scope,
     args: &ExtractArgs,
     budget: Budget,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Finished, ToolError> {
     let member = normalize(&args.locator);
     let (top, Some(_)) = extractors::split_top(&member) else {
@@ -76,35 +77,40 @@ pub(crate) fn extract_container_item(
     if view.entry(top).is_none_or(|e| e.parent.is_some()) {
         return Err(ToolError::NotFound(member.clone()));
     }
+    // The caller's own archive: uploaded privately, or shared by it with its mandate.
     let (own, own_member) = {
         let catalog = lock(&ingestor.catalog);
-        (
-            catalog
-                .get(scope, top)
-                .filter(|e| e.parent.is_none())
-                .cloned(),
-            catalog.get(scope, &member).cloned(),
-        )
+        let shared = Scope {
+            is_shared: true,
+            ..scope.clone()
+        };
+        let mine = [scope, &shared].into_iter().find_map(|s| {
+            let e = catalog.get(s, top).filter(|e| e.parent.is_none())?;
+            Some((s.clone(), e))
+        });
+        let member_entry = mine.as_ref().and_then(|(s, _)| catalog.get(s, &member));
+        (mine, member_entry)
     };
     let extracted = match own_member {
         Some(e) if e.status == EntryStatus::Indexed || e.status == EntryStatus::Container => {
             json!({"status": "indexed", "note": "already indexed: nothing to do"})
         }
         _ => {
-            let Some(own) = own else {
+            let Some((own_scope, own)) = own else {
                 return Err(ToolError::Invalid(
                     "this archive is shared with you by another user: only its owner can extract from it".into(),
                 ));
             };
-            let path = archive_bytes(ingestor, scope, &own)?;
+            let path = archive_bytes(ingestor, &own_scope, &own)?;
             tracing::info!(archive = top, member = %member, "extracting an archive member on demand");
-            let report = ingestor.ingest(
+            let report = ingestor.ingest_until(
                 vec![Input::Member {
                     archive: path,
                     member: member.clone(),
                 }],
-                scope,
+                &own_scope,
                 &|_| {},
+                stop,
             )?;
             match report.files.iter().find(|f| f.locator == member) {
                 Some(f) => {

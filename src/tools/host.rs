@@ -4,6 +4,7 @@
 //! so they answer the same whether or not `ingest watch` runs.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -181,9 +182,24 @@ impl ToolHost {
 
     /// As [`ToolHost::call`], also saying who answered.
     pub fn call_traced(&self, scope: &Scope, call: &ToolCall) -> Result<(ToolAnswer, AnsweredBy)> {
+        self.call_until(scope, call, &AtomicBool::new(false))
+    }
+
+    /// As [`ToolHost::call_traced`], for a caller that may go away: once `stop` is set, what
+    /// can still be left undone is ([`tools::call_until`]; a call the daemon answers runs to
+    /// its end there).
+    pub fn call_until(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        stop: &AtomicBool,
+    ) -> Result<(ToolAnswer, AnsweredBy)> {
         let call = capped(call, self.max_answer_chars());
         match &self.kind {
-            Kind::Shared(ingestor) => Ok((tools::call(ingestor, scope, &call), AnsweredBy::Local)),
+            Kind::Shared(ingestor) => Ok((
+                tools::call_until(ingestor, scope, &call, stop),
+                AnsweredBy::Local,
+            )),
             Kind::Auto(auto) => {
                 if let Some(stream) = socket::connect(&auto.socket) {
                     // A daemon listens (or is about to): it needs the store this process may
@@ -193,7 +209,10 @@ impl ToolHost {
                     return Ok((answer, AnsweredBy::Daemon));
                 }
                 let ingestor = auto.local()?;
-                Ok((tools::call(&ingestor, scope, &call), AnsweredBy::Local))
+                Ok((
+                    tools::call_until(&ingestor, scope, &call, stop),
+                    AnsweredBy::Local,
+                ))
             }
         }
     }

@@ -13,6 +13,8 @@
 //!
 //! [`Config::max_answer_chars`]: crate::Config::max_answer_chars
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use extractors::Scope;
 use serde::{Deserialize, Serialize};
 
@@ -292,6 +294,26 @@ impl ToolCall {
         })
     }
 
+    /// The call of tool `name` with `json` (a JSON object's text; empty: no arguments),
+    /// parsed within a bound on memory ([`crate::bounded_json`]): a stored tool result's
+    /// content is taken as its raw text, every other call's arguments are counted before they
+    /// become values. What HTTP and the daemon's socket receive.
+    pub fn from_json(name: &str, json: &[u8]) -> Result<ToolCall, String> {
+        let json: &[u8] = if json.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            json
+        };
+        if name == "store_tool_result" {
+            return serde_json::from_slice(json)
+                .map(ToolCall::StoreToolResult)
+                .map_err(|e| format!("invalid arguments for {name}: {e}"));
+        }
+        let args = crate::bounded_json::parse(json)
+            .map_err(|e| format!("invalid arguments for {name}: {e}"))?;
+        Self::parse(name, args)
+    }
+
     /// The tool's name (`search_documents`, …).
     pub fn name(&self) -> &'static str {
         match self {
@@ -340,6 +362,18 @@ pub(crate) enum ToolError {
 /// Run one tool call in `scope`. Never panics and never fails: errors come back as a
 /// [`ToolAnswer`] with `is_error`, within the budget, worded for the model.
 pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
+    call_until(ingestor, scope, call, &AtomicBool::new(false))
+}
+
+/// [`call`] for a caller that may go away: once `stop` is set, work that can still be left
+/// undone is (a call not started yet answers at once; a tool result is stored but not
+/// indexed; an archive member is not extracted).
+pub fn call_until(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    call: &ToolCall,
+    stop: &AtomicBool,
+) -> ToolAnswer {
     let ceiling = ingestor.config().max_answer_chars;
     if let Err(e) = crate::access::check_scope(scope) {
         return error_answer(&format!("invalid scope: {e}"), call.budget(ceiling));
@@ -348,6 +382,13 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
     if scope.workflow_id.is_some() {
         return error_answer(
             "invalid scope: it names a workflow; name it with the workflow tools' `workflow` argument instead",
+            call.budget(ceiling),
+        );
+    }
+    crate::failpoint::hit("tool.run");
+    if stop.load(Ordering::SeqCst) {
+        return error_answer(
+            "the caller went away before the call ran",
             call.budget(ceiling),
         );
     }
@@ -361,9 +402,11 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
             }
             ToolCall::ReadSection(a) => section::read_section(ingestor, scope, a, budget),
             ToolCall::ExtractContainerItem(a) => {
-                extract::extract_container_item(ingestor, scope, a, budget)
+                extract::extract_container_item(ingestor, scope, a, budget, stop)
             }
-            ToolCall::StoreToolResult(a) => workflow::store_tool_result(ingestor, scope, a, budget),
+            ToolCall::StoreToolResult(a) => {
+                workflow::store_tool_result(ingestor, scope, a, budget, stop)
+            }
             ToolCall::RecallToolResult(a) => {
                 workflow::recall_tool_result(ingestor, scope, a, budget)
             }
@@ -397,6 +440,16 @@ pub fn call(ingestor: &Ingestor, scope: &Scope, call: &ToolCall) -> ToolAnswer {
         }
     };
     answer
+}
+
+/// Sets its flag when dropped: the future of a call whose client went away is dropped, and
+/// the call's work ([`call_until`]) then leaves undone what it still can.
+pub(crate) struct StopOnDrop(pub std::sync::Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A finished answer, and what the full result (everything the call selected, before the
@@ -476,7 +529,9 @@ mod workflow;
 
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::{parse_pages, parse_range, parse_type};
-pub use workflow::{EndArgs, GatherArgs, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs};
+pub use workflow::{
+    EndArgs, GatherArgs, RawJson, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs,
+};
 
 /// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is
 /// not `reader`'s own.

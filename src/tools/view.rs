@@ -168,7 +168,7 @@ pub(crate) fn document(
     let catalog = lock(&ingestor.catalog);
     let mut found = readable_owners(catalog.scopes(), scope, owner)
         .into_iter()
-        .filter_map(|o| catalog.get(&o, &loc).cloned().map(|e| (o, e)));
+        .filter_map(|o| catalog.get(&o, &loc).map(|e| (o, e)));
     let Some((owner, entry)) = found.next() else {
         return Err(ToolError::NotFound(loc));
     };

@@ -6,12 +6,14 @@
 
 use extractors::Scope;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::sync::atomic::AtomicBool;
 
 use super::budget::{self, Budget};
 use super::{cursor, Finished, FullResult, ToolError};
 use crate::ingestor::Ingestor;
-use crate::workflow::{ContextItem, ContextLayers};
+use crate::workflow::{ContextItem, ContextLayers, ResultMeta};
 
 /// Arguments of `store_tool_result`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -22,10 +24,10 @@ pub struct StoreResultArgs {
     /// The tool that produced the result.
     pub tool: String,
     /// The result: a string (kept exactly) or any JSON value (kept as compact JSON).
-    pub content: Value,
+    pub content: RawJson,
     /// The arguments the tool was called with (recorded, at most 16 KiB of JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
+    pub args: Option<RawJson>,
     /// Also remember the entities rules find in it (amounts, dates, IBANs, e-mail addresses,
     /// document ids), with this result's handle as their source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,6 +35,90 @@ pub struct StoreResultArgs {
     /// Budget of the answer (handle and preview) in chars (default 4000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,
+}
+
+/// A JSON value as a call gives it (a tool result, its arguments): its text, taken as it is
+/// and never parsed into values (`crate::bounded_json`: a value costs 32 bytes and more
+/// whatever its text, so a 16 MiB array of zeros would cost gigabytes).
+/// [`RawJson::stored_text`] gives the text a result is stored as.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct RawJson(#[schemars(with = "Value")] Box<RawValue>);
+
+impl RawJson {
+    /// A text (a result stored exactly).
+    pub fn text_of(text: &str) -> RawJson {
+        Self::json_of(&Value::String(text.to_string()))
+    }
+
+    /// A JSON value (a result stored as compact JSON).
+    pub fn json_of(value: &Value) -> RawJson {
+        // A `Value` always serializes.
+        match serde_json::value::to_raw_value(value) {
+            Ok(raw) => RawJson(raw),
+            Err(_) => RawJson::default(),
+        }
+    }
+
+    /// The text to store and whether it is JSON: a JSON string's value exactly, any other
+    /// value as compact JSON (its numbers and key order as given). Refused when that is over
+    /// `max` bytes, before more than `max + 1` bytes are made of it.
+    pub(crate) fn stored_text(&self, max: u64) -> Result<(String, bool), String> {
+        let raw = self.0.get();
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let too_large =
+            |n: String| format!("the tool result is {n} bytes; at most {max} are stored");
+        if raw.starts_with('"') {
+            let text: String = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            if text.len() > max {
+                return Err(too_large(text.len().to_string()));
+            }
+            return Ok((text, false));
+        }
+        compact_json(raw, max)
+            .map(|text| (text, true))
+            .ok_or_else(|| too_large(format!("over {max}")))
+    }
+}
+
+impl Default for RawJson {
+    fn default() -> Self {
+        RawJson(RawValue::NULL.to_owned())
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+/// `json` (one valid JSON text) without the whitespace between its tokens, or `None` once
+/// that is over `max` bytes. Strings, numbers and key order stay exactly as written.
+fn compact_json(json: &str, max: usize) -> Option<String> {
+    let mut out = Vec::with_capacity(json.len().min(max.saturating_add(1)));
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json.as_bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            continue;
+        } else if b == b'"' {
+            in_string = true;
+        }
+        if out.len() == max {
+            return None;
+        }
+        out.push(b);
+    }
+    // Whitespace is ASCII and was dropped only between tokens: still UTF-8.
+    String::from_utf8(out).ok()
 }
 
 /// Arguments of `recall_tool_result`.
@@ -154,29 +240,8 @@ fn no_such_handle(handle: &str) -> ToolError {
     ))
 }
 
-pub(crate) fn store_tool_result(
-    ing: &Ingestor,
-    scope: &Scope,
-    a: &StoreResultArgs,
-    budget: Budget,
-) -> Result<Finished, ToolError> {
-    let (content, json) = match &a.content {
-        Value::String(s) => (s.clone(), false),
-        other => (other.to_string(), true),
-    };
-    let args = a.args.clone().unwrap_or(Value::Null);
-    let result = crate::workflow::ToolResult {
-        tool: &a.tool,
-        args: &args,
-        content: &content,
-        json,
-        extract_entities: a.extract_entities.unwrap_or(false),
-    };
-    let stored = ing
-        .workflows()
-        .store_tool_result(scope, &a.workflow, &result)
-        .map_err(tool_error)?;
-    let meta = &stored.meta;
+/// The fields of a store answer that say what was stored (no preview yet).
+fn stored_fields(meta: &ResultMeta) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("handle".into(), json!(meta.handle));
     m.insert("tool".into(), json!(meta.tool));
@@ -188,11 +253,107 @@ pub(crate) fn store_tool_result(
         json!(meta.hash.get(..16).unwrap_or_default()),
     );
     m.insert("chunks".into(), json!(meta.chunks));
+    m
+}
+
+/// `m` with a preview of `content` (`chars` long) cut to `keep` chars.
+fn with_preview(
+    m: &Map<String, Value>,
+    content: &str,
+    chars: usize,
+    keep: usize,
+) -> Map<String, Value> {
+    let piece = budget::cut_str(content, chars, keep);
+    let mut t = m.clone();
+    let omitted = piece.omitted.map_or(0, |(a, b)| b - a);
+    t.insert("preview".into(), json!(piece.text));
+    t.insert("omitted_chars".into(), json!(omitted));
+    if omitted > 0 {
+        t.insert(
+            "recall".into(),
+            json!("recall_tool_result with this handle reads the whole result, page by page"),
+        );
+    }
+    t
+}
+
+pub(crate) fn store_tool_result(
+    ing: &Ingestor,
+    scope: &Scope,
+    a: &StoreResultArgs,
+    budget: Budget,
+    stop: &AtomicBool,
+) -> Result<Finished, ToolError> {
+    let max = ing.config().workflow.max_result_bytes;
+    let (content, json) = a.content.stored_text(max).map_err(ToolError::Invalid)?;
+    let args = match &a.args {
+        None => Value::Null,
+        Some(raw) => {
+            let compact =
+                compact_json(raw.0.get(), crate::workflow::MAX_ARGS_BYTES).ok_or_else(|| {
+                    ToolError::Invalid(format!(
+                        "args are over {} bytes of JSON; at most that many are recorded",
+                        crate::workflow::MAX_ARGS_BYTES
+                    ))
+                })?;
+            crate::bounded_json::parse(compact.as_bytes()).map_err(ToolError::Invalid)?
+        }
+    };
+    let chars = content.chars().count();
+    // The answer must fit before anything is stored: a caller that cannot be told the handle
+    // must not pay for what it stored.
+    let largest = ResultMeta {
+        handle: format!("tr_{}", u64::MAX),
+        tool: a.tool.trim().to_string(),
+        args: Value::Null,
+        raw_bytes: content.len() as u64,
+        raw_chars: chars as u64,
+        hash: "0".repeat(64),
+        format: if json { "json" } else { "text" }.into(),
+        stored_at: 0,
+        chunks: u32::MAX,
+        not_indexed: None,
+    };
+    if !budget.fits(&with_preview(&stored_fields(&largest), &content, chars, 0)) {
+        return Err(budget.too_small());
+    }
+    let result = crate::workflow::ToolResult {
+        tool: &a.tool,
+        args: &args,
+        content: &content,
+        json,
+        extract_entities: a.extract_entities.unwrap_or(false),
+    };
+    let stored = ing
+        .workflows()
+        .store_tool_result_until(scope, &a.workflow, &result, stop)
+        .map_err(tool_error)?;
+    let meta = &stored.meta;
+    let mut m = stored_fields(meta);
     if let Some(why) = &meta.not_indexed {
-        m.insert("not_indexed".into(), json!(why));
+        // Said as far as it fits: the handle must go out whatever the reason's length.
+        let why: Vec<char> = why.chars().collect();
+        let with_why = |k: usize| {
+            let mut t = with_preview(&m, &content, chars, 0);
+            t.insert(
+                "not_indexed".into(),
+                json!(budget::cut(&why, 0, why.len(), k).text),
+            );
+            t
+        };
+        if let Some(k) = budget::largest_fitting(0, why.len(), |k| budget.fits(&with_why(k))) {
+            m.insert(
+                "not_indexed".into(),
+                json!(budget::cut(&why, 0, why.len(), k).text),
+            );
+        }
     }
     if a.extract_entities == Some(true) {
-        m.insert("entities_found".into(), json!(stored.entities.len()));
+        let mut t = m.clone();
+        t.insert("entities_found".into(), json!(stored.entities.len()));
+        if budget.fits(&with_preview(&t, &content, chars, 0)) {
+            m = t;
+        }
         // As many keys as leave room for a useful preview; the rest are in gather_context.
         let keys = &stored.entities;
         let with_keys = |n: usize| {
@@ -206,22 +367,9 @@ pub(crate) fn store_tool_result(
             m.insert("entities".into(), json!(keys.get(..n).unwrap_or_default()));
         }
     }
-    let chars: Vec<char> = content.chars().collect();
-    let with = |keep: usize| {
-        let piece = budget::cut(&chars, 0, chars.len(), keep);
-        let mut t = m.clone();
-        let omitted = piece.omitted.map_or(0, |(a, b)| b - a);
-        t.insert("preview".into(), json!(piece.text));
-        t.insert("omitted_chars".into(), json!(omitted));
-        if omitted > 0 {
-            t.insert(
-                "recall".into(),
-                json!("recall_tool_result with this handle reads the whole result, page by page"),
-            );
-        }
-        t
-    };
-    let keep = budget::largest_fitting(0, chars.len(), |k| budget.fits(&with(k)))
+    let with = |keep: usize| with_preview(&m, &content, chars, keep);
+    // Never more than the budget's length of preview: the search stays short on any result.
+    let keep = budget::largest_fitting(0, chars.min(budget.max), |k| budget.fits(&with(k)))
         .ok_or_else(|| budget.too_small())?;
     finish(budget, &with(keep), FullResult::of([content.as_str()]))
 }
@@ -461,7 +609,13 @@ fn item_value(item: &ContextItem, reader: &Scope, keep: Option<usize>) -> Value 
         ContextItem::Summary(s) => {
             m.insert("summary".into(), json!(s.id));
             if let Some(c) = &s.covers {
-                m.insert("covers".into(), json!(c));
+                // What it covers is a label: never more of it than a cut text would show.
+                let chars: Vec<char> = c.chars().collect();
+                let shown = keep.unwrap_or(MAX_COVERS_SHOWN).min(MAX_COVERS_SHOWN);
+                m.insert(
+                    "covers".into(),
+                    json!(budget::cut(&chars, 0, chars.len(), shown).text),
+                );
             }
             Some(s.text.as_str())
         }
@@ -504,6 +658,9 @@ fn reference(item: &ContextItem) -> Value {
         ContextItem::ToolResult { meta, .. } => json!({"layer": layer, "handle": meta.handle}),
     }
 }
+
+/// The most of a summary's `covers` an answer shows (it may be up to 4 KiB).
+const MAX_COVERS_SHOWN: usize = 160;
 
 /// The smallest cut text worth showing rather than leaving the item out.
 const MIN_CUT_CHARS: usize = 120;

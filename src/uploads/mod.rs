@@ -81,7 +81,8 @@ pub struct UploadsConfig {
     /// How long the status of an ended job is kept (its files stay in the index).
     pub keep_ended: Duration,
     /// Bytes of uploaded archives kept so that members a limit left out can be extracted
-    /// on demand (`extract_container_item`); the oldest are evicted past it, and an archive
+    /// on demand (`extract_container_item`), per key (principal: user, feature instance,
+    /// mandate); a key's oldest are evicted past it (never another key's), and an archive
     /// is deleted with its upload. 0 keeps none.
     pub max_kept_bytes: u64,
     /// Catalog entries (files, archives, members; shared or not) one scope may hold; an
@@ -651,7 +652,7 @@ impl Uploads {
         let catalog = lock(&self.shared.ing.catalog);
         let (owner, entry) = crate::access::readable_owners(catalog.scopes(), scope, None)
             .into_iter()
-            .find_map(|o| catalog.get(&o, locator).cloned().map(|e| (o, e)))?;
+            .find_map(|o| catalog.get(&o, locator).map(|e| (o, e)))?;
         let word = |s: EntryStatus| match s {
             EntryStatus::Indexed | EntryStatus::Container => "indexed",
             EntryStatus::Failed => "failed",

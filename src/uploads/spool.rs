@@ -35,20 +35,34 @@ fn kept_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("uploads").join("kept")
 }
 
-/// Where the bytes of the upload `name` of `scope` are kept, if they are: a file named by a
-/// hash of the scope's key and the name (never by the name: it is data).
+/// The folder of the archives kept for `scope`'s principal (its user, feature instance and
+/// mandate; its own uploads and those it shared): each principal has its own quota, so one
+/// key's uploads never evict another's. Named by a hash of the principal's key.
+fn principal_dir(data_dir: &Path, scope: &extractors::Scope) -> PathBuf {
+    let principal = extractors::Scope {
+        is_shared: false,
+        workflow_id: None,
+        ..scope.clone()
+    };
+    let hash = blake3::hash(principal.key().as_bytes()).to_hex();
+    kept_dir(data_dir).join(hash.as_str().get(..32).unwrap_or_default())
+}
+
+/// Where the bytes of the upload `name` of `scope` (shared or not, as it was catalogued) are
+/// kept, if they are: a file named by a hash of the scope's key and the name (never by the
+/// name: it is data), in its principal's folder.
 pub(crate) fn kept_path(data_dir: &Path, scope: &extractors::Scope, name: &str) -> PathBuf {
     let mut h = blake3::Hasher::new();
     h.update(scope.key().as_bytes());
     h.update(&[0]);
     h.update(name.as_bytes());
-    kept_dir(data_dir).join(format!("{}.archive", h.finalize().to_hex()))
+    principal_dir(data_dir, scope).join(format!("{}.archive", h.finalize().to_hex()))
 }
 
 /// Keep the spooled `body` of the upload `name` of `scope` for on-demand extraction of the
 /// members a limit left out (replacing what an earlier upload of the name kept), then evict
-/// the oldest kept archives until all fit in `quota` bytes (the one just kept too, when it
-/// alone is larger).
+/// the principal's oldest kept archives until its own fit in `quota` bytes (the one just
+/// kept too, when it alone is larger). Other principals' archives are never looked at.
 pub(crate) fn keep(
     data_dir: &Path,
     body: &Path,
@@ -57,7 +71,8 @@ pub(crate) fn keep(
     quota: u64,
 ) -> Result<()> {
     let kept = kept_path(data_dir, scope, name);
-    let dir = kept_dir(data_dir);
+    let dir = principal_dir(data_dir, scope);
+    crate::perms::create_dir(&kept_dir(data_dir))?;
     crate::perms::create_dir(&dir)?;
     std::fs::rename(body, &kept).map_err(|e| Error::io(&kept, e))?;
     let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(&dir)
@@ -75,8 +90,8 @@ pub(crate) fn keep(
         total = total.saturating_add(len);
         if total > quota {
             tracing::info!(
-                "evicting kept archive {} (quota {quota} bytes): its left-out members can no \
-                 longer be extracted on demand",
+                "evicting kept archive {} (quota {quota} bytes for its key): its left-out \
+                 members can no longer be extracted on demand",
                 path.display()
             );
             let _ = std::fs::remove_file(&path);
@@ -96,16 +111,29 @@ pub(crate) fn has_kept(data_dir: &Path) -> bool {
 }
 
 /// Delete the kept archives that `wanted` (paths from [`kept_path`] of every top-level
-/// entry of the catalog) does not hold: deleted uploads leave no bytes behind.
+/// entry of the catalog) does not hold: deleted uploads leave no bytes behind. Files of an
+/// earlier layout (directly in the kept folder) go too; so do emptied principals' folders.
 pub(crate) fn sweep_kept(data_dir: &Path, wanted: &std::collections::HashSet<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(kept_dir(data_dir)) else {
         return;
     };
     for e in entries.flatten() {
         let path = e.path();
-        if !wanted.contains(&path) {
+        if !path.is_dir() {
             let _ = std::fs::remove_file(&path);
+            continue;
         }
+        let Ok(files) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let file = f.path();
+            if !wanted.contains(&file) {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
+        // Only when empty (a keep racing this sweep makes it non-empty first).
+        let _ = std::fs::remove_dir(&path);
     }
 }
 

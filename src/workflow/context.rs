@@ -126,9 +126,8 @@ impl Workflows<'_> {
                 mode,
             )
         };
-        // Read once: every workflow hit is looked up in it. Gathering is using the workflow.
-        let record = self.record_of(&w)?;
-        Self::touch(&self.folder(&w));
+        // Gathering is using the workflow.
+        self.touch(&w)?;
         let mut items = Vec::new();
         // Passages only: a file's card says what the file is, not what it says.
         let passages = SearchFilter {
@@ -151,7 +150,7 @@ impl Workflows<'_> {
             ..passages.clone()
         };
         for hit in search(&w, &layers.entities, in_workflow(ENTITIES_FOLDER))? {
-            if let Some(WorkflowItem::Entity(entity)) = record.item_named(file_of(&hit)) {
+            if let Some(WorkflowItem::Entity(entity)) = self.item_named(&w, file_of(&hit))? {
                 items.push(ContextItem::Entity {
                     entity,
                     score: hit.score,
@@ -170,11 +169,15 @@ impl Workflows<'_> {
                 });
             }
         }
-        for s in record.summaries.iter().rev().take(layers.summary.limit) {
-            items.push(ContextItem::Summary(s.clone()));
+        let summaries = match layers.summary.limit {
+            0 => Vec::new(),
+            n => self.latest_summaries(&w, Some(n))?,
+        };
+        for s in summaries.into_iter().rev() {
+            items.push(ContextItem::Summary(s));
         }
         for hit in search(&w, &layers.tool_results, in_workflow(RESULTS_FOLDER))? {
-            if let Some(WorkflowItem::Result(meta)) = record.item_named(file_of(&hit)) {
+            if let Some(WorkflowItem::Result(meta)) = self.item_named(&w, file_of(&hit))? {
                 items.push(ContextItem::ToolResult { meta, hit });
             }
         }

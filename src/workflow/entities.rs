@@ -71,8 +71,9 @@ static IBAN: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?-u:\b)").ok()
 });
 const CURRENCY: &str = r"(?:EUR|USD|CHF|GBP|JPY|CAD|AUD|SEK|NOK|DKK|PLN|CZK|€|\$|£|¥|Fr\.)";
-const NUMBER: &str =
-    r"[0-9]{1,3}(?:[ ',.’][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?|[0-9]{1,15}(?:[.,][0-9]{1,2})?";
+// A number ends where its digits end: each form is followed by a word boundary, so `12480.00`
+// is not read as `124` (the grouped form's first three digits) followed by more digits.
+const NUMBER: &str = r"[0-9]{1,3}(?:[ ',.’][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?(?-u:\b)|[0-9]{1,15}(?:[.,][0-9]{1,2})?(?-u:\b)";
 static AMOUNT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
         r"(?:(?P<c1>{CURRENCY})\s?(?P<n1>{NUMBER}))|(?:(?-u:\b)(?P<n2>{NUMBER})\s?(?P<c2>{CURRENCY}))"
@@ -329,6 +330,15 @@ mod tests {
             "document_id:PO-2026-0042",
         ] {
             assert!(k.contains(&want.to_string()), "{want} missing from {k:?}");
+        }
+        // An ungrouped amount is read whole, with or without decimals.
+        for (text, want) in [
+            ("total EUR 12480.00 due", "amount:EUR 12480.00"),
+            ("total EUR 12480", "amount:EUR 12480"),
+            ("CHF 1'250.50 net", "amount:CHF 1250.50"),
+            ("12480,5 EUR", "amount:EUR 12480.5"),
+        ] {
+            assert_eq!(keys(text), [want], "{text}");
         }
         // 14 March 2026 is the same date as 2026-03-14: one entity.
         assert_eq!(k.iter().filter(|x| *x == "date:2026-03-14").count(), 1);

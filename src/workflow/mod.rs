@@ -6,15 +6,22 @@
 //! **Scope.** A workflow is a scope of its own ([`Scope::in_workflow`]): the caller's user,
 //! feature instance and mandate plus the workflow id, never shared. Everything stored in it is
 //! indexed under that scope, so the one access rule (`crate::access`) keeps it from every
-//! other workflow, user and mandate and out of every document search; its records live in a
-//! folder named by a hash of the scope's key, so a handle is only ever looked up in the
-//! caller's own workflow and another workflow's handle reads exactly like a made-up one.
+//! other workflow, user and mandate and out of every document search; its records are rows
+//! keyed by the scope's key, so a handle is only ever looked up in the caller's own workflow
+//! and another workflow's handle reads exactly like a made-up one.
 //!
-//! **What is stored** (under `<data_dir>/workflows/<hash>/`): `record.json` (the tool results'
-//! metadata, the entities, the summaries) and `results/<handle>.deflate` (each tool result's
-//! raw text, compressed). Each item is also indexed as a small file of the workflow's scope,
-//! so search, the content index and deletion are the pipeline's own:
-//! `tool-results/<handle>.txt|.json`, `entities/<hash of key>.txt`, `summaries/<id>.txt`.
+//! **What is stored**: a row per workflow and per item in `<data_dir>/workflows.sqlite`
+//! ([`records`]: a tool result's metadata, an entity, a summary; a call writes its item's row,
+//! never a whole record), and each tool result's raw text, compressed, in
+//! `<data_dir>/workflows/<hash>/<hash>/results/<handle>.deflate` (folders named by hashes of
+//! the scope keys, so no id is ever a path). Each item is also indexed as a small text file
+//! of the workflow's scope (never unpacked as a container, whatever its bytes), so search,
+//! the content index and deletion are the pipeline's own: `tool-results/<handle>.txt|.json`,
+//! `entities/<hash of key>.txt`, `summaries/<id>.txt`.
+//!
+//! **Quotas.** A workflow holds at most [`WorkflowConfig::max_items`] items and
+//! [`WorkflowConfig::max_workflow_bytes`] bytes, counting everything it keeps: tool results
+//! with their arguments, entities, summaries.
 //!
 //! **Lifecycle.** [`Workflows::end`] deletes everything of a workflow (indexed files, points,
 //! blobs, records), or everything but its summaries; a workflow untouched for
@@ -22,12 +29,14 @@
 
 pub mod context;
 pub mod entities;
+mod records;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -39,6 +48,7 @@ use crate::error::{Error, Result};
 use crate::ingestor::{Ingestor, Input};
 use crate::lock;
 use crate::report::{now_secs, FileStatus};
+use records::{Item, Kind, RecordStore};
 
 pub use crate::config::{
     ContextLayers, LayerLimit, WorkflowConfig, MAX_LAYER_LIMIT, MAX_RESULT_BYTES_CEILING,
@@ -66,6 +76,8 @@ pub const MAX_ARGS_BYTES: usize = 16 * 1024;
 pub const MAX_SUMMARY_BYTES: usize = 256 * 1024;
 /// How often workflow calls look for workflows past their time to live.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Workflows one sweep ends at most (the next sweep ends more).
+const SWEEP_BATCH: usize = 100;
 
 /// The metadata of one stored tool result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,22 +172,16 @@ impl Summary {
     }
 }
 
-/// A workflow's record: everything but the results' bytes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct Record {
-    scope: Scope,
-    created_at: u64,
-    /// The next item number (handles and summary ids count up, never reused).
-    next: u64,
-    results: Vec<ResultMeta>,
-    entities: BTreeMap<String, Entity>,
-    summaries: Vec<Summary>,
-}
-
-impl Record {
-    fn items(&self) -> usize {
-        self.results.len() + self.entities.len() + self.summaries.len()
-    }
+/// A workflow's record as the earlier layout kept it (`<folder>/record.json`): read once, to
+/// move it into the database ([`records`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct LegacyRecord {
+    pub scope: Scope,
+    #[allow(dead_code)]
+    pub created_at: u64,
+    pub results: Vec<ResultMeta>,
+    pub entities: BTreeMap<String, Entity>,
+    pub summaries: Vec<Summary>,
 }
 
 /// A tool result to store.
@@ -238,6 +244,8 @@ const TURN_STRIPES: usize = 64;
 /// is ever dropped while a call waits on it); calls on different workflows mostly go at once.
 #[derive(Debug)]
 pub(crate) struct WorkflowRecords {
+    /// The records: a row per workflow and per item.
+    store: RecordStore,
     turns: Vec<Mutex<()>>,
     /// What `turn` would take were the stripes ever fewer than the hash asks for.
     spare_turn: Mutex<()>,
@@ -248,9 +256,11 @@ pub(crate) struct WorkflowRecords {
     last_recalled: Mutex<Option<(PathBuf, String, Arc<String>)>>,
 }
 
-impl Default for WorkflowRecords {
-    fn default() -> Self {
+impl WorkflowRecords {
+    /// The workflows of the data directory `data_dir` (nothing is opened yet).
+    pub(crate) fn new(data_dir: &Path) -> Self {
         WorkflowRecords {
+            store: RecordStore::new(data_dir),
             turns: (0..TURN_STRIPES).map(|_| Mutex::new(())).collect(),
             spare_turn: Mutex::new(()),
             last_sweep: Mutex::new(None),
@@ -285,18 +295,27 @@ impl<'a> Workflows<'a> {
         self.ing.data_dir().join(WORKFLOWS_DIR)
     }
 
-    /// The folder of `w`'s principal (its user, feature instance and mandate): every
-    /// workflow of it lies below. A hash of the key, so no id is ever a path.
-    fn principal_folder(&self, w: &Scope) -> PathBuf {
-        let principal = Scope {
+    fn store(&self) -> &RecordStore {
+        &self.ing.workflow_records.store
+    }
+
+    /// The key of `w`'s principal (its user, feature instance and mandate).
+    fn principal_key(w: &Scope) -> String {
+        Scope {
             workflow_id: None,
             is_shared: false,
             ..w.clone()
-        };
-        self.root().join(short_hash(&principal.key()))
+        }
+        .key()
     }
 
-    /// The folder of workflow scope `w`.
+    /// The folder of `w`'s principal (its user, feature instance and mandate): every
+    /// workflow's tool results lie below. A hash of the key, so no id is ever a path.
+    fn principal_folder(&self, w: &Scope) -> PathBuf {
+        self.root().join(short_hash(&Self::principal_key(w)))
+    }
+
+    /// The folder of workflow scope `w` (its tool results' text).
     pub(crate) fn folder(&self, w: &Scope) -> PathBuf {
         self.principal_folder(w).join(short_hash(&w.key()))
     }
@@ -309,53 +328,13 @@ impl<'a> Workflows<'a> {
         records.turns.get(i).unwrap_or(&records.spare_turn)
     }
 
-    fn load(&self, folder: &Path) -> Result<Option<Record>> {
-        let path = folder.join("record.json");
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| Error::Workflow(format!("{}: {e}", path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
-        }
-    }
-
-    /// Write the record whole (a temporary file renamed over it: never half written).
-    fn save(&self, folder: &Path, record: &Record) -> Result<()> {
-        crate::perms::create_dir(folder)?;
-        let path = folder.join("record.json");
-        let tmp = folder.join("record.json.tmp");
-        let bytes = serde_json::to_vec(record).map_err(|e| Error::Workflow(e.to_string()))?;
-        crate::perms::write_file(&tmp, &bytes)?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
-    }
-
-    /// Mark workflow folder `folder` as used now (its time to live starts again).
-    pub(crate) fn touch(folder: &Path) {
-        let path = folder.join("record.json");
-        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
-            let _ = f.set_modified(SystemTime::now());
-        }
-    }
-
-    fn open_record(&self, w: &Scope) -> Result<(PathBuf, Record)> {
-        let folder = self.folder(w);
-        let record = self.load(&folder)?.unwrap_or_else(|| Record {
-            scope: w.clone(),
-            created_at: now_secs(),
-            ..Record::default()
-        });
-        Ok((folder, record))
-    }
-
     /// Refuse a write that would start a workflow past `max_workflows` of its principal.
     fn check_new_workflow(&self, w: &Scope) -> Result<()> {
-        let folder = self.folder(w);
-        if folder.join("record.json").exists() {
+        if self.store().exists(w)? {
             return Ok(());
         }
         let max = self.ing.config().workflow.max_workflows;
-        let held = subfolders(&self.principal_folder(w))?.len();
+        let held = self.store().count_of(&Self::principal_key(w))?;
         if held >= max {
             return Err(Error::Request(format!(
                 "this scope holds {held} workflows, the most is {max}: end some (end_workflow) first"
@@ -364,32 +343,44 @@ impl<'a> Workflows<'a> {
         Ok(())
     }
 
-    fn check_room(&self, record: &Record, adding: usize) -> Result<()> {
-        let max = self.ing.config().workflow.max_items;
-        if record.items() + adding > max {
+    /// Refuse to add `adding` items of `bytes` (in all) to `w` past `max_items` or
+    /// `max_workflow_bytes`; `replacing` is the size of an item the write replaces.
+    fn check_room(&self, w: &Scope, adding: usize, bytes: u64, replacing: u64) -> Result<()> {
+        let used = self.store().usage(w)?;
+        let config = &self.ing.config().workflow;
+        if used.items + adding > config.max_items {
             return Err(Error::Request(format!(
-                "this workflow holds {} items, the most is {max}: end it or store less",
-                record.items()
+                "this workflow holds {} items, the most is {}: end it or store less",
+                used.items, config.max_items
+            )));
+        }
+        let after = used.bytes.saturating_sub(replacing).saturating_add(bytes);
+        if after > config.max_workflow_bytes {
+            return Err(Error::Request(format!(
+                "this workflow holds {} bytes (tool results, entities and summaries); with \
+                 these {bytes} it would pass its {}: end it or store less",
+                used.bytes, config.max_workflow_bytes
             )));
         }
         Ok(())
     }
 
-    /// Index `bytes` as `name` in workflow scope `w`: the chunks it got, or why it got none.
+    /// Index `text` as `name` in workflow scope `w` (as plain text, or JSON: never unpacked
+    /// as a container), unless `stop` is set first: the chunks it got, or why it got none.
     fn index(
         &self,
         w: &Scope,
         name: &str,
-        bytes: Vec<u8>,
+        text: String,
+        json: bool,
+        stop: &AtomicBool,
     ) -> Result<std::result::Result<u32, String>> {
-        let report = self.ing.ingest(
-            vec![Input::Bytes {
-                name: name.to_string(),
-                bytes,
-            }],
-            w,
-            &|_| {},
-        )?;
+        let input = Input::Text {
+            name: name.to_string(),
+            text,
+            json,
+        };
+        let report = self.ing.ingest_until(vec![input], w, &|_| {}, stop)?;
         let line = report.files.iter().find(|f| f.locator == name);
         Ok(match line {
             Some(f)
@@ -404,8 +395,26 @@ impl<'a> Workflows<'a> {
                 .reason
                 .clone()
                 .unwrap_or_else(|| format!("{:?}", f.status).to_lowercase())),
+            None if stop.load(Ordering::SeqCst) => Err("the caller went away first".into()),
             None => Err("not indexed".into()),
         })
+    }
+
+    /// Index the texts `items` (name, text) of workflow scope `w` in one run.
+    fn index_all(&self, w: &Scope, items: Vec<(String, String)>) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let inputs = items
+            .into_iter()
+            .map(|(name, text)| Input::Text {
+                name,
+                text,
+                json: false,
+            })
+            .collect();
+        self.ing.ingest(inputs, w, &|_| {})?;
+        Ok(())
     }
 
     /// Remove the indexed files `names` of workflow scope `w` (points, catalog entries and
@@ -430,6 +439,18 @@ impl<'a> Workflows<'a> {
         scope: &Scope,
         workflow: &str,
         result: &ToolResult<'_>,
+    ) -> Result<StoredResult> {
+        self.store_tool_result_until(scope, workflow, result, &AtomicBool::new(false))
+    }
+
+    /// [`Workflows::store_tool_result`], which does not index the result once `stop` is set
+    /// (its caller went away): the result is kept, and says why it is not searchable.
+    pub fn store_tool_result_until(
+        &self,
+        scope: &Scope,
+        workflow: &str,
+        result: &ToolResult<'_>,
+        stop: &AtomicBool,
     ) -> Result<StoredResult> {
         let ToolResult {
             tool,
@@ -462,20 +483,8 @@ impl<'a> Workflows<'a> {
         }
         let _held = lock(self.turn(&w));
         self.check_new_workflow(&w)?;
-        let (folder, mut record) = self.open_record(&w)?;
-        self.check_room(&record, 1)?;
-        let held: u64 = record.results.iter().map(|r| r.raw_bytes).sum();
-        let max_bytes = self.ing.config().workflow.max_workflow_bytes;
-        if held + content.len() as u64 > max_bytes {
-            return Err(Error::Request(format!(
-                "this workflow holds {held} bytes of tool results; with these {} it would pass \
-                 its {max_bytes}: end it or store less",
-                content.len()
-            )));
-        }
-        record.next += 1;
-        let meta = ResultMeta {
-            handle: format!("tr_{}", record.next),
+        let mut meta = ResultMeta {
+            handle: String::new(),
             tool: tool.to_string(),
             args: (*args).clone(),
             raw_bytes: content.len() as u64,
@@ -486,57 +495,58 @@ impl<'a> Workflows<'a> {
             chunks: 0,
             not_indexed: None,
         };
-        let results = folder.join("results");
+        self.check_room(&w, 1, Item::Result(meta.clone()).bytes(), 0)?;
+        let number = self
+            .store()
+            .next_number(&w, &Self::principal_key(&w), now_secs())?;
+        meta.handle = format!("tr_{number}");
+        let results = self.folder(&w).join("results");
         crate::perms::create_dir(&results)?;
         write_blob(&results.join(format!("{}.deflate", meta.handle)), content)?;
-        record.results.push(meta.clone());
         // Recorded before indexing: a crash in between leaves a result that can be recalled
         // and ended, never an indexed file without its record.
-        self.save(&folder, &record)?;
+        self.store()
+            .put(&w, &Item::Result(meta.clone()), now_secs())?;
         // The result is kept whatever indexing does: the caller gets its handle either way.
         let indexed = self
-            .index(&w, &meta.indexed_name(), content.as_bytes().to_vec())
+            .index(&w, &meta.indexed_name(), content.to_string(), json, stop)
             .unwrap_or_else(|e| Err(e.to_string()));
-        let mut meta = meta;
         match indexed {
             Ok(chunks) => meta.chunks = chunks,
             Err(why) => meta.not_indexed = Some(why),
         }
-        if let Some(m) = record.results.iter_mut().find(|r| r.handle == meta.handle) {
-            *m = meta.clone();
-        }
+        self.store()
+            .put(&w, &Item::Result(meta.clone()), now_secs())?;
         let mut found = Vec::new();
-        if extract_entities {
-            let room = self
-                .ing
-                .config()
-                .workflow
-                .max_items
-                .saturating_sub(record.items());
+        if extract_entities && !stop.load(Ordering::SeqCst) {
             let mut texts = Vec::new();
-            for e in entities::find(content).into_iter().take(room) {
+            for e in entities::find(content) {
                 let entity = Entity {
                     key: e.key(),
                     value: e.value.clone(),
                     source: Some(meta.handle.clone()),
                     updated_at: now_secs(),
                 };
-                texts.push((entity.indexed_name(), entity.text().into_bytes()));
-                found.push(entity.key.clone());
-                record.entities.insert(entity.key.clone(), entity);
-            }
-            self.save(&folder, &record)?;
-            if !texts.is_empty() {
-                let inputs = texts
-                    .into_iter()
-                    .map(|(name, bytes)| Input::Bytes { name, bytes })
-                    .collect();
-                if let Err(e) = self.ing.ingest(inputs, &w, &|_| {}) {
-                    tracing::warn!("entities of {} kept but not searchable: {e}", meta.handle);
+                let item = Item::Entity(entity.clone());
+                let replacing = self
+                    .store()
+                    .get(&w, Kind::Entity, &entity.key)?
+                    .map(|old| old.bytes());
+                // As many as the workflow has room for; the rest are not remembered.
+                let adding = usize::from(replacing.is_none());
+                if self
+                    .check_room(&w, adding, item.bytes(), replacing.unwrap_or(0))
+                    .is_err()
+                {
+                    break;
                 }
+                self.store().put(&w, &item, now_secs())?;
+                texts.push((entity.indexed_name(), entity.text()));
+                found.push(entity.key);
             }
-        } else {
-            self.save(&folder, &record)?;
+            if let Err(e) = self.index_all(&w, texts) {
+                tracing::warn!("entities of {} kept but not searchable: {e}", meta.handle);
+            }
         }
         Ok(StoredResult {
             meta,
@@ -554,14 +564,11 @@ impl<'a> Workflows<'a> {
     ) -> Result<Option<(ResultMeta, Arc<String>)>> {
         let w = workflow_scope(scope, workflow)?;
         self.sweep();
-        let folder = self.folder(&w);
-        let Some(record) = self.load(&folder)? else {
+        let Some(Item::Result(meta)) = self.store().get(&w, Kind::Result, handle.trim())? else {
             return Ok(None);
         };
-        let Some(meta) = record.results.iter().find(|r| r.handle == handle.trim()) else {
-            return Ok(None);
-        };
-        let path = folder
+        let path = self
+            .folder(&w)
             .join("results")
             .join(format!("{}.deflate", meta.handle));
         let cache = &self.ing.workflow_records.last_recalled;
@@ -581,8 +588,8 @@ impl<'a> Workflows<'a> {
                 t
             }
         };
-        Self::touch(&folder);
-        Ok(Some((meta.clone(), text)))
+        self.store().touch(&w, now_secs())?;
+        Ok(Some((meta, text)))
     }
 
     /// Remember entity `key` = `value` in `workflow` (replacing an earlier value of the same
@@ -610,21 +617,24 @@ impl<'a> Workflows<'a> {
         }
         let _held = lock(self.turn(&w));
         self.check_new_workflow(&w)?;
-        let (folder, mut record) = self.open_record(&w)?;
-        let new = !record.entities.contains_key(key);
-        if new {
-            self.check_room(&record, 1)?;
-        }
         let entity = Entity {
             key: key.to_string(),
             value: value.to_string(),
             source: source.map(str::to_string).filter(|s| !s.trim().is_empty()),
             updated_at: now_secs(),
         };
-        let (name, bytes) = (entity.indexed_name(), entity.text().into_bytes());
-        record.entities.insert(key.to_string(), entity);
-        self.save(&folder, &record)?;
-        if let Err(why) = self.index(&w, &name, bytes)? {
+        let item = Item::Entity(entity.clone());
+        let replacing = self
+            .store()
+            .get(&w, Kind::Entity, key)?
+            .map(|old| old.bytes());
+        let new = replacing.is_none();
+        self.check_room(&w, usize::from(new), item.bytes(), replacing.unwrap_or(0))?;
+        self.store()
+            .ensure(&w, &Self::principal_key(&w), now_secs())?;
+        self.store().put(&w, &item, now_secs())?;
+        let name = entity.indexed_name();
+        if let Err(why) = self.index(&w, &name, entity.text(), false, &AtomicBool::new(false))? {
             tracing::warn!("entity {key:?} kept but not searchable: {why}");
         }
         Ok(new)
@@ -633,7 +643,10 @@ impl<'a> Workflows<'a> {
     /// Every entity of `workflow`, by key.
     pub fn entities(&self, scope: &Scope, workflow: &str) -> Result<Vec<Entity>> {
         let w = workflow_scope(scope, workflow)?;
-        Ok(self.record_of(&w)?.entities.into_values().collect())
+        self.store().list_as(&w, Kind::Entity, None, |i| match i {
+            Item::Entity(e) => Some(e),
+            _ => None,
+        })
     }
 
     /// Store a conversation summary of `workflow` (the host's model wrote it); its id.
@@ -658,19 +671,21 @@ impl<'a> Workflows<'a> {
         }
         let _held = lock(self.turn(&w));
         self.check_new_workflow(&w)?;
-        let (folder, mut record) = self.open_record(&w)?;
-        self.check_room(&record, 1)?;
-        record.next += 1;
-        let summary = Summary {
-            id: format!("s_{}", record.next),
+        let mut summary = Summary {
+            id: String::new(),
             text: text.to_string(),
             covers: covers.map(str::to_string).filter(|c| !c.trim().is_empty()),
             stored_at: now_secs(),
         };
+        self.check_room(&w, 1, Item::Summary(summary.clone()).bytes(), 0)?;
+        let number = self
+            .store()
+            .next_number(&w, &Self::principal_key(&w), now_secs())?;
+        summary.id = format!("s_{number}");
         let (id, name) = (summary.id.clone(), summary.indexed_name());
-        record.summaries.push(summary);
-        self.save(&folder, &record)?;
-        if let Err(why) = self.index(&w, &name, text.as_bytes().to_vec())? {
+        self.store().put(&w, &Item::Summary(summary), now_secs())?;
+        let indexed = self.index(&w, &name, text.to_string(), false, &AtomicBool::new(false))?;
+        if let Err(why) = indexed {
             tracing::warn!("summary {id} kept but not searchable: {why}");
         }
         Ok(id)
@@ -679,13 +694,39 @@ impl<'a> Workflows<'a> {
     /// The summaries of `workflow`, oldest first.
     pub fn summaries(&self, scope: &Scope, workflow: &str) -> Result<Vec<Summary>> {
         let w = workflow_scope(scope, workflow)?;
-        Ok(self.record_of(&w)?.summaries)
+        self.latest_summaries(&w, None)
+    }
+
+    /// The newest `last` summaries of workflow scope `w` (all when `None`), oldest first.
+    pub(crate) fn latest_summaries(&self, w: &Scope, last: Option<usize>) -> Result<Vec<Summary>> {
+        self.store().list_as(w, Kind::Summary, last, |i| match i {
+            Item::Summary(s) => Some(s),
+            _ => None,
+        })
     }
 
     /// The tool results of `workflow`, oldest first.
     pub fn results(&self, scope: &Scope, workflow: &str) -> Result<Vec<ResultMeta>> {
         let w = workflow_scope(scope, workflow)?;
-        Ok(self.record_of(&w)?.results)
+        self.store().list_as(&w, Kind::Result, None, |i| match i {
+            Item::Result(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// The entity, tool result or summary of workflow scope `w` indexed under `name`: what
+    /// a search hit in the workflow's scope is.
+    pub(crate) fn item_named(&self, w: &Scope, name: &str) -> Result<Option<WorkflowItem>> {
+        Ok(self.store().indexed(w, name)?.map(|item| match item {
+            Item::Entity(e) => WorkflowItem::Entity(e),
+            Item::Result(m) => WorkflowItem::Result(m),
+            Item::Summary(s) => WorkflowItem::Summary(s),
+        }))
+    }
+
+    /// Mark workflow scope `w` as used now (its time to live starts again).
+    pub(crate) fn touch(&self, w: &Scope) -> Result<()> {
+        self.store().touch(w, now_secs())
     }
 
     /// Delete everything of `workflow` (its indexed files and their points, its blobs and
@@ -698,35 +739,33 @@ impl<'a> Workflows<'a> {
 
     fn end_locked(&self, w: &Scope, keep_summary: bool) -> Result<Ended> {
         let folder = self.folder(w);
-        let Some(mut record) = self.load(&folder)? else {
-            // Files indexed by a call that crashed before its record: none can exist (the
-            // record is written first), but a catalog entry without one is removed too.
-            self.unindex(w, self.indexed_names(w))?;
-            return Ok(Ended::default());
-        };
+        let count = |kind| -> Result<usize> { Ok(self.store().list(w, kind, None)?.len()) };
         let mut ended = Ended {
-            results: record.results.len(),
-            entities: record.entities.len(),
+            results: count(Kind::Result)?,
+            entities: count(Kind::Entity)?,
             ..Ended::default()
         };
+        let summaries = self.latest_summaries(w, None)?;
         let mut names: Vec<String> = self.indexed_names(w);
         if keep_summary {
-            let kept: Vec<String> = record.summaries.iter().map(Summary::indexed_name).collect();
+            let kept: Vec<String> = summaries.iter().map(Summary::indexed_name).collect();
             names.retain(|n| !kept.contains(n));
-            ended.summaries_kept = record.summaries.len();
+            ended.summaries_kept = summaries.len();
         } else {
-            ended.summaries = record.summaries.len();
+            ended.summaries = summaries.len();
         }
+        // Files indexed by a call that crashed before its record are removed too.
         self.unindex(w, names)?;
         if keep_summary {
-            record.results.clear();
-            record.entities.clear();
-            let results = folder.join("results");
-            if results.exists() {
-                std::fs::remove_dir_all(&results).map_err(|e| Error::io(&results, e))?;
-            }
-            self.save(&folder, &record)?;
-        } else if folder.exists() {
+            self.store()
+                .delete(w, &[Kind::Result, Kind::Entity], false)?;
+        } else {
+            self.store().delete(w, &[], true)?;
+        }
+        // What was deleted leaves no earlier page in the databases' logs.
+        self.store().truncate_log();
+        lock(&self.ing.catalog).truncate_log();
+        if folder.exists() {
             std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
             // The principal's folder goes with its last workflow (one being created meanwhile
             // keeps it: it is not empty then).
@@ -762,93 +801,55 @@ impl<'a> Workflows<'a> {
         }
     }
 
-    /// End every workflow whose record was last touched before `now - ttl` (its kept
-    /// summaries too); how many. A workflow that cannot be ended is logged and left for the
-    /// next sweep.
+    /// End every workflow last used before `now - ttl` (its kept summaries too), at most
+    /// [`SWEEP_BATCH`] at once; how many. A workflow that cannot be ended is logged and left
+    /// for the next sweep.
     pub fn sweep_expired(&self, now: SystemTime) -> Result<usize> {
         let ttl = self.ing.config().workflow.ttl;
         let Some(cutoff) = now.checked_sub(ttl) else {
             return Ok(0);
         };
-        let expired = |folder: &Path| {
-            std::fs::metadata(folder.join("record.json"))
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t < cutoff)
+        let secs = |t: SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
         };
+        let cutoff = secs(cutoff);
         let mut ended = 0;
-        for folder in self.folders()? {
-            if !expired(&folder) {
-                continue;
-            }
-            let scope = match self.load(&folder) {
-                Ok(Some(r)) => r.scope,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!("workflow sweep: {e}");
-                    continue;
-                }
-            };
-            let _held = lock(self.turn(&scope));
+        for w in self.store().unused_since(cutoff, SWEEP_BATCH)? {
+            let _held = lock(self.turn(&w));
             // Used again since it was looked at: it stays.
-            if !expired(&folder) {
+            if self.store().touched_at(&w)?.is_none_or(|t| t >= cutoff) {
                 continue;
             }
-            match self.end_locked(&scope, false) {
+            match self.end_locked(&w, false) {
                 Ok(_) => ended += 1,
-                Err(e) => tracing::warn!("workflow sweep: {}: {e}", folder.display()),
+                Err(e) => tracing::warn!("workflow sweep: {e}"),
             }
         }
         Ok(ended)
     }
 
-    /// Every workflow's folder (two levels: principal, then workflow).
-    fn folders(&self) -> Result<Vec<PathBuf>> {
-        let mut out = Vec::new();
-        for principal in subfolders(&self.root())? {
-            out.extend(subfolders(&principal)?);
-        }
-        Ok(out)
-    }
-
     /// Counts over every workflow (status, metrics).
     pub fn stats(&self) -> Result<WorkflowStats> {
-        let mut s = WorkflowStats::default();
-        for folder in self.folders()? {
-            let record = self.load(&folder).unwrap_or_else(|e| {
-                tracing::warn!("workflow counts: {e}");
-                None
-            });
-            if let Some(r) = record {
-                s.workflows += 1;
-                s.results += r.results.len() as u64;
-                s.result_bytes += r.results.iter().map(|m| m.raw_bytes).sum::<u64>();
-                s.entities += r.entities.len() as u64;
-                s.summaries += r.summaries.len() as u64;
-            }
-        }
-        Ok(s)
+        self.store().stats()
     }
 
-    /// The record of workflow scope `w` (empty when it has none).
-    pub(crate) fn record_of(&self, w: &Scope) -> Result<Record> {
-        Ok(self.load(&self.folder(w))?.unwrap_or_default())
+    /// Move the records of the earlier layout (a `record.json` per workflow) into the
+    /// database; how many. Looked for only while no database exists.
+    pub(crate) fn import_legacy(&self) -> Result<usize> {
+        let root = self.root();
+        if self.store().exists_on_disk() || !root.is_dir() {
+            return Ok(0);
+        }
+        self.store().import_legacy(&root)
     }
-}
 
-impl Record {
-    /// The entity, tool result or summary indexed under `name`: what a search hit in the
-    /// workflow's scope is.
-    pub(crate) fn item_named(&self, name: &str) -> Option<WorkflowItem> {
-        if let Some(e) = self.entities.values().find(|e| e.indexed_name() == name) {
-            return Some(WorkflowItem::Entity(e.clone()));
-        }
-        if let Some(r) = self.results.iter().find(|r| r.indexed_name() == name) {
-            return Some(WorkflowItem::Result(r.clone()));
-        }
-        self.summaries
-            .iter()
-            .find(|s| s.indexed_name() == name)
-            .map(|s| WorkflowItem::Summary(s.clone()))
+    /// Set when workflow `workflow` of `scope` was last used (tests of the time to live).
+    #[cfg(test)]
+    pub(crate) fn set_touched(&self, scope: &Scope, workflow: &str, at: SystemTime) {
+        let w = workflow_scope(scope, workflow).unwrap();
+        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        self.store().touch(&w, secs).unwrap();
     }
 }
 

@@ -585,13 +585,11 @@ fn abandoned_workflows_end_after_their_time_to_live() {
         json!({"workflow": "new", "handle": "tr_1"}),
     );
     let later = now + std::time::Duration::from_secs(2 * 3600);
-    let record = |w: &str| wf.folder(&alice().in_workflow(w)).join("record.json");
-    let f = std::fs::File::options()
-        .append(true)
-        .open(record("new"))
-        .unwrap();
-    f.set_modified(later - std::time::Duration::from_secs(1800))
-        .unwrap();
+    wf.set_touched(
+        &alice(),
+        "new",
+        later - std::time::Duration::from_secs(1800),
+    );
     assert_eq!(wf.sweep_expired(later).unwrap(), 1);
     assert!(wf.results(&alice(), "old").unwrap().is_empty());
     assert_eq!(wf.results(&alice(), "new").unwrap().len(), 1);

@@ -23,6 +23,7 @@ mod library;
 mod mcp;
 mod ocr;
 mod privacy;
+mod robustness;
 mod scale_out;
 mod security;
 mod service;

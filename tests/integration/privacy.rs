@@ -74,7 +74,7 @@ fn data_dir_files_and_socket_are_owner_only() {
     let data = sb.data_dir();
     let entries = modes_under(&data);
     // What the check covers: the catalog, content indexes and the shard's own files.
-    assert!(data.join("catalog.json").is_file());
+    assert!(data.join("catalog.sqlite").is_file());
     assert_eq!(content_files(&sb), 2);
     let shard_files = entries
         .iter()
@@ -87,7 +87,7 @@ fn data_dir_files_and_socket_are_owner_only() {
     // on the next open, everything below it too, with a warning.
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(
-        data.join("catalog.json"),
+        data.join("catalog.sqlite"),
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();

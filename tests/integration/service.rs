@@ -33,7 +33,7 @@ impl Service {
         let config = sb.path("ingest.toml");
         if !config.exists() {
             let text = format!(
-                "{extra}\nmetrics_key = \"{METRICS}\"\n\n\
+                "metrics_key = \"{METRICS}\"\n{extra}\n\n\
                  [[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\nmandate = \"acme\"\n\n\
                  [[api_keys]]\nkey = \"{BOB}\"\nuser = \"bob\"\nmandate = \"acme\"\n"
             );
@@ -45,6 +45,11 @@ impl Service {
     /// Start it with the configuration file already at `sb/ingest.toml`. It runs in the
     /// repository's folder, so a name taken for a path there would find real files.
     pub(crate) fn start_config(sb: &Sandbox, args: &[&str]) -> Service {
+        Self::start_config_env(sb, args, &[])
+    }
+
+    /// [`Service::start_config`] with environment variables set (failpoints).
+    pub(crate) fn start_config_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Service {
         let config = sb.path("ingest.toml");
         let out = sb.path("serve.out");
         let child = Command::new(env!("CARGO_BIN_EXE_ingest"))
@@ -55,6 +60,7 @@ impl Service {
             .arg(sb.data_dir())
             .args(args)
             .env_remove(ingest::testing::FAILPOINTS_ENV)
+            .envs(env.iter().copied())
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(sb.path("serve.err")).unwrap())
             .spawn()

@@ -98,11 +98,17 @@ fn workflow_python_mcp_client_plays_a_workflow_and_ending_it_leaves_nothing() {
     assert_eq!(after["workflows"]["results"], 0, "{after}");
     assert_eq!(files_under(&sb.data_dir().join("content")), content_before);
     assert_eq!(files_under(&sb.data_dir().join("workflows")), 0);
-    let catalog = std::fs::read_to_string(sb.data_dir().join("catalog.json")).unwrap_or_default();
-    assert!(
-        !catalog.contains("wf-harbour-1"),
-        "the catalog names the workflow"
-    );
+    // Not in the databases' bytes either (deleted rows are overwritten, not left in free
+    // pages): the catalog and the workflow records, with their write-ahead logs.
+    for db in ["catalog.sqlite", "workflows.sqlite"] {
+        for file in [db.to_string(), format!("{db}-wal")] {
+            let bytes = std::fs::read(sb.data_dir().join(&file)).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("wf-harbour-1"),
+                "{file} names the workflow"
+            );
+        }
+    }
 }
 
 /// Call tool `name` over HTTP: the status and the raw body.

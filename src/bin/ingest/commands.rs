@@ -271,10 +271,18 @@ pub(crate) fn status(common: &Common) -> anyhow::Result<ExitCode> {
 
 /// Open the data directory and its store, waiting a while for a short-lived command (a
 /// `search` or `status` that opened it just before this daemon listened) to let go.
-fn take_index(common: &Common, extract: &ExtractArgs) -> anyhow::Result<Ingestor> {
+fn take_index(
+    common: &Common,
+    extract: &ExtractArgs,
+    adjust: &dyn Fn(&mut Config),
+) -> anyhow::Result<Ingestor> {
     let started = std::time::Instant::now();
     loop {
-        let attempt = open(common, Some(extract)).and_then(|i| {
+        let opened = config(common, Some(extract)).and_then(|mut c| {
+            adjust(&mut c);
+            Ingestor::open(c).with_context(|| format!("opening {}", common.data_dir.display()))
+        });
+        let attempt = opened.and_then(|i| {
             i.open_index()?;
             Ok(i)
         });
@@ -313,13 +321,14 @@ fn refuse_if_served(common: &Common) -> anyhow::Result<()> {
 fn hold_data_dir(
     common: &Common,
     extract: &ExtractArgs,
+    adjust: &dyn Fn(&mut Config),
 ) -> anyhow::Result<(ingest::daemon::Listening, std::sync::Arc<Ingestor>)> {
     ingest::find_model_dir(common.model_dir.as_deref())?;
     refuse_if_served(common)?;
     ingest::prepare_data_dir(&common.data_dir)
         .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let socket = Server::bind(&socket_path(&common.data_dir))?;
-    let ingestor = std::sync::Arc::new(take_index(common, extract)?);
+    let ingestor = std::sync::Arc::new(take_index(common, extract, adjust)?);
     if let Err(e) = ingestor.load_model() {
         tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
     }
@@ -333,7 +342,9 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         .listen
         .or(config.listen)
         .context("no address to listen on: give --listen ADDR or `listen` in the config")?;
-    let (socket, ingestor) = hold_data_dir(common, &args.extract)?;
+    let workflow = config.workflow.clone().unwrap_or_default();
+    let (socket, ingestor) =
+        hold_data_dir(common, &args.extract, &|c| workflow.apply(&mut c.workflow))?;
     let roots = canonical_roots(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
@@ -428,7 +439,7 @@ fn record_sync(
 pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
-    let (listener, ingestor) = hold_data_dir(common, &args.extract)?;
+    let (listener, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
     let roots = canonical_roots(&args.folders)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),

@@ -1,0 +1,614 @@
+//! Where a data directory keeps its workflows' records: one SQLite database,
+//! `workflows.sqlite`, with a row per workflow and a row per item (a tool result's metadata,
+//! an entity, a summary). Storing or replacing an item writes that item's row: nothing that
+//! grows with a workflow, or with all of them, is rewritten by a call, so one workflow's bulk
+//! never makes another's calls wait on it. A workflow's size (items and bytes, what its
+//! quotas bound) is a sum over its rows, kept exact by the database, not a counter beside it.
+//!
+//! The tool results' raw text stays in files (`workflows/<principal>/<workflow>/results/`),
+//! written before their row; records of the earlier layout (`record.json` per workflow) are
+//! moved into the database when it is first opened.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use extractors::Scope;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{Entity, ResultMeta, Summary, WorkflowStats};
+use crate::error::{Error, Result};
+use crate::lock;
+
+/// The database file, in the data directory.
+const DB_FILE: &str = "workflows.sqlite";
+/// The schema this code reads and writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS workflows (
+    key TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    touched_at INTEGER NOT NULL,
+    next INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS workflows_by_principal ON workflows(principal);
+CREATE INDEX IF NOT EXISTS workflows_by_touch ON workflows(touched_at);
+CREATE TABLE IF NOT EXISTS items (
+    workflow TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    indexed_name TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    raw_bytes INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL,
+    PRIMARY KEY (workflow, kind, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_by_indexed_name ON items(workflow, indexed_name);
+";
+
+/// What an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Result = 0,
+    Entity = 1,
+    Summary = 2,
+}
+
+impl Kind {
+    fn of(n: i64) -> Option<Kind> {
+        match n {
+            0 => Some(Kind::Result),
+            1 => Some(Kind::Entity),
+            2 => Some(Kind::Summary),
+            _ => None,
+        }
+    }
+}
+
+/// One item as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Item {
+    Result(ResultMeta),
+    Entity(Entity),
+    Summary(Summary),
+}
+
+impl Item {
+    fn kind(&self) -> Kind {
+        match self {
+            Item::Result(_) => Kind::Result,
+            Item::Entity(_) => Kind::Entity,
+            Item::Summary(_) => Kind::Summary,
+        }
+    }
+
+    /// What names it in its workflow: a handle, an entity's key, a summary's id.
+    fn name(&self) -> &str {
+        match self {
+            Item::Result(m) => &m.handle,
+            Item::Entity(e) => &e.key,
+            Item::Summary(s) => &s.id,
+        }
+    }
+
+    fn indexed_name(&self) -> String {
+        match self {
+            Item::Result(m) => m.indexed_name(),
+            Item::Entity(e) => e.indexed_name(),
+            Item::Summary(s) => s.indexed_name(),
+        }
+    }
+
+    /// The bytes it counts against its workflow's `max_workflow_bytes`: a tool result's text
+    /// and arguments, an entity's key, value and source, a summary's text and what it covers.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Item::Result(m) => m.raw_bytes + m.args.to_string().len() as u64,
+            Item::Entity(e) => {
+                (e.key.len() + e.value.len() + e.source.as_ref().map_or(0, String::len)) as u64
+            }
+            Item::Summary(s) => (s.text.len() + s.covers.as_ref().map_or(0, String::len)) as u64,
+        }
+    }
+
+    fn body(&self) -> Result<String> {
+        match self {
+            Item::Result(m) => serde_json::to_string(m),
+            Item::Entity(e) => serde_json::to_string(e),
+            Item::Summary(s) => serde_json::to_string(s),
+        }
+        .map_err(|e| Error::Workflow(e.to_string()))
+    }
+
+    fn parse(kind: Kind, body: &str) -> Result<Item> {
+        let bad = |e: serde_json::Error| Error::Workflow(format!("a stored item: {e}"));
+        Ok(match kind {
+            Kind::Result => Item::Result(serde_json::from_str(body).map_err(bad)?),
+            Kind::Entity => Item::Entity(serde_json::from_str(body).map_err(bad)?),
+            Kind::Summary => Item::Summary(serde_json::from_str(body).map_err(bad)?),
+        })
+    }
+}
+
+/// What a workflow holds: its items and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    pub items: usize,
+    pub bytes: u64,
+}
+
+/// The workflows' database, opened on first use.
+#[derive(Debug)]
+pub(crate) struct RecordStore {
+    path: PathBuf,
+    conn: Mutex<Option<Connection>>,
+}
+
+fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |e| Error::Workflow(format!("{}: {e}", path.display()))
+}
+
+impl RecordStore {
+    /// The database of the data directory `data_dir` (nothing is opened yet).
+    pub(crate) fn new(data_dir: &Path) -> RecordStore {
+        RecordStore {
+            path: data_dir.join(DB_FILE),
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Run `f` on the open connection (opened, and made, on first use).
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let mut slot = lock(&self.conn);
+        if slot.is_none() {
+            *slot = Some(self.open()?);
+        }
+        match slot.as_mut() {
+            Some(conn) => f(conn).map_err(db_error(&self.path)),
+            None => Err(Error::Workflow("the workflow database is not open".into())),
+        }
+    }
+
+    fn open(&self) -> Result<Connection> {
+        let err = db_error(&self.path);
+        let fresh = !self.path.exists();
+        if fresh {
+            // Owner-only from the start: the file is made by this process's open below.
+            crate::perms::create_file(&self.path)?;
+        }
+        let conn = Connection::open(&self.path).map_err(&err)?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(&err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(&err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
+        // Deleted rows are overwritten, not left in free pages (an ended workflow's items).
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(&err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(&err)?;
+        match version {
+            0 => {
+                conn.execute_batch(SCHEMA).map_err(&err)?;
+                conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(&err)?;
+            }
+            SCHEMA_VERSION => {}
+            other => {
+                return Err(Error::Workflow(format!(
+                    "{}: schema version {other}, this ingest reads {SCHEMA_VERSION}: a newer \
+                     ingest wrote it",
+                    self.path.display()
+                )))
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Whether the database file exists.
+    pub(crate) fn exists_on_disk(&self) -> bool {
+        self.path.exists()
+    }
+
+    /// Whether workflow `w` has a record.
+    pub(crate) fn exists(&self, w: &Scope) -> Result<bool> {
+        let key = w.key();
+        self.with(|c| {
+            c.query_row("SELECT 1 FROM workflows WHERE key = ?1", [&key], |_| Ok(()))
+                .optional()
+                .map(|r| r.is_some())
+        })
+    }
+
+    /// How many workflows `principal` (a scope key without a workflow) has.
+    pub(crate) fn count_of(&self, principal: &str) -> Result<usize> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT count(*) FROM workflows WHERE principal = ?1",
+                [principal],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| usize::try_from(n).unwrap_or(0))
+    }
+
+    /// What workflow `w` holds.
+    pub(crate) fn usage(&self, w: &Scope) -> Result<Usage> {
+        let key = w.key();
+        self.with(|c| {
+            c.query_row(
+                "SELECT count(*), coalesce(sum(bytes), 0) FROM items WHERE workflow = ?1",
+                [&key],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+            )
+        })
+        .map(|(items, bytes)| Usage {
+            items: usize::try_from(items).unwrap_or(0),
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        })
+    }
+
+    /// The next item number of workflow `w` (its record made now if it has none), counted up
+    /// for good: handles and summary ids are never reused.
+    pub(crate) fn next_number(&self, w: &Scope, principal: &str, now: u64) -> Result<u64> {
+        let (key, scope) = (w.key(), scope_json(w)?);
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT OR IGNORE INTO workflows (key, principal, scope, created_at, touched_at, next)
+                 VALUES (?1, ?2, ?3, ?4, ?4, 0)",
+                params![key, principal, scope, now],
+            )?;
+            let next: i64 = tx.query_row(
+                "UPDATE workflows SET next = next + 1, touched_at = ?2 WHERE key = ?1 RETURNING next",
+                params![key, now],
+                |r| r.get(0),
+            )?;
+            tx.commit()?;
+            Ok(u64::try_from(next).unwrap_or(0))
+        })
+    }
+
+    /// Make workflow `w`'s record if it has none (an entity, which takes no number).
+    pub(crate) fn ensure(&self, w: &Scope, principal: &str, now: u64) -> Result<()> {
+        let (key, scope) = (w.key(), scope_json(w)?);
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.execute(
+                "INSERT OR IGNORE INTO workflows (key, principal, scope, created_at, touched_at, next)
+                 VALUES (?1, ?2, ?3, ?4, ?4, 0)",
+                params![key, principal, scope, now],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Store `item` in workflow `w` (replacing the item of the same kind and name), and mark
+    /// the workflow used now.
+    pub(crate) fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()> {
+        let key = w.key();
+        let body = item.body()?;
+        let raw = match item {
+            Item::Result(m) => m.raw_bytes,
+            _ => 0,
+        };
+        let (bytes, raw) = (
+            i64::try_from(item.bytes()).unwrap_or(i64::MAX),
+            i64::try_from(raw).unwrap_or(i64::MAX),
+        );
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT OR REPLACE INTO items (workflow, kind, name, seq, indexed_name, bytes, raw_bytes, body)
+                 VALUES (?1, ?2, ?3,
+                         (SELECT coalesce(max(seq), 0) + 1 FROM items WHERE workflow = ?1),
+                         ?4, ?5, ?6, ?7)",
+                params![
+                    key,
+                    item.kind() as i64,
+                    item.name(),
+                    item.indexed_name(),
+                    bytes,
+                    raw,
+                    body
+                ],
+            )?;
+            tx.execute(
+                "UPDATE workflows SET touched_at = ?2 WHERE key = ?1",
+                params![key, now],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// The item of `kind` named `name` in workflow `w`.
+    pub(crate) fn get(&self, w: &Scope, kind: Kind, name: &str) -> Result<Option<Item>> {
+        let key = w.key();
+        let body: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT body FROM items WHERE workflow = ?1 AND kind = ?2 AND name = ?3",
+                params![key, kind as i64, name],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        body.map(|b| Item::parse(kind, &b)).transpose()
+    }
+
+    /// The item of workflow `w` indexed under `indexed_name` (what a search hit names).
+    pub(crate) fn indexed(&self, w: &Scope, indexed_name: &str) -> Result<Option<Item>> {
+        let key = w.key();
+        let row: Option<(i64, String)> = self.with(|c| {
+            c.query_row(
+                "SELECT kind, body FROM items WHERE workflow = ?1 AND indexed_name = ?2",
+                params![key, indexed_name],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        match row {
+            Some((kind, body)) => match Kind::of(kind) {
+                Some(kind) => Item::parse(kind, &body).map(Some),
+                None => Ok(None),
+            },
+            None => Ok(None),
+        }
+    }
+
+    /// The items of `kind` in workflow `w`: tool results and summaries oldest first, entities
+    /// by key; the newest `last` only, when given.
+    pub(crate) fn list(&self, w: &Scope, kind: Kind, last: Option<usize>) -> Result<Vec<Item>> {
+        let key = w.key();
+        let order = match kind {
+            Kind::Entity => "name ASC",
+            _ => "seq DESC",
+        };
+        let limit = last.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let sql = format!(
+            "SELECT body FROM items WHERE workflow = ?1 AND kind = ?2 ORDER BY {order} LIMIT ?3"
+        );
+        let bodies: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![key, kind as i64, limit], |r| r.get(0))?;
+            rows.collect()
+        })?;
+        let mut items = bodies
+            .iter()
+            .map(|b| Item::parse(kind, b))
+            .collect::<Result<Vec<_>>>()?;
+        if kind != Kind::Entity {
+            items.reverse();
+        }
+        Ok(items)
+    }
+
+    /// [`RecordStore::list`], each item as `pick` gives it (those it gives `None` for left
+    /// out).
+    pub(crate) fn list_as<T>(
+        &self,
+        w: &Scope,
+        kind: Kind,
+        last: Option<usize>,
+        pick: impl Fn(Item) -> Option<T>,
+    ) -> Result<Vec<T>> {
+        Ok(self
+            .list(w, kind, last)?
+            .into_iter()
+            .filter_map(pick)
+            .collect())
+    }
+
+    /// Delete workflow `w`'s items of `kinds`; with `whole`, its record too.
+    pub(crate) fn delete(&self, w: &Scope, kinds: &[Kind], whole: bool) -> Result<()> {
+        let key = w.key();
+        self.with(|c| {
+            let tx = c.transaction()?;
+            for kind in kinds {
+                tx.execute(
+                    "DELETE FROM items WHERE workflow = ?1 AND kind = ?2",
+                    params![key, *kind as i64],
+                )?;
+            }
+            if whole {
+                tx.execute("DELETE FROM items WHERE workflow = ?1", [&key])?;
+                tx.execute("DELETE FROM workflows WHERE key = ?1", [&key])?;
+            }
+            tx.commit()
+        })
+    }
+
+    /// Copy what the write-ahead log holds into the database and empty the log, so that
+    /// deleted items leave no earlier page behind (best effort).
+    pub(crate) fn truncate_log(&self) {
+        let r = self.with(|c| c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
+        if let Err(e) = r {
+            tracing::warn!("emptying the workflows' log: {e}");
+        }
+    }
+
+    /// Mark workflow `w` used now (its time to live starts again).
+    pub(crate) fn touch(&self, w: &Scope, now: u64) -> Result<()> {
+        let key = w.key();
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.execute(
+                "UPDATE workflows SET touched_at = ?2 WHERE key = ?1",
+                params![key, now],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// The workflows last used before `cutoff` (seconds since the epoch), oldest first, at
+    /// most `max`.
+    pub(crate) fn unused_since(&self, cutoff: u64, max: usize) -> Result<Vec<Scope>> {
+        let cutoff = i64::try_from(cutoff).unwrap_or(i64::MAX);
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let scopes: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT scope FROM workflows WHERE touched_at < ?1 ORDER BY touched_at LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![cutoff, max], |r| r.get(0))?;
+            rows.collect()
+        })?;
+        scopes
+            .iter()
+            .map(|s| serde_json::from_str(s).map_err(|e| Error::Workflow(e.to_string())))
+            .collect()
+    }
+
+    /// When workflow `w` was last used.
+    pub(crate) fn touched_at(&self, w: &Scope) -> Result<Option<u64>> {
+        let key = w.key();
+        let t: Option<i64> = self.with(|c| {
+            c.query_row(
+                "SELECT touched_at FROM workflows WHERE key = ?1",
+                [&key],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        Ok(t.map(|t| u64::try_from(t).unwrap_or(0)))
+    }
+
+    /// Counts over every workflow.
+    pub(crate) fn stats(&self) -> Result<WorkflowStats> {
+        if !self.path.exists() {
+            return Ok(WorkflowStats::default());
+        }
+        self.with(|c| {
+            let workflows: i64 = c.query_row("SELECT count(*) FROM workflows", [], |r| r.get(0))?;
+            let mut s = WorkflowStats {
+                workflows: u64::try_from(workflows).unwrap_or(0),
+                ..WorkflowStats::default()
+            };
+            let mut stmt = c.prepare_cached(
+                "SELECT kind, count(*), coalesce(sum(raw_bytes), 0) FROM items GROUP BY kind",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (kind, n, raw) = row?;
+                let n = u64::try_from(n).unwrap_or(0);
+                match Kind::of(kind) {
+                    Some(Kind::Result) => {
+                        s.results = n;
+                        s.result_bytes = u64::try_from(raw).unwrap_or(0);
+                    }
+                    Some(Kind::Entity) => s.entities = n,
+                    Some(Kind::Summary) => s.summaries = n,
+                    None => {}
+                }
+            }
+            Ok(s)
+        })
+    }
+}
+
+fn scope_json(w: &Scope) -> Result<String> {
+    serde_json::to_string(w).map_err(|e| Error::Workflow(e.to_string()))
+}
+
+impl RecordStore {
+    /// Move the records of the earlier layout (`workflows/<principal>/<workflow>/record.json`
+    /// under `root`) into the database, each in one transaction, and delete each file once
+    /// its rows are in; how many. A record that cannot be read is left in place and logged.
+    pub(crate) fn import_legacy(&self, root: &Path) -> Result<usize> {
+        let mut moved = 0;
+        for principal in super::subfolders(root)? {
+            for folder in super::subfolders(&principal)? {
+                let path = folder.join("record.json");
+                let record = match std::fs::read(&path) {
+                    Ok(bytes) => serde_json::from_slice::<super::LegacyRecord>(&bytes),
+                    Err(_) => continue,
+                };
+                let record = match record {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!("{}: not moved into the database: {e}", path.display());
+                        continue;
+                    }
+                };
+                self.import_one(&record)?;
+                std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+
+    fn import_one(&self, r: &super::LegacyRecord) -> Result<()> {
+        let w = &r.scope;
+        let principal = Scope {
+            workflow_id: None,
+            is_shared: false,
+            ..w.clone()
+        }
+        .key();
+        let now = crate::report::now_secs();
+        let items: Vec<Item> = r
+            .results
+            .iter()
+            .cloned()
+            .map(Item::Result)
+            .chain(r.entities.values().cloned().map(Item::Entity))
+            .chain(r.summaries.iter().cloned().map(Item::Summary))
+            .collect();
+        let next = r
+            .results
+            .iter()
+            .map(|m| m.handle.as_str())
+            .chain(r.summaries.iter().map(|s| s.id.as_str()))
+            .filter_map(|n| n.rsplit('_').next()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        let bodies = items
+            .iter()
+            .map(|i| Ok((i, i.body()?)))
+            .collect::<Result<Vec<_>>>()?;
+        let (key, scope) = (w.key(), scope_json(w)?);
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        let next = i64::try_from(next).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT OR IGNORE INTO workflows (key, principal, scope, created_at, touched_at, next)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                params![key, principal, scope, now, next],
+            )?;
+            for (seq, (item, body)) in bodies.iter().enumerate() {
+                let raw = match item {
+                    Item::Result(m) => m.raw_bytes,
+                    _ => 0,
+                };
+                tx.execute(
+                    "INSERT OR REPLACE INTO items (workflow, kind, name, seq, indexed_name, bytes, raw_bytes, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        key,
+                        item.kind() as i64,
+                        item.name(),
+                        i64::try_from(seq + 1).unwrap_or(i64::MAX),
+                        item.indexed_name(),
+                        i64::try_from(item.bytes()).unwrap_or(i64::MAX),
+                        i64::try_from(raw).unwrap_or(i64::MAX),
+                        body
+                    ],
+                )?;
+            }
+            tx.commit()
+        })
+    }
+}
