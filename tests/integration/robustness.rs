@@ -252,8 +252,8 @@ fn robustness_a_body_of_tiny_values_costs_its_size() {
     assert!(service.stop().success());
 }
 
-/// A body sent with a wrong key is never read: eight connections each declaring and sending
-/// 33 MB get their 401 at once and cost the service nothing it keeps. Bound: 32 MiB above the
+/// A body sent with a wrong key is never read: eight connections (four to a tool, four to
+/// MCP) each declaring and sending 33 MB get their 401 at once and cost the service nothing it keeps. Bound: 32 MiB above the
 /// RSS before (connection buffers and the drain's read buffer, never a body; before the fix,
 /// +180 MB for eight).
 #[test]
@@ -269,8 +269,14 @@ fn robustness_a_wrong_key_costs_nothing_before_its_401() {
                 s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
                 s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
                 let len = 33_000_000;
+                // Half to a tool, half to MCP: both answer 401 before reading.
+                let path = if i % 2 == 0 {
+                    "/v1/tools/store_tool_result"
+                } else {
+                    "/mcp"
+                };
                 let head = format!(
-                    "POST /v1/tools/store_tool_result HTTP/1.1\r\nHost: x\r\n\
+                    "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
                      Authorization: Bearer k-wrong-key-{i:04}-0123456789\r\n\
                      Content-Type: application/json\r\nContent-Length: {len}\r\n\r\n"
                 );
