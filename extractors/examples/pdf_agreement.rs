@@ -45,7 +45,7 @@ fn unjoined(text: &str, joins: &serde_json::Value) -> String {
         serde_json::from_value(joins.clone()).unwrap_or_default();
     list.sort_by_key(|j| std::cmp::Reverse(j.0));
     for (at, was, now) in list {
-        let end = (at + now.chars().count() + 1).min(chars.len());
+        let end = (at + now.chars().count()).min(chars.len());
         if at <= end {
             chars.splice(at..end, was.chars());
         }

@@ -5,9 +5,9 @@
 //! A hyphen stays when it is a real one: when the document itself writes the hyphenated form
 //! elsewhere on one line ("command-line") and never the joined one. A soft hyphen (U+00AD) is
 //! always a break. Nothing is joined before a capital ("Smith-" / "Jones") or across a
-//! blank line. What was changed is kept: each join is recorded as `[at, was, now]` (the
-//! char offset of `now` in the new text, and the exact text it replaced), so a quote of the
-//! page as printed can still be checked against it.
+//! blank line. What was changed is kept: each join is recorded as `[at, was, now]`: from char
+//! offset `at` the new text holds `now` where the page printed `was`, so a quote of the page
+//! as printed can still be checked against it (replace `now` by `was`, last join first).
 
 use std::collections::HashSet;
 
@@ -77,7 +77,7 @@ pub(crate) fn join_hyphens(
                 out.push_str(line.get(..j.head_start).unwrap_or(""));
                 out.push_str(&j.now);
                 if joins.len() < MAX_RECORDED_JOINS {
-                    joins.push((at, j.was, j.now.clone()));
+                    joins.push((at, j.was, format!("{}\n", j.now)));
                 }
                 out.push('\n');
                 carry = Some(j.rest);
@@ -173,12 +173,12 @@ mod tests {
         assert_eq!(t, "the following\noptions are\nread");
         assert_eq!(
             joins,
-            [(4, "fol-\nlowing ".to_string(), "following".to_string())]
+            [(4, "fol-\nlowing ".to_string(), "following\n".to_string())]
         );
         // Recorded so that the printed text can be rebuilt.
         let (at, was, now) = &joins[0];
         let prefix: String = t.chars().take(*at).collect();
-        let rest: String = t.chars().skip(at + now.chars().count() + 1).collect();
+        let rest: String = t.chars().skip(at + now.chars().count()).collect();
         assert_eq!(
             format!("{prefix}{was}{rest}"),
             "the fol-\nlowing options are\nread"

@@ -43,12 +43,15 @@ pub(super) const FUSION_CANDIDATES: usize = 100;
 /// and `filter` lets through, fused by [`fuse`]; the `limit` after the `offset` best
 /// (`paging` is `(limit, offset, min_score)`).
 ///
-/// The fused scores only order the hits. Each hit comes back with its cosine similarity to
-/// the query as its `score`: an absolute relevance, comparable between searches, that a
-/// threshold can use (a hit the words found outside the meaning ranking's candidates has
-/// its cosine looked up by id). With `min_score`, hits whose cosine is below it are left
-/// out after the fusion (so the others keep their order). When the words rank nothing (no
-/// point holds any of them), the meaning ranking is the answer.
+/// The fused scores only order the hits. Each hit comes back with an absolute relevance as
+/// its `score`, comparable between searches so that a threshold can use it: its cosine
+/// similarity to the query, or its BM25 score divided by [`BM25_PER_RELEVANCE`] when that is
+/// higher (a passage holding the question's rare words is relevant whatever the embedding
+/// says: a part number, a German question to an English model). A hit the words found
+/// outside the meaning ranking's candidates has its cosine looked up by id. With
+/// `min_score`, hits below it are left out after the fusion (so the others keep their
+/// order). When the words rank nothing (no point holds any of them), the meaning ranking is
+/// the answer.
 pub(super) fn hybrid(
     store: &dyn IndexRead,
     scope: &Scope,
@@ -61,6 +64,15 @@ pub(super) fn hybrid(
     };
     Some(fused_search(store, scope, vector, text, paging, filter))
 }
+
+/// The BM25 score that counts as much as a cosine of 1 in a hybrid hit's relevance. Set on
+/// the development corpus (35 231 points): the BM25 score of the best hit of the 50
+/// questions about what it does not hold reaches 34.5 (median 16), the answers of the 131
+/// real questions whose cosine is low (a part number, German questions) score 34–78; so
+/// 80 puts a keyword-only answer above the relevance floor where the absent questions stay
+/// below it (docs/EVALUATION.md, "Nothing relevant"). BM25 grows with the log of the corpus
+/// size: on a much smaller index the words count a little less.
+pub(crate) const BM25_PER_RELEVANCE: f32 = 80.0;
 
 /// Which point a hit is: its owner's scope and its id.
 fn point_of(hit: &Hit) -> (String, u64) {
@@ -92,6 +104,8 @@ fn fused_search(
     let keyword = store.search(scope, &words, candidates, 0, None, filter)?;
     let mut cosine: HashMap<(String, u64), f32> =
         dense.iter().map(|h| (point_of(h), h.score)).collect();
+    let bm25: HashMap<(String, u64), f32> =
+        keyword.iter().map(|h| (point_of(h), h.score)).collect();
     let ranked = if keyword.is_empty() {
         dense
     } else {
@@ -115,7 +129,9 @@ fn fused_search(
         .into_iter()
         .filter_map(|mut hit| {
             // A point gone between the two searches has no cosine: it is not an answer.
-            hit.score = *cosine.get(&point_of(&hit))?;
+            let point = point_of(&hit);
+            let words = bm25.get(&point).map_or(0.0, |s| s / BM25_PER_RELEVANCE);
+            hit.score = cosine.get(&point)?.max(words);
             min_score.is_none_or(|m| hit.score >= m).then_some(hit)
         })
         .take(end)

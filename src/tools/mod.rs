@@ -52,8 +52,9 @@ pub struct SearchArgs {
     /// come with a `cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    /// Leave out hits whose relevance (each hit's `score`: the cosine similarity of meaning,
-    /// 0..1, in `hybrid` and `dense`; the BM25 score in `keyword`) is below this. Default:
+    /// Leave out hits whose relevance (each hit's `score`: in `hybrid` the cosine similarity
+    /// of meaning, 0..1, or the words' BM25 score / 80 when higher; the cosine in `dense`;
+    /// the BM25 score in `keyword`) is below this. Default:
     /// the model's relevance floor (the answer's `min_score`), so that a search about what
     /// the documents do not hold answers "nothing relevant"; 0 shows the closest passages
     /// anyway.

@@ -327,6 +327,9 @@ impl Drop for McpClient {
 #[test]
 fn mcp_lists_the_selected_tools_and_answers_with_the_exact_text() {
     let sb = Sandbox::new();
+    // The document tools read an index: one is there.
+    sb.write("in/a.txt", b"The tide tables are printed in March.\n");
+    assert_eq!(sb.ingest(&[&sb.path("in")]).2, 0);
     let mut mcp = McpClient::start(&sb, &["--tools", "browse_container,search_documents"]);
     let listed = mcp.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().expect("tools");
@@ -387,7 +390,7 @@ fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
     let mut mcp = McpClient::start(&sb, &[]);
     let first = mcp.call(
         "search_documents",
-        json!({"query": "tide", "max_chars": 1000}),
+        json!({"query": "tide", "max_chars": 1000, "min_score": 0}),
     );
     let hits = |reply: &serde_json::Value| -> usize {
         let text = reply["result"]["content"][0]["text"]
@@ -414,7 +417,7 @@ fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
     });
     let again = mcp.call(
         "search_documents",
-        json!({"query": "tide", "max_chars": 1000}),
+        json!({"query": "tide", "max_chars": 1000, "min_score": 0}),
     );
     assert!(hits(&again) > 0, "the daemon found it too: {again}");
     assert!(log().contains("answered_by=\"daemon\""), "{}", log());

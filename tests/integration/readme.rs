@@ -20,17 +20,19 @@ struct Shown {
 /// `text`.
 fn commands(doc: &'static str, text: &str) -> Vec<Shown> {
     let mut out: Vec<Shown> = Vec::new();
-    let mut in_block = false;
+    // The language of the fence open (`""` for a text block), or `None` outside one.
+    let mut fence: Option<&str> = None;
     let mut current: Option<Shown> = None;
     for line in text.lines() {
-        if line.starts_with("```") {
-            if in_block {
-                out.extend(current.take());
-            }
-            in_block = line == "```" && !in_block;
+        if let Some(lang) = line.strip_prefix("```") {
+            out.extend(current.take());
+            fence = match fence {
+                Some(_) => None,
+                None => Some(lang),
+            };
             continue;
         }
-        if !in_block {
+        if fence != Some("") {
             continue;
         }
         if let Some(command) = line.strip_prefix("$ ingest ") {

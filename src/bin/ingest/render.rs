@@ -246,11 +246,12 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
     let objects = field(answer, "/objects")
         .as_array()
         .map_or(&[][..], Vec::as_slice);
+    let total = number(answer, "/total").unwrap_or(objects.len() as u64);
     writeln!(
         out,
-        "{}  ({} objects selected)",
+        "{}  ({total} {} selected)",
         text(answer, "/locator").unwrap_or("?"),
-        number(answer, "/total").unwrap_or(objects.len() as u64)
+        if total == 1 { "object" } else { "objects" }
     )?;
     for o in objects {
         let mut about = vec![text(o, "/type").unwrap_or("?").to_string()];
