@@ -490,3 +490,24 @@ fn a_run_stopped_by_sigint_in_the_middle_of_a_file_goes_on_from_there() {
         "the checkpoint goes once the file is stored"
     );
 }
+
+#[test]
+fn watch_says_what_it_does_at_info_unless_quiet() {
+    for quiet in [false, true] {
+        let sb = Sandbox::new();
+        sb.write("folder/a.txt", b"The pilot boat waits by the breakwater.\n");
+        let args: &[&str] = if quiet { &["--quiet"] } else { &[] };
+        let daemon = Daemon::start_with(&sb, &[&sb.path("folder")], args, &[]);
+        // Up once its status answers with the first sync done (a hang guard, not a speed).
+        let synced = wait_for(std::time::Duration::from_secs(300), || {
+            sb.try_status()
+                .is_some_and(|s| s["daemon"]["syncs"].as_u64().unwrap_or(0) >= 1)
+        });
+        assert!(synced.is_some(), "no first sync");
+        assert!(daemon.stop().success());
+        let log = std::fs::read_to_string(sb.path("daemon.err")).unwrap();
+        for said in ["watching", "synced", "stopped"] {
+            assert_eq!(log.contains(said), !quiet, "quiet {quiet}, {said:?}: {log}");
+        }
+    }
+}
