@@ -14,9 +14,12 @@ models:
 	python3 scripts/setup-models.py
 
 ## The Debian programs OCR runs (tesseract with English and German data; pdftoppm from
-## poppler-utils, whose pdftotext the tests also compare against); skipped when present.
+## poppler-utils, whose pdftotext the tests also compare against), and groff (groff-base),
+## whose rendering of manual pages the man-page conformance test compares against; skipped
+## when present.
 ocr-tools:
 	@command -v pdftotext >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null; }
+	@command -v groff >/dev/null || { apt-get update -qq && apt-get install -y -qq groff-base >/dev/null; }
 	@command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx deu && tesseract --list-langs 2>/dev/null | grep -qx eng \
 		|| { apt-get update -qq && apt-get install -y -qq tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu >/dev/null; }
 

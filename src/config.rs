@@ -145,6 +145,10 @@ pub struct Config {
     /// Ingest files and folders inside a walked folder whose names start with `.`. Off by
     /// default: each such entry gets one `skipped` line and nothing under it is read.
     pub include_hidden: bool,
+    /// What folder walks leave out besides hidden entries: `exclude`/`include` globs and
+    /// the `.gitignore`, `.ignore` and `.ingestignore` files met (honoured by default).
+    /// Each entry left out is one `ignored` line; nothing under it is read.
+    pub exclusions: crate::Exclusions,
     /// Read again files that failed or were skipped last time even though their size and
     /// modification time did not change (and archives holding such members): after a limit
     /// or the extraction timeout was raised. Off by default: an unchanged failure is
@@ -224,6 +228,7 @@ impl Default for Config {
             in_flight_bytes: 256 * 1024 * 1024,
             isolation: IsolationConfig::default(),
             include_hidden: false,
+            exclusions: crate::Exclusions::default(),
             retry_unindexed: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
             server: None,
@@ -289,6 +294,9 @@ impl Config {
             return bad("limits.max_ratio must be at least 1");
         }
         if let Err(e) = self.workflow.validate() {
+            return Err(Error::Config(e));
+        }
+        if let Err(e) = self.exclusions.check() {
             return Err(Error::Config(e));
         }
         if let Err(e) = self.ocr.check() {

@@ -9,6 +9,10 @@
 //! (`pdf`, `german`, `scanned`, …) that the report breaks the scores down by. Empty lines
 //! and lines starting with `#` are skipped.
 //!
+//! `expected` may be `-`: the question is about what the documents do not hold, and the
+//! right answer is none (a search that finds nothing relevant, [`Ingestor::relevance_floor`]);
+//! such *absent* questions are counted apart and never in recall (eval/absent.tsv).
+//!
 //! A hit answers a question when its file (or a file holding identical bytes, `also_in`)
 //! is an expected one: the same locator, or one that ends with `/` and the expected path.
 //! It answers the page too when it lies on the expected page.
@@ -51,6 +55,11 @@ impl Question {
     pub fn has_page(&self) -> bool {
         self.expected.iter().any(|e| e.page.is_some())
     }
+
+    /// Whether the question is about what the documents do not hold (`expected` is `-`).
+    pub fn is_absent(&self) -> bool {
+        self.expected.is_empty()
+    }
 }
 
 /// Names a header line may give the expected column (such a first line is skipped).
@@ -88,13 +97,17 @@ pub fn parse_questions(tsv: &str) -> Result<Vec<Question>> {
         if text.is_empty() || expected.is_empty() {
             return Err(bad("want `question<TAB>expected[<TAB>tags]`"));
         }
-        let expected = expected
-            .split(" | ")
-            .map(|e| parse_expected(e.trim()).map_err(|why| bad(&why)))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .flatten()
-            .collect();
+        let expected = if expected == "-" {
+            Vec::new()
+        } else {
+            expected
+                .split(" | ")
+                .map(|e| parse_expected(e.trim()).map_err(|why| bad(&why)))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .flatten()
+                .collect()
+        };
         out.push(Question {
             text: text.to_string(),
             expected,
@@ -188,6 +201,15 @@ pub struct Outcome {
     pub page_rank: Option<usize>,
     /// Whether the question is answered on a page.
     pub has_page: bool,
+    /// Whether the question is about what the documents do not hold.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+    /// Hits the search returned (after the relevance floor).
+    pub hits: usize,
+    /// The first hit's score (its relevance), if any.
+    pub best_score: Option<f32>,
+    /// The score of the first hit in an expected file, if any.
+    pub answer_score: Option<f32>,
     /// Milliseconds the search took.
     pub millis: f64,
     /// The locators of the first hits, for reading misses.
@@ -197,8 +219,12 @@ pub struct Outcome {
 /// Scores over a set of questions.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Scores {
-    /// Questions asked.
+    /// Questions asked (absent questions not counted).
     pub questions: usize,
+    /// Absent questions asked (about what the documents do not hold).
+    pub absent_questions: usize,
+    /// Share of absent questions answered with no hit: "nothing relevant".
+    pub absent_nothing: f64,
     /// Share of questions with a hit in an expected file among the first `k`.
     pub recall: f64,
     /// Page questions asked.
@@ -212,7 +238,13 @@ pub struct Scores {
 impl Scores {
     fn of<'a>(outcomes: impl Iterator<Item = &'a Outcome>, k: usize) -> Scores {
         let (mut n, mut found, mut pages, mut page_found, mut rr) = (0, 0, 0, 0, 0.0);
+        let (mut absent, mut nothing) = (0, 0);
         for o in outcomes {
+            if o.absent {
+                absent += 1;
+                nothing += usize::from(o.hits == 0);
+                continue;
+            }
             n += 1;
             found += usize::from(o.file_rank.is_some_and(|r| r <= k));
             rr += o.file_rank.map_or(0.0, |r| 1.0 / r as f64);
@@ -224,6 +256,8 @@ impl Scores {
         let share = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         Scores {
             questions: n,
+            absent_questions: absent,
+            absent_nothing: share(nothing, absent),
             recall: share(found, n),
             page_questions: pages,
             page_recall: share(page_found, pages),
@@ -258,11 +292,18 @@ pub struct EvalOptions {
     pub k: usize,
     /// Hits asked for per question (MRR is computed over them); at least `k`.
     pub limit: usize,
+    /// Hits below this relevance are left out; `None`: the index's relevance floor
+    /// ([`Ingestor::relevance_floor`]), as the tools and the CLI apply it.
+    pub min_score: Option<f32>,
 }
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        EvalOptions { k: 5, limit: 10 }
+        EvalOptions {
+            k: 5,
+            limit: 10,
+            min_score: None,
+        }
     }
 }
 
@@ -276,14 +317,15 @@ pub fn evaluate(
 ) -> Result<ModeReport> {
     let limit = options.limit.max(options.k);
     let filter = SearchFilter::default();
+    let min_score = options.min_score.or(ingestor.relevance_floor(mode));
     // Load the model (and warm the index) before timing.
     if let Some(q) = questions.first() {
-        ingestor.search_filtered(&q.text, scope, 1, None, &filter, mode)?;
+        ingestor.search_filtered(&q.text, scope, 1, min_score, &filter, mode)?;
     }
     let mut outcomes = Vec::with_capacity(questions.len());
     for q in questions {
         let started = Instant::now();
-        let hits = ingestor.search_filtered(&q.text, scope, limit, None, &filter, mode)?;
+        let hits = ingestor.search_filtered(&q.text, scope, limit, min_score, &filter, mode)?;
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         let (file_rank, page_rank) = judge(q, &hits);
         outcomes.push(Outcome {
@@ -292,6 +334,12 @@ pub fn evaluate(
             file_rank,
             page_rank,
             has_page: q.has_page(),
+            absent: q.is_absent(),
+            hits: hits.len(),
+            best_score: hits.first().map(|h| h.score),
+            answer_score: file_rank
+                .and_then(|r| hits.get(r.saturating_sub(1)))
+                .map(|h| h.score),
             millis,
             top: hits
                 .iter()
@@ -486,6 +534,10 @@ mod tests {
             file_rank,
             page_rank,
             has_page,
+            absent: false,
+            hits: 5,
+            best_score: None,
+            answer_score: None,
             millis: 1.0,
             top: Vec::new(),
         };
@@ -503,5 +555,18 @@ mod tests {
         assert!((s.mrr - (1.0 + 1.0 / 6.0 + 0.5) / 4.0).abs() < 1e-9);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.0);
         assert_eq!(percentile(&[], 0.5), 0.0);
+        // Absent questions count apart: answered with no hit, or not; never in recall.
+        let absent = |hits| Outcome {
+            absent: true,
+            hits,
+            ..o(None, None, false)
+        };
+        let os = [o(Some(1), None, false), absent(0), absent(0), absent(3)];
+        let s = Scores::of(os.iter(), 5);
+        assert_eq!((s.questions, s.absent_questions), (1, 3));
+        assert!((s.recall - 1.0).abs() < 1e-9);
+        assert!((s.absent_nothing - 2.0 / 3.0).abs() < 1e-9);
+        let qs = parse_questions("What is banana bread?\t-\tabsent\n").unwrap();
+        assert!(qs[0].is_absent() && qs[0].tags == ["absent"]);
     }
 }

@@ -255,6 +255,8 @@ pub struct Ingestor {
     pub(crate) runs: RunSlots,
     /// The workflows' records, turns and sweeps (`crate::workflow`).
     pub(crate) workflow_records: crate::workflow::WorkflowRecords,
+    /// How far the current run has come ([`Ingestor::progress`]).
+    pub(crate) progress: Arc<crate::RunProgress>,
 }
 
 impl std::fmt::Debug for Ingestor {
@@ -310,6 +312,7 @@ impl Ingestor {
             chunker: Mutex::new(None),
             store: Mutex::new(None),
             runs: RunSlots::default(),
+            progress: Arc::default(),
             workflow_records,
         };
         match ingestor.workflows().import_legacy() {
@@ -455,8 +458,12 @@ impl Ingestor {
     }
 
     /// Search the chunks `scope` may read that `filter` lets through (under a locator, of a
-    /// type, on pages, in a section, sheet or slide), best first, ranked as `mode` says.
-    /// Blocks while the model loads on first use (keyword searches never load it).
+    /// type, on pages, in a section, sheet or slide), best first, ranked as `mode` says, each
+    /// locator once. A hit's `score` is its relevance: the cosine similarity to the query
+    /// (`dense`, and `hybrid`, whose fused ranking orders the hits), the BM25 score
+    /// (`keyword`); `min_score` leaves out hits below it ([`Ingestor::relevance_floor`] is
+    /// the floor the faces apply when a caller gives none). Blocks while the model loads on
+    /// first use (keyword searches never load it).
     pub fn search_filtered(
         &self,
         query: &str,
@@ -472,6 +479,24 @@ impl Ingestor {
         }
         let vector = self.query_vector(query, mode)?;
         self.search_embedded(query, vector, scope, limit, min_score, filter, mode)
+    }
+
+    /// How far the current run has come: files and bytes found and read, chunks known and
+    /// embedded, the file being embedded. Read it from another thread while `ingest` runs
+    /// (the CLI's progress line does).
+    pub fn progress(&self) -> Arc<crate::RunProgress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// The relevance below which a hit of `mode` is taken as unrelated to the query: the
+    /// cosine floor measured for this index's model (docs/EVALUATION.md, "Nothing
+    /// relevant"), or `None` (keyword searches: BM25 scores are not comparable between
+    /// indexes; a model without a measured floor). The tools, the HTTP service and the CLI
+    /// apply it when a search gives no `min_score`.
+    pub fn relevance_floor(&self, mode: SearchMode) -> Option<f32> {
+        mode.uses_embedding()
+            .then(|| self.model_variant.relevance_floor())
+            .flatten()
     }
 
     /// The query's embedding when `mode` ranks by meaning (loading the model on first use); a
@@ -513,7 +538,10 @@ impl Ingestor {
             text: (mode != SearchMode::Dense).then(|| query.to_string()),
         };
         let store = self.store()?;
-        let mut hits = store.search(scope, &index_query, limit, 0, min_score, filter)?;
+        // A page's other chunks share its locator: fetched beyond `limit` so that, each
+        // locator once, `limit` hits are still there.
+        let wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
+        let mut hits = store.search(scope, &index_query, wanted, 0, min_score, filter)?;
         // A query that is a file's name finds that file's card first, however common the
         // words of the name are elsewhere.
         if let Some(name) = file_name_in(query).filter(|_| filter.kind != Some(ChunkKind::Passage))
@@ -523,13 +551,16 @@ impl Ingestor {
                 file_name: Some(name.to_string()),
                 ..filter.clone()
             };
-            let first = store.search(scope, &index_query, limit, 0, None, &named)?;
+            let first = store.search(scope, &index_query, limit, 0, min_score, &named)?;
             if !first.is_empty() {
                 hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
                 hits.splice(0..0, first);
-                hits.truncate(limit);
             }
         }
+        // No locator twice in one answer: the first (best) hit of each stands for it.
+        let mut seen = std::collections::HashSet::new();
+        hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
+        hits.truncate(limit);
         Ok(hits)
     }
 

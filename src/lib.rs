@@ -53,6 +53,7 @@ mod isolation;
 pub mod mcp;
 mod perms;
 mod pipeline;
+mod progress;
 mod records;
 mod reindex;
 mod report;
@@ -78,9 +79,11 @@ pub use index::{
 pub use ingestor::{Ingestor, Input};
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
+pub use progress::{ProgressSnapshot, RunProgress};
 pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use tools::{AnsweredBy, ToolHost};
+pub use unpack::Exclusions;
 #[cfg(feature = "tokio")]
 pub use uploads::AsyncUploads;
 pub use uploads::{

@@ -15,7 +15,7 @@ pub use crate::embed::{
 };
 pub use crate::isolation::{InProcess, WorkerPool, WORKER_ARG};
 pub use crate::unpack::{
-    is_hidden, Budget, DiskEntry, DiskFile, DiskWalk, Leaf, Limit, Unpacker, WalkOptions,
+    is_hidden, Budget, DiskEntry, DiskFile, DiskWalk, Leaf, Limit, Unpacker, WalkOptions, MAX_GLOBS,
 };
 
 /// The index's internals, for checks on what is stored.

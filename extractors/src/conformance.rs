@@ -77,6 +77,11 @@ fn built_samples() -> Vec<(&'static str, FileKind, Vec<u8>)> {
             b"<html><body><h1>H</h1><p>para</p></body></html>".to_vec(),
         ),
         (
+            "a.1",
+            FileKind::Text(TextKind::Man),
+            b".TH A 1\n.SH NAME\na \\- a page\n.SH DESCRIPTION\n.B bold\ntext\n".to_vec(),
+        ),
+        (
             "a.pdf",
             FileKind::Document(DocumentKind::Pdf),
             crate::pdf::tests::pdf_fixture(

@@ -23,6 +23,8 @@ pub enum TextKind {
     Json,
     Xml,
     Html,
+    /// A manual page: troff with the man or mdoc macros.
+    Man,
 }
 
 /// Office and page-description documents (extracted by later format modules; until then they
@@ -115,7 +117,7 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
         return d(FileKind::Audio, "audio/mpeg");
     }
     if looks_like_text(head) {
-        let kind = text_kind(head, &ext);
+        let kind = text_kind(head, &ext, name);
         let mime = match kind {
             TextKind::Plain => "text/plain",
             TextKind::Markdown => "text/markdown",
@@ -124,6 +126,7 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
             TextKind::Json => "application/json",
             TextKind::Xml => "application/xml",
             TextKind::Html => "text/html",
+            TextKind::Man => "text/troff",
         };
         if kind == TextKind::Xml && starts_with_tag(head, b"<svg") {
             return d(FileKind::Image, "image/svg+xml");
@@ -385,7 +388,10 @@ fn starts_with_tag(head: &[u8], tag: &[u8]) -> bool {
     lower.windows(tag.len()).any(|w| w == tag)
 }
 
-fn text_kind(head: &[u8], ext: &str) -> TextKind {
+fn text_kind(head: &[u8], ext: &str, name: &str) -> TextKind {
+    if crate::man::is_man_page(&String::from_utf8_lossy(head), name) {
+        return TextKind::Man;
+    }
     let trimmed = head
         .strip_prefix(b"\xEF\xBB\xBF")
         .unwrap_or(head)

@@ -11,7 +11,9 @@ mod csv_table;
 mod detect;
 mod docx;
 mod flow;
+mod hyphen;
 mod locator;
+mod man;
 mod markup;
 mod media;
 mod model;
@@ -108,6 +110,7 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
         FileKind::Text(TextKind::Tsv) => &csv_table::Csv { delimiter: b'\t' },
         FileKind::Text(TextKind::Xml) => &markup::Xml,
         FileKind::Text(TextKind::Html) => &markup::Html,
+        FileKind::Text(TextKind::Man) => &man::ManPage,
         FileKind::Document(DocumentKind::Pdf) => &pdf::Pdf,
         FileKind::Document(DocumentKind::Pptx) => &slides::Pptx,
         FileKind::Document(DocumentKind::Odp) => &slides::Odp,

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::model::{ContentType, Structure, StructureNode};
+use crate::model::{ContentType, Structure};
 use crate::objects::{
     lines_label, short_title, ObjectSink, Place, MAX_TEXT_OBJECT_BYTES, SECTION_SEPARATOR,
 };
@@ -354,7 +354,7 @@ impl Extractor for Html {
             .and_then(|mut q| q.next())
             .and_then(|h| h.get(parser))
             .and_then(|n| n.as_tag().map(|t| text_under(t, parser)))
-            .map(|t| short_title(html_escape::decode_html_entities(&t).trim()))
+            .map(|t| short_title(without_icons(&html_escape::decode_html_entities(&t)).trim()))
             .filter(|t| !t.is_empty());
         let mut heading_path: Vec<(usize, String)> = Vec::new();
         let mut counter = LineCounter::new(source);
@@ -394,7 +394,11 @@ impl Extractor for Html {
             };
             match node {
                 tl::Node::Raw(bytes) => {
-                    let text = html_escape::decode_html_entities(&bytes.as_utf8_str()).into_owned();
+                    let raw = bytes.as_utf8_str();
+                    if is_markup_residue(&raw) {
+                        continue;
+                    }
+                    let text = without_icons(&html_escape::decode_html_entities(&raw));
                     if text.trim().is_empty() {
                         if !run.is_empty() {
                             run.push(' ');
@@ -409,7 +413,7 @@ impl Extractor for Html {
                 tl::Node::Comment(_) => {}
                 tl::Node::Tag(tag) => {
                     let name = tag.name().as_utf8_str().to_ascii_lowercase();
-                    if INVISIBLE.contains(&name.as_str()) {
+                    if INVISIBLE.contains(&name.as_str()) || is_decoration(tag, &name) {
                         continue;
                     }
                     let line = offset_of(tag.raw()).map_or(run_line, |o| counter.line_at(o));
@@ -417,10 +421,12 @@ impl Extractor for Html {
                         blocks.add(&run, run_line);
                         run.clear();
                         blocks.flush();
-                        let text = html_escape::decode_html_entities(&text_under(tag, parser))
-                            .split_whitespace()
-                            .collect::<Vec<_>>()
-                            .join(" ");
+                        let text = without_icons(&html_escape::decode_html_entities(&text_under(
+                            tag, parser,
+                        )))
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ");
                         if text.is_empty() {
                             continue;
                         }
@@ -435,20 +441,12 @@ impl Extractor for Html {
                                 .collect::<Vec<_>>()
                                 .join(SECTION_SEPARATOR),
                         );
-                        nodes.push(StructureNode {
-                            kind: "section".into(),
-                            title: short_title(&text),
-                            level: level as u32,
-                            locator: input
-                                .locator
-                                .with_fragment(Fragment {
-                                    lines: Some((line, line)),
-                                    ..Fragment::default()
-                                })
-                                .to_string(),
-                            objects: 0,
-                            pages: None,
-                        });
+                        nodes.push(crate::text::section_at_line(
+                            input.locator,
+                            short_title(&text),
+                            level,
+                            line,
+                        ));
                         blocks.add(&text, line);
                         continue;
                     }
@@ -484,6 +482,43 @@ impl Extractor for Html {
     }
 }
 
+/// Whether a raw text piece is markup the parser did not take as a tag: a document type
+/// declaration (`<!DOCTYPE …>`, or the public identifier left of one), a comment or
+/// conditional comment, a processing instruction or CDATA marker.
+fn is_markup_residue(raw: &str) -> bool {
+    let t = raw.trim_start();
+    let upper: String = t.chars().take(16).collect::<String>().to_ascii_uppercase();
+    upper.starts_with("<!")
+        || upper.starts_with("<?")
+        || upper.starts_with("!DOCTYPE")
+        || upper.starts_with("DOCTYPE")
+        || upper.starts_with("]]>")
+        || upper.starts_with("-->")
+        || t.contains("-//W3C//DTD")
+}
+
+/// `text` without icon-font glyphs: characters of Unicode's private use areas (Font
+/// Awesome's link icon U+F0C1 in Sphinx headings, say), which stand for a picture, not a
+/// word.
+fn without_icons(text: &str) -> String {
+    text.chars()
+        .filter(
+            |c| !matches!(u32::from(*c), 0xE000..=0xF8FF | 0xF0000..=0xFFFFD | 0x100000..=0x10FFFD),
+        )
+        .collect()
+}
+
+/// Elements that decorate rather than say something: the permalink anchors Sphinx and
+/// other generators put after headings (`<a class="headerlink">¶</a>`).
+fn is_decoration(tag: &tl::HTMLTag<'_>, name: &str) -> bool {
+    name == "a"
+        && tag.attributes().class().is_some_and(|c| {
+            c.as_utf8_str()
+                .split_whitespace()
+                .any(|c| c == "headerlink")
+        })
+}
+
 /// The text under `tag`, like `tl`'s `inner_text` but walked with an explicit stack: that one
 /// recurses, and hostile nesting would overflow the stack.
 fn text_under(tag: &tl::HTMLTag<'_>, parser: &tl::Parser<'_>) -> String {
@@ -498,7 +533,11 @@ fn text_under(tag: &tl::HTMLTag<'_>, parser: &tl::Parser<'_>) -> String {
     while let Some(handle) = stack.pop() {
         match handle.get(parser) {
             Some(tl::Node::Raw(bytes)) => out.push_str(&bytes.as_utf8_str()),
-            Some(tl::Node::Tag(t)) => push_children(&mut stack, t),
+            Some(tl::Node::Tag(t))
+                if !is_decoration(t, &t.name().as_utf8_str().to_ascii_lowercase()) =>
+            {
+                push_children(&mut stack, t)
+            }
             _ => {}
         }
     }
@@ -527,12 +566,7 @@ mod tests {
     fn html_keeps_visible_text_and_sections() {
         let html = "<!DOCTYPE html>\n<html><head><title>T &amp; C</title><style>p{x:1}</style></head>\n<body>\n<script>var hidden=1;</script>\n<h1>Intro</h1>\n<p>Hello &amp; welcome</p>\n<h2>Details</h2>\n<p>Fine print</p>\n</body></html>\n";
         let e = run("page.html", html);
-        let all: String = e
-            .objects
-            .iter()
-            .map(|o| o.data.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let all = crate::testing::all_text(&e);
         assert!(all.contains("Hello & welcome"), "{all}");
         assert!(all.contains("Fine print"));
         assert!(!all.contains("hidden"));
@@ -546,6 +580,38 @@ mod tests {
         );
         assert_eq!(last.context_ref.location, "page.html#line=7-8");
         assert_eq!(last.metadata["title"], "T & C");
+    }
+
+    /// What generators put around the text: an XHTML document type with its public
+    /// identifier, an XML prolog, comments and conditional comments, Sphinx's permalink
+    /// anchors and an icon font's glyph in a heading. None of it is text.
+    #[test]
+    fn html_without_doctype_comments_or_icon_glyphs() {
+        let html = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Strict//EN\"\n  \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd\">\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><head><title>Guide \u{f0c1}</title></head>\n<!-- generated by a tool -->\n<body>\n<!--[if lt IE 9]><p>old browser</p><![endif]-->\n<h1>Install<a class=\"headerlink\" href=\"#install\" title=\"Permalink\">\u{b6}</a></h1>\n<h2><span class=\"fa\">\u{f0c1}</span> Upgrade</h2>\n<p>Run the installer.</p>\n</body></html>\n";
+        let e = run("guide.html", html);
+        let all = crate::testing::all_text(&e);
+        for residue in [
+            "DOCTYPE",
+            "W3C",
+            "xhtml1",
+            "<?",
+            "<!",
+            "-->",
+            "generated",
+            "\u{b6}",
+            "\u{f0c1}",
+        ] {
+            assert!(!all.contains(residue), "{residue:?} in {all:?}");
+        }
+        assert!(all.starts_with("Install"), "{all:?}");
+        assert!(all.contains("Run the installer."), "{all:?}");
+        let titles: Vec<_> = e.structure.nodes.iter().map(|n| n.title.as_str()).collect();
+        assert_eq!(titles, vec!["Install", "Upgrade"]);
+        assert_eq!(
+            e.objects.last().unwrap().context_ref.section_id.as_deref(),
+            Some("Install › Upgrade")
+        );
+        assert_eq!(e.objects[0].metadata["title"], "Guide");
     }
 
     #[test]

@@ -890,14 +890,24 @@ pub fn extract_pdf(
     // Loaded only if the text engine fails on a page: lopdf's plainer text beats none.
     let mut fallback: Option<Option<Document>> = None;
     let error_key = format!("{}_error", engine.replace('-', "_"));
+    // Words hyphenated across a line break are joined, judged by the words the document
+    // writes whole (`crate::hyphen`); the joins are kept in the object's metadata.
+    let vocabulary = crate::hyphen::Vocabulary::of(
+        texts
+            .iter()
+            .filter_map(|(_, t)| t.as_ref().ok().map(String::as_str)),
+    );
     for (page, text) in texts {
         match text {
-            Ok(t) if !t.is_empty() => sink.push(
-                ContentType::Text,
-                t,
-                page_place(page, &scan),
-                json!({ "text_source": engine }),
-            ),
+            Ok(t) if !t.is_empty() => {
+                let (t, joins) = crate::hyphen::join_hyphens(&t, &vocabulary);
+                let meta = if joins.is_empty() {
+                    json!({ "text_source": engine })
+                } else {
+                    json!({ "text_source": engine, "hyphen_joins": joins })
+                };
+                sink.push(ContentType::Text, t, page_place(page, &scan), meta)
+            }
             Ok(_) => {
                 if let Some(t) = ocr.texts.remove(&page) {
                     let meta = t.metadata(&input.options.ocr);

@@ -105,15 +105,18 @@ impl Document<'_> {
     }
 }
 
-/// Append one PDFium character: line breaks as `\n`; U+FFFE (PDFium's mark of a line-end
-/// hyphen it joined, "portabil\u{fffe}ity") dropped, as pdftotext joins the word; other
-/// control codes (glyphs of symbol fonts without a Unicode mapping) as a space.
+/// Append one PDFium character: line breaks as `\n`; PDFium's mark of a word it found
+/// hyphenated at a line's end (0x02 from `FPDFText_GetUnicode`, U+FFFE in its text ranges:
+/// "expres\u{2}sion") as a soft hyphen and a line break, which `crate::hyphen` joins into
+/// the word, as pdftotext does, recording the join; other control codes (glyphs of symbol
+/// fonts without a Unicode mapping) as a space.
 fn push_char(out: &mut String, code: u32) {
     match char::from_u32(code) {
         Some('\r') => {}
         Some('\n') => out.push('\n'),
         Some('\t') => out.push('\t'),
-        Some('\u{fffe}' | '\u{feff}' | '\0') | None => {}
+        Some('\u{2}' | '\u{fffe}') => out.push_str("\u{ad}\n"),
+        Some('\u{feff}' | '\0') | None => {}
         Some(c) if c.is_control() => out.push(' '),
         Some(c) => out.push(c),
     }
@@ -126,10 +129,14 @@ mod tests {
     #[test]
     fn pdfium_characters_become_plain_text() {
         let mut s = String::new();
-        for c in "portabil\u{fffe}ity;\r\nx\u{12}y\0\tz".chars() {
+        for c in "portabil\u{fffe}ity;\r\nexpres\u{2}sion\r\nx\u{12}y\0\tz".chars() {
             push_char(&mut s, c as u32);
         }
         push_char(&mut s, 0xd800);
-        assert_eq!(s, "portability;\nx y\tz");
+        assert_eq!(s, "portabil\u{ad}\nity;\nexpres\u{ad}\nsion\nx y\tz");
+        let (joined, joins) =
+            crate::hyphen::join_hyphens(&s, &crate::hyphen::Vocabulary::default());
+        assert_eq!(joined, "portability;\n\nexpression\n\nx y\tz");
+        assert_eq!(joins.len(), 2);
     }
 }

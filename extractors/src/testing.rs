@@ -46,6 +46,15 @@ pub(crate) fn placed(e: &Extraction) -> Vec<(&str, Option<&str>, &str)> {
         .collect()
 }
 
+/// Every object's text, one after the other (a line between).
+pub(crate) fn all_text(e: &Extraction) -> String {
+    e.objects
+        .iter()
+        .map(|o| o.data.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Each object as (locator, text).
 pub(crate) fn located(e: &Extraction) -> Vec<(&str, &str)> {
     e.objects

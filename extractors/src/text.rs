@@ -145,8 +145,30 @@ impl Extractor for Markdown {
     }
 }
 
+/// A section heading at source line `line` of the file at `locator`, as a structure node.
+pub(crate) fn section_at_line(
+    locator: &crate::Locator,
+    title: String,
+    level: usize,
+    line: u64,
+) -> StructureNode {
+    StructureNode {
+        kind: "section".into(),
+        title,
+        level: level as u32,
+        locator: locator
+            .with_fragment(Fragment {
+                lines: Some((line, line)),
+                ..Fragment::default()
+            })
+            .to_string(),
+        objects: 0,
+        pages: None,
+    }
+}
+
 /// Fill each section node's object count from the objects' line ranges.
-fn count_objects_per_section(nodes: &mut [StructureNode], sink: &ObjectSink<'_>) {
+pub(crate) fn count_objects_per_section(nodes: &mut [StructureNode], sink: &ObjectSink<'_>) {
     let starts: Vec<u64> = nodes
         .iter()
         .map(|n| {

@@ -18,6 +18,7 @@ pub const KINDS: [FileKind; 16] = [
     FileKind::Text(TextKind::Json),
     FileKind::Text(TextKind::Xml),
     FileKind::Text(TextKind::Html),
+    FileKind::Text(TextKind::Man),
     FileKind::Image,
     FileKind::Video,
 ];

@@ -349,7 +349,8 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>, readin
     let _ = writeln!(writer, "{reply}");
 }
 
-/// What `ingest status` reports: catalog totals, points in the store, the last run.
+/// What `ingest status` reports: catalog totals, points in the store, the model, the bytes
+/// the data directory takes on disk, the last run.
 pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
     let stats = ingestor.stats(None);
     let points = if ingestor.config().data_dir.join("shard").is_dir() {
@@ -357,8 +358,19 @@ pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
     } else {
         0
     };
+    let data_dir = &ingestor.config().data_dir;
+    // What the data directory takes on disk: every file in it, the store's and the
+    // content packs' included.
+    let disk_bytes: u64 = crate::unpack::DiskWalk::everything(data_dir)
+        .filter_map(|e| match e {
+            crate::unpack::DiskEntry::File(f) => Some(f.size),
+            _ => None,
+        })
+        .sum();
     Ok(json!({
-        "data_dir": ingestor.config().data_dir,
+        "data_dir": data_dir,
+        "model": ingestor.model_variant().name(),
+        "disk_bytes": disk_bytes,
         "catalog": stats,
         "points": points,
         "workflows": ingestor.workflows().stats()?,

@@ -299,6 +299,9 @@ pub struct SearchFilter {
     pub owner_key: Option<String>,
     /// Only shared content (`Some(true)`), or only private content (`Some(false)`).
     pub shared: Option<bool>,
+    /// Only these points (by id), when not empty: a hybrid search looks up the cosine of
+    /// the hits only its words found.
+    pub ids: Vec<u64>,
 }
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.

@@ -401,6 +401,9 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
     if let Some(shared) = filter.shared {
         must.push(json!({ "key": "is_shared", "match": { "value": shared } }));
     }
+    if !filter.ids.is_empty() {
+        must.push(json!({ "has_id": filter.ids }));
+    }
     if must_not.is_empty() {
         json!({ "must": must })
     } else {

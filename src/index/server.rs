@@ -947,7 +947,7 @@ fn json_payload(p: HashMap<String, qdrant::Value>) -> Map<String, Value> {
 
 /// A filter in Qdrant's JSON syntax (as [`payload`] builds them) in the client's type: the
 /// subset the payload schema uses (`must`/`should`/`must_not`, `match` of a keyword, integer
-/// or boolean, `range`, `is_empty`).
+/// or boolean, `range`, `is_empty`, `has_id`).
 fn to_filter(v: &Value) -> Result<Filter> {
     let bad = |why: &str| Error::Filter(format!("{v}: {why}"));
     let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
@@ -978,6 +978,15 @@ fn to_condition(v: &Value) -> Result<Condition> {
         .any(|k| obj.contains_key(*k))
     {
         return Ok(Condition::from(to_filter(v)?));
+    }
+    if let Some(ids) = obj.get("has_id") {
+        let ids = ids
+            .as_array()
+            .ok_or_else(|| bad("has_id is not a list"))?
+            .iter()
+            .map(|id| id.as_u64().ok_or_else(|| bad("a point id is not a number")))
+            .collect::<Result<Vec<u64>>>()?;
+        return Ok(Condition::has_id(ids));
     }
     if let Some(empty) = obj.get("is_empty") {
         let key = empty
@@ -1068,10 +1077,11 @@ mod tests {
             kind: Some(crate::embed::ChunkKind::Card),
             file_name: Some("Report.PDF".into()),
             shared: Some(false),
+            ids: vec![7, 9],
         };
         let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
-        // scope + eight narrowing conditions + one per tag + the owner + shared or not
-        assert_eq!(f.must.len(), 13);
+        // scope + eight narrowing conditions + one per tag + the owner + shared or not + ids
+        assert_eq!(f.must.len(), 14);
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()

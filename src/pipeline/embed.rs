@@ -8,6 +8,7 @@
 //! batch or two instead of after it. Length: each batch holds [`LENGTH_BUCKETS`] model runs,
 //! which the embedder fills with chunks of similar length (a run is padded to its longest).
 
+use super::resume::VectorCheckpoints;
 use super::run::Run;
 use super::{FileMeta, FileStage, IndexItem, StoreItem};
 use crate::batcher::Batcher;
@@ -50,6 +51,8 @@ pub(super) struct EmbedStage<'r> {
     /// more (the chunks in the batcher are outside the in-flight byte budget).
     max_waiting: usize,
     tally: EmbedTally,
+    /// The vectors of files not yet complete, checkpointed after every batch.
+    checkpoints: VectorCheckpoints,
 }
 
 impl<'r> EmbedStage<'r> {
@@ -60,6 +63,7 @@ impl<'r> EmbedStage<'r> {
             batch_size: config.embed_batch.max(1) * LENGTH_BUCKETS,
             max_waiting: config.channel_capacity.max(1),
             tally: EmbedTally::default(),
+            checkpoints: VectorCheckpoints::open(&config.data_dir, run.ing.model_variant().name()),
         }
     }
 
@@ -72,7 +76,9 @@ impl<'r> EmbedStage<'r> {
         let mut batcher: Batcher<StoredChunk, Waiting> = Batcher::new(self.batch_size);
         let mut input_open = true;
         loop {
-            if self.run.failed() {
+            // Stopped: no further batch. A file not complete is not stored; its vectors so
+            // far are checkpointed, and the next run embeds the rest (`resume`).
+            if self.run.halted() {
                 for _ in items.iter() {} // drain, so senders never block forever
                 return self.tally;
             }
@@ -131,7 +137,7 @@ impl<'r> EmbedStage<'r> {
     /// Queue a file's chunks, or pass on an item that has nothing to embed. False once the
     /// store stage is gone.
     fn take(
-        &self,
+        &mut self,
         item: IndexItem,
         batcher: &mut Batcher<StoredChunk, Waiting>,
         store: &Sender<StoreItem>,
@@ -142,7 +148,7 @@ impl<'r> EmbedStage<'r> {
                 chunks,
                 content,
             } => {
-                let stored: Vec<StoredChunk> = chunks
+                let mut stored: Vec<StoredChunk> = chunks
                     .into_iter()
                     .map(|chunk| StoredChunk {
                         chunk,
@@ -152,7 +158,13 @@ impl<'r> EmbedStage<'r> {
                         tags: meta.tags.clone(),
                     })
                     .collect();
+                // Chunks an interrupted run embedded already keep their vectors.
+                let restored = self.checkpoints.restore(&meta.hash, &mut stored);
                 self.run.stage(&meta.locator, FileStage::Embedding);
+                self.run
+                    .ing
+                    .progress
+                    .waiting(&meta.locator, (stored.len() - restored) as u64);
                 batcher.push((meta, content), stored);
                 true
             }
@@ -168,7 +180,7 @@ impl<'r> EmbedStage<'r> {
         all: bool,
         store: &Sender<StoreItem>,
     ) -> bool {
-        if let Some(mut batch) = batcher.next_batch(all) {
+        if let Some(batch) = batcher.next_batch(all) {
             let embedder = match self.run.ing.embedder() {
                 Ok(e) => e,
                 Err(e) => {
@@ -176,17 +188,24 @@ impl<'r> EmbedStage<'r> {
                     return false;
                 }
             };
-            let owned: Vec<_> = batch.iter().map(|c| c.chunk.embedding_text()).collect();
+            // Chunks restored from a checkpoint have their vectors: only the others go in.
+            let (mut fresh, restored): (Vec<StoredChunk>, Vec<StoredChunk>) =
+                batch.into_iter().partition(|c| c.vector.is_empty());
+            let owned: Vec<_> = fresh.iter().map(|c| c.chunk.embedding_text()).collect();
             let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
             let started = Instant::now();
-            let embedded = embedder.embed(&texts);
+            let embedded = if texts.is_empty() {
+                Ok(Vec::new())
+            } else {
+                embedder.embed(&texts)
+            };
             self.tally.busy += started.elapsed();
             match embedded {
                 Ok(vs) => {
                     self.tally.chunks += vs.len() as u64;
-                    let tokens: usize = batch.iter().map(|c| c.chunk.tokens).sum();
+                    let tokens: usize = fresh.iter().map(|c| c.chunk.tokens).sum();
                     self.tally.tokens += tokens as u64;
-                    for (c, v) in batch.iter_mut().zip(vs) {
+                    for (c, v) in fresh.iter_mut().zip(vs) {
                         c.vector = v;
                     }
                 }
@@ -195,11 +214,55 @@ impl<'r> EmbedStage<'r> {
                     return false;
                 }
             }
+            let completed = batcher.completed();
+            // Per file, in batch order (its chunks are consecutive runs): the progress, and
+            // a checkpoint of the new vectors of a file not complete after this batch.
+            let mut runs: Vec<(usize, usize)> = Vec::new();
+            for (i, c) in fresh.iter().enumerate() {
+                match runs.last_mut() {
+                    Some((start, end))
+                        if fresh.get(*start).map(|s| &s.content_hash) == Some(&c.content_hash) =>
+                    {
+                        *end = i + 1
+                    }
+                    _ => runs.push((i, i + 1)),
+                }
+            }
+            for (start, end) in runs {
+                let Some(chunks) = fresh.get(start..end) else {
+                    continue;
+                };
+                let Some(first) = chunks.first() else {
+                    continue;
+                };
+                let file = first.locators.first().map_or("", String::as_str);
+                self.run.ing.progress.embedded(file, chunks.len() as u64);
+                if !completed
+                    .iter()
+                    .any(|((m, _), _)| m.hash == first.content_hash)
+                {
+                    self.checkpoints.append(&first.content_hash, chunks);
+                }
+            }
+            let mut batch = restored;
+            batch.extend(fresh);
             if store.send(StoreItem::Points(batch)).is_err() {
                 return false;
             }
+            return self.send_completed(completed, store);
         }
-        for ((meta, content), n) in batcher.completed() {
+        let completed = batcher.completed();
+        self.send_completed(completed, store)
+    }
+
+    /// Hand on the files all of whose chunks went in a batch sent before.
+    fn send_completed(
+        &mut self,
+        completed: Vec<(Waiting, usize)>,
+        store: &Sender<StoreItem>,
+    ) -> bool {
+        for ((meta, content), n) in completed {
+            self.checkpoints.done(&meta.hash);
             let chunks = u32::try_from(n).unwrap_or(u32::MAX);
             let stored = StoreItem::FileStored {
                 meta,

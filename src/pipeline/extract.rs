@@ -220,6 +220,10 @@ impl<'r> ExtractStage<'r> {
                 return;
             }
         };
+        self.run
+            .ing
+            .progress
+            .read(work.bytes.len() as u64, chunks.len() as u64);
         // From here on the file weighs what its chunks hold, not its bytes.
         let Work { bytes, permit, .. } = work;
         drop(bytes);

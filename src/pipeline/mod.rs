@@ -34,6 +34,7 @@ mod extract;
 mod handoff;
 mod inputs;
 mod ledger;
+mod resume;
 mod run;
 mod store;
 #[cfg(test)]
@@ -262,6 +263,7 @@ pub(crate) fn run(
         has_content,
     )?;
     let (report_tx, report_rx) = unbounded::<Event>();
+    ing.progress.start();
     let run = Run::new(ing, scope, stop, report_tx);
     let cap = ing.config.channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);

@@ -34,6 +34,9 @@ pub(super) struct StoreStage<'r> {
     run: &'r Run<'r>,
     /// Duplicates whose original is still on its way, by content hash.
     waiting_dups: HashMap<String, Vec<FileMeta>>,
+    /// Contents with points upserted whose file is not stored yet: a stopped run deletes
+    /// them (their vectors are checkpointed for the next run, `resume`).
+    unfinished: std::collections::HashSet<String>,
     /// Save the catalog at most this often ([`crate::Config::checkpoint_interval`]).
     checkpoint_every: Duration,
     /// When the catalog was last checkpointed, and how long that took.
@@ -46,6 +49,7 @@ impl<'r> StoreStage<'r> {
         StoreStage {
             run,
             waiting_dups: HashMap::new(),
+            unfinished: std::collections::HashSet::new(),
             checkpoint_every: run.ing.config.checkpoint_interval,
             saved_at: (Instant::now(), Duration::ZERO),
             tally: StoreTally::default(),
@@ -74,6 +78,20 @@ impl<'r> StoreStage<'r> {
             }
             self.checkpoint();
         }
+        // A file the run stopped in the middle of: its points so far go (the index never
+        // holds a file by halves), unless another file holds the same content.
+        for hash in std::mem::take(&mut self.unfinished) {
+            if !self.run.catalog.holds(&hash) {
+                let deleted = self
+                    .run
+                    .ing
+                    .store()
+                    .and_then(|s| s.delete_content(self.run.scope, &hash));
+                if let Err(e) = deleted {
+                    tracing::warn!("points of an unfinished file: {e}");
+                }
+            }
+        }
         for (_, dups) in std::mem::take(&mut self.waiting_dups) {
             for dup in dups {
                 self.run.record_failed_content(
@@ -89,13 +107,18 @@ impl<'r> StoreStage<'r> {
     fn take(&mut self, item: StoreItem) -> Result<()> {
         let run = self.run;
         match item {
-            StoreItem::Points(batch) => run.ing.store().and_then(|s| s.upsert(run.scope, &batch)),
+            StoreItem::Points(batch) => {
+                self.unfinished
+                    .extend(batch.iter().map(|c| c.content_hash.clone()));
+                run.ing.store().and_then(|s| s.upsert(run.scope, &batch))
+            }
             StoreItem::FileStored {
                 meta,
                 chunks,
                 content,
             } => {
                 let hash = meta.hash.clone();
+                self.unfinished.remove(&hash);
                 let stored = self.file_stored(meta, chunks, &content);
                 run.ledger.unclaim(&hash);
                 let waiting = self.waiting_dups.remove(&hash).unwrap_or_default();

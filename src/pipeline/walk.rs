@@ -8,7 +8,7 @@ use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
 use crate::ingestor::Input;
 use crate::report::{FileReport, FileStatus};
-use crate::unpack::{DiskEntry, DiskWalk, Leaf, Unpacker, WalkOptions, HIDDEN_REASON};
+use crate::unpack::{DiskEntry, DiskWalk, Leaf, Unpacker, WalkOptions};
 use crossbeam_channel::Sender;
 use extractors::{Detected, FileKind, Locator, TextKind};
 use std::collections::HashSet;
@@ -270,6 +270,7 @@ impl<'r> WalkStage<'r> {
                 .into_iter()
                 .collect(),
             include_hidden: self.run.ing.config.include_hidden,
+            exclusions: self.run.ing.config.exclusions.clone(),
         };
         if exists {
             let partition = self.run.ing.config.partition;
@@ -293,9 +294,9 @@ impl<'r> WalkStage<'r> {
                         seen.insert(locator.to_string());
                         self.record_unread(&locator, None, &[], FileStatus::Skipped, reason);
                     }
-                    // Not catalogued: what was indexed under it (with --hidden) is removed.
-                    DiskEntry::Hidden { locator } => {
-                        let reason = HIDDEN_REASON.to_string();
+                    // Not catalogued: what was indexed under it (with --hidden, or before it
+                    // was excluded) is removed.
+                    DiskEntry::Ignored { locator, reason } => {
                         self.run.report(
                             &locator.to_string(),
                             FileStatus::Ignored,
@@ -529,6 +530,7 @@ impl<'r> WalkStage<'r> {
                     tags: tags.clone(),
                 };
                 self.run.expect_line(&work.locator.to_string());
+                self.run.ing.progress.found(weight);
                 self.run.handoff.handed();
                 self.blocked_time.time(|| {
                     if leaves.send(work).is_err() {

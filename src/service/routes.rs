@@ -7,7 +7,7 @@
 //! | `GET /v1/jobs/{id}` | the job: state, reason, one line per file |
 //! | `GET /v1/files/status?locator=L` | where a file stands (and its members) |
 //! | `DELETE /v1/files?locator=L` | 200 with the ended delete job (202 if it takes over 30 s) |
-//! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...]}` |
+//! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...], "min_score"}` (each hit's `score` its relevance; below the model's floor when no `min_score` is given, left out; none: a `note` says nothing relevant was found) |
 //! | `POST /v1/tools/{tool}` (the tool's JSON arguments) | the tool's answer, within its budget |
 //! | `POST/GET/DELETE /mcp` | the same tools over MCP (streamable HTTP), each request in its key's scope, each session bound to the key that opened it |
 //! | `GET /health` | liveness (`{"status":"ok"}`), no key needed, nothing else said |
@@ -1033,6 +1033,7 @@ impl SearchFilters {
             owner_key: None,
             file_name: None,
             shared: None,
+            ids: Vec::new(),
         })
     }
 }
@@ -1082,18 +1083,15 @@ async fn search(
     let ingestor = Arc::clone(app.uploads.blocking().ingestor());
     let limit = request.limit.unwrap_or(10).min(MAX_HITS);
     let found = run_held(&app, (slot, held), move |_| {
-        ingestor.search_filtered(
-            &request.query,
-            &scope,
-            limit,
-            request.min_score,
-            &filter,
-            request.mode.unwrap_or_default(),
-        )
+        let mode = request.mode.unwrap_or_default();
+        let floor = request.min_score.or(ingestor.relevance_floor(mode));
+        ingestor
+            .search_filtered(&request.query, &scope, limit, floor, &filter, mode)
+            .map(|hits| (hits, floor))
     })
     .await;
     let response = match found {
-        Ok(Ok(hits)) => {
+        Ok(Ok((hits, floor))) => {
             let hits: Vec<Value> = hits
                 .iter()
                 .map(|h| {
@@ -1104,7 +1102,12 @@ async fn search(
                     v
                 })
                 .collect();
-            json_response(StatusCode::OK, &json!({ "hits": hits }))
+            let answer = if hits.is_empty() {
+                json!({ "hits": hits, "min_score": floor, "note": crate::tools::NOTHING_RELEVANT })
+            } else {
+                json!({ "hits": hits, "min_score": floor })
+            };
+            json_response(StatusCode::OK, &answer)
         }
         Ok(Err(e)) => error_of(&e),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),

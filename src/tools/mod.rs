@@ -25,6 +25,10 @@ pub const DEFAULT_MAX_CHARS: usize = 4000;
 
 pub use crate::config::MIN_MAX_CHARS;
 
+/// What a search answers when no hit reaches its `min_score` (the model's relevance floor
+/// when the call gives none): nothing in the scope is about the query.
+pub const NOTHING_RELEVANT: &str = "nothing relevant: no passage is similar enough to the query (min_score); the documents do not seem to cover it. Try other words, or min_score 0 to see the closest passages anyway";
+
 /// The tools' names, as MCP lists them and `--tools` selects them.
 pub const TOOL_NAMES: &[&str] = &[
     "search_documents",
@@ -50,8 +54,12 @@ pub struct SearchArgs {
     /// come with a `cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    /// Drop hits whose meaning is less similar than this (cosine 0..1; 0.3 is a useful
-    /// floor), in `hybrid` mode too. In `keyword` mode it bounds the BM25 score instead.
+    /// Leave out hits whose relevance (each hit's `score`: in `hybrid` the cosine similarity
+    /// of meaning, 0..1, or the words' BM25 score / 80 when higher; the cosine in `dense`;
+    /// the BM25 score in `keyword`) is below this. Default:
+    /// the model's relevance floor (the answer's `min_score`), so that a search about what
+    /// the documents do not hold answers "nothing relevant"; 0 shows the closest passages
+    /// anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f32>,
     /// How hits are ranked: `hybrid` (default: meaning and exact words fused; best for most
@@ -518,6 +526,7 @@ mod browse;
 mod budget;
 mod cursor;
 mod extract;
+mod files;
 mod host;
 mod paging;
 mod read;
@@ -527,6 +536,7 @@ mod snippet;
 mod view;
 mod workflow;
 
+pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::{parse_pages, parse_range, parse_type};
 pub use workflow::{

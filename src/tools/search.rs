@@ -141,14 +141,9 @@ pub(crate) fn search_documents(
     }
     let view = View::of(ingestor, scope, args.owner.as_deref());
     let filter = filter(ingestor, &view, args)?;
-    let hits = ingestor.search_filtered(
-        query,
-        scope,
-        limit,
-        args.min_score,
-        &filter,
-        args.mode.unwrap_or_default(),
-    )?;
+    let mode = args.mode.unwrap_or_default();
+    let min_score = args.min_score.or(ingestor.relevance_floor(mode));
+    let hits = ingestor.search_filtered(query, scope, limit, min_score, &filter, mode)?;
     let full = FullResult::of(hits.iter().map(|h| h.text.as_str()));
     let remaining = hits.len().saturating_sub(start.item).max(1);
     // Share the budget among the hits still to show: shorter snippets, more hits.
@@ -178,11 +173,18 @@ pub(crate) fn search_documents(
         .collect();
     let mut base = Map::new();
     base.insert("query".into(), json!(query));
+    if let Some(floor) = min_score {
+        base.insert("min_score".into(), json!(rounded(floor)));
+    }
     if hits.is_empty() {
         base.insert("hits".into(), json!([]));
         base.insert(
             "note".into(),
-            json!("nothing matched: try other words, fewer filters, or browse_container to look around"),
+            json!(if min_score.is_some() {
+                super::NOTHING_RELEVANT
+            } else {
+                "nothing matched: try other words, fewer filters, or browse_container to look around"
+            }),
         );
         let text = budget.finish(&base)?;
         return Ok(Finished { text, full });

@@ -11,6 +11,8 @@ use std::time::UNIX_EPOCH;
 
 use extractors::{segment_from_bytes, Locator};
 
+use super::exclude::{Exclusions, Judge};
+
 /// A regular file found on disk by a [`DiskWalk`].
 #[derive(Debug, Clone)]
 pub struct DiskFile {
@@ -33,9 +35,12 @@ pub enum DiskEntry {
         locator: Locator,
         reason: String,
     },
-    /// A hidden file or folder left out by [`WalkOptions::include_hidden`].
-    Hidden {
+    /// A file or folder left out, with nothing under it read: hidden
+    /// ([`WalkOptions::include_hidden`], [`HIDDEN_REASON`]) or excluded
+    /// ([`WalkOptions::exclusions`]).
+    Ignored {
         locator: Locator,
+        reason: String,
     },
 }
 
@@ -57,6 +62,9 @@ pub struct WalkOptions {
     /// [`DiskEntry::Hidden`] and nothing under it is read (`.git`, editor swap files,
     /// `.DS_Store`).
     pub include_hidden: bool,
+    /// Globs and ignore files: what they exclude is left out like a hidden entry, the root
+    /// too (so a file is in or out however a walk reaches it).
+    pub exclusions: Exclusions,
 }
 
 /// Whether a file name is hidden by the Unix convention (starts with `.`).
@@ -73,6 +81,7 @@ pub const HIDDEN_REASON: &str = "hidden: a name starting with '.' (--hidden inge
 #[derive(Debug)]
 pub struct DiskWalk {
     options: WalkOptions,
+    judge: Judge,
     /// Paths still to visit, the next on top.
     stack: Vec<PathBuf>,
     /// Entries already decided (a root that cannot be opened, hidden children of a folder
@@ -85,12 +94,22 @@ impl DiskWalk {
     /// [`DiskEntry::Failed`].
     pub fn new(root: &Path, options: WalkOptions) -> Self {
         let mut walk = DiskWalk {
+            judge: Judge::new(&options.exclusions),
             options,
             stack: Vec::new(),
             ready: std::collections::VecDeque::new(),
         };
         match std::fs::canonicalize(root) {
-            Ok(p) => walk.stack.push(p),
+            Ok(p) => {
+                let is_dir = p.is_dir();
+                match walk.judge.excluded(&p, is_dir) {
+                    Some(reason) => walk.ready.push_back(DiskEntry::Ignored {
+                        locator: Locator::root(segment_from_bytes(p.as_os_str().as_bytes())),
+                        reason,
+                    }),
+                    None => walk.stack.push(p),
+                }
+            }
             Err(e) => walk.ready.push_back(DiskEntry::Failed {
                 locator: Locator::root(root.to_string_lossy()),
                 reason: format!("cannot open: {e}"),
@@ -99,10 +118,14 @@ impl DiskWalk {
         walk
     }
 
-    /// Walk `root`, hidden entries included.
+    /// Walk `root`, hidden entries and what ignore files exclude included.
     pub fn everything(root: &Path) -> Self {
         let options = WalkOptions {
             include_hidden: true,
+            exclusions: Exclusions {
+                ignore_files: false,
+                ..Exclusions::default()
+            },
             ..WalkOptions::default()
         };
         DiskWalk::new(root, options)
@@ -129,25 +152,41 @@ impl DiskWalk {
         } else if ft.is_dir() {
             match std::fs::read_dir(&path) {
                 Ok(rd) => {
-                    let mut children: Vec<PathBuf> = rd
-                        .filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|p| !self.options.except.contains(p))
+                    let mut children: Vec<(PathBuf, bool)> = rd
+                        .filter_map(|e| {
+                            let e = e.ok()?;
+                            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+                            Some((e.path(), is_dir))
+                        })
+                        .filter(|(p, _)| !self.options.except.contains(p))
                         .collect();
                     children.sort();
-                    if !self.options.include_hidden {
-                        let ready = &mut self.ready;
-                        children.retain(|child| {
-                            let hidden = child.file_name().is_some_and(is_hidden);
-                            if hidden {
-                                ready.push_back(DiskEntry::Hidden {
-                                    locator: Locator::root(segment_from_bytes(
-                                        child.as_os_str().as_bytes(),
-                                    )),
-                                });
+                    let include_hidden = self.options.include_hidden;
+                    let (ready, judge) = (&mut self.ready, &mut self.judge);
+                    let children: Vec<PathBuf> = children
+                        .into_iter()
+                        .filter_map(|(child, is_dir)| {
+                            let hidden =
+                                !include_hidden && child.file_name().is_some_and(is_hidden);
+                            let why = if hidden {
+                                Some(HIDDEN_REASON.to_string())
+                            } else {
+                                judge.excluded(&child, is_dir)
+                            };
+                            match why {
+                                Some(reason) => {
+                                    ready.push_back(DiskEntry::Ignored {
+                                        locator: Locator::root(segment_from_bytes(
+                                            child.as_os_str().as_bytes(),
+                                        )),
+                                        reason,
+                                    });
+                                    None
+                                }
+                                None => Some(child),
                             }
-                            !hidden
-                        });
-                    }
+                        })
+                        .collect();
                     self.stack.extend(children.into_iter().rev());
                     None
                 }
@@ -214,7 +253,7 @@ mod tests {
                     DiskEntry::File(f) => (f.locator, "file".to_string()),
                     DiskEntry::Skipped { locator, reason } => (locator, reason),
                     DiskEntry::Failed { locator, reason } => (locator, reason),
-                    DiskEntry::Hidden { locator } => (locator, HIDDEN_REASON.to_string()),
+                    DiskEntry::Ignored { locator, reason } => (locator, reason),
                 };
                 let rel = loc.to_string();
                 let rel = rel.strip_prefix(&format!("{}/", root.display())).unwrap();

@@ -43,12 +43,14 @@ use extractors::{detect, ContainerKind, Detected, FileKind, Locator, SNIFF_LEN};
 use crate::config::Limits;
 
 mod disk;
+mod exclude;
 mod gzip;
 mod tar;
 mod zip;
 
 use self::zip::office_package;
-pub use disk::{is_hidden, mtime_ns, DiskEntry, DiskFile, DiskWalk, WalkOptions, HIDDEN_REASON};
+pub use disk::{is_hidden, mtime_ns, DiskEntry, DiskFile, DiskWalk, WalkOptions};
+pub use exclude::{Exclusions, MAX_GLOBS};
 
 /// Which limit a member ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -487,7 +489,7 @@ fn unnamed_as_ordinal(name: String, position: u64) -> String {
 
 /// Read at most `limit` bytes of `reader`.
 #[allow(clippy::disallowed_methods)] // bounded by `take`
-fn read_at_most(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_at_most(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     reader.take(limit).read_to_end(&mut out)?;
     Ok(out)

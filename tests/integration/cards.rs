@@ -6,28 +6,14 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// `ingest search --json --mode MODE --limit N QUERY` (the plain hit list).
+/// `ingest search --json --mode MODE --limit N QUERY`: every hit, however weak.
 fn search_mode(sb: &Sandbox, mode: &str, query: &str, limit: usize) -> Vec<Value> {
-    let limit = limit.to_string();
-    let out = sb.run(&["search", "--json", "--mode", mode, "--limit", &limit, query]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_lines(&out)
+    sb.search_with(&["--mode", mode, "--limit", &limit.to_string()], query)
 }
 
 /// The hits of the `search_documents` tool with `--kind card`.
 fn card_hits(sb: &Sandbox, query: &str) -> Vec<Value> {
-    let out = sb.run(&["search", "--json", "--kind", "card", "--limit", "10", query]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answer = json_lines(&out).pop().expect("an answer");
-    answer["hits"].as_array().cloned().unwrap_or_default()
+    sb.search_with(&["--kind", "card", "--limit", "10"], query)
 }
 
 #[test]
@@ -80,12 +66,11 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
         "{audio:#?}"
     );
     assert!(audio.iter().all(|h| h["kind"] == "card"), "{audio:#?}");
-    let out = sb.run(&[
-        "search", "--json", "--type", "image", "--limit", "10", "pier",
-    ]);
-    let answer = json_lines(&out).pop().expect("an answer");
-    let images = answer["hits"].as_array().cloned().unwrap_or_default();
-    assert!(images.iter().any(|h| h["file"] == "pier.jpg"), "{answer:#}");
+    let images = sb.search_with(&["--type", "image", "--limit", "10"], "pier");
+    assert!(
+        images.iter().any(|h| h["file"] == "pier.jpg"),
+        "{images:#?}"
+    );
     // A file that cannot be read is found by its name all the same: its own card says what
     // it is and why its content is not searchable.
     let broken = sb.write(
@@ -120,7 +105,7 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
                 .take(3)
                 .find(|h| h["locator"].as_str() == Some(locator.as_str()) && h["kind"] == "card")
                 .unwrap_or_else(|| panic!("{mode} search for {name}: {hits:#?}"));
-            let text = card["text"].as_str().unwrap();
+            let text = card["snippet"].as_str().unwrap();
             assert!(text.contains(says), "{text}");
         }
     }

@@ -389,11 +389,11 @@ fn a_content_index_that_cannot_be_written_fails_its_file() {
     let found = |word: &str| -> Vec<String> {
         let out = sb.run(&["search", "--json", "--mode", "keyword", word]);
         assert!(
-            out.status.success(),
+            matches!(out.status.code(), Some(0 | 1)),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        json_lines(&out)
+        search_hits(&out)
             .iter()
             .filter_map(|h| h["locator"].as_str().map(str::to_string))
             .collect()

@@ -73,7 +73,7 @@ fn eval_scores_the_fixture_question_set_in_every_mode() {
     );
     let bad = sb.write("bad.tsv", b"a question without an answer\n");
     let out = sb.run(&["eval", bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 1"), "{err}");
 }
@@ -101,7 +101,7 @@ fn keyword_search_matches_exact_codes_and_file_names_without_the_model() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let hits = json_lines(&out);
+    let hits = search_hits(&out);
     assert!(
         hits[0]["locator"]
             .as_str()
@@ -111,16 +111,16 @@ fn keyword_search_matches_exact_codes_and_file_names_without_the_model() {
     );
     // Words of a file name count: the harbour-budget workbooks come first.
     let out = search("keyword", "harbour budget");
-    let hits = json_lines(&out);
+    let hits = search_hits(&out);
     assert!(
         hits.iter()
             .all(|h| h["locator"].as_str().unwrap().contains("harbour-budget.")),
         "{hits:?}"
     );
     let out = search("dense", "VEN-02");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "could not run");
     assert!(String::from_utf8_lossy(&out.stderr).contains("model not found"));
-    // An unknown mode is refused by the command line.
+    // An unknown mode is refused by the command line: a usage error.
     let out = search("fuzzy", "VEN-02");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(64));
 }

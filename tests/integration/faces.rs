@@ -55,20 +55,25 @@ fn ingested() -> Sandbox {
 }
 
 #[test]
-fn a_tool_error_is_one_json_answer_and_exit_1_with_the_error_on_stderr() {
+fn a_tool_error_is_one_json_answer_and_exit_3_with_the_error_on_stderr() {
     let sb = Sandbox::new();
+    sb.write("in/a.txt", b"An index to ask.\n");
+    assert_eq!(sb.ingest(&[&sb.path("in")]).2, 0);
     let out = sb.run(&["browse", "--json", "/no/such/folder.zip"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let answer = one_answer(&out, 4000);
     let error = answer["error"].as_str().expect("an error answer");
+    assert!(error.contains("browse_container"), "for the model: {error}");
+    // On stderr, for a person: what to type instead.
     assert!(
-        stderr(&out).contains(&format!("error: {error}")),
+        stderr(&out).contains("error: nothing indexed at /no/such/folder.zip"),
         "{}",
         stderr(&out)
     );
+    assert!(stderr(&out).contains("ingest files"), "{}", stderr(&out));
     // Without --json, only the error, on stderr.
     let out = sb.run(&["read", "/no/such/file.pdf", "--pages", "1-2"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(
         out.stdout.is_empty(),
         "{}",
@@ -81,9 +86,9 @@ fn a_tool_error_is_one_json_answer_and_exit_1_with_the_error_on_stderr() {
 fn arguments_the_cli_cannot_parse_are_refused_before_any_call() {
     let sb = Sandbox::new();
     let out = sb.run(&["read", "/d/a.pdf", "--slide", "two"]);
-    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert_eq!(out.status.code(), Some(64), "clap's usage error");
     let out = sb.run(&["read-section", "/d/a.pdf"]);
-    assert_eq!(out.status.code(), Some(2), "the section is required");
+    assert_eq!(out.status.code(), Some(64), "the section is required");
 }
 
 /// (needs the tools) Every face answers one JSON object within `--max-chars`, and a cursor
@@ -223,18 +228,18 @@ fn tool_calls_reach_the_daemon_while_it_holds_the_data_directory() {
 fn mcp_refuses_unknown_tools_non_loopback_addresses_and_bad_config_files() {
     let sb = Sandbox::new();
     let out = sb.run(&["mcp", "--tools", "search_documents,delete_everything"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     let err = stderr(&out);
     assert!(err.contains("unknown tool delete_everything"), "{err}");
     for name in ingest::tools::TOOL_NAMES {
         assert!(err.contains(name), "lists the valid tools: {err}");
     }
     let out = sb.run(&["mcp", "--http", "0.0.0.0:8765"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     assert!(stderr(&out).contains("loopback"), "{}", stderr(&out));
     let config = sb.write("mcp.toml", b"[scope]\nuser_id = \"bob\"\n");
     let out = sb.run(&["mcp", "--config", config.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("user_id"), "{}", stderr(&out));
 }
 
@@ -322,6 +327,9 @@ impl Drop for McpClient {
 #[test]
 fn mcp_lists_the_selected_tools_and_answers_with_the_exact_text() {
     let sb = Sandbox::new();
+    // The document tools read an index: one is there.
+    sb.write("in/a.txt", b"The tide tables are printed in March.\n");
+    assert_eq!(sb.ingest(&[&sb.path("in")]).2, 0);
     let mut mcp = McpClient::start(&sb, &["--tools", "browse_container,search_documents"]);
     let listed = mcp.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().expect("tools");
@@ -382,7 +390,7 @@ fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
     let mut mcp = McpClient::start(&sb, &[]);
     let first = mcp.call(
         "search_documents",
-        json!({"query": "tide", "max_chars": 1000}),
+        json!({"query": "tide", "max_chars": 1000, "min_score": 0}),
     );
     let hits = |reply: &serde_json::Value| -> usize {
         let text = reply["result"]["content"][0]["text"]
@@ -409,7 +417,7 @@ fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
     });
     let again = mcp.call(
         "search_documents",
-        json!({"query": "tide", "max_chars": 1000}),
+        json!({"query": "tide", "max_chars": 1000, "min_score": 0}),
     );
     assert!(hits(&again) > 0, "the daemon found it too: {again}");
     assert!(log().contains("answered_by=\"daemon\""), "{}", log());

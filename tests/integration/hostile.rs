@@ -184,7 +184,7 @@ fn every_hostile_fixture_ends_normally_with_the_expected_ledger() {
             let leaked = sb
                 .search(text, 3)
                 .iter()
-                .any(|h| h["text"].as_str().is_some_and(|t| t.contains(text)));
+                .any(|h| h["snippet"].as_str().is_some_and(|t| t.contains(text)));
             if leaked {
                 failures.push(format!("{name}: {text:?} should not have been read"));
             }

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use ingest::testing::{QdrantServer, QDRANT_SKIPPED};
 use serde_json::Value;
 
-use crate::util::{json_lines, Lcg, Sandbox};
+use crate::util::{json_lines, search_hits, Lcg, Sandbox};
 
 /// Point id → (sorted locators, text): what an index holds, from `ingest export`.
 type Points = BTreeMap<u64, (Vec<String>, String)>;
@@ -152,6 +152,8 @@ fn search_mode(data: &Path, store: Option<&str>, query: &str, mode: &str) -> Vec
     cmd.args([
         "search",
         "--json",
+        "--min-score",
+        "-1",
         "--limit",
         "3",
         "--mode",
@@ -164,7 +166,7 @@ fn search_mode(data: &Path, store: Option<&str>, query: &str, mode: &str) -> Vec
     if let Some(s) = store {
         cmd.args(["--store", s]);
     }
-    json_lines(&run_ok(cmd))
+    search_hits(&run_ok(cmd))
 }
 
 fn spawn(mut cmd: Command) -> Child {
@@ -330,7 +332,7 @@ fn qdrant_export_and_import_move_an_index_without_embedding() {
     let refused = ingest_cmd(&data, Some(&store), &["search"], &[PathBuf::from("x")])
         .output()
         .unwrap();
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("ingest import"));
     let before = search_mode(&data, None, "harbour glacier ledger", "dense");
     let out = run_ok(ingest_cmd(

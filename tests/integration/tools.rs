@@ -372,9 +372,11 @@ fn search(scope: &Scope, args: SearchArgs, max: usize) -> Vec<Value> {
 #[test]
 fn search_pages_its_hits_filters_by_locator_and_stays_in_scope() {
     let f = fixture();
+    // Every hit, however weak (min_score -1): paging and filters are checked here.
     let args = SearchArgs {
         query: "who kept the lighthouse".into(),
         limit: Some(12),
+        min_score: Some(-1.0),
         ..SearchArgs::default()
     };
     let all = search(&alice(), args.clone(), 100_000);
@@ -428,6 +430,7 @@ fn search_pages_its_hits_filters_by_locator_and_stays_in_scope() {
         SearchArgs {
             query: "Bob's payroll zebra budget crowns".into(),
             limit: Some(50),
+            min_score: Some(-1.0),
             ..SearchArgs::default()
         },
         100_000,
@@ -437,6 +440,7 @@ fn search_pages_its_hits_filters_by_locator_and_stays_in_scope() {
         &bob(),
         SearchArgs {
             query: "Bob's payroll zebra budget crowns".into(),
+            min_score: Some(-1.0),
             ..SearchArgs::default()
         },
         4000,

@@ -67,23 +67,43 @@ impl Sandbox {
         )
     }
 
-    /// `ingest search --json QUERY`.
+    /// The hits of `ingest search --json --min-score 0 QUERY` (every hit, however weak: the
+    /// relevance floor is tested on its own), each with `locator`, `score`, `snippet`….
     pub fn search(&self, query: &str, limit: usize) -> Vec<Value> {
-        let limit = limit.to_string();
-        let out = self.run(&["search", "--json", "--limit", &limit, query]);
-        assert!(
-            out.status.success(),
-            "search failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        json_lines(&out)
+        self.try_search(query, limit).unwrap_or_else(|| {
+            panic!("search {query:?} failed");
+        })
     }
 
-    /// `ingest search --json QUERY`, or `None` if it could not run (the index is busy).
+    /// The hits of `ingest search --json --min-score -1 FLAGS... QUERY` (every hit), which
+    /// must run (exit 0, or 1 for none).
+    pub fn search_with(&self, flags: &[&str], query: &str) -> Vec<Value> {
+        let mut args = vec!["search", "--json", "--min-score", "-1"];
+        args.extend_from_slice(flags);
+        args.push(query);
+        let out = self.run(&args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        search_hits(&out)
+    }
+
+    /// [`Sandbox::search`], or `None` if it could not run (the index is busy). Exit code 1
+    /// (nothing found) is an empty list.
     pub fn try_search(&self, query: &str, limit: usize) -> Option<Vec<Value>> {
         let limit = limit.to_string();
-        let out = self.run(&["search", "--json", "--limit", &limit, query]);
-        out.status.success().then(|| json_lines(&out))
+        let out = self.run(&[
+            "search",
+            "--json",
+            "--min-score",
+            "0",
+            "--limit",
+            &limit,
+            query,
+        ]);
+        matches!(out.status.code(), Some(0 | 1)).then(|| search_hits(&out))
     }
 
     /// `ingest status --json`, or `None` if it could not run.
@@ -128,6 +148,17 @@ pub fn assert_exited(out: &Output) {
             out.stdout.len()
         );
     }
+}
+
+/// The hits of a `search --json` answer: its one object's `hits`.
+pub fn search_hits(out: &Output) -> Vec<Value> {
+    let answer = json_lines(out)
+        .pop()
+        .unwrap_or_else(|| panic!("no answer: {}", String::from_utf8_lossy(&out.stderr)));
+    answer["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits array: {answer}"))
+        .clone()
 }
 
 pub fn json_lines(out: &Output) -> Vec<Value> {

@@ -18,7 +18,7 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 fn found(sb: &Sandbox, query: &str, text: &str, place: &str) -> bool {
     sb.try_search(query, 5).is_some_and(|hits| {
         hits.iter().any(|h| {
-            h["text"].as_str().is_some_and(|t| t.contains(text))
+            h["snippet"].as_str().is_some_and(|t| t.contains(text))
                 && h["locator"].as_str().is_some_and(|l| l.contains(place))
         })
     })
@@ -28,7 +28,7 @@ fn found(sb: &Sandbox, query: &str, text: &str, place: &str) -> bool {
 fn gone(sb: &Sandbox, query: &str, text: &str) -> bool {
     sb.try_search(query, 10).is_some_and(|hits| {
         hits.iter()
-            .all(|h| !h["text"].as_str().is_some_and(|t| t.contains(text)))
+            .all(|h| !h["snippet"].as_str().is_some_and(|t| t.contains(text)))
     })
 }
 

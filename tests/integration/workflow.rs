@@ -252,7 +252,7 @@ fn security_workflows_are_walls_over_http_and_the_cli() {
         let theirs = cli_tool(&sb, user, mandate, "recall_tool_result", &recall);
         let made_up = cli_tool(&sb, user, mandate, "recall_tool_result", &never);
         assert_eq!(theirs, made_up, "cli {user}@{mandate}");
-        assert_eq!(theirs.0, 1);
+        assert_eq!(theirs.0, 3, "a tool's error: the command could not run");
     }
     // Unknown tools and bad arguments are refused with a reason.
     let (code, _) = cli_tool(&sb, "alice", "acme", "drop_everything", &json!({}));

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use ingest::SearchMode;
 
 #[derive(Parser, Debug)]
@@ -20,19 +20,37 @@ pub(crate) struct Cli {
     pub(crate) common: Common,
 }
 
+/// When to colour what is printed.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Args, Debug, Clone)]
 pub(crate) struct Common {
-    /// Where the index lives.
-    #[arg(
-        long,
-        global = true,
-        default_value = ".ingest",
-        env = "INGEST_DATA_DIR"
-    )]
+    /// Where the index lives [default: $INGEST_DATA_DIR, else the nearest `.ingest` folder
+    /// in the working directory or above it, else ~/.local/share/ingest]. Commands that only
+    /// read never create one.
+    #[arg(short = 'd', long = "data-dir", global = true, value_name = "DIR")]
+    pub(crate) data_dir_flag: Option<PathBuf>,
+    /// The data directory the lookup chose (set once the arguments are parsed).
+    #[arg(skip)]
     pub(crate) data_dir: PathBuf,
-    /// Machine-readable output: one JSON object per line.
-    #[arg(long, global = true)]
+    /// How it was chosen.
+    #[arg(skip)]
+    pub(crate) data_dir_origin: crate::place::Origin,
+    /// Machine-readable output: one JSON shape per command (docs/CLI.md).
+    #[arg(short = 'j', long, global = true)]
     pub(crate) json: bool,
+    /// Colours on a terminal: auto (when stdout is one and NO_COLOR is not set), always or
+    /// never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorChoice,
+    /// Less output: no progress, and `watch`/`serve` log warnings only.
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
     /// Scope: the user the content belongs to / is searched for [default: local].
     #[arg(long, global = true)]
     pub(crate) user: Option<String>,
@@ -117,7 +135,27 @@ pub(crate) struct ExtractArgs {
     #[arg(long, value_name = "I/N")]
     pub(crate) partition: Option<ingest::Partition>,
     #[command(flatten)]
+    pub(crate) walk: WalkArgs,
+    #[command(flatten)]
     pub(crate) recipe: RecipeArgs,
+}
+
+/// What a walk of folders leaves out besides hidden entries: globs, and the ignore files it
+/// meets (docs/CLI.md, "Exclusions"). Each entry left out is one `ignored` line; nothing
+/// under it is read or embedded.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct WalkArgs {
+    /// Leave out files and folders matching GLOB (a .gitignore line: `node_modules/`,
+    /// `*.log`, `build/**/*.o`; repeat the flag). Also read from `exclude` in the config
+    /// file.
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) exclude: Vec<String>,
+    /// Ingest only files matching GLOB (repeat the flag; folders are still walked).
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) include: Vec<String>,
+    /// Do not honour .gitignore, .ignore and .ingestignore files.
+    #[arg(long)]
+    pub(crate) no_ignore: bool,
 }
 
 /// How chunks are cut and what their vectors embed: the index's recipe. An index keeps
@@ -154,9 +192,9 @@ pub(crate) struct ReindexArgs {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Semantic search over what the scope may read. With any filter or budget flag
-    /// (--locator, --type, --kind, --pages, --section, --sheet, --slide, --max-chars, --cursor) it
-    /// runs the agent's `search_documents` tool and prints its answer (snippets, cursor).
+    /// Search what the scope may read, by meaning and words (the agent's `search_documents`
+    /// tool): each hit with its relevance, locator and snippet, within a budget with a cursor
+    /// to continue. Exits 1 when nothing relevant was found.
     Search(SearchArgs),
     /// Browse: the scope's top level, a folder's or archive's members, or a document's
     /// outline (the agent's `browse_container` tool).
@@ -176,8 +214,13 @@ pub(crate) enum Command {
     /// command), or streamable HTTP on a loopback address with --http. The scope comes
     /// from --user/--feature-instance/--mandate or --config, never from the model.
     Mcp(McpArgs),
-    /// What the index holds (asks the daemon when one runs on this data dir).
+    /// What the index holds, where it is and how it was found, its model and its size on
+    /// disk (asks the daemon when one runs on this data dir).
     Status,
+    /// List the files the index holds (that the scope may read), one line each with its
+    /// status, chunks and size; only those under a folder, archive or file when given.
+    #[command(visible_alias = "ls")]
+    Files(FilesArgs),
     /// Serve uploads over HTTP for platforms not written in Rust: upload (raw body or
     /// multipart), job and file status, delete, search, the agent's tools, /health and
     /// /metrics. Callers authenticate with the API keys of --config, each bound to a scope.
@@ -207,6 +250,12 @@ pub(crate) enum Command {
 }
 
 #[derive(Args, Debug)]
+pub(crate) struct FilesArgs {
+    /// A folder, archive or file: a path as typed (relative, ~/…) or a locator.
+    pub(crate) under: Option<String>,
+}
+
+#[derive(Args, Debug)]
 pub(crate) struct TransferArgs {
     /// The export file (.jsonl or .jsonl.gz).
     pub(crate) file: PathBuf,
@@ -226,9 +275,14 @@ pub(crate) struct EvalArgs {
     /// Hits asked for per question (MRR is computed over them).
     #[arg(long, default_value_t = 10)]
     pub(crate) limit: usize,
-    /// Also print every question missed at K, with the hits it got instead.
+    /// Also print every question missed at K, with the hits it got instead (and every
+    /// absent question that got hits).
     #[arg(long)]
     pub(crate) misses: bool,
+    /// Leave out hits below this relevance (default: the model's relevance floor, as
+    /// `search` applies it; -1 keeps every hit).
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub(crate) min_score: Option<f32>,
     /// Instead of questions: search for every indexed file by its name and count the files
     /// not among the first K hits (QUESTIONS is then not read).
     #[arg(long)]
@@ -277,30 +331,33 @@ pub(crate) struct SearchArgs {
     #[arg(required = true)]
     pub(crate) query: Vec<String>,
     /// How many hits to print.
-    #[arg(long, default_value_t = 5)]
+    #[arg(short = 'n', long, default_value_t = 5)]
     pub(crate) limit: usize,
-    /// Drop hits less similar than this (cosine; the BM25 score with --mode keyword).
-    #[arg(long)]
+    /// Show only hits whose relevance (the number each hit shows: the cosine similarity of
+    /// meaning, or the BM25 score with --mode keyword) is at least this. Default for hybrid
+    /// and dense: the relevance floor (docs/CLI.md, "Scores"); 0 shows every hit.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub(crate) min_score: Option<f32>,
     /// How hits are ranked: hybrid (meaning and exact words fused), keyword (BM25 over
     /// words, file and section names; loads no model) or dense (meaning only).
-    #[arg(long, default_value_t = SearchMode::Hybrid, value_name = "MODE")]
+    #[arg(short, long, default_value_t = SearchMode::Hybrid, value_name = "MODE")]
     pub(crate) mode: SearchMode,
-    /// Only under this folder, archive (at any depth) or file (no #fragment).
-    #[arg(long)]
+    /// Only under this folder, archive (at any depth) or file: a path as typed (relative,
+    /// ~/…) or a locator.
+    #[arg(short, long)]
     pub(crate) locator: Option<String>,
     /// Only objects of this type: text, image, videostream, audiostream, other.
-    #[arg(long = "type", value_name = "TYPE")]
+    #[arg(short = 't', long = "type", value_name = "TYPE")]
     pub(crate) content_type: Option<String>,
     /// card: only file cards (a file's name, folder, type, title, author, outline); passage:
     /// only text from inside files. Both by default.
-    #[arg(long, value_name = "KIND")]
+    #[arg(short, long, value_name = "KIND")]
     pub(crate) kind: Option<String>,
     /// Only these 1-based physical pages: 47 or 40-47.
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) pages: Option<String>,
     /// Only this section (an id such as s12 from `ingest browse FILE`), with --locator FILE.
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) section: Option<String>,
     /// Only this spreadsheet sheet.
     #[arg(long)]
@@ -316,22 +373,6 @@ pub(crate) struct SearchArgs {
     pub(crate) budget: Budget,
 }
 
-impl SearchArgs {
-    /// Whether a flag asks for the tool's answer rather than the full hits.
-    pub(crate) fn wants_tool(&self) -> bool {
-        self.locator.is_some()
-            || self.content_type.is_some()
-            || self.kind.is_some()
-            || self.pages.is_some()
-            || self.section.is_some()
-            || self.sheet.is_some()
-            || self.slide.is_some()
-            || self.owner.is_some()
-            || self.budget.max_chars.is_some()
-            || self.budget.cursor.is_some()
-    }
-}
-
 /// The answer's budget and where to continue, for every tool command.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Budget {
@@ -345,10 +386,11 @@ pub(crate) struct Budget {
 
 #[derive(Args, Debug)]
 pub(crate) struct BrowseArgs {
-    /// A folder, an archive (outer.zip!/inner.tar.gz) or a file; none: the scope's top level.
+    /// A folder, an archive (outer.zip!/inner.tar.gz) or a file, as a path as typed
+    /// (relative, ~/…) or a locator; none: the scope's top level.
     pub(crate) locator: Option<String>,
     /// For a document: expand this outline node (an id such as s12).
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) section: Option<String>,
     /// Whose file, when two you may read share a locator: an `owner` an earlier answer
     /// showed (e.g. "bob (shared)").
@@ -360,16 +402,17 @@ pub(crate) struct BrowseArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReadArgs {
-    /// The file to read (no #fragment: use the filters).
+    /// The file to read: a path as typed (relative, ~/…) or a locator; a fragment
+    /// (#page=3, #sheet=S&rows=1-50, #slide=4) reads that part.
     pub(crate) locator: String,
     /// Only these 1-based physical pages: 47 or 40-47.
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) pages: Option<String>,
     /// Only this section and its subsections (an id such as s12).
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) section: Option<String>,
     /// Only objects of this type: text, image, videostream, audiostream, other.
-    #[arg(long = "type", value_name = "TYPE")]
+    #[arg(short = 't', long = "type", value_name = "TYPE")]
     pub(crate) content_type: Option<String>,
     /// Only this spreadsheet sheet.
     #[arg(long)]
@@ -390,7 +433,7 @@ pub(crate) struct ReadArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReadSectionArgs {
-    /// The file (no #fragment).
+    /// The file: a path as typed (relative, ~/…) or a locator.
     pub(crate) locator: String,
     /// The section's id (s12) from `ingest browse FILE`.
     pub(crate) section: String,
@@ -404,7 +447,8 @@ pub(crate) struct ReadSectionArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ExtractItemArgs {
-    /// The archive member: archive.zip!/path/in/archive.pdf.
+    /// The archive member: archive.zip!/path/in/archive.pdf (the archive's path as typed,
+    /// relative or ~/…, or as a locator).
     pub(crate) locator: String,
     /// Mark the extracted content as shared within the mandate.
     #[arg(long)]
@@ -424,6 +468,9 @@ pub(crate) struct ToolArgs {
     /// Its arguments as a JSON object (docs/TOOLS.md); `-` reads them from stdin, `@FILE`
     /// from a file. Absent: `{}`.
     pub(crate) args: Option<String>,
+    /// `max_chars` and `cursor` given as flags (they replace those of the arguments).
+    #[command(flatten)]
+    pub(crate) budget: Budget,
 }
 
 #[derive(Args, Debug)]

@@ -8,13 +8,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ingest::daemon::{ask, socket_path, status_of, Request, Server, SyncCause, WatchConfig};
-use ingest::{
-    Config, FileReport, FileStatus, Hit, Ingestor, Input, Isolation, Scope, SearchFilter,
-};
+use ingest::{Config, FileReport, Ingestor, Input, Isolation, Scope};
 
 use crate::cli::{
-    Common, ExtractArgs, IngestArgs, ReindexArgs, SearchArgs, ServeArgs, TransferArgs, WatchArgs,
+    Common, ExtractArgs, FilesArgs, IngestArgs, ReindexArgs, SearchArgs, ServeArgs, TransferArgs,
+    WatchArgs,
 };
+use crate::exit::{self, Usage};
 use crate::now_secs;
 use crate::output::{self, field, print_line, worth_telling};
 
@@ -52,6 +52,9 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
         config.chunking.max_file_chunks = args.max_chunks;
         args.recipe.apply(&mut config.chunking);
         config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
+        let cwd = std::env::current_dir().context("the working directory")?;
+        config.exclusions = crate::settings::Settings::load()?.exclusions(&args.walk, &cwd);
+        config.exclusions.check().map_err(Usage)?;
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
         iso.cpu_seconds = args.extract_timeout;
@@ -167,9 +170,38 @@ fn transferred(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A first path that is neither a file nor a folder but reads like a command (`serch`): what
+/// the person meant, by clap's measure (Jaro similarity above 0.7).
+fn mistyped_command(paths: &[std::path::PathBuf]) -> Option<String> {
+    use clap::CommandFactory;
+    let first = paths.first()?.to_str()?;
+    if first.contains('/') || std::fs::symlink_metadata(first).is_ok() {
+        return None;
+    }
+    let command = crate::cli::Cli::command();
+    command
+        .get_subcommands()
+        .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_all_aliases()))
+        .map(|name| (strsim::jaro(first, name), name))
+        .filter(|(similar, _)| *similar > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name.to_string())
+}
+
 pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitCode> {
     if args.paths.is_empty() {
-        anyhow::bail!("nothing to ingest: give files, folders or archives (see `ingest --help`)");
+        return Err(Usage(
+            "nothing to ingest: give files, folders or archives, or a command (see `ingest --help`)".into(),
+        )
+        .into());
+    }
+    if let Some(meant) = mistyped_command(&args.paths) {
+        let typed = args.paths.first().map(|p| p.display().to_string());
+        return Err(Usage(format!(
+            "`{}` is neither a command nor a file or folder here. Did you mean `ingest {meant}`?",
+            typed.unwrap_or_default()
+        ))
+        .into());
     }
     if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
         anyhow::bail!(
@@ -182,7 +214,7 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
     let scope = scope(common, args.shared)?;
     // Fail fast, in one line, when the model is missing (loading itself waits for first use).
     ingest::find_model_dir(common.model_dir.as_deref())?;
-    let progress = (!common.json && std::io::stderr().is_terminal()).then(|| {
+    let progress = (!common.json && !common.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
@@ -191,68 +223,86 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         bar
     });
-    let counts = std::sync::Mutex::new((0u64, 0u64));
     let stdout = std::sync::Mutex::new(std::io::stdout());
+    let paint = output::Paint::stderr(common.color);
     let observer = |r: &FileReport| {
         if common.json {
             let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = writeln!(out, "{}", print_line(true, r));
+            let _ = writeln!(out, "{}", print_line(true, r, &paint));
         } else if worth_telling(r) {
-            let line = print_line(false, r);
+            let line = print_line(false, r, &paint);
             match &progress {
                 Some(bar) => bar.println(line),
                 None => eprintln!("{line}"),
             }
         }
-        if let Some(bar) = &progress {
-            let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
-            c.0 += 1;
-            if r.status == FileStatus::Indexed {
-                c.1 += u64::from(r.chunks);
-            }
-            bar.set_message(format!("{} files, {} chunks — {}", c.0, c.1, r.locator));
-        }
     };
     let inputs = args.paths.iter().cloned().map(Input::Path).collect();
-    let report = ingestor.ingest(inputs, &scope, &observer)?;
+    // SIGINT or SIGTERM stops the run at the next batch (a second one ends the process):
+    // what is stored stays, and the next run goes on from there, in the middle of a file too.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            130,
+            std::sync::Arc::clone(&stop),
+        )?;
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))?;
+    }
+    let counters = ingestor.progress();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let report = std::thread::scope(|s| {
+        // The line is redrawn from the run's counters, so it moves while a big file embeds.
+        if let Some(bar) = &progress {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    bar.set_message(output::progress_line(&counters.snapshot()));
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+            });
+        }
+        let report = ingestor.ingest_until(inputs, &scope, &observer, &stop);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        report
+    })?;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
     let s = &report.summary;
     output::print_summary(&mut std::io::stdout().lock(), common.json, s)?;
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("stopped: what is stored stays; the next run goes on from there");
+        return Ok(ExitCode::from(exit::STOPPED));
+    }
     Ok(if s.all_ok() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(2)
+        ExitCode::from(exit::SOME_FAILED)
     })
 }
 
+/// `search`: the `search_documents` tool, answered by the daemon when one holds the data
+/// directory (`faces::search`).
 pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    if args.wants_tool() {
-        return crate::faces::search(common, args);
-    }
-    let query = args.query.join(" ");
-    let scope = scope(common, false)?;
-    let request = Request::Search {
-        query: query.clone(),
-        scope: scope.clone(),
-        limit: args.limit,
-        min_score: args.min_score,
-        mode: args.mode,
-    };
-    let hits: Vec<Hit> = match ask(&socket_path(&common.data_dir), &request)? {
-        Some(answer) => serde_json::from_value(field(&answer, "/hits").clone())?,
-        None => open(common, None)?.search_filtered(
-            &query,
-            &scope,
-            args.limit,
-            args.min_score,
-            &SearchFilter::default(),
-            args.mode,
-        )?,
-    };
-    output::print_hits(&mut std::io::stdout().lock(), common.json, &hits)?;
-    Ok(ExitCode::SUCCESS)
+    crate::faces::search(common, args)
+}
+
+/// `files`: what the scope may read, one line per file (under a folder, archive or file when
+/// given); exits 1 when there is none.
+pub(crate) fn files(common: &Common, args: &FilesArgs) -> anyhow::Result<ExitCode> {
+    let under = args
+        .under
+        .as_deref()
+        .map(crate::faces::locator)
+        .transpose()?;
+    let ingestor = open(common, None)?;
+    let files = ingest::tools::list_files(&ingestor, &scope(common, false)?, under.as_deref());
+    output::print_files(&mut std::io::stdout().lock(), common, &files)?;
+    Ok(if files.is_empty() {
+        ExitCode::from(exit::NOTHING_FOUND)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub(crate) fn status(common: &Common) -> anyhow::Result<ExitCode> {
@@ -260,12 +310,7 @@ pub(crate) fn status(common: &Common) -> anyhow::Result<ExitCode> {
         Some(answer) => answer,
         None => status_of(&open(common, None)?)?,
     };
-    output::print_status(
-        &mut std::io::stdout().lock(),
-        common.json,
-        &common.data_dir,
-        &status,
-    )?;
+    output::print_status(&mut std::io::stdout().lock(), common, &status)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -386,6 +431,11 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         }
         println!("listening on http://{bound}");
         let _ = std::io::stdout().flush();
+        tracing::info!(
+            listen = %bound,
+            data_dir = %common.data_dir.display(),
+            "serving"
+        );
         ingest::service::serve(uploads, &config, listener, ingest::mcp::stop_signal()).await?;
         anyhow::Ok(())
     })?;
@@ -396,6 +446,7 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
             Err(_) => anyhow::bail!("the folder watcher panicked"),
         }
     }
+    tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -458,9 +509,10 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     config.rescan = std::time::Duration::from_secs(args.rescan_secs.max(1));
     tracing::info!(folders = ?roots, data_dir = %common.data_dir.display(), "watching");
     let json = common.json;
+    let paint = output::Paint::stdout(common.color);
     let observer = |r: &FileReport| {
         if json || worth_telling(r) {
-            let _ = writeln!(std::io::stdout().lock(), "{}", print_line(json, r));
+            let _ = writeln!(std::io::stdout().lock(), "{}", print_line(json, r, &paint));
         }
     };
     let mut on_sync = record_sync(&state);

@@ -34,6 +34,7 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     let options = EvalOptions {
         k: args.k,
         limit: args.limit,
+        min_score: args.min_score,
     };
     let reports = modes
         .iter()
@@ -133,6 +134,21 @@ fn print_reports(
     for r in reports {
         row(out, r.mode.as_str(), &r.all, (r.p50_ms, r.p95_ms))?;
     }
+    if first.all.absent_questions > 0 {
+        writeln!(
+            out,
+            "\nabsent questions (about what the documents do not hold), answered \"nothing relevant\":"
+        )?;
+        for r in reports {
+            writeln!(
+                out,
+                "{:<18} {:>4} {:>9.3}",
+                r.mode.as_str(),
+                r.all.absent_questions,
+                r.all.absent_nothing
+            )?;
+        }
+    }
     // Per tag: recall@k / page recall@k of every mode side by side.
     write!(out, "\n{:<18} {:>4} {:>5}", "tag", "n", "pages")?;
     for r in reports {
@@ -158,6 +174,19 @@ fn print_reports(
         for r in reports {
             writeln!(out, "\nmissed at {k}, {}:", r.mode)?;
             for o in &r.outcomes {
+                if o.absent {
+                    if o.hits > 0 {
+                        writeln!(
+                            out,
+                            "  line {} (absent, {} hits, best {:.3}): {}",
+                            o.line,
+                            o.hits,
+                            o.best_score.unwrap_or(0.0),
+                            o.question
+                        )?;
+                    }
+                    continue;
+                }
                 let file_miss = o.file_rank.is_none_or(|x| x > k);
                 let page_miss = o.has_page && o.page_rank.is_none_or(|x| x > k);
                 if !file_miss && !page_miss {

@@ -15,15 +15,26 @@ use crate::cli::{
     BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs, ToolArgs,
 };
 use crate::commands::{config, scope};
+use crate::exit::{self, Usage};
 use crate::render;
 
+/// The locator a person means by `typed` (a path as typed at the shell, or a locator), in
+/// this process's working directory.
+pub(crate) fn locator(typed: &str) -> anyhow::Result<String> {
+    let cwd = std::env::current_dir().context("the working directory")?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    Ok(crate::place::locator_for(typed, &cwd, home.as_deref()))
+}
+
+/// `search`: the `search_documents` tool with the flags, its answer printed (one JSON shape
+/// with `--json`); exits 1 when nothing relevant was found.
 pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::SearchDocuments(tools::SearchArgs {
         query: args.query.join(" "),
         limit: Some(args.limit),
         min_score: args.min_score,
         mode: Some(args.mode),
-        locator: args.locator.clone(),
+        locator: args.locator.as_deref().map(locator).transpose()?,
         owner: args.owner.clone(),
         content_type: args.content_type.clone(),
         kind: args.kind.clone(),
@@ -39,7 +50,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
 
 pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::BrowseContainer(tools::BrowseArgs {
-        locator: args.locator.clone(),
+        locator: args.locator.as_deref().map(locator).transpose()?,
         owner: args.owner.clone(),
         section: args.section.clone(),
         max_chars: args.budget.max_chars,
@@ -49,8 +60,10 @@ pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitC
 }
 
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode> {
-    let call = ToolCall::ReadContentObjects(tools::ReadArgs {
-        locator: args.locator.clone(),
+    let whole = locator(&args.locator)?;
+    let (file, fragment) = extractors::split_fragment(&whole);
+    let mut read = tools::ReadArgs {
+        locator: file.to_string(),
         owner: args.owner.clone(),
         pages: args.pages.clone(),
         section: args.section.clone(),
@@ -60,13 +73,15 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
         slide: args.slide,
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
-    });
+    };
+    read_fragment(fragment, &mut read)?;
+    let call = ToolCall::ReadContentObjects(read);
     run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
 pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::ReadSection(tools::SectionArgs {
-        locator: args.locator.clone(),
+        locator: extractors::file_part(&locator(&args.locator)?).to_string(),
         owner: args.owner.clone(),
         section: args.section.clone(),
         max_chars: args.budget.max_chars,
@@ -77,12 +92,41 @@ pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::R
 
 pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::ExtractContainerItem(tools::ExtractArgs {
-        locator: args.locator.clone(),
+        locator: locator(&args.locator)?,
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
     let host = ToolHost::new(config(common, Some(&args.extract))?);
     run(common, &call, host, args.shared)
+}
+
+/// What a locator's `#fragment` (copied from a search hit: `#page=3`, `#sheet=Q3&rows=1-40`,
+/// `#slide=4`) asks `read` for, where no flag said it already.
+fn read_fragment(fragment: &str, read: &mut tools::ReadArgs) -> anyhow::Result<()> {
+    for part in fragment.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        let value = Some(value.to_string());
+        match key {
+            "page" => read.pages = read.pages.take().or(value),
+            "sheet" => read.sheet = read.sheet.take().or(value),
+            "rows" => read.rows = read.rows.take().or(value),
+            "slide" => {
+                let n = value
+                    .as_deref()
+                    .unwrap_or_default()
+                    .parse()
+                    .map_err(|_| Usage(format!("#{part}: a slide is a number")))?;
+                read.slide = read.slide.or(Some(n));
+            }
+            _ => {
+                return Err(Usage(format!(
+                    "#{part}: `ingest read` takes #page=, #sheet=, #rows= or #slide= (or --pages, --section, --sheet, --rows, --slide)"
+                ))
+                .into())
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The most bytes of arguments read from stdin or a file.
@@ -112,14 +156,40 @@ pub(crate) fn tool(common: &Common, args: &ToolArgs) -> anyhow::Result<ExitCode>
         }
         Some(a) => a.to_string(),
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).context("the arguments are not a JSON object")?;
-    let call = ToolCall::parse(&args.name, value).map_err(|e| anyhow::anyhow!(e))?;
+    let mut value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Usage(format!("the arguments are not a JSON object: {e}")))?;
+    if let Some(object) = value.as_object_mut() {
+        if let Some(n) = args.budget.max_chars {
+            object.insert("max_chars".into(), n.into());
+        }
+        if let Some(c) = &args.budget.cursor {
+            object.insert("cursor".into(), c.clone().into());
+        }
+    }
+    let call = ToolCall::parse(&args.name, value).map_err(|e| Usage(e.to_string()))?;
     run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
+/// A tool's error for a person at a terminal: the tools' model-facing advice ("Call
+/// browse_container…") said as the commands that do it.
+fn for_person(message: &str) -> String {
+    match message.strip_prefix("no such locator in this scope: ") {
+        Some(rest) => {
+            let locator = rest
+                .split_once(". Call browse_container")
+                .map_or(rest, |(l, _)| l);
+            format!(
+                "nothing indexed at {locator} (in this scope): `ingest files` lists what is, `ingest {}` indexes it",
+                extractors::split_top(locator).0
+            )
+        }
+        None => message.to_string(),
+    }
+}
+
 /// Run `call` and print its answer: the JSON text as is (`--json`), or rendered for a
-/// reader. A tool error is printed on stderr and exits 1.
+/// reader. A tool error is printed on stderr for a person and exits 3; a search that found
+/// nothing relevant exits 1.
 fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow::Result<ExitCode> {
     let scope = scope(common, shared)?;
     let (answer, by) = host
@@ -144,13 +214,28 @@ fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow
             .get("error")
             .and_then(serde_json::Value::as_str)
             .unwrap_or(&answer.text);
-        eprintln!("error: {message}");
-        return Ok(ExitCode::from(1));
+        eprintln!("error: {}", for_person(message));
+        return Ok(ExitCode::from(exit::ERROR));
     }
     if !common.json {
-        render::answer(&mut out, call, &value, &continue_command)?;
+        render::answer(
+            &mut out,
+            call,
+            &value,
+            &continue_command,
+            &crate::output::Paint::stdout(common.color),
+        )?;
     }
-    Ok(ExitCode::SUCCESS)
+    let nothing = matches!(call, ToolCall::SearchDocuments(_))
+        && value
+            .get("hits")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(Vec::is_empty);
+    Ok(if nothing {
+        ExitCode::from(exit::NOTHING_FOUND)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The command line that continues an answer: this one with `--cursor CURSOR` (replacing
@@ -214,8 +299,9 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
     };
     ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
     let mut mcp = McpConfig::new(scope);
-    if let Some(names) = args.tools.as_ref().or(file.tools.as_ref()) {
-        mcp = mcp.with_tools(names)?;
+    let names = args.tools.as_ref().or(file.tools.as_ref());
+    if let Some(names) = names {
+        mcp = mcp.with_tools(names).map_err(|e| Usage(e.to_string()))?;
     }
     let mut config = config(common, Some(&args.extract))?;
     if let Some(n) = args.max_answer_chars.or(file.max_answer_chars) {
@@ -224,7 +310,11 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
     config.validate()?;
     let http = args.http.or(file.http.listen);
     if let Some(addr) = &http {
-        ingest::mcp::check_loopback(addr)?;
+        ingest::mcp::check_loopback(addr).map_err(|e| Usage(e.to_string()))?;
+    }
+    // The document tools read an index: one must be there (the workflow tools may start one).
+    if names.is_none_or(|n| n.iter().any(|t| crate::place::reads_documents(t.trim()))) {
+        crate::place::require_index(common)?;
     }
     tracing::info!(
         data_dir = %common.data_dir.display(),

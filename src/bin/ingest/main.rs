@@ -1,8 +1,9 @@
 //! The `ingest` command line: a thin layer over the library.
 //!
-//! Exit codes: 0 success; 2 some files failed or were skipped (the others are indexed);
-//! 1 the command itself could not run (bad arguments, missing model, unusable data dir), or
-//! a tool command (`browse`, `read`, …) answered with an error.
+//! Exit codes (docs/CLI.md, "Exit codes"; [`exit`]): 0 found or indexed; 1 nothing found;
+//! 2 some files failed or were skipped (the others are indexed); 3 the command could not
+//! run (no index, missing model, unusable data dir, a tool's error); 64 a usage error (an
+//! unknown command or option, a bad value).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -14,7 +15,9 @@ mod commands;
 mod eval;
 mod faces;
 mod output;
+mod place;
 mod render;
+mod settings;
 
 use cli::{Cli, Command};
 
@@ -23,12 +26,24 @@ fn main() -> ExitCode {
     ingest::run_worker_if_requested();
     // Everything this process creates (the store's files included) is the user's alone.
     ingest::owner_only_umask();
-    let cli = Cli::parse();
-    let serving = matches!(cli.command, Some(Command::Mcp(_) | Command::Serve(_)));
+    let mut cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with 0; everything else is a usage error.
+            let _ = e.print();
+            return end_process(ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 }));
+        }
+    };
+    let serving = matches!(
+        cli.command,
+        Some(Command::Mcp(_) | Command::Serve(_) | Command::Watch(_))
+    );
     let filter = match cli.common.verbose {
-        // The MCP server logs a line per call (on stderr: stdout is the protocol).
+        0 if cli.common.quiet => "warn,qdrant_edge=error",
+        // Daemons say what they do (start, each sync, each call, stop), on stderr: stdout
+        // is the protocol for `ingest mcp`.
         0 if serving => {
-            "warn,ingest::mcp=info,ingest::faces=info,ingest::service=info,ingest::uploads=info,qdrant_edge=error"
+            "warn,ingest::mcp=info,ingest::faces=info,ingest::commands=info,ingest::daemon=info,ingest::service=info,ingest::uploads=info,qdrant_edge=error"
         }
         0 => "warn,qdrant_edge=error",
         1 => "info,qdrant_edge=warn",
@@ -42,9 +57,54 @@ fn main() -> ExitCode {
     if cli.common.log_json {
         logs.json().init();
     } else {
-        logs.with_ansi(std::io::stderr().is_terminal()).init();
+        logs.with_ansi(output::colors(
+            cli.common.color,
+            std::io::stderr().is_terminal(),
+        ))
+        .init();
     }
-    let result = match &cli.command {
+    let result = place::settle(&mut cli).and_then(|()| run(&cli));
+    let code = match result {
+        Ok(code) => code,
+        // The reader of our output went away (`| head`): nothing left to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(if e.chain().any(|c| c.is::<exit::Usage>()) {
+                exit::USAGE
+            } else {
+                exit::ERROR
+            })
+        }
+    };
+    end_process(code)
+}
+
+/// The exit codes, documented once (docs/CLI.md, "Exit codes").
+pub(crate) mod exit {
+    /// Nothing found: a search without a relevant hit, a listing without an entry.
+    pub(crate) const NOTHING_FOUND: u8 = 1;
+    /// Some files failed or were skipped; every other file is indexed.
+    pub(crate) const SOME_FAILED: u8 = 2;
+    /// The command could not run (no index, missing model, unusable data dir, a tool's
+    /// error).
+    pub(crate) const ERROR: u8 = 3;
+    /// A usage error: an unknown command or option, a bad or missing value (sysexits'
+    /// EX_USAGE).
+    pub(crate) const USAGE: u8 = 64;
+    /// Stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it); the next run goes
+    /// on from where it stopped.
+    pub(crate) const STOPPED: u8 = 130;
+
+    /// An error in how the command was asked for (exits [`USAGE`]).
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    pub(crate) struct Usage(pub String);
+}
+
+/// Run the command the arguments name.
+fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
         Some(Command::Search(args)) => commands::search(&cli.common, args),
         Some(Command::Browse(args)) => faces::browse(&cli.common, args),
         Some(Command::Read(args)) => faces::read(&cli.common, args),
@@ -59,18 +119,9 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => commands::export(&cli.common, args),
         Some(Command::Import(args)) => commands::import(&cli.common, args),
         Some(Command::Reindex(args)) => commands::reindex(&cli.common, args),
+        Some(Command::Files(args)) => commands::files(&cli.common, args),
         None => commands::ingest(&cli.common, &cli.ingest),
-    };
-    let code = match result {
-        Ok(code) => code,
-        // The reader of our output went away (`| head`): nothing left to say.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    };
-    end_process(code)
+    }
 }
 
 /// End the process with `code`, stdout and stderr flushed, without the C and C++ exit

@@ -3,9 +3,11 @@
 //! line for file reports); nothing decides what to run.
 
 use std::io::Write;
-use std::path::Path;
 
-use ingest::{FileReport, FileStatus, Hit, Summary};
+use anstyle::{AnsiColor, Style};
+use ingest::{FileReport, FileStatus, Summary};
+
+use crate::cli::{ColorChoice, Common};
 
 /// Lines shown on a terminal: what did not simply go through.
 pub(crate) fn worth_telling(r: &FileReport) -> bool {
@@ -16,13 +18,13 @@ pub(crate) fn worth_telling(r: &FileReport) -> bool {
 }
 
 /// How a file line is shown: JSON, or a status word, the locator and the reason.
-pub(crate) fn print_line(json: bool, r: &FileReport) -> String {
+pub(crate) fn print_line(json: bool, r: &FileReport, paint: &Paint) -> String {
     if json {
         serde_json::to_string(r).unwrap_or_default()
     } else {
         format!(
-            "{:<9} {}{}",
-            r.status.as_str(),
+            "{} {}{}",
+            paint.status(&format!("{:<9}", r.status.as_str())),
             r.locator,
             r.reason
                 .as_deref()
@@ -30,6 +32,37 @@ pub(crate) fn print_line(json: bool, r: &FileReport) -> String {
                 .unwrap_or_default()
         )
     }
+}
+
+/// The progress line of a run on a terminal: files and bytes read of those found, chunks
+/// embedded of those known, the rate, the time left, and the largest file being embedded
+/// with its own count.
+pub(crate) fn progress_line(p: &ingest::ProgressSnapshot) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let mut line = format!(
+        "{}/{} files, {:.1}/{:.1} MiB read; {}/{} chunks embedded, {:.1}/s",
+        p.files_read,
+        p.files_found,
+        mib(p.bytes_read),
+        mib(p.bytes_found),
+        p.chunks_embedded,
+        p.chunks_known,
+        p.chunks_per_second()
+    );
+    if let Some(eta) = p.eta() {
+        let secs = eta.as_secs();
+        line.push_str(&format!(
+            ", about {}:{:02}:{:02} left",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        ));
+    }
+    if let Some((file, done, total)) = &p.embedding {
+        let name = file.rsplit(['/', '!']).next().unwrap_or(file);
+        line.push_str(&format!(" — embedding {name} {done}/{total}"));
+    }
+    line
 }
 
 /// The end of an ingest: `{"summary": …}`, or the counts and the seconds per stage.
@@ -73,50 +106,135 @@ pub(crate) fn print_summary(out: &mut impl Write, json: bool, s: &Summary) -> an
     Ok(())
 }
 
-/// Search hits: one JSON object each, or numbered with score, locator, section and snippet.
-pub(crate) fn print_hits(out: &mut impl Write, json: bool, hits: &[Hit]) -> anyhow::Result<()> {
-    for (i, hit) in hits.iter().enumerate() {
-        if json {
-            writeln!(out, "{}", serde_json::to_string(hit)?)?;
-        } else {
-            writeln!(out, "{}. {:.3}  {}", i + 1, hit.score, hit.locator)?;
-            if let Some(section) = &hit.section {
-                writeln!(out, "   § {section}")?;
-            }
-            writeln!(out, "   {}", snippet(&hit.text, 160))?;
-            if !hit.also_in.is_empty() {
-                writeln!(out, "   also in: {}", hit.also_in.join(", "))?;
-            }
-        }
+/// The files of `ingest files`: a JSON array (`[]` when none), or one line each: status,
+/// chunks, size, locator and what else is known.
+pub(crate) fn print_files(
+    out: &mut impl Write,
+    common: &Common,
+    files: &[ingest::tools::ListedFile],
+) -> anyhow::Result<()> {
+    if common.json {
+        writeln!(out, "{}", serde_json::to_string(files)?)?;
+        return Ok(());
     }
-    if hits.is_empty() && !json {
-        writeln!(out, "no hits")?;
+    let paint = Paint::stdout(common.color);
+    for f in files {
+        let mut notes: Vec<&str> = Vec::new();
+        notes.extend(f.mime.as_deref());
+        notes.extend(f.reason.as_deref());
+        notes.extend(f.owner.as_deref());
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join(", "))
+        };
+        writeln!(
+            out,
+            "{} {:>6} {:>10}  {}{notes}",
+            paint.status(&format!("{:<9}", f.status)),
+            f.chunks,
+            crate::render::human_size(f.bytes),
+            paint.locator(&f.locator)
+        )?;
+    }
+    if files.is_empty() {
+        writeln!(out, "no files")?;
     }
     Ok(())
 }
 
-/// `text` on one line, cut after `max` characters (marked with `…`).
-fn snippet(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", flat.get(..i).unwrap_or(&flat)),
-        None => flat,
+/// Whether to colour a stream: `--color`, and for `auto` a terminal without `NO_COLOR`.
+pub(crate) fn colors(choice: ColorChoice, terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// Colours for what a person reads, or none.
+pub(crate) struct Paint(bool);
+
+impl Paint {
+    /// For stdout, as `--color` says.
+    pub(crate) fn stdout(choice: ColorChoice) -> Paint {
+        use std::io::IsTerminal;
+        Paint(colors(choice, std::io::stdout().is_terminal()))
+    }
+
+    /// For stderr, as `--color` says.
+    pub(crate) fn stderr(choice: ColorChoice) -> Paint {
+        use std::io::IsTerminal;
+        Paint(colors(choice, std::io::stderr().is_terminal()))
+    }
+
+    /// No colours (tests).
+    #[cfg(test)]
+    pub(crate) fn none() -> Paint {
+        Paint(false)
+    }
+
+    fn styled(&self, style: Style, text: &str) -> String {
+        if self.0 {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// A locator: where to look.
+    pub(crate) fn locator(&self, text: &str) -> String {
+        self.styled(AnsiColor::Cyan.on_default(), text)
+    }
+
+    /// A score or count: bold.
+    pub(crate) fn strong(&self, text: &str) -> String {
+        self.styled(Style::new().bold(), text)
+    }
+
+    /// What is said about a hit or entry: dimmed.
+    pub(crate) fn quiet(&self, text: &str) -> String {
+        self.styled(Style::new().dimmed(), text)
+    }
+
+    /// A ledger or catalog status (padded as given): failed red, skipped yellow.
+    pub(crate) fn status(&self, text: &str) -> String {
+        match text.trim() {
+            "failed" => self.styled(AnsiColor::Red.on_default(), text),
+            "skipped" | "removed" => self.styled(AnsiColor::Yellow.on_default(), text),
+            _ => text.to_string(),
+        }
     }
 }
 
 /// The status answer (`ingest::status_of`, or the daemon's): as is, or a few aligned lines.
 pub(crate) fn print_status(
     out: &mut impl Write,
-    json: bool,
-    data_dir: &Path,
+    common: &Common,
     status: &serde_json::Value,
 ) -> anyhow::Result<()> {
-    if json {
+    let found_by = common.data_dir_origin.as_str();
+    if common.json {
+        let mut status = status.clone();
+        if let Some(s) = status.as_object_mut() {
+            s.insert("data_dir_found_by".into(), found_by.into());
+        }
         writeln!(out, "{status}")?;
         return Ok(());
     }
     let c = field(status, "/catalog");
-    writeln!(out, "data dir:  {}", data_dir.display())?;
+    writeln!(
+        out,
+        "data dir:  {}  (found by {found_by})",
+        common.data_dir.display()
+    )?;
+    if let Some(model) = field(status, "/model").as_str() {
+        writeln!(
+            out,
+            "model:     {model}; {} on disk",
+            crate::render::human_size(field(status, "/disk_bytes").as_u64().unwrap_or(0))
+        )?;
+    }
     writeln!(
         out,
         "files:     {} ({} indexed, {} failed, {} skipped) in {} archives",

@@ -8,7 +8,7 @@ use std::io::Write;
 use ingest::tools::ToolCall;
 use serde_json::Value;
 
-use crate::output::field;
+use crate::output::{field, Paint};
 
 /// Print `answer` (a tool's JSON answer, not an error) for `call`. `continue_with` makes
 /// the command line that continues with a cursor.
@@ -17,6 +17,7 @@ pub(crate) fn answer(
     call: &ToolCall,
     answer: &Value,
     continue_with: &dyn Fn(&str) -> String,
+    paint: &Paint,
 ) -> anyhow::Result<()> {
     if let Some(extracted) = answer.get("extracted") {
         writeln!(
@@ -32,7 +33,7 @@ pub(crate) fn answer(
         )?;
     }
     if answer.get("hits").is_some() {
-        hits(out, answer)?;
+        hits(out, answer, paint)?;
     } else if answer.get("members").is_some() {
         members(out, answer)?;
     } else if text(answer, "/kind") == Some("document") {
@@ -56,7 +57,7 @@ pub(crate) fn answer(
     Ok(())
 }
 
-fn hits(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
+fn hits(out: &mut impl Write, answer: &Value, paint: &Paint) -> anyhow::Result<()> {
     let hits = field(answer, "/hits")
         .as_array()
         .map_or(&[][..], Vec::as_slice);
@@ -64,9 +65,10 @@ fn hits(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         let score = field(hit, "/score").as_f64().unwrap_or(0.0);
         writeln!(
             out,
-            "{}. {score:.3}  {}",
+            "{}. {}  {}",
             i + 1,
-            text(hit, "/locator").unwrap_or("?")
+            paint.strong(&format!("{score:.3}")),
+            paint.locator(text(hit, "/locator").unwrap_or("?"))
         )?;
         let mut about = Vec::new();
         if let Some(section) = text(hit, "/section") {
@@ -79,7 +81,7 @@ fn hits(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
             about.push(kind.to_string());
         }
         if !about.is_empty() {
-            writeln!(out, "   {}", about.join(" · "))?;
+            writeln!(out, "   {}", paint.quiet(&about.join(" · ")))?;
         }
         if let Some(snippet) = text(hit, "/snippet") {
             writeln!(out, "   {}", one_line(snippet))?;
@@ -93,7 +95,13 @@ fn hits(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         }
     }
     if hits.is_empty() {
-        writeln!(out, "no hits")?;
+        match field(answer, "/min_score").as_f64() {
+            Some(floor) => writeln!(
+                out,
+                "nothing relevant: no passage reaches relevance {floor:.2} (--min-score 0 shows the closest passages anyway)"
+            )?,
+            None => writeln!(out, "no hits")?,
+        }
     }
     Ok(())
 }
@@ -238,11 +246,12 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
     let objects = field(answer, "/objects")
         .as_array()
         .map_or(&[][..], Vec::as_slice);
+    let total = number(answer, "/total").unwrap_or(objects.len() as u64);
     writeln!(
         out,
-        "{}  ({} objects selected)",
+        "{}  ({total} {} selected)",
         text(answer, "/locator").unwrap_or("?"),
-        number(answer, "/total").unwrap_or(objects.len() as u64)
+        if total == 1 { "object" } else { "objects" }
     )?;
     for o in objects {
         let mut about = vec![text(o, "/type").unwrap_or("?").to_string()];
@@ -316,7 +325,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Bytes as B, KiB, MiB or GiB.
-fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -339,9 +348,13 @@ mod tests {
 
     fn render(call: &ToolCall, v: Value) -> String {
         let mut out = Vec::new();
-        answer(&mut out, call, &v, &|c| {
-            format!("ingest browse --cursor {c}")
-        })
+        answer(
+            &mut out,
+            call,
+            &v,
+            &|c| format!("ingest browse --cursor {c}"),
+            &Paint::none(),
+        )
         .unwrap();
         String::from_utf8(out).unwrap()
     }

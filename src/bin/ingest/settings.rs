@@ -1,0 +1,80 @@
+//! The user's configuration file: lists a person wants on every run without typing them
+//! (docs/CLI.md, "Exclusions"). `$INGEST_CONFIG`, else `$XDG_CONFIG_HOME/ingest/config.toml`,
+//! else `~/.config/ingest/config.toml`; none is fine. TOML:
+//!
+//! ```toml
+//! exclude = ["node_modules/", "target/", "*.log"]   # as --exclude, before the flags'
+//! include = []                                      # as --include
+//! ```
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::cli::WalkArgs;
+
+/// The largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 64 * 1024;
+
+/// What the file may say.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Settings {
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+}
+
+/// Where the file is looked for.
+fn path() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(p) = var("INGEST_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    let base = var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("ingest/config.toml"))
+}
+
+impl Settings {
+    /// The user's file, or nothing when there is none; a file that is too large or does
+    /// not parse is an error naming it.
+    pub(crate) fn load() -> anyhow::Result<Settings> {
+        match path() {
+            Some(p) if p.exists() => Settings::read(&p),
+            _ => Ok(Settings::default()),
+        }
+    }
+
+    fn read(path: &Path) -> anyhow::Result<Settings> {
+        let size = std::fs::metadata(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .len();
+        anyhow::ensure!(
+            size <= MAX_CONFIG_BYTES,
+            "{}: {size} bytes; a configuration file may have at most {MAX_CONFIG_BYTES}",
+            path.display()
+        );
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
+            .with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// The walk's exclusions: this file's lists, then the flags', globs with a `/` anchored
+    /// at `cwd`.
+    pub(crate) fn exclusions(&self, args: &WalkArgs, cwd: &Path) -> ingest::Exclusions {
+        ingest::Exclusions {
+            exclude: self.exclude.iter().chain(&args.exclude).cloned().collect(),
+            include: self.include.iter().chain(&args.include).cloned().collect(),
+            ignore_files: !args.no_ignore,
+            glob_root: Some(cwd.to_path_buf()),
+        }
+    }
+}
