@@ -47,8 +47,8 @@ pub use routes::router;
 /// body_grace_secs = 30               # … once it has been sending this long
 /// max_request_bytes = 1048576        # any body but an upload's (search, tools, MCP): 413
 /// max_tool_result_request_bytes = 33619968  # POST /v1/tools/store_tool_result
-/// max_body_bytes_in_flight = 209715200        # request bodies held at once (JSON: 16×); more: 429
-/// max_body_bytes_in_flight_per_key = 52428800  # of those, one key's
+/// max_body_bytes_in_flight = 201588736        # request bodies held at once (JSON: 16×); more: 429
+/// max_body_bytes_in_flight_per_key = 50397184  # of those, one key's
 /// max_kept_archive_bytes = 1073741824  # per key: uploaded archives kept for extraction on demand
 /// max_files_per_key = 500000         # files and members one key's scope holds; more: 507
 /// mcp_allowed_hosts = ["localhost", "127.0.0.1", "::1"]  # Host names /mcp answers
@@ -618,6 +618,44 @@ mod tests {
         ] {
             assert!(ServiceConfig::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn body_budgets_and_workflow_limits_are_checked() {
+        let keys = "[[api_keys]]\nkey = \"k-alice-0123456789\"\nuser = \"alice\"\n";
+        let c = ServiceConfig::parse(keys).unwrap();
+        let l = c.http_limits();
+        // One largest store_tool_result body and one largest JSON body, weighed.
+        assert_eq!(
+            l.max_body_bytes_in_flight_per_key,
+            DEFAULT_TOOL_RESULT_REQUEST_BYTES + JSON_BODY_WEIGHT * (1 << 20)
+        );
+        assert_eq!(
+            l.max_body_bytes_in_flight,
+            4 * l.max_body_bytes_in_flight_per_key
+        );
+        for bad in [
+            // A key could never send its largest body.
+            "max_body_bytes_in_flight_per_key = 1000000",
+            // The service's budget below one key's.
+            "max_body_bytes_in_flight_per_key = 60000000\nmax_body_bytes_in_flight = 50000000",
+            // A workflow smaller than one result.
+            "[workflow]\nmax_result_bytes = 2000\nmax_workflow_bytes = 1000",
+            "[workflow]\nmax_items = 0",
+            "[workflow]\nbogus = 1",
+        ] {
+            let text = if bad.starts_with('[') {
+                format!("{keys}{bad}")
+            } else {
+                format!("{bad}\n{keys}")
+            };
+            assert!(ServiceConfig::parse(&text).is_err(), "{bad}");
+        }
+        let c = ServiceConfig::parse(&format!("{keys}[workflow]\nmax_items = 7\nttl_secs = 60"))
+            .unwrap();
+        let mut w = crate::WorkflowConfig::default();
+        c.workflow.unwrap().apply(&mut w);
+        assert_eq!((w.max_items, w.ttl.as_secs()), (7, 60));
     }
 
     #[test]
