@@ -119,6 +119,7 @@ pub(crate) fn settle(cli: &mut Cli) -> anyhow::Result<()> {
 
 /// Files only a data directory holds once something made an index in it.
 const INDEX_MARKS: &[&str] = &[
+    "catalog.sqlite",
     "catalog.json",
     "embedding-model",
     "embedding-recipe.json",
@@ -139,9 +140,11 @@ pub(crate) struct NoIndex {
     pub origin: &'static str,
 }
 
-/// Stop with [`NoIndex`] unless the command's data directory holds an index.
+/// Stop with [`NoIndex`] unless the command's data directory holds an index, or `--store`
+/// names where the index lives (a node reading a collection other nodes wrote starts with
+/// an empty data directory).
 pub(crate) fn require_index(common: &Common) -> anyhow::Result<()> {
-    if is_index(&common.data_dir) {
+    if common.store.is_some() || is_index(&common.data_dir) {
         return Ok(());
     }
     Err(NoIndex {
@@ -269,8 +272,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(!is_index(&dir.path().join("nope")));
         assert!(!is_index(dir.path()), "an empty folder is no index");
+        std::fs::write(dir.path().join("catalog.sqlite"), "").unwrap();
+        assert!(is_index(dir.path()), "today's catalog");
+        std::fs::remove_file(dir.path().join("catalog.sqlite")).unwrap();
         std::fs::write(dir.path().join("catalog.json"), "{}").unwrap();
-        assert!(is_index(dir.path()));
+        assert!(is_index(dir.path()), "a catalog from before the database");
     }
 
     #[test]
