@@ -10,8 +10,8 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
 use ingest::testing::{
-    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf, Unpacker,
-    WorkerPool,
+    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf, SqliteCatalog,
+    Unpacker, WorkerPool,
 };
 use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
 
@@ -202,7 +202,7 @@ fn bench_isolation(c: &mut Criterion) {
 fn bench_catalog(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scope = Scope::user("bench");
-    let catalog = Catalog::load(dir.path()).expect("catalog");
+    let catalog = SqliteCatalog::open(dir.path()).expect("catalog");
     for i in 0..100_000u32 {
         catalog.put(
             &scope,

@@ -20,19 +20,18 @@
 //!
 //! The rule is data ([`ReadRule`]): a list of alternatives, each a list of conditions on the
 //! owner's fields. [`ReadRule::admits`] evaluates it on a scope (the catalog, the tools, the
-//! upload queue) and [`ReadRule::filter`] translates the same conditions into the store's
-//! filter (every search), so the two cannot drift apart; a property test over generated
+//! upload queue) and the index translates the same conditions ([`ReadRule::alternatives`])
+//! into its typed filter (`crate::index::filter`, for every search), so the two cannot drift apart; a property test over generated
 //! scopes checks them against each other on a real index.
 
 use extractors::Scope;
-use serde_json::{json, Value};
 
 /// The longest user, feature-instance or mandate id, in bytes.
 pub const MAX_ID_BYTES: usize = 128;
 
 /// A field of the scope a point or catalog entry was stored in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
+pub(crate) enum Field {
     User,
     FeatureInstance,
     Mandate,
@@ -40,16 +39,6 @@ enum Field {
 }
 
 impl Field {
-    /// The payload key the store keeps it under.
-    fn key(self) -> &'static str {
-        match self {
-            Field::User => "user_id",
-            Field::FeatureInstance => "feature_instance_id",
-            Field::Mandate => "mandate_id",
-            Field::Workflow => "workflow_id",
-        }
-    }
-
     fn of(self, owner: &Scope) -> Option<&str> {
         match self {
             Field::User => Some(owner.user_id.as_str()),
@@ -62,7 +51,7 @@ impl Field {
 
 /// One condition on an owner scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Condition {
+pub(crate) enum Condition {
     /// The field has exactly this value.
     Is(Field, String),
     /// The field has no value.
@@ -80,16 +69,6 @@ impl Condition {
             Condition::Absent(f) => f.of(owner).is_none(),
             Condition::Shared => owner.is_shared,
             Condition::NotShared => !owner.is_shared,
-        }
-    }
-
-    /// The same condition in Qdrant's filter syntax.
-    fn filter(&self) -> Value {
-        match self {
-            Condition::Is(f, v) => json!({ "key": f.key(), "match": { "value": v } }),
-            Condition::Absent(f) => json!({ "is_empty": { "key": f.key() } }),
-            Condition::Shared => json!({ "key": "is_shared", "match": { "value": true } }),
-            Condition::NotShared => json!({ "key": "is_shared", "match": { "value": false } }),
         }
     }
 }
@@ -147,15 +126,11 @@ impl ReadRule {
             .any(|all| all.iter().all(|c| c.holds(owner)))
     }
 
-    /// The store filter selecting exactly the points [`ReadRule::admits`] (points carry their
-    /// scope's fields: `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`).
-    pub fn filter(&self) -> Value {
-        let should: Vec<Value> = self
-            .alternatives
-            .iter()
-            .map(|all| json!({ "must": all.iter().map(Condition::filter).collect::<Vec<_>>() }))
-            .collect();
-        json!({ "should": should })
+    /// The rule's alternatives, each a list of conditions that must all hold: what the
+    /// index turns into its filter (points carry their scope's fields: `user_id`,
+    /// `feature_instance_id`, `mandate_id`, `workflow_id`, `is_shared`).
+    pub fn alternatives(&self) -> &[Vec<Condition>] {
+        &self.alternatives
     }
 }
 

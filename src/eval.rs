@@ -411,7 +411,8 @@ pub fn evaluate_names(
     mode: SearchMode,
     k: usize,
 ) -> Result<NamesReport> {
-    let (searchable, without): (Vec<_>, Vec<_>) = crate::lock(&ingestor.catalog)
+    let (searchable, without): (Vec<_>, Vec<_>) = ingestor
+        .catalog()
         .entries(scope)
         .into_iter()
         .partition(|e| e.points().is_some_and(|(_, chunks)| chunks > 0));

@@ -41,6 +41,7 @@ mod batcher;
 mod bounded_json;
 mod config;
 pub mod daemon;
+mod data_dir;
 mod embed;
 mod error;
 pub mod eval;
@@ -51,14 +52,17 @@ mod ingestor;
 mod isolation;
 #[cfg(feature = "tokio")]
 pub mod mcp;
+mod names;
 mod perms;
 mod pipeline;
 mod progress;
 mod records;
 mod reindex;
 mod report;
+mod run_slots;
 #[cfg(feature = "tokio")]
 pub mod service;
+mod services;
 pub mod tools;
 mod unpack;
 mod uploads;
@@ -70,18 +74,21 @@ pub mod testing;
 
 pub use access::{check_scope, MAX_ID_BYTES};
 pub use config::{ChunkingConfig, Config, Limits, Partition, WorkflowConfig};
+pub use data_dir::DataDir;
 pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
 pub use index::{
     CatalogStats, ExportedPoint, Hit, IndexQuery, LastRun, RepairReport, SearchFilter, SearchMode,
     ServerConfig,
 };
-pub use ingestor::{Ingestor, Input};
+pub use ingestor::Ingestor;
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use perms::{owner_only_umask, prepare_data_dir};
+pub use pipeline::Input;
 pub use progress::{ProgressSnapshot, RunProgress};
 pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
+pub use services::Services;
 pub use tools::{AnsweredBy, ToolHost};
 pub use unpack::Exclusions;
 #[cfg(feature = "tokio")]

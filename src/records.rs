@@ -20,12 +20,7 @@ use crate::embed::recipe::Recipe;
 use crate::embed::ModelVariant;
 use crate::error::{Error, Result};
 use crate::index::ServerConfig;
-
-/// The file in a data directory naming the store its catalog describes.
-const STORE_FILE: &str = "store";
-
-/// The file in a data directory holding the node's name in holder records.
-const NODE_FILE: &str = "node";
+use crate::DataDir;
 
 /// What a data directory records as its store: `embedded`, or the server's address.
 fn store_name(server: Option<&ServerConfig>) -> String {
@@ -42,7 +37,7 @@ pub(crate) fn index_store(
     configured: Option<ServerConfig>,
     has_content: bool,
 ) -> Result<Option<ServerConfig>> {
-    let path = data_dir.join(STORE_FILE);
+    let path = DataDir::at(data_dir).store_record();
     let recorded = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text.trim().to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => has_content.then(|| store_name(None)),
@@ -76,7 +71,7 @@ pub(crate) fn index_store(
 /// Record that the catalog of `data_dir` describes `server` (`None`: the embedded shard).
 pub(crate) fn record_store(data_dir: &Path, server: Option<&ServerConfig>) -> Result<()> {
     crate::perms::write_file(
-        &data_dir.join(STORE_FILE),
+        &DataDir::at(data_dir).store_record(),
         format!("{}\n", store_name(server)).as_bytes(),
     )
 }
@@ -84,7 +79,7 @@ pub(crate) fn record_store(data_dir: &Path, server: Option<&ServerConfig>) -> Re
 /// This data directory's node name in holder records: made once (host name and a random
 /// suffix) and kept, so a restarted node is the same node.
 pub(crate) fn node_name(data_dir: &Path) -> Result<String> {
-    let path = data_dir.join(NODE_FILE);
+    let path = DataDir::at(data_dir).node_record();
     match std::fs::read_to_string(&path) {
         Ok(name) if !name.trim().is_empty() => return Ok(name.trim().to_string()),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(path, e)),
@@ -112,9 +107,6 @@ fn now_nanos() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-/// The file in a data directory that names the [`ModelVariant`] its vectors came from.
-pub(crate) const VARIANT_FILE: &str = "embedding-model";
-
 /// The variant to embed and search `data_dir` with: the one it records; for an index from
 /// before the record existed (`has_content`, no record) [`ModelVariant::Int8Weights`], the
 /// only model then; for a new index `configured`, else the default. A `configured` variant
@@ -124,7 +116,7 @@ pub(crate) fn index_variant(
     configured: Option<ModelVariant>,
     has_content: bool,
 ) -> Result<ModelVariant> {
-    let path = data_dir.join(VARIANT_FILE);
+    let path = DataDir::at(data_dir).model_record();
     let recorded = match std::fs::read_to_string(&path) {
         Ok(text) => Some(
             text.trim()
@@ -155,18 +147,15 @@ pub(crate) fn index_variant(
 /// Record `variant` as the model `data_dir`'s vectors come from.
 pub(crate) fn record_variant(data_dir: &Path, variant: ModelVariant) -> Result<()> {
     crate::perms::write_file(
-        &data_dir.join(VARIANT_FILE),
+        &DataDir::at(data_dir).model_record(),
         format!("{}\n", variant.name()).as_bytes(),
     )
 }
 
-/// The file in a data directory that records its [`Recipe`] (JSON).
-const RECIPE_FILE: &str = "embedding-recipe.json";
-
 /// The recipe `data_dir` records; for an index from before the record (`has_content`, no
 /// file) [`Recipe::before_records`]; `None` for a new index.
 pub(crate) fn recorded_recipe(data_dir: &Path, has_content: bool) -> Result<Option<Recipe>> {
-    let path = data_dir.join(RECIPE_FILE);
+    let path = DataDir::at(data_dir).recipe_record();
     match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
@@ -182,7 +171,7 @@ pub(crate) fn recorded_recipe(data_dir: &Path, has_content: bool) -> Result<Opti
 pub(crate) fn record_recipe(data_dir: &Path, recipe: &Recipe) -> Result<()> {
     let json =
         serde_json::to_vec_pretty(recipe).map_err(|e| Error::Config(format!("recipe: {e}")))?;
-    crate::perms::write_file(&data_dir.join(RECIPE_FILE), &json)
+    crate::perms::write_file(&DataDir::at(data_dir).recipe_record(), &json)
 }
 
 /// The recipe `data_dir` is written with, when it is `configured`: a new index records it;
@@ -218,7 +207,7 @@ mod tests {
             ModelVariant::DynamicInt8
         );
         assert_eq!(
-            std::fs::read_to_string(data.join(VARIANT_FILE)).unwrap(),
+            std::fs::read_to_string(DataDir::at(data).model_record()).unwrap(),
             "dynamic-int8\n"
         );
         // Later calls follow the record, and refuse the other variant by name.
@@ -247,7 +236,7 @@ mod tests {
             ModelVariant::Bf16
         );
         assert_eq!(
-            std::fs::read_to_string(chosen.path().join(VARIANT_FILE)).unwrap(),
+            std::fs::read_to_string(DataDir::at(chosen.path()).model_record()).unwrap(),
             "bf16\n"
         );
         for variant in ModelVariant::ALL {

@@ -21,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::index::objects::PackReader;
 use crate::index::{DirtyMarker, StoredChunk};
 use crate::ingestor::Ingestor;
-use crate::lock;
 use crate::records::record_recipe;
 
 /// Chunks embedded per call (the embedder sorts them by length and runs its own batches).
@@ -80,12 +79,12 @@ impl Ingestor {
         let _whole_index = self.runs.exclusive();
         let data_dir = self.data_dir().to_path_buf();
         let target = Recipe::of(&self.config.chunking);
-        let has_content = !lock(&self.catalog).scopes().is_empty();
+        let has_content = !self.catalog().scopes().is_empty();
         let from = crate::records::recorded_recipe(&data_dir, has_content)?
             .map_or_else(|| "nothing (a new index)".to_string(), |r| r.describe());
         // Every (scope, content) and the chunks its files record.
         let contents: Vec<(Scope, String, u32)> = {
-            let catalog = lock(&self.catalog);
+            let catalog = self.catalog();
             let mut seen = BTreeMap::new();
             for scope in catalog.scopes() {
                 for entry in catalog.entries(&scope) {
@@ -125,7 +124,7 @@ impl Ingestor {
         let mut embed_time = Duration::ZERO;
         for (scope, hash, _) in contents {
             let (index, pack_path, locator) = {
-                let catalog = lock(&self.catalog);
+                let catalog = self.catalog();
                 let locator = catalog
                     .locators_with_hash(&scope, &hash)
                     .into_iter()
@@ -169,11 +168,11 @@ impl Ingestor {
         }
         self.store_pending(&mut pending, &mut report, &mut state, &mut embed_time)?;
         progress(&state);
-        let scopes = lock(&self.catalog).scopes();
+        let scopes = self.catalog().scopes();
         for scope in &scopes {
             report.entry_cards += crate::pipeline::rewrite_entry_cards(self, scope)?;
         }
-        lock(&self.catalog).save()?;
+        self.catalog().save()?;
         self.store()?.flush();
         record_recipe(&data_dir, &target)?;
         dirty.clear()?;
@@ -209,7 +208,7 @@ impl Ingestor {
         *embed_time += began.elapsed();
         let store = self.store()?;
         for p in pending.drain(..) {
-            let holders = lock(&self.catalog).holders(&p.scope, &p.hash);
+            let holders = self.catalog().holders(&p.scope, &p.hash);
             let n = u32::try_from(p.chunks.len()).unwrap_or(u32::MAX);
             report.tokens += p.chunks.iter().map(|c| c.tokens as u64).sum::<u64>();
             let stored: Vec<StoredChunk> = p
@@ -227,7 +226,7 @@ impl Ingestor {
             if !stored.is_empty() {
                 store.upsert(&p.scope, &stored)?;
             }
-            let catalog = lock(&self.catalog);
+            let catalog = self.catalog();
             for locator in &holders.locators {
                 if let Some(mut entry) = catalog.get(&p.scope, locator) {
                     entry.chunks = n;

@@ -21,7 +21,7 @@ pub use crate::unpack::{
 /// The index's internals, for checks on what is stored.
 pub use crate::index::{
     Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite,
-    PointRecord, ShadowedMember, StoredContent,
+    PointRecord, ShadowedMember, SqliteCatalog, StoredContent,
 };
 
 /// A ZIP archive of `entries` (name, bytes), deflated, in memory.
@@ -281,4 +281,29 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
+}
+
+/// Fill the catalog in `data_dir` with `n` generated entries of `scope` (files in folders
+/// of 1 000, each its own content), saved every 100 000: a scale benchmark's catalog.
+pub fn fill_catalog(data_dir: &std::path::Path, scope: &crate::Scope, n: u64) -> crate::Result<()> {
+    let catalog = SqliteCatalog::open(data_dir)?;
+    for i in 0..n {
+        catalog.put(scope, generated_entry(i));
+        if i % 100_000 == 99_999 {
+            catalog.save()?;
+        }
+    }
+    catalog.save()
+}
+
+/// Entry `i` of [`fill_catalog`].
+pub fn generated_entry(i: u64) -> CatalogEntry {
+    CatalogEntry::indexed(
+        format!("/srv/bulk/folder-{:05}/report-{i:07}.txt", i / 1000),
+        None,
+        blake3::hash(&i.to_le_bytes()).to_hex().to_string(),
+        4096,
+        1_700_000_000_000_000_000,
+        3,
+    )
 }

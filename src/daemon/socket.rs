@@ -353,7 +353,9 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>, readin
 /// the data directory takes on disk, the last run.
 pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
     let stats = ingestor.stats(None);
-    let points = if ingestor.config().data_dir.join("shard").is_dir() {
+    // A store elsewhere is opened to count; an embedded shard only when there is one (a
+    // status of an index that holds nothing yet does not create it).
+    let points = if ingestor.config().server.is_some() || ingestor.data().shard().is_dir() {
         ingestor.store()?.count(None)?
     } else {
         0

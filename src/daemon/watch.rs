@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use notify::Watcher as _;
 
 use crate::error::{Error, Result};
-use crate::ingestor::{Ingestor, Input};
+use crate::ingestor::Ingestor;
+use crate::pipeline::Input;
 use crate::report::{FileReport, IngestReport};
 use crate::unpack::is_hidden;
 use extractors::Scope;
@@ -255,7 +256,7 @@ fn outermost(paths: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The socket the daemon answers searches and status requests on.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("daemon.sock")
+    crate::DataDir::at(data_dir).daemon_socket()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -27,7 +28,6 @@ pub const MAX_HOLDER_TAGS: usize = 256;
 /// differently carries the first of their tags (in order) up to this, so a filter on a tag
 /// past it does not find that content.
 pub const MAX_HOLDER_TAG_BYTES: usize = 16 * 1024;
-const CONTENT_DIR: &str = "content";
 /// The schema of the catalog database (`PRAGMA user_version`).
 const VERSION: u32 = 2;
 
@@ -320,23 +320,23 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 ";
 
-/// The columns of an entry, in the order [`Catalog::row`] reads them.
+/// The columns of an entry, in the order [`Db::row`] reads them.
 const ENTRY_COLUMNS: &str =
     "locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed";
 
-/// The catalog: a SQLite database in the data directory (`catalog.sqlite`), one row per
+/// The embedded catalog's database: a SQLite file in the data directory (`catalog.sqlite`), one row per
 /// scope and locator. A write changes its own rows only: nothing that grows with every
 /// tenant is rewritten by one tenant's call, and nothing of it is held in memory but the
-/// scopes' and tag sets' ids. Writes gather in one transaction that [`Catalog::save`]
+/// scopes' and tag sets' ids. Writes gather in one transaction that [`Db::save`]
 /// commits (a checkpoint); a crash loses what was not saved, as before, and the next start
-/// repairs the index against it (`index/repair.rs`). Not thread-safe by itself: the ingestor
+/// repairs the index against it (`index/repair.rs`). Not thread-safe by itself: [`SqliteCatalog`]
 /// keeps it behind a mutex.
 ///
 /// Methods that read answer from the database; should the database fail (a full disk, a
 /// damaged file), the failure is logged, the read answers nothing, and the next
-/// [`Catalog::save`] returns the error, so the run that met it fails and is repaired.
+/// [`Db::save`] returns the error, so the run that met it fails and is repaired.
 #[derive(Debug)]
-pub struct Catalog {
+struct Db {
     dir: PathBuf,
     path: PathBuf,
     conn: Connection,
@@ -351,11 +351,6 @@ pub struct Catalog {
     tag_sets: RefCell<HashMap<i64, Vec<String>>>,
     tag_ids: RefCell<HashMap<String, i64>>,
 }
-
-/// The database file, in the data directory.
-const DB_FILE: &str = "catalog.sqlite";
-/// The catalog of the earlier layout, moved into the database on first open.
-const LEGACY_FILE: &str = "catalog.json";
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -397,11 +392,11 @@ type Row = (
     Option<String>,
 );
 
-impl Catalog {
+impl Db {
     /// Open the catalog in `data_dir` (made on first use; a catalog of the earlier layout,
     /// `catalog.json`, is moved into it then).
     pub fn load(data_dir: &Path) -> Result<Self> {
-        let path = data_dir.join(DB_FILE);
+        let path = crate::DataDir::at(data_dir).catalog();
         let err = |e: rusqlite::Error| Error::Catalog {
             path: path.clone(),
             reason: e.to_string(),
@@ -442,7 +437,7 @@ impl Catalog {
                 })
             }
         }
-        let catalog = Catalog {
+        let catalog = Db {
             dir: data_dir.to_path_buf(),
             path,
             conn,
@@ -453,7 +448,7 @@ impl Catalog {
             tag_ids: RefCell::new(HashMap::new()),
         };
         catalog.load_ids()?;
-        let legacy = data_dir.join(LEGACY_FILE);
+        let legacy = crate::DataDir::at(data_dir).legacy_catalog();
         if legacy.is_file() {
             catalog.import_legacy(&legacy)?;
         }
@@ -1134,12 +1129,16 @@ impl Catalog {
     }
 
     fn content_path(&self, hash: &str) -> PathBuf {
-        self.dir.join(CONTENT_DIR).join(format!("{hash}.json"))
+        crate::DataDir::at(&self.dir)
+            .contents()
+            .join(format!("{hash}.json"))
     }
 
     /// Where the object pack of content `hash` lives (see `super::objects`).
     pub fn pack_path(&self, hash: &str) -> PathBuf {
-        self.dir.join(CONTENT_DIR).join(format!("{hash}.pack"))
+        crate::DataDir::at(&self.dir)
+            .contents()
+            .join(format!("{hash}.pack"))
     }
 
     /// Store the content index and the object pack of `hash` (once; identical bytes have
@@ -1150,7 +1149,7 @@ impl Catalog {
         if path.is_file() {
             return Ok(());
         }
-        crate::perms::create_dir(&self.dir.join(CONTENT_DIR))?;
+        crate::perms::create_dir(&crate::DataDir::at(&self.dir).contents())?;
         let pack = self.pack_path(hash);
         let tmp = pack.with_extension("pack.tmp");
         crate::perms::write_file(&tmp, &record.pack)?;
@@ -1216,7 +1215,7 @@ impl Catalog {
     /// Delete every content index no entry holds, and temporary files a crash left in
     /// `content/`; how many files were deleted.
     pub fn drop_unheld_content_indexes(&self) -> Result<u64> {
-        let dir = self.dir.join(CONTENT_DIR);
+        let dir = crate::DataDir::at(&self.dir).contents();
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
@@ -1248,6 +1247,296 @@ impl Catalog {
     }
 }
 
+/// What the pipeline, the tools, the upload queue and the workflows know of the catalog:
+/// the one interface to it. Every operation takes what it needs for itself (no lock is
+/// handed out); those that must see and change the catalog in one step across scopes
+/// (write a content index and record its file; drop a content index nobody holds) are
+/// single operations. [`SqliteCatalog`] is the embedded implementation.
+pub trait Catalog: Send + Sync {
+    /// Commit what was written since the last save (a checkpoint). A failure of the database
+    /// since then is returned here.
+    fn save(&self) -> Result<()>;
+
+    /// Copy what the write-ahead log holds into the database and empty the log (after
+    /// deletions that must leave nothing behind: the log keeps earlier versions of pages
+    /// until then). Best effort: a reader in another process may keep part of the log.
+    fn truncate_log(&self);
+
+    /// The last run that ended, if any.
+    fn last_run(&self) -> Option<LastRun>;
+
+    fn set_last_run(&self, run: LastRun);
+
+    fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry>;
+
+    /// Insert or replace an entry. A member's tags are its upload's: the set is stored once
+    /// and named by every entry carrying it.
+    fn put(&self, scope: &Scope, entry: CatalogEntry);
+
+    /// Drop the entry of `locator`; a scope left without entries is dropped too (nothing
+    /// of it stays in the catalog, e.g. of an ended workflow).
+    fn remove(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry>;
+
+    /// Indexed locators holding content `hash`, in locator order.
+    fn locators_with_hash(&self, scope: &Scope, hash: &str) -> Vec<String>;
+
+    /// The files of `scope` holding content `hash` as its points name them: the first
+    /// [`MAX_HOLDERS`] (every one stays in the catalog), and the union of all their tags (at
+    /// most [`MAX_HOLDER_TAGS`] and [`MAX_HOLDER_TAG_BYTES`]). A payload's size never grows
+    /// with the number of copies of a file, so an archive of ten thousand identical members
+    /// costs ten thousand small writes, not a quadratic amount.
+    ///
+    /// Which files are named does not depend on the order they arrived in: holders are
+    /// ranked by [`holder_rank`] (files given directly before archive members, shallower
+    /// members before deeper ones, then locator order), so a hit shows the same locator for
+    /// the same content on every run and every machine.
+    fn holders(&self, scope: &Scope, hash: &str) -> Holders;
+
+    /// The scopes with entries.
+    fn scopes(&self) -> Vec<Scope>;
+
+    /// Whether the catalog holds any entry.
+    fn is_empty(&self) -> bool;
+
+    /// Every top-level entry of every scope (files and archives as they were given or
+    /// uploaded): its scope and locator.
+    fn top_level(&self) -> Vec<(Scope, String)>;
+
+    /// Every entry of `scope`, in locator order.
+    fn entries(&self, scope: &Scope) -> Vec<CatalogEntry>;
+
+    /// The entries of `scope` that want a card of their own ([`CatalogEntry::wants_card`]).
+    fn wanting_cards(&self, scope: &Scope) -> Vec<CatalogEntry>;
+
+    /// Record that the card of `entry` is stored (its `chunks` becomes 1), if the catalog
+    /// still holds `entry` as it was; whether it did.
+    fn set_card_stored(&self, scope: &Scope, entry: &CatalogEntry) -> bool;
+
+    /// Record that the card of the entry at `locator` is not stored (its `chunks` becomes 0,
+    /// so the next run writes it).
+    fn set_card_missing(&self, scope: &Scope, locator: &str);
+
+    /// The entries of `scope` whose locator starts with `prefix`, in locator order (a range
+    /// of the primary key: the cost is what is found, not the scope's size).
+    fn under(&self, scope: &Scope, prefix: &str) -> Vec<CatalogEntry>;
+
+    /// The names of the members under archive `locator` (relative to it, in locator order,
+    /// at most `max`), how many there are, and how many of them were not read (skipped or
+    /// failed).
+    fn member_names(&self, scope: &Scope, locator: &str, max: usize)
+        -> (Vec<String>, usize, usize);
+
+    /// Drop `locator` so the next sync indexes it again; an archive member also drops its
+    /// archive's entry, so that the archive is opened again rather than taken as unchanged.
+    fn forget(&self, scope: &Scope, locator: &str);
+
+    /// Top-level entries (files given on disk, not archive members) at `root` or inside the
+    /// folder `root` (an unescaped path).
+    fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry>;
+
+    /// How many entries (files, archives, members) `scope` holds.
+    fn len_of(&self, scope: &Scope) -> usize;
+
+    /// Whether `scope` holds `locator` or anything under `locator!/`.
+    fn holds(&self, scope: &Scope, locator: &str) -> bool;
+
+    /// The entries whose parent is `parent`, in locator order.
+    fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry>;
+
+    fn stats(&self, scope: Option<&Scope>) -> CatalogStats;
+
+    /// Where the object pack of content `hash` lives (see `super::objects`).
+    fn pack_path(&self, hash: &str) -> PathBuf;
+
+    /// The content index of `hash`, if stored. It is shared by every scope holding these
+    /// bytes: its `file_name` and `container_path` are the first holder's, never to be shown.
+    fn content_index(&self, hash: &str) -> Result<Option<FileContentIndex>>;
+
+    /// Whether an entry of any scope holds content `hash` (content indexes are shared by
+    /// every scope with the same bytes).
+    fn held_anywhere(&self, hash: &str) -> bool;
+
+    /// Delete the content index of `hash` unless an entry of some scope still holds it;
+    /// whether a file was deleted. Called wherever a content's points are deleted, so that
+    /// content indexes do not outlive their content.
+    fn drop_content_index(&self, hash: &str) -> Result<bool>;
+
+    /// Delete every content index no entry holds, and temporary files a crash left in
+    /// `content/`; how many files were deleted.
+    fn drop_unheld_content_indexes(&self) -> Result<u64>;
+
+    /// Write content `hash`'s index and object pack, then record `entry` in `scope`, in one
+    /// step: a run of another scope dropping the content indexes nobody holds (they are
+    /// shared by identical bytes) sees this one held. Nothing is recorded when the write
+    /// fails. The entry `entry` replaced, if any.
+    fn write_content_and_put(
+        &self,
+        scope: &Scope,
+        hash: &str,
+        record: &ContentRecord,
+        entry: CatalogEntry,
+    ) -> Result<Option<CatalogEntry>>;
+}
+
+/// The embedded catalog: a SQLite database in the data directory (see [`Db`]), one
+/// connection behind a mutex that only this type takes.
+#[derive(Debug)]
+pub struct SqliteCatalog {
+    db: Mutex<Db>,
+}
+
+impl SqliteCatalog {
+    /// Open the catalog in `data_dir` (made on first use; a catalog of the earlier layout,
+    /// `catalog.json`, is moved into it then).
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        Ok(SqliteCatalog {
+            db: Mutex::new(Db::load(data_dir)?),
+        })
+    }
+
+    fn db(&self) -> std::sync::MutexGuard<'_, Db> {
+        crate::lock(&self.db)
+    }
+}
+
+impl Catalog for SqliteCatalog {
+    fn save(&self) -> Result<()> {
+        self.db().save()
+    }
+
+    fn truncate_log(&self) {
+        self.db().truncate_log()
+    }
+
+    fn last_run(&self) -> Option<LastRun> {
+        self.db().last_run()
+    }
+
+    fn set_last_run(&self, run: LastRun) {
+        self.db().set_last_run(run)
+    }
+
+    fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+        self.db().get(scope, locator)
+    }
+
+    fn put(&self, scope: &Scope, entry: CatalogEntry) {
+        self.db().put(scope, entry)
+    }
+
+    fn remove(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
+        self.db().remove(scope, locator)
+    }
+
+    fn locators_with_hash(&self, scope: &Scope, hash: &str) -> Vec<String> {
+        self.db().locators_with_hash(scope, hash)
+    }
+
+    fn holders(&self, scope: &Scope, hash: &str) -> Holders {
+        self.db().holders(scope, hash)
+    }
+
+    fn scopes(&self) -> Vec<Scope> {
+        self.db().scopes()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.db().is_empty()
+    }
+
+    fn top_level(&self) -> Vec<(Scope, String)> {
+        self.db().top_level()
+    }
+
+    fn entries(&self, scope: &Scope) -> Vec<CatalogEntry> {
+        self.db().entries(scope)
+    }
+
+    fn wanting_cards(&self, scope: &Scope) -> Vec<CatalogEntry> {
+        self.db().wanting_cards(scope)
+    }
+
+    fn set_card_stored(&self, scope: &Scope, entry: &CatalogEntry) -> bool {
+        self.db().set_card_stored(scope, entry)
+    }
+
+    fn set_card_missing(&self, scope: &Scope, locator: &str) {
+        self.db().set_card_missing(scope, locator)
+    }
+
+    fn under(&self, scope: &Scope, prefix: &str) -> Vec<CatalogEntry> {
+        self.db().under(scope, prefix)
+    }
+
+    fn member_names(
+        &self,
+        scope: &Scope,
+        locator: &str,
+        max: usize,
+    ) -> (Vec<String>, usize, usize) {
+        self.db().member_names(scope, locator, max)
+    }
+
+    fn forget(&self, scope: &Scope, locator: &str) {
+        self.db().forget(scope, locator)
+    }
+
+    fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
+        self.db().top_level_under(scope, root)
+    }
+
+    fn len_of(&self, scope: &Scope) -> usize {
+        self.db().len_of(scope)
+    }
+
+    fn holds(&self, scope: &Scope, locator: &str) -> bool {
+        self.db().holds(scope, locator)
+    }
+
+    fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry> {
+        self.db().members_of(scope, parent)
+    }
+
+    fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
+        self.db().stats(scope)
+    }
+
+    fn pack_path(&self, hash: &str) -> PathBuf {
+        self.db().pack_path(hash)
+    }
+
+    fn content_index(&self, hash: &str) -> Result<Option<FileContentIndex>> {
+        self.db().content_index(hash)
+    }
+
+    fn held_anywhere(&self, hash: &str) -> bool {
+        self.db().held_anywhere(hash)
+    }
+
+    fn drop_content_index(&self, hash: &str) -> Result<bool> {
+        self.db().drop_content_index(hash)
+    }
+
+    fn drop_unheld_content_indexes(&self) -> Result<u64> {
+        self.db().drop_unheld_content_indexes()
+    }
+
+    fn write_content_and_put(
+        &self,
+        scope: &Scope,
+        hash: &str,
+        record: &ContentRecord,
+        entry: CatalogEntry,
+    ) -> Result<Option<CatalogEntry>> {
+        let db = self.db();
+        crate::failpoint::check("content.write")?;
+        db.write_content(hash, record)?;
+        let old = db.get(scope, &entry.locator);
+        db.put(scope, entry);
+        Ok(old)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1260,7 +1549,7 @@ mod tests {
     #[test]
     fn points_name_at_most_max_holders_and_every_tag() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         let scope = Scope::user("u");
         for n in 0..(MAX_HOLDERS + 10) {
             let e = CatalogEntry::indexed(format!("/d/copy-{n:03}.txt"), None, "h", 1, 1, 1)
@@ -1286,7 +1575,7 @@ mod tests {
         locators.push("/z/original.txt".into());
         let named = |order: &[String]| {
             let dir = tempfile::tempdir().unwrap();
-            let c = Catalog::load(dir.path()).unwrap();
+            let c = SqliteCatalog::open(dir.path()).unwrap();
             let scope = Scope::user("u");
             for l in order {
                 c.put(&scope, CatalogEntry::indexed(l.clone(), None, "h", 1, 1, 1));
@@ -1325,7 +1614,7 @@ mod tests {
             "last_run": null
         });
         std::fs::write(dir.path().join("catalog.json"), legacy.to_string()).unwrap();
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         assert_eq!(c.len_of(&scope), 3);
         assert_eq!(
             c.locators_with_hash(&scope, "h1"),
@@ -1336,7 +1625,7 @@ mod tests {
         assert!(dir.path().join("catalog.json.migrated").exists());
         drop(c);
         // Opened again: from the database, nothing moved twice.
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         assert_eq!(c.len_of(&scope), 3);
     }
 
@@ -1344,7 +1633,7 @@ mod tests {
     fn a_tag_set_is_stored_once_however_many_entries_carry_it() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         let tags: Vec<String> = (0..32)
             .map(|i| format!("k{i}={}", "v".repeat(256)))
             .collect();
@@ -1355,7 +1644,7 @@ mod tests {
             );
         }
         c.save().unwrap();
-        let sets = c.count("SELECT count(*) FROM tag_sets", []);
+        let sets = c.db().count("SELECT count(*) FROM tag_sets", []);
         assert_eq!(sets, 1);
         assert_eq!(c.get(&scope, "/u.zip!/m7").unwrap().tags, tags);
         // A point's tags are bounded in bytes as well as in number.
@@ -1377,14 +1666,14 @@ mod tests {
     fn round_trips_and_tracks_hashes_and_members() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         c.put(&scope, entry("a.zip!/x.txt", "h1", Some("a.zip")));
         c.put(&scope, entry("a.zip!/y.txt", "h1", Some("a.zip")));
         c.put(&scope, entry("a.zipper", "h2", None));
         assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
         assert_eq!(c.members_of(&scope, "a.zip").len(), 2);
         c.save().unwrap();
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         assert_eq!(c.locators_with_hash(&scope, "h1").len(), 2);
         c.remove(&scope, "a.zip!/x.txt");
         assert_eq!(c.locators_with_hash(&scope, "h1"), vec!["a.zip!/y.txt"]);
@@ -1396,7 +1685,7 @@ mod tests {
     fn content_indexes_go_when_no_scope_holds_their_content() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (Scope::user("a"), Scope::user("b"));
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         std::fs::create_dir(dir.path().join("content")).unwrap();
         for h in ["h1", "h2", "h3"] {
             std::fs::write(dir.path().join(format!("content/{h}.json")), b"{}").unwrap();
@@ -1424,7 +1713,7 @@ mod tests {
     fn top_level_entries_under_a_folder_and_nothing_beside_it() {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::user("u");
-        let c = Catalog::load(dir.path()).unwrap();
+        let c = SqliteCatalog::open(dir.path()).unwrap();
         for (loc, parent) in [
             ("/in/a.txt", None),
             ("/in/sub/b.txt", None),

@@ -13,17 +13,23 @@ use qdrant_edge::{
 };
 use serde_json::Value;
 
+use qdrant_edge::external::ordered_float::OrderedFloat;
+use qdrant_edge::{
+    Condition, FieldCondition, HasIdCondition, HasVectorCondition, IsEmptyCondition, JsonPath,
+    Match, PointId, Range,
+};
+
+use super::filter::{
+    Condition as TypedCondition, Field, Filter as TypedFilter, Value as TypedValue,
+};
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, ExportedPoint, Hit, Holders, IndexQuery, IndexRead, IndexWrite, PointRecord,
-    SearchFilter, StoredChunk, MAX_SEARCH_HITS,
+    payload, point_id, ExportedPoint, Hit, Holders, IndexRead, IndexWrite, PointRecord, Ranking,
+    StoredChunk,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
 use extractors::Scope;
-
-/// The shard's folder inside the data directory.
-pub const SHARD_DIR: &str = "shard";
 
 /// The embedded Qdrant Edge shard.
 pub struct EdgeIndex {
@@ -41,9 +47,6 @@ const KEYWORD_ANALYSIS_FILE: &str = "keyword-analysis";
 /// computes its points' vectors again on open.
 const KEYWORD_ANALYSIS: u32 = 3;
 
-/// Hits asked for past the last one wanted, to order ties at the cut deterministically.
-pub(super) const TIE_ROOM: usize = 16;
-
 impl std::fmt::Debug for EdgeIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EdgeIndex")
@@ -60,15 +63,73 @@ fn store_error(path: &Path, reason: impl std::fmt::Display) -> Error {
     }
 }
 
-/// A filter built by [`payload`], in the shard's type.
-fn filter(value: Value) -> Result<Filter> {
-    serde_json::from_value(value).map_err(|e| Error::Filter(e.to_string()))
+/// A typed filter (built by [`payload`]) in the shard's type: every condition converted.
+fn filter(f: &TypedFilter) -> Result<Filter> {
+    let list = |conditions: &[TypedCondition]| -> Result<Option<Vec<Condition>>> {
+        if conditions.is_empty() {
+            return Ok(None);
+        }
+        conditions
+            .iter()
+            .map(condition)
+            .collect::<Result<_>>()
+            .map(Some)
+    };
+    Ok(Filter {
+        should: list(&f.should)?,
+        min_should: None,
+        must: list(&f.must)?,
+        must_not: list(&f.must_not)?,
+    })
+}
+
+/// A field's path in the shard's type.
+fn path(field: Field) -> Result<JsonPath> {
+    field
+        .key()
+        .parse()
+        .map_err(|_| Error::Filter(format!("not a payload path: {}", field.key())))
+}
+
+fn condition(c: &TypedCondition) -> Result<Condition> {
+    Ok(match c {
+        TypedCondition::Is(field, value) => Condition::Field(FieldCondition::new_match(
+            path(*field)?,
+            match value {
+                TypedValue::Keyword(s) => Match::from(s.clone()),
+                TypedValue::Integer(i) => Match::from(*i),
+                TypedValue::Flag(b) => Match::from(*b),
+            },
+        )),
+        TypedCondition::Between { field, first, last } => {
+            let bound = |v: i64| Some(OrderedFloat(v as f64));
+            Condition::Field(FieldCondition::new_range(
+                path(*field)?,
+                Range {
+                    lt: None,
+                    gt: None,
+                    gte: bound(*first),
+                    lte: bound(*last),
+                },
+            ))
+        }
+        TypedCondition::Empty(field) => Condition::IsEmpty(IsEmptyCondition::from(path(*field)?)),
+        TypedCondition::HasId(ids) => Condition::HasId(HasIdCondition::from(
+            ids.iter()
+                .map(|id| PointId::NumId(*id))
+                .collect::<ahash::AHashSet<_>>(),
+        )),
+        TypedCondition::HasKeywordVector => {
+            Condition::HasVector(HasVectorCondition::from(SPARSE_VECTOR.to_string()))
+        }
+        TypedCondition::All(inner) => Condition::Filter(filter(inner)?),
+    })
 }
 
 impl EdgeIndex {
     /// Open the shard in `data_dir`, creating it on first use.
     pub fn open(data_dir: &Path) -> Result<Self> {
-        let path = data_dir.join(SHARD_DIR);
+        let path = crate::DataDir::at(data_dir).shard();
         let err = |e| store_error(&path, e);
         // Owner-only like the data directory; the files Qdrant Edge creates in it follow the
         // process umask (see `crate::perms`).
@@ -153,7 +214,7 @@ impl EdgeIndex {
         let mut groups: HashMap<(Vec<String>, Option<String>), Vec<qdrant_edge::PointId>> =
             HashMap::new();
         self.scroll(
-            Some(filter(payload::lacking_derived())?),
+            Some(filter(&payload::lacking_derived())?),
             WithPayloadInterface::Fields(fields),
             false,
             &mut |r| {
@@ -185,9 +246,7 @@ impl EdgeIndex {
     /// Give every point that lacks it the keyword vector of its payload (points written by
     /// a version without keyword search), a thousand points per update.
     fn backfill_keyword_vectors(&self) -> Result<()> {
-        let lacking = filter(serde_json::json!({
-            "must_not": [{ "has_vector": SPARSE_VECTOR }]
-        }))?;
+        let lacking = filter(&payload::lacking_keyword_vector())?;
         self.recompute_keyword_vectors(Some(lacking))
     }
 
@@ -271,7 +330,7 @@ impl EdgeIndex {
         let fields = self.keyword_source_fields()?;
         let mut cards = Vec::new();
         self.scroll(
-            Some(filter(payload::card_filter(scope_key, hash))?),
+            Some(filter(&payload::card_filter(scope_key, hash))?),
             WithPayloadInterface::Fields(fields),
             false,
             &mut |r| {
@@ -376,74 +435,51 @@ impl EdgeIndex {
 }
 
 impl IndexRead for EdgeIndex {
-    fn search(
+    fn rank(
         &self,
-        scope: &Scope,
-        query: &IndexQuery,
-        limit: usize,
-        offset: usize,
+        ranking: Ranking<'_>,
+        want: usize,
         min_score: Option<f32>,
-        search_filter: &SearchFilter,
+        typed: &TypedFilter,
     ) -> Result<Vec<Hit>> {
-        // The engine reserves room for `limit` hits: hence the cap. The shard's own `offset`
-        // only widens the search (a Qdrant server drops the offset above the shard), so the
-        // best `offset + limit` are asked for and the first `offset` skipped here.
-        let paging = (limit, offset, min_score);
-        if let Some(fused) = super::fusion::hybrid(self, scope, query, paging, search_filter) {
-            return fused;
-        }
-        let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
-        if offset >= end {
-            return Ok(Vec::new());
-        }
-        let filter = filter(payload::search_filter(scope, search_filter))?;
-        let dense = query
-            .vector
-            .clone()
-            .map(|v| ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(v))));
-        let sparse = query
-            .text
-            .as_deref()
-            .map(|t| self.keywords.query(t))
-            .filter(|v| !v.indices.is_empty())
-            .map(|v| {
+        let scoring = match ranking {
+            Ranking::Meaning(v) => {
+                ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(v.to_vec())))
+            }
+            Ranking::Words(text) => {
+                let v = self.keywords.query(text);
+                if v.indices.is_empty() {
+                    return Ok(Vec::new());
+                }
                 ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(
                     qdrant_edge::VectorInternal::Sparse(v),
                     SPARSE_VECTOR,
                 )))
-            });
-        // One ranking: a hybrid query was answered above.
-        let Some(scoring) = dense.or(sparse) else {
-            return Ok(Vec::new());
+            }
         };
+        // The shard's own `offset` only widens the search (a Qdrant server drops the offset
+        // above the shard): paging is done above the trait.
         let request = QueryRequest {
             prefetches: Vec::new(),
             query: Some(scoring),
-            filter: Some(filter),
+            filter: Some(filter(typed)?),
             score_threshold: min_score.map(Into::into),
-            // Room past the end so that ties there are settled below, not by the engine.
-            limit: end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS),
+            limit: want,
             offset: 0,
             params: None,
             with_vector: WithVector::Bool(false),
             with_payload: WithPayloadInterface::Bool(true),
         };
-        let mut points = self.shard.query(request).map_err(|e| self.err(e))?;
-        // Equal scores are common (chunks repeating a text, equal BM25 sums) and the engine
-        // orders them differently from call to call: ties go by point id, so that the same
-        // search always pages the same way.
-        points.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        let points = self.shard.query(request).map_err(|e| self.err(e))?;
         Ok(points
             .into_iter()
-            .take(end)
-            .skip(offset)
             .map(|p| payload::hit(&p.payload.map(|p| p.0).unwrap_or_default(), p.score))
             .collect())
     }
 
     fn count(&self, scope: Option<&Scope>) -> Result<usize> {
         let filter = scope
-            .map(|s| filter(payload::scope_filter(s)))
+            .map(|s| filter(&payload::scope_filter(s)))
             .transpose()?;
         self.shard
             .count(CountRequest {
@@ -544,7 +580,7 @@ impl IndexWrite for EdgeIndex {
             SetPayloadOp {
                 payload: Payload(payload::holders_update(holders)),
                 points: None,
-                filter: Some(filter(payload::content_filter(&scope.key(), hash))?),
+                filter: Some(filter(&payload::content_filter(&scope.key(), hash))?),
                 key: None,
             },
         )))?;
@@ -555,7 +591,7 @@ impl IndexWrite for EdgeIndex {
 
     fn delete_content_by_key(&self, scope_key: &str, hash: &str) -> Result<()> {
         self.update(UpdateOperation::PointOperation(
-            PointOperations::DeletePointsByFilter(filter(payload::content_filter(
+            PointOperations::DeletePointsByFilter(filter(&payload::content_filter(
                 scope_key, hash,
             ))?),
         ))?;
@@ -612,6 +648,7 @@ mod tests {
     use super::*;
     use crate::index::conformance::{found, found_chunks, locators, prefix, texts};
     use crate::index::testing::chunks;
+    use crate::index::{IndexQuery, SearchFilter};
 
     #[test]
     fn points_of_an_earlier_version_get_the_search_fields_on_open() {
@@ -634,7 +671,7 @@ mod tests {
                     PayloadOps::DeletePayload(qdrant_edge::DeletePayloadOp {
                         keys,
                         points: None,
-                        filter: Some(filter(payload::scope_filter(&alice)).unwrap()),
+                        filter: Some(filter(&payload::scope_filter(&alice)).unwrap()),
                     }),
                 ))
                 .unwrap();
@@ -674,7 +711,7 @@ mod tests {
         let alice = Scope::user("alice");
         {
             // A shard as versions before keyword search made it: one dense vector, no sparse.
-            let path = dir.path().join(SHARD_DIR);
+            let path = crate::DataDir::at(dir.path()).shard();
             std::fs::create_dir_all(&path).unwrap();
             let config = EdgeConfigBuilder::new()
                 .vector(

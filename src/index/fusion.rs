@@ -2,8 +2,10 @@
 //! question, fused into one list by their scores (distribution-based score fusion), page by
 //! page.
 //!
-//! Both stores answer a hybrid query here, from their two single rankings, so that the
-//! embedded shard and a Qdrant server rank alike. What it does beyond plain DBSF over chunks:
+//! Every search of every backend goes through [`search`] (the provided
+//! [`IndexRead::search`]): the backends only rank ([`IndexRead::rank`]), and a hybrid query is
+//! fused here from their two single rankings, so that the embedded shard and a Qdrant server
+//! rank alike. What it does beyond plain DBSF over chunks:
 //!
 //! - **Pages are the unit.** One chunk of page 12 ranked first by meaning and another chunk
 //!   of page 12 ranked first by words are one answer found twice, not two answers found
@@ -18,7 +20,7 @@
 //! Content without pages (text files, sheets, slides) is ranked chunk by chunk.
 //!
 //! The fused scores order the hits; each hit is answered with its cosine similarity as its
-//! score (an absolute relevance, see [`hybrid`]).
+//! score (an absolute relevance, see [`fused`]).
 //!
 //! Why scores, not ranks: reciprocal-rank fusion (RRF, k = 2) sees only positions, so a page the words rank first by a wide margin and one they rank
 //! second by a hair weigh 1/2 and 1/3 whatever the margin, and the embedding (whose cosines
@@ -31,38 +33,62 @@ use std::collections::{HashMap, HashSet};
 
 use extractors::Scope;
 
-use super::{Hit, IndexQuery, IndexRead, SearchFilter, MAX_SEARCH_HITS};
+use super::filter::{Condition, Filter};
+use super::{payload, Hit, IndexQuery, IndexRead, Ranking, SearchFilter, MAX_SEARCH_HITS};
 use crate::error::Result;
 
 /// Candidates each ranking contributes to a fused search, at least.
 pub(super) const FUSION_CANDIDATES: usize = 100;
 
-/// A hybrid search on `store` when `query` has both a vector and a text (else `None`: the
-/// store answers the single ranking itself): its meaning ranking and its word ranking, each
-/// of the best [`FUSION_CANDIDATES`] (or `offset + limit`, if more) points `scope` may read
-/// and `filter` lets through, fused by [`fuse`]; the `limit` after the `offset` best
-/// (`paging` is `(limit, offset, min_score)`).
-///
-/// The fused scores only order the hits. Each hit comes back with an absolute relevance as
-/// its `score`, comparable between searches so that a threshold can use it: its cosine
-/// similarity to the query, or its BM25 score divided by [`BM25_PER_RELEVANCE`] when that is
-/// higher (a passage holding the question's rare words is relevant whatever the embedding
-/// says: a part number, a German question to an English model). A hit the words found
-/// outside the meaning ranking's candidates has its cosine looked up by id. With
-/// `min_score`, hits below it are left out after the fusion (so the others keep their
-/// order). When the words rank nothing (no point holds any of them), the meaning ranking is
-/// the answer.
-pub(super) fn hybrid(
-    store: &dyn IndexRead,
+/// [`IndexRead::search`] on `store`: `filter` and `scope`'s access rule made one typed
+/// filter, each ranking asked of the backend, ties settled by point id, a hybrid query (both
+/// a vector and a text) fused, the `limit` after the `offset` best kept (`paging` is
+/// `(limit, offset, min_score)`).
+pub(super) fn search<S: IndexRead + ?Sized>(
+    store: &S,
     scope: &Scope,
     query: &IndexQuery,
-    paging: (usize, usize, Option<f32>),
+    (limit, offset, min_score): (usize, usize, Option<f32>),
     filter: &SearchFilter,
-) -> Option<Result<Vec<Hit>>> {
-    let (Some(vector), Some(text)) = (&query.vector, &query.text) else {
-        return None;
+) -> Result<Vec<Hit>> {
+    let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
+    if offset >= end {
+        return Ok(Vec::new());
+    }
+    let filter = payload::search_filter(scope, filter);
+    let hits = match (&query.vector, &query.text) {
+        (Some(vector), Some(text)) => fused(store, vector, text, end, min_score, &filter)?,
+        (Some(vector), None) => ranked(store, Ranking::Meaning(vector), end, min_score, &filter)?,
+        (None, Some(text)) => ranked(store, Ranking::Words(text), end, min_score, &filter)?,
+        (None, None) => Vec::new(),
     };
-    Some(fused_search(store, scope, vector, text, paging, filter))
+    Ok(hits.into_iter().take(end).skip(offset).collect())
+}
+
+/// Hits past the end a ranking asks for, so that ties at the end are settled by point id
+/// here rather than by the engine.
+const TIE_ROOM: usize = 16;
+
+/// The best `end` points of one ranking, best first. The engine reserves room for what it is
+/// asked: hence the cap. Equal scores are common (chunks repeating a text, equal BM25 sums)
+/// and an engine orders them differently from call to call: ties go by point id, so that
+/// the same search always pages the same way.
+fn ranked<S: IndexRead + ?Sized>(
+    store: &S,
+    ranking: Ranking<'_>,
+    end: usize,
+    min_score: Option<f32>,
+    filter: &Filter,
+) -> Result<Vec<Hit>> {
+    let want = end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS);
+    let mut hits = store.rank(ranking, want, min_score, filter)?;
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+    });
+    hits.truncate(end);
+    Ok(hits)
 }
 
 /// The BM25 score that counts as much as a cosine of 1 in a hybrid hit's relevance. Set on
@@ -79,53 +105,52 @@ fn point_of(hit: &Hit) -> (String, u64) {
     (hit.owner.key(), hit.chunk_id)
 }
 
-fn fused_search(
-    store: &dyn IndexRead,
-    scope: &Scope,
+/// A hybrid search: its meaning ranking and its word ranking, each of the best
+/// [`FUSION_CANDIDATES`] (or `end`, if more) points `filter` lets through, fused by [`fuse`];
+/// the `end` best.
+///
+/// The fused scores only order the hits. Each hit comes back with an absolute relevance as
+/// its `score`, comparable between searches so that a threshold can use it: its cosine
+/// similarity to the query, or its BM25 score divided by [`BM25_PER_RELEVANCE`] when that is
+/// higher (a passage holding the question's rare words is relevant whatever the embedding
+/// says: a part number, a German question to an English model). A hit the words found
+/// outside the meaning ranking's candidates has its cosine looked up by id. With
+/// `min_score`, hits below it are left out after the fusion (so the others keep their
+/// order). When the words rank nothing (no point holds any of them), the meaning ranking is
+/// the answer.
+fn fused<S: IndexRead + ?Sized>(
+    store: &S,
     vector: &[f32],
     text: &str,
-    (limit, offset, min_score): (usize, usize, Option<f32>),
-    filter: &SearchFilter,
+    end: usize,
+    min_score: Option<f32>,
+    filter: &Filter,
 ) -> Result<Vec<Hit>> {
-    let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
-    if offset >= end {
-        return Ok(Vec::new());
-    }
     let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
-    let meaning = IndexQuery {
-        vector: Some(vector.to_vec()),
-        text: None,
-    };
-    let dense = store.search(scope, &meaning, candidates, 0, None, filter)?;
-    let words = IndexQuery {
-        vector: None,
-        text: Some(text.to_string()),
-    };
-    let keyword = store.search(scope, &words, candidates, 0, None, filter)?;
+    let dense = ranked(store, Ranking::Meaning(vector), candidates, None, filter)?;
+    let keyword = ranked(store, Ranking::Words(text), candidates, None, filter)?;
     let mut cosine: HashMap<(String, u64), f32> =
         dense.iter().map(|h| (point_of(h), h.score)).collect();
     let bm25: HashMap<(String, u64), f32> =
         keyword.iter().map(|h| (point_of(h), h.score)).collect();
-    let ranked = if keyword.is_empty() {
+    let fused = if keyword.is_empty() {
         dense
     } else {
         fuse(dense, keyword)
     };
-    let missing: Vec<u64> = ranked
+    let missing: Vec<u64> = fused
         .iter()
         .filter(|h| !cosine.contains_key(&point_of(h)))
         .map(|h| h.chunk_id)
         .collect();
     if !missing.is_empty() {
-        let these = SearchFilter {
-            ids: missing.clone(),
-            ..filter.clone()
-        };
-        for hit in store.search(scope, &meaning, missing.len(), 0, None, &these)? {
+        let mut these = filter.clone();
+        these.must.push(Condition::HasId(missing.clone()));
+        for hit in ranked(store, Ranking::Meaning(vector), missing.len(), None, &these)? {
             cosine.insert(point_of(&hit), hit.score);
         }
     }
-    Ok(ranked
+    Ok(fused
         .into_iter()
         .filter_map(|mut hit| {
             // A point gone between the two searches has no cosine: it is not an answer.
@@ -135,7 +160,6 @@ fn fused_search(
             min_score.is_none_or(|m| hit.score >= m).then_some(hit)
         })
         .take(end)
-        .skip(offset)
         .collect())
 }
 

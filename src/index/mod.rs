@@ -20,6 +20,7 @@ mod catalog;
 #[cfg(test)]
 mod conformance;
 mod edge;
+pub mod filter;
 mod fusion;
 mod keywords;
 pub(crate) mod objects;
@@ -36,6 +37,7 @@ use extractors::Scope;
 pub(crate) use catalog::entry_card_key;
 pub use catalog::{
     holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember,
+    SqliteCatalog,
 };
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;
@@ -304,6 +306,14 @@ pub struct SearchFilter {
     pub ids: Vec<u64>,
 }
 
+/// One ranking of a search: by meaning (the query's embedding, cosine) or by words (the
+/// query's keyword vector, BM25).
+#[derive(Debug, Clone, Copy)]
+pub enum Ranking<'a> {
+    Meaning(&'a [f32]),
+    Words(&'a str),
+}
+
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
 pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
     let mut h = blake3::Hasher::new();
@@ -330,9 +340,10 @@ pub trait IndexRead: Send + Sync {
     /// `min_score` bounds the embedding's cosine similarity when the query has a vector
     /// (with both vector and text, every hit passes it: the words only reorder those points),
     /// else the BM25 score. A hybrid query (vector and text) is fused page by page
-    /// (`fusion.rs`): a hit's score is its page's sum of normalised scores (DBSF), divided
-    /// by the best one's (1 is the best hit of the search), and a page's other chunks follow
-    /// every page's first.
+    /// (`fusion.rs`): a hit's score is its cosine, or its BM25 score / 80 when higher.
+    ///
+    /// Provided, and not meant to be overridden: the access filter, paging, ties and the
+    /// fusion of two rankings live here once, above every backend's [`IndexRead::rank`].
     fn search(
         &self,
         scope: &Scope,
@@ -341,6 +352,19 @@ pub trait IndexRead: Send + Sync {
         offset: usize,
         min_score: Option<f32>,
         filter: &SearchFilter,
+    ) -> Result<Vec<Hit>> {
+        fusion::search(self, scope, query, (limit, offset, min_score), filter)
+    }
+
+    /// One ranking: the best `want` points that `filter` lets through (with at least
+    /// `min_score`, when given), in any order. A text with no word the index knows ranks
+    /// nothing. What a backend implements; callers use [`IndexRead::search`].
+    fn rank(
+        &self,
+        ranking: Ranking<'_>,
+        want: usize,
+        min_score: Option<f32>,
+        filter: &filter::Filter,
     ) -> Result<Vec<Hit>>;
 
     /// Number of points visible to `scope` (as [`IndexRead::search`] sees them), or of all

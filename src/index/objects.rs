@@ -31,7 +31,7 @@ const MAX_DIRECTORY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What the store stage writes for a new content: its content index and its object pack.
 #[derive(Debug, Clone)]
-pub(crate) struct ContentRecord {
+pub struct ContentRecord {
     /// Structure and object summary (`content/<hash>.json`).
     pub index: FileContentIndex,
     /// The encoded pack (`content/<hash>.pack`), see [`pack`].

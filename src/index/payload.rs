@@ -1,6 +1,6 @@
 //! The payload schema: the fields every point carries, written and read here only, so that
-//! every backend stores the same points and filters them the same way. Filters are built in
-//! Qdrant's JSON filter syntax, which the embedded shard and the Qdrant server share.
+//! every backend stores the same points and filters them the same way. Filters are built here
+//! as typed filters ([`super::filter`]) that each backend converts into its own.
 //!
 //! A point's payload: the chunk (`text`, `fragment`, `chunk_index`, `object_id`,
 //! `content_type`, `kind` (`passage` or `card`), and its context: `label`, `page_index`, `section_id`, `sheet_name`,
@@ -12,7 +12,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::filter::{Condition, Field, Filter, Value as Is};
 use super::{Hit, Holders, PointRecord, SearchFilter, StoredChunk};
+use crate::access::{self, ReadRule};
 use crate::embed::ChunkKind;
 use extractors::{Scope, MEMBER_SEPARATOR, SECTION_SEPARATOR};
 
@@ -152,8 +154,13 @@ pub(super) const DERIVED_FROM: &[&str] = &["locators", "section_id"];
 
 /// Filter: points written before `containers` existed (every point has a locator, so
 /// `containers` is never empty otherwise).
-pub(super) fn lacking_derived() -> Value {
-    json!({ "must": [{ "is_empty": { "key": "containers" } }] })
+pub(super) fn lacking_derived() -> Filter {
+    Filter::all(vec![Condition::Empty(Field::Containers)])
+}
+
+/// Filter: points without a keyword vector (written by a version without keyword search).
+pub(super) fn lacking_keyword_vector() -> Filter {
+    Filter::none(vec![Condition::HasKeywordVector])
 }
 
 /// What the derived fields of a point are computed from: its locators and section path.
@@ -250,12 +257,12 @@ pub(super) fn kind(payload: &Map<String, Value>) -> ChunkKind {
 }
 
 /// Filter: the card of content `hash` in the scope whose key is `scope_key`.
-pub(super) fn card_filter(scope_key: &str, hash: &str) -> Value {
-    json!({ "must": [
-        match_kw("scope_key", scope_key),
-        match_kw("content_hash", hash),
-        match_kw("kind", ChunkKind::Card.as_str()),
-    ] })
+pub(super) fn card_filter(scope_key: &str, hash: &str) -> Filter {
+    Filter::all(vec![
+        Condition::keyword(Field::ScopeKey, scope_key),
+        Condition::keyword(Field::ContentHash, hash),
+        Condition::keyword(Field::Kind, ChunkKind::Card.as_str()),
+    ])
 }
 
 /// The payload fields [`keyword_source`] reads.
@@ -349,72 +356,90 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
     }
 }
 
-fn match_kw(key: &str, value: &str) -> Value {
-    json!({ "key": key, "match": { "value": value } })
-}
-
 /// Filter: points of content `hash` in exactly the scope whose key is `scope_key`.
-pub(super) fn content_filter(scope_key: &str, hash: &str) -> Value {
-    json!({ "must": [match_kw("scope_key", scope_key), match_kw("content_hash", hash)] })
+pub(super) fn content_filter(scope_key: &str, hash: &str) -> Filter {
+    Filter::all(vec![
+        Condition::keyword(Field::ScopeKey, scope_key),
+        Condition::keyword(Field::ContentHash, hash),
+    ])
 }
 
 /// Filter: what `scope` may read, narrowed by `filter` (every condition must hold).
-pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Value {
-    let mut must = vec![scope_filter(scope)];
+pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Filter {
+    let mut out = Filter::all(vec![Condition::All(scope_filter(scope))]);
+    let must = &mut out.must;
     if let Some(prefix) = &filter.locator_prefix {
         let key = container_key(prefix);
         if !key.is_empty() {
-            must.push(match_kw("containers", key));
+            must.push(Condition::keyword(Field::Containers, key));
         }
     }
     if let Some(t) = filter.content_type {
-        must.push(match_kw("content_type", t.as_str()));
+        must.push(Condition::keyword(Field::ContentType, t.as_str()));
     }
-    let mut must_not = Vec::new();
+    let card = Condition::keyword(Field::Kind, ChunkKind::Card.as_str());
     match filter.kind {
-        Some(ChunkKind::Card) => must.push(match_kw("kind", ChunkKind::Card.as_str())),
+        Some(ChunkKind::Card) => must.push(card),
         // Points stored before cards existed have no `kind`: they are passages.
-        Some(ChunkKind::Passage) => must_not.push(match_kw("kind", ChunkKind::Card.as_str())),
+        Some(ChunkKind::Passage) => out.must_not.push(card),
         None => {}
     }
     if let Some((first, last)) = filter.pages {
-        must.push(json!({ "key": "page_index", "range": { "gte": first, "lte": last } }));
+        must.push(Condition::Between {
+            field: Field::PageIndex,
+            first: first.into(),
+            last: last.into(),
+        });
     }
     if let Some(section) = &filter.section_path {
-        must.push(match_kw("section_path", section));
+        must.push(Condition::keyword(Field::SectionPath, section));
     }
     if let Some(sheet) = &filter.sheet {
-        must.push(match_kw("sheet_name", sheet));
+        must.push(Condition::keyword(Field::SheetName, sheet));
     }
     if let Some(slide) = filter.slide {
-        must.push(json!({ "key": "slide_index", "match": { "value": slide } }));
+        must.push(Condition::Is(Field::SlideIndex, Is::Integer(slide.into())));
     }
     for tag in &filter.tags {
-        must.push(match_kw("tags", tag));
+        must.push(Condition::keyword(Field::Tags, tag));
     }
     if let Some(key) = &filter.owner_key {
-        must.push(match_kw("scope_key", key));
+        must.push(Condition::keyword(Field::ScopeKey, key));
     }
     if let Some(name) = &filter.file_name {
-        must.push(match_kw("names", &name.to_lowercase()));
+        must.push(Condition::keyword(Field::Names, name.to_lowercase()));
     }
     if let Some(shared) = filter.shared {
-        must.push(json!({ "key": "is_shared", "match": { "value": shared } }));
+        must.push(Condition::Is(Field::IsShared, Is::Flag(shared)));
     }
     if !filter.ids.is_empty() {
-        must.push(json!({ "has_id": filter.ids }));
+        must.push(Condition::HasId(filter.ids.clone()));
     }
-    if must_not.is_empty() {
-        json!({ "must": must })
-    } else {
-        json!({ "must": must, "must_not": must_not })
-    }
+    out
 }
 
-/// Filter: what `scope` may read, derived from the one access rule
-/// ([`crate::access::ReadRule`]).
-pub(super) fn scope_filter(scope: &Scope) -> Value {
-    crate::access::ReadRule::of(scope).filter()
+/// Filter: what `scope` may read, the conditions of the one access rule ([`ReadRule`])
+/// translated one by one: at least one alternative holds in full.
+pub(super) fn scope_filter(scope: &Scope) -> Filter {
+    let field = |f: access::Field| match f {
+        access::Field::User => Field::UserId,
+        access::Field::FeatureInstance => Field::FeatureInstanceId,
+        access::Field::Mandate => Field::MandateId,
+        access::Field::Workflow => Field::WorkflowId,
+    };
+    let condition = |c: &access::Condition| match c {
+        access::Condition::Is(f, v) => Condition::keyword(field(*f), v.clone()),
+        access::Condition::Absent(f) => Condition::Empty(field(*f)),
+        access::Condition::Shared => Condition::Is(Field::IsShared, Is::Flag(true)),
+        access::Condition::NotShared => Condition::Is(Field::IsShared, Is::Flag(false)),
+    };
+    Filter::any(
+        ReadRule::of(scope)
+            .alternatives()
+            .iter()
+            .map(|all| Condition::All(Filter::all(all.iter().map(condition).collect())))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 use super::{Catalog, Holders, VectorIndex};
 use crate::error::{Error, Result};
 
-const MARKER: &str = "run-in-progress";
-
 /// Present in the data directory while a run writes; removed when it ends with store and
 /// catalog in agreement.
 #[derive(Debug)]
@@ -33,12 +31,12 @@ pub(crate) struct DirtyMarker {
 impl DirtyMarker {
     /// Whether a previous run did not finish.
     pub fn present(data_dir: &Path) -> bool {
-        data_dir.join(MARKER).exists()
+        crate::DataDir::at(data_dir).run_marker().exists()
     }
 
     /// Mark the data directory as being written (durably, before the first write).
     pub fn set(data_dir: &Path) -> Result<Self> {
-        let path = data_dir.join(MARKER);
+        let path = crate::DataDir::at(data_dir).run_marker();
         let file = crate::perms::create_file(&path)?;
         file.sync_all().map_err(|e| Error::io(&path, e))?;
         crate::failpoint::hit("run.marked");
@@ -70,7 +68,7 @@ pub struct RepairReport {
 }
 
 /// Reconcile `catalog` with `store` (see the module docs), then save both.
-pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<RepairReport> {
+pub(crate) fn repair(catalog: &dyn Catalog, store: &dyn VectorIndex) -> Result<RepairReport> {
     let mut stored = store.inventory()?;
     let mut report = RepairReport::default();
     for scope in catalog.scopes() {
@@ -157,14 +155,14 @@ pub(crate) fn repair(catalog: &mut Catalog, store: &dyn VectorIndex) -> Result<R
 mod tests {
     use super::*;
     use crate::index::testing::{chunks, inventory};
-    use crate::index::{CatalogEntry, EdgeIndex, EntryStatus, ServerIndex};
+    use crate::index::{CatalogEntry, EdgeIndex, EntryStatus, ServerIndex, SqliteCatalog};
     use extractors::Scope;
 
     fn indexed(locator: &str, hash: &str, chunks: u32, parent: Option<&str>) -> CatalogEntry {
         CatalogEntry::indexed(locator, parent.map(str::to_string), hash, 1, 1, chunks)
     }
 
-    fn locators(catalog: &Catalog, scope: &Scope) -> Vec<String> {
+    fn locators(catalog: &dyn Catalog, scope: &Scope) -> Vec<String> {
         catalog
             .entries(scope)
             .into_iter()
@@ -194,7 +192,7 @@ mod tests {
     }
 
     fn repair_agrees(dir: &std::path::Path, store: &dyn VectorIndex) {
-        let mut catalog = Catalog::load(dir).unwrap();
+        let catalog = SqliteCatalog::open(dir).unwrap();
         let u = Scope::user("u");
         let gone = Scope::user("gone");
 
@@ -252,7 +250,7 @@ mod tests {
         store.upsert(&u, &chunks("stale", 2, "x.txt", 30)).unwrap();
         store.upsert(&gone, &chunks("old", 1, "y.txt", 40)).unwrap();
 
-        let report = repair(&mut catalog, store).unwrap();
+        let report = repair(&catalog, store).unwrap();
         assert_eq!(
             report,
             RepairReport {
@@ -296,13 +294,13 @@ mod tests {
         ];
         assert_eq!(locators(&catalog, &u), expected_catalog);
         // The repaired catalog was saved.
-        assert_eq!(locators(&Catalog::load(dir).unwrap(), &u), expected_catalog);
+        assert_eq!(
+            locators(&SqliteCatalog::open(dir).unwrap(), &u),
+            expected_catalog
+        );
 
         // Nothing left to repair.
-        assert_eq!(
-            repair(&mut catalog, store).unwrap(),
-            RepairReport::default()
-        );
+        assert_eq!(repair(&catalog, store).unwrap(), RepairReport::default());
         assert_eq!(inventory(store), expected_store);
         assert_eq!(locators(&catalog, &u), expected_catalog);
     }

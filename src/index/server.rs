@@ -50,11 +50,11 @@ use qdrant_client::qdrant::{
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use serde_json::{json, Map, Value};
 
-use super::edge::TIE_ROOM;
+use super::filter::{Condition as TypedCondition, Filter as TypedFilter, Value as TypedValue};
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
-    payload, point_id, ExportedPoint, Hit, Holders, IndexQuery, IndexRead, IndexWrite, PointRecord,
-    SearchFilter, StoredChunk, MAX_SEARCH_HITS,
+    payload, point_id, ExportedPoint, Hit, Holders, IndexRead, IndexWrite, PointRecord, Ranking,
+    StoredChunk,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -431,7 +431,7 @@ impl ServerIndex {
     /// Every node's files holding content `hash` in scope `scope_key`, and their tags: the
     /// sorted unions of the holder records.
     fn holders_union(&self, scope_key: &str, hash: &str) -> Result<Holders> {
-        let filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        let filter = to_filter(&payload::content_filter(scope_key, hash));
         let mut union = BTreeSet::new();
         let mut tags = BTreeSet::new();
         let mut offset: Option<PointId> = None;
@@ -508,7 +508,7 @@ impl ServerIndex {
     /// records again until they agree with what was written (another node may have changed
     /// them meanwhile). Nothing to do when no record holds the content.
     fn settle_locators(&self, scope_key: &str, hash: &str, mut union: Holders) -> Result<()> {
-        let filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        let filter = to_filter(&payload::content_filter(scope_key, hash));
         for _ in 0..16 {
             if union.locators.is_empty() {
                 return Ok(());
@@ -538,7 +538,7 @@ impl ServerIndex {
     fn refresh_card_keywords(&self, scope_key: &str, hash: &str) -> Result<()> {
         let mut cards = Vec::new();
         self.scroll(
-            Some(to_filter(&payload::card_filter(scope_key, hash))?),
+            Some(to_filter(&payload::card_filter(scope_key, hash))),
             Some(payload::KEYWORD_SOURCE_FIELDS),
             false,
             &mut |p| {
@@ -574,7 +574,7 @@ impl ServerIndex {
     /// Delete the points of content `hash` in scope `scope_key` written before `before`
     /// (microseconds), and count what is left of it.
     fn delete_points_before(&self, scope_key: &str, hash: &str, before: i64) -> Result<u64> {
-        let mut filter = to_filter(&payload::content_filter(scope_key, hash))?;
+        let mut filter = to_filter(&payload::content_filter(scope_key, hash));
         let content = filter.clone();
         filter.must.push(Condition::range(
             STORED_AT,
@@ -677,64 +677,41 @@ impl ServerIndex {
 }
 
 impl IndexRead for ServerIndex {
-    fn search(
+    /// The same request as the embedded shard's (see `EdgeIndex::rank`).
+    fn rank(
         &self,
-        scope: &Scope,
-        query: &IndexQuery,
-        limit: usize,
-        offset: usize,
+        ranking: Ranking<'_>,
+        want: usize,
         min_score: Option<f32>,
-        search_filter: &SearchFilter,
+        typed: &TypedFilter,
     ) -> Result<Vec<Hit>> {
-        let paging = (limit, offset, min_score);
-        if let Some(fused) = super::fusion::hybrid(self, scope, query, paging, search_filter) {
-            return fused;
-        }
-        // The same request as the embedded shard's (see `EdgeIndex::search`).
-        let end = offset.saturating_add(limit).min(MAX_SEARCH_HITS);
-        if offset >= end {
-            return Ok(Vec::new());
-        }
-        let filter = to_filter(&payload::search_filter(scope, search_filter))?;
-        let dense = query
-            .vector
-            .clone()
-            .map(|v| Query::new_nearest(VectorInput::new_dense(v)));
-        let sparse = query
-            .text
-            .as_deref()
-            .map(|t| self.keywords.query(t))
-            .filter(|v| !v.indices.is_empty())
-            .map(|v| Query::new_nearest(VectorInput::new_sparse(v.indices, v.values)));
-        let limit_with_ties = end.saturating_add(TIE_ROOM).min(MAX_SEARCH_HITS) as u64;
         let mut request = QueryPointsBuilder::new(&self.config.collection)
-            .filter(filter.clone())
-            .limit(limit_with_ties)
+            .filter(to_filter(typed))
+            .limit(want as u64)
             .with_payload(true)
             .with_vectors(false);
-        // One ranking: a hybrid query was answered above.
-        request = match (dense, sparse) {
-            (Some(dense), _) => request.query(dense),
-            (None, Some(sparse)) => request.query(sparse).using(SPARSE_VECTOR),
-            (None, None) => return Ok(Vec::new()),
+        request = match ranking {
+            Ranking::Meaning(v) => request.query(Query::new_nearest(VectorInput::new_dense(v))),
+            Ranking::Words(text) => {
+                let v = self.keywords.query(text);
+                if v.indices.is_empty() {
+                    return Ok(Vec::new());
+                }
+                request
+                    .query(Query::new_nearest(VectorInput::new_sparse(
+                        v.indices, v.values,
+                    )))
+                    .using(SPARSE_VECTOR)
+            }
         };
         if let Some(t) = min_score {
             request = request.score_threshold(t);
         }
-        let mut points = self
+        let points = self
             .call("query", || self.client.query(request.clone()))?
             .result;
-        let id =
-            |p: &qdrant::ScoredPoint| match p.id.as_ref().and_then(|i| i.point_id_options.as_ref())
-            {
-                Some(PointIdOptions::Num(n)) => *n,
-                _ => 0,
-            };
-        points.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id(a).cmp(&id(b))));
         Ok(points
             .into_iter()
-            .take(end)
-            .skip(offset)
             .map(|p| payload::hit(&json_payload(p.payload), p.score))
             .collect())
     }
@@ -742,7 +719,7 @@ impl IndexRead for ServerIndex {
     fn count(&self, scope: Option<&Scope>) -> Result<usize> {
         let mut request = CountPointsBuilder::new(&self.config.collection).exact(true);
         if let Some(s) = scope {
-            request = request.filter(to_filter(&payload::scope_filter(s))?);
+            request = request.filter(to_filter(&payload::scope_filter(s)));
         }
         let n = self
             .call("count", || self.client.count(request.clone()))?
@@ -948,87 +925,49 @@ fn json_payload(p: HashMap<String, qdrant::Value>) -> Map<String, Value> {
 /// A filter in Qdrant's JSON syntax (as [`payload`] builds them) in the client's type: the
 /// subset the payload schema uses (`must`/`should`/`must_not`, `match` of a keyword, integer
 /// or boolean, `range`, `is_empty`, `has_id`).
-fn to_filter(v: &Value) -> Result<Filter> {
-    let bad = |why: &str| Error::Filter(format!("{v}: {why}"));
-    let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
-    let mut filter = Filter::default();
-    for (clause, conditions) in obj {
-        let conditions = conditions
-            .as_array()
-            .ok_or_else(|| bad("a clause is not a list"))?
-            .iter()
-            .map(to_condition)
-            .collect::<Result<Vec<_>>>()?;
-        match clause.as_str() {
-            "must" => filter.must.extend(conditions),
-            "should" => filter.should.extend(conditions),
-            "must_not" => filter.must_not.extend(conditions),
-            other => return Err(bad(&format!("unknown clause {other}"))),
-        }
+/// A typed filter (built by [`payload`]) in the client's type: every condition converted.
+fn to_filter(f: &TypedFilter) -> Filter {
+    let list = |conditions: &[TypedCondition]| conditions.iter().map(to_condition).collect();
+    Filter {
+        should: list(&f.should),
+        min_should: None,
+        must: list(&f.must),
+        must_not: list(&f.must_not),
     }
-    Ok(filter)
 }
 
-fn to_condition(v: &Value) -> Result<Condition> {
+fn to_condition(c: &TypedCondition) -> Condition {
     use qdrant::r#match::MatchValue;
-    let bad = |why: &str| Error::Filter(format!("condition {v}: {why}"));
-    let obj = v.as_object().ok_or_else(|| bad("not an object"))?;
-    if ["must", "should", "must_not"]
-        .iter()
-        .any(|k| obj.contains_key(*k))
-    {
-        return Ok(Condition::from(to_filter(v)?));
-    }
-    if let Some(ids) = obj.get("has_id") {
-        let ids = ids
-            .as_array()
-            .ok_or_else(|| bad("has_id is not a list"))?
-            .iter()
-            .map(|id| id.as_u64().ok_or_else(|| bad("a point id is not a number")))
-            .collect::<Result<Vec<u64>>>()?;
-        return Ok(Condition::has_id(ids));
-    }
-    if let Some(empty) = obj.get("is_empty") {
-        let key = empty
-            .get("key")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("is_empty without key"))?;
-        return Ok(Condition::is_empty(key));
-    }
-    let key = obj
-        .get("key")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("no key"))?;
-    if let Some(value) = obj.get("match").and_then(|m| m.get("value")) {
-        return match value {
-            // Explicitly a keyword: the client makes a string with a space a full-text match.
-            Value::String(s) => Ok(Condition::matches(key, MatchValue::Keyword(s.clone()))),
-            Value::Bool(b) => Ok(Condition::matches(key, *b)),
-            Value::Number(n) => n
-                .as_i64()
-                .map(|i| Condition::matches(key, i))
-                .ok_or_else(|| bad("match of a non-integer number")),
-            _ => Err(bad("match of an unsupported value")),
-        };
-    }
-    if let Some(range) = obj.get("range") {
-        let bound = |k: &str| range.get(k).and_then(Value::as_f64);
-        return Ok(Condition::range(
-            key,
-            Range {
-                gte: bound("gte"),
-                lte: bound("lte"),
-                gt: bound("gt"),
-                lt: bound("lt"),
+    match c {
+        TypedCondition::Is(field, value) => Condition::matches(
+            field.key(),
+            match value {
+                // Explicitly a keyword: the client makes a string with a space a full-text
+                // match.
+                TypedValue::Keyword(s) => MatchValue::Keyword(s.clone()),
+                TypedValue::Integer(i) => MatchValue::Integer(*i),
+                TypedValue::Flag(b) => MatchValue::Boolean(*b),
             },
-        ));
+        ),
+        TypedCondition::Between { field, first, last } => Condition::range(
+            field.key(),
+            Range {
+                gte: Some(*first as f64),
+                lte: Some(*last as f64),
+                ..Default::default()
+            },
+        ),
+        TypedCondition::Empty(field) => Condition::is_empty(field.key()),
+        TypedCondition::HasId(ids) => Condition::has_id(ids.iter().copied()),
+        TypedCondition::HasKeywordVector => Condition::has_vector(SPARSE_VECTOR),
+        TypedCondition::All(inner) => Condition::from(to_filter(inner)),
     }
-    Err(bad("unsupported condition"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::SearchFilter;
 
     #[test]
     fn store_addresses_parse_with_defaults_and_options() {
@@ -1079,18 +1018,21 @@ mod tests {
             shared: Some(false),
             ids: vec![7, 9],
         };
-        let f = to_filter(&payload::search_filter(&scope, &all)).unwrap();
+        let f = to_filter(&payload::search_filter(&scope, &all));
         // scope + eight narrowing conditions + one per tag + the owner + shared or not + ids
         assert_eq!(f.must.len(), 14);
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()
         };
-        let f = to_filter(&payload::search_filter(&scope, &passages)).unwrap();
+        let f = to_filter(&payload::search_filter(&scope, &passages));
         assert_eq!((f.must.len(), f.must_not.len()), (1, 1));
-        to_filter(&payload::lacking_derived()).unwrap();
-        to_filter(&payload::content_filter("k", "h")).unwrap();
-        assert!(to_filter(&json!({"must": [{"key": "a", "match": {"value": 1.5}}]})).is_err());
-        assert!(to_filter(&json!({"nope": []})).is_err());
+        let scope_rule = &f.must[0];
+        assert!(
+            matches!(&scope_rule.condition_one_of, Some(qdrant::condition::ConditionOneOf::Filter(inner)) if inner.should.len() == 2),
+            "the access rule's two alternatives (own, shared in the mandate): {scope_rule:?}"
+        );
+        assert_eq!(to_filter(&payload::lacking_derived()).must.len(), 1);
+        assert_eq!(to_filter(&payload::content_filter("k", "h")).must.len(), 2);
     }
 }

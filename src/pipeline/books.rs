@@ -1,7 +1,8 @@
 //! The run's view of the catalog: one scope's entries, through the few operations the stages
-//! need. Each call takes the catalog's lock for itself; the operations that must see and
-//! change the catalog in one step (put an entry and learn what it replaced, write a content
-//! index and record its file) are single calls here, so no stage holds the lock itself.
+//! need, through the catalog interface ([`Catalog`]): no stage holds a lock. A run has its
+//! scope to itself (`RunSlots`), so reading an entry and then writing it is safe here; what
+//! must happen in one step across scopes (write a content index and record its file) is one
+//! operation of the interface.
 //!
 //! It also keeps the list of entry cards to retire: whenever an entry that has a card of
 //! its own ([`CatalogEntry::card`]) is replaced or removed, its locator is noted, and the
@@ -26,7 +27,7 @@ fn same_but_card(a: &CatalogEntry, b: &CatalogEntry) -> bool {
 
 /// See the module documentation.
 pub(super) struct ScopeCatalog<'a> {
-    catalog: &'a Mutex<Catalog>,
+    catalog: &'a dyn Catalog,
     scope: &'a Scope,
     /// Locators whose entry had a card when it was replaced or removed.
     retired_cards: Mutex<Vec<String>>,
@@ -35,7 +36,7 @@ pub(super) struct ScopeCatalog<'a> {
 }
 
 impl<'a> ScopeCatalog<'a> {
-    pub(super) fn new(catalog: &'a Mutex<Catalog>, scope: &'a Scope) -> Self {
+    pub(super) fn new(catalog: &'a dyn Catalog, scope: &'a Scope) -> Self {
         ScopeCatalog {
             catalog,
             scope,
@@ -88,7 +89,7 @@ impl<'a> ScopeCatalog<'a> {
     /// run costs what changed, not the scope's size.
     pub(super) fn wanting_cards(&self, all: bool) -> Vec<CatalogEntry> {
         let noted = std::mem::take(&mut *lock(&self.new_cards));
-        let catalog = lock(self.catalog);
+        let catalog = self.catalog;
         if all {
             return catalog.wanting_cards(self.scope);
         }
@@ -104,25 +105,25 @@ impl<'a> ScopeCatalog<'a> {
 
     /// Record that `entry`'s card is stored, if the entry is still as it was.
     pub(super) fn set_card_stored(&self, entry: &CatalogEntry) -> bool {
-        lock(self.catalog).set_card_stored(self.scope, entry)
+        self.catalog.set_card_stored(self.scope, entry)
     }
 
     /// The first `max` names inside archive `locator`, how many there are, and how many of
     /// them were not read (skipped or failed).
     pub(super) fn member_names(&self, locator: &str, max: usize) -> (Vec<String>, usize, usize) {
-        lock(self.catalog).member_names(self.scope, locator, max)
+        self.catalog.member_names(self.scope, locator, max)
     }
 
     /// The entry of `locator`.
     pub(super) fn get(&self, locator: &str) -> Option<CatalogEntry> {
-        lock(self.catalog).get(self.scope, locator)
+        self.catalog.get(self.scope, locator)
     }
 
     /// Record `entry`; the content (hash, chunks) its locator held before, if any. An entry
     /// recorded again as it was (a link skipped at every sync, a failed file retried in
     /// vain) keeps its card.
     pub(super) fn put(&self, mut entry: CatalogEntry) -> Option<(String, u32)> {
-        let catalog = lock(self.catalog);
+        let catalog = self.catalog;
         let old = catalog.get(self.scope, &entry.locator);
         match &old {
             Some(o) if o.card().is_some() && same_but_card(o, &entry) => entry.chunks = o.chunks,
@@ -136,8 +137,7 @@ impl<'a> ScopeCatalog<'a> {
     /// Forget `locator`; its entry. The archives above it list their members' names: their
     /// cards are made again.
     pub(super) fn remove(&self, locator: &str) -> Option<CatalogEntry> {
-        let mut catalog = lock(self.catalog);
-        let removed = catalog.remove(self.scope, locator);
+        let removed = self.catalog.remove(self.scope, locator);
         self.retire(removed.as_ref());
         if removed.is_some() {
             let archives: Vec<&str> = locator
@@ -145,7 +145,7 @@ impl<'a> ScopeCatalog<'a> {
                 .filter_map(|(at, _)| locator.get(..at))
                 .collect();
             for archive in archives {
-                self.remake_card(&mut catalog, archive);
+                self.remake_card(archive);
             }
         }
         removed
@@ -154,25 +154,26 @@ impl<'a> ScopeCatalog<'a> {
     /// The archives inside archive `top` (just recorded, with all its members): their cards
     /// may have been made before all their members were recorded, so they are made again.
     pub(super) fn remake_nested_cards(&self, top: &str) {
-        let mut catalog = lock(self.catalog);
-        let nested: Vec<String> = catalog
+        let nested: Vec<String> = self
+            .catalog
             .members_of(self.scope, top)
             .into_iter()
             .filter(|m| m.status == crate::index::EntryStatus::Container && m.card().is_some())
             .map(|m| m.locator)
             .collect();
         for archive in nested {
-            self.remake_card(&mut catalog, &archive);
+            self.remake_card(&archive);
         }
     }
 
     /// Make the card of the entry at `locator` again at the next pass, if it has one.
-    fn remake_card(&self, catalog: &mut Catalog, locator: &str) {
-        if catalog
+    fn remake_card(&self, locator: &str) {
+        if self
+            .catalog
             .get(self.scope, locator)
             .is_some_and(|e| e.card().is_some())
         {
-            catalog.set_card_missing(self.scope, locator);
+            self.catalog.set_card_missing(self.scope, locator);
             lock(&self.retired_cards).push(locator.to_string());
             lock(&self.new_cards).push(locator.to_string());
         }
@@ -180,28 +181,27 @@ impl<'a> ScopeCatalog<'a> {
 
     /// The members of archive `parent`.
     pub(super) fn members_of(&self, parent: &str) -> Vec<CatalogEntry> {
-        lock(self.catalog).members_of(self.scope, parent)
+        self.catalog.members_of(self.scope, parent)
     }
 
     /// The entries whose locator starts with `prefix`.
     pub(super) fn under(&self, prefix: &str) -> Vec<CatalogEntry> {
-        lock(self.catalog).under(self.scope, prefix)
+        self.catalog.under(self.scope, prefix)
     }
 
     /// The top-level entries (files on disk, archives) under folder or file `root`.
     pub(super) fn top_level_under(&self, root: &str) -> Vec<CatalogEntry> {
-        lock(self.catalog).top_level_under(self.scope, root)
+        self.catalog.top_level_under(self.scope, root)
     }
 
     /// Whether every one of `locators` has an entry.
     pub(super) fn has_all<'l>(&self, mut locators: impl Iterator<Item = &'l String>) -> bool {
-        let catalog = lock(self.catalog);
-        locators.all(|l| catalog.get(self.scope, l).is_some())
+        locators.all(|l| self.catalog.get(self.scope, l).is_some())
     }
 
     /// The locators holding content `hash`, in locator order.
     pub(super) fn locators_with_hash(&self, hash: &str) -> Vec<String> {
-        lock(self.catalog).locators_with_hash(self.scope, hash)
+        self.catalog.locators_with_hash(self.scope, hash)
     }
 
     /// Whether any locator holds content `hash`.
@@ -211,7 +211,7 @@ impl<'a> ScopeCatalog<'a> {
 
     /// The files holding content `hash` and their tags, as the points' payload needs them.
     pub(super) fn holders(&self, hash: &str) -> Holders {
-        lock(self.catalog).holders(self.scope, hash)
+        self.catalog.holders(self.scope, hash)
     }
 
     /// The chunk count of content `hash` and a locator other than `locator` holding it.
@@ -220,7 +220,7 @@ impl<'a> ScopeCatalog<'a> {
         hash: &str,
         locator: &str,
     ) -> (Option<u32>, Option<String>) {
-        let catalog = lock(self.catalog);
+        let catalog = self.catalog;
         let locators = catalog.locators_with_hash(self.scope, hash);
         let chunks = locators
             .first()
@@ -234,33 +234,33 @@ impl<'a> ScopeCatalog<'a> {
         (chunks, original)
     }
 
-    /// Write content `hash`'s index and object pack, then record `entry` — under one lock,
-    /// so that a run of another scope deleting the content indexes nobody holds (they are
-    /// shared by identical bytes) sees this one held. Nothing is recorded when the write
-    /// fails.
+    /// Write content `hash`'s index and object pack, then record `entry`, in one step
+    /// ([`Catalog::write_content_and_put`]). Nothing is recorded when the write fails.
     pub(super) fn write_content_and_put(
         &self,
         hash: &str,
         content: &ContentRecord,
         entry: CatalogEntry,
     ) -> Result<()> {
-        let catalog = lock(self.catalog);
-        crate::failpoint::check("content.write")?;
-        catalog.write_content(hash, content)?;
-        self.retire(catalog.get(self.scope, &entry.locator).as_ref());
-        self.note_new(&entry);
-        catalog.put(self.scope, entry);
+        let wants_card = entry.wants_card().then(|| entry.locator.clone());
+        let old = self
+            .catalog
+            .write_content_and_put(self.scope, hash, content, entry)?;
+        self.retire(old.as_ref());
+        if let Some(locator) = wants_card {
+            lock(&self.new_cards).push(locator);
+        }
         Ok(())
     }
 
     /// Delete content `hash`'s index unless another scope holds the same bytes.
     pub(super) fn drop_content_index(&self, hash: &str) -> Result<bool> {
-        lock(self.catalog).drop_content_index(hash)
+        self.catalog.drop_content_index(hash)
     }
 
     /// Save the catalog.
     pub(super) fn save(&self) -> Result<()> {
-        lock(self.catalog).save()
+        self.catalog.save()
     }
 }
 
@@ -281,7 +281,7 @@ mod tests {
     #[test]
     fn put_tells_what_the_locator_held_and_a_replaced_card_is_noted_to_retire() {
         let b = Bench::new();
-        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        let books = ScopeCatalog::new(b.ing.catalog(), &b.scope);
         assert_eq!(books.put(indexed("a", "h1", 3)), None);
         assert_eq!(books.put(indexed("a", "h2", 2)), Some(("h1".into(), 3)));
         assert_eq!(books.get("a").map(|e| e.chunks), Some(2));
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(books.take_retired_cards(), ["f"]);
         // The other scope sees none of it.
         let other = Scope::user("someone-else");
-        let theirs = ScopeCatalog::new(&b.ing.catalog, &other);
+        let theirs = ScopeCatalog::new(b.ing.catalog(), &other);
         assert_eq!(theirs.get("a"), None);
         assert!(!theirs.holds("h2"));
     }
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn every_holder_of_a_content_is_seen_and_one_gone_leaves_the_others() {
         let b = Bench::new();
-        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        let books = ScopeCatalog::new(b.ing.catalog(), &b.scope);
         books.put(indexed("c", "h", 4));
         books.put(indexed("a", "h", 4));
         assert!(books.holds("h"));
@@ -330,7 +330,7 @@ mod tests {
     #[test]
     fn an_archive_knows_its_members_and_whether_all_are_recorded() {
         let b = Bench::new();
-        let books = ScopeCatalog::new(&b.ing.catalog, &b.scope);
+        let books = ScopeCatalog::new(b.ing.catalog(), &b.scope);
         books.put(CatalogEntry::container(
             "x.zip",
             "hx",

@@ -27,7 +27,7 @@ use super::books::ScopeCatalog;
 use crate::embed::card::{entry_card_context, entry_card_text, EntryFacts};
 use crate::error::Result;
 use crate::index::{entry_card_key, CatalogEntry, EntryStatus, StoredChunk};
-use crate::ingestor::Ingestor;
+use crate::services::Services;
 
 /// Cards embedded per model call.
 const CARDS_PER_CALL: usize = 64;
@@ -99,7 +99,7 @@ const CHECKPOINT_CARDS: usize = 256;
 /// the next pass. Stores no card without file cards (the recipe says whether an index has
 /// them).
 pub(super) fn write_entry_cards(
-    ing: &Ingestor,
+    ing: &Services,
     catalog: &ScopeCatalog<'_>,
     pass: Pass,
 ) -> Result<u64> {
@@ -182,7 +182,7 @@ pub(super) fn write_entry_cards(
 
 /// Delete the cards of the entries replaced or removed since the last pass, unless their
 /// locator has a card again.
-pub(super) fn delete_retired_cards(ing: &Ingestor, catalog: &ScopeCatalog<'_>) -> Result<()> {
+pub(super) fn delete_retired_cards(ing: &Services, catalog: &ScopeCatalog<'_>) -> Result<()> {
     let retired = catalog.take_retired_cards();
     if retired.is_empty() {
         return Ok(());
@@ -211,10 +211,10 @@ fn content_type_of(entry: &CatalogEntry) -> ContentType {
 /// Write the cards of every entry of `scope` again (after `reindex` changed the model or
 /// the recipe): each card is deleted and its entry marked as wanting it, then one pass
 /// embeds them all (none when the recipe has no file cards).
-pub(crate) fn rewrite_entry_cards(ing: &Ingestor, scope: &Scope) -> Result<u64> {
-    let catalog = ScopeCatalog::new(&ing.catalog, scope);
+pub(crate) fn rewrite_entry_cards(ing: &Services, scope: &Scope) -> Result<u64> {
+    let catalog = ScopeCatalog::new(ing.catalog(), scope);
     {
-        let books = crate::lock(&ing.catalog);
+        let books = ing.catalog();
         for entry in books
             .entries(scope)
             .into_iter()

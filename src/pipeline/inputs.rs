@@ -1,4 +1,4 @@
-//! [`InputTracker`]: which input each file on its way to a ledger line came from, so that an
+//! [`Input`]: what a run is given; [`InputTracker`]: which input each file on its way to a ledger line came from, so that an
 //! input is known to be complete once its walk ended and every file of it has its line. A
 //! complete input has its archives recorded and is reported to the caller (an upload's
 //! `done`), so completing one early would record an archive before its members are stored,
@@ -8,6 +8,63 @@
 //! completion after the line that completed it while still holding that mutex.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+
+/// What to ingest.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file or folder on disk.
+    Path(PathBuf),
+    /// One member of an archive on disk, read alone: what the agent's
+    /// `extract_container_item` asks for. The archive is walked under the configured limits,
+    /// except the member count (a member past `max_files` can be read this way); only
+    /// `member` (a full locator such as `/d/a.zip!/docs/b.pdf`) and what it contains are
+    /// extracted and catalogued, nothing is removed.
+    Member {
+        /// Where the archive's bytes are: the file ingested from this machine, or the copy
+        /// the upload queue kept. The archive is known by `member`'s first segment.
+        archive: PathBuf,
+        /// The member's full locator.
+        member: String,
+    },
+    /// Bytes from elsewhere (an upload), named by `name`.
+    Bytes {
+        /// The name it is known by (its locator's first segment).
+        name: String,
+        /// Its content.
+        bytes: Vec<u8>,
+    },
+    /// Text from elsewhere (a workflow's tool result, entity or summary), named by `name`:
+    /// indexed as plain text, or as JSON when `json`, never unpacked as a container nor
+    /// typed by its bytes (a tool result holding an archive's bytes is text a tool returned,
+    /// not an archive to unpack into the workflow).
+    Text {
+        /// The name it is known by (its locator's first segment).
+        name: String,
+        /// Its content.
+        text: String,
+        /// Whether `text` is one JSON value.
+        json: bool,
+    },
+    /// An upload spooled to a file, known as `name` (its locator's first segment): what
+    /// [`crate::Uploads`] queues. Never answered as unchanged from the catalog (an upload has
+    /// no modification time); identical bytes are still found by hash and not embedded again.
+    Upload {
+        /// The name it is known by.
+        name: String,
+        /// The spooled bytes.
+        path: PathBuf,
+        /// Limits for this upload's container tree instead of the configured ones.
+        limits: Option<crate::Limits>,
+        /// User tags (`key=value`, sorted) for the file and every member of it.
+        tags: Vec<String>,
+    },
+    /// Remove a file (an archive with all its members) from the catalog and the index.
+    Remove {
+        /// Its locator, as search hits and reports name it (without `#fragment`).
+        locator: String,
+    },
+}
 
 /// Inputs are numbered from 0 in the order they came.
 pub(super) type InputNo = usize;

@@ -44,6 +44,7 @@ mod tests;
 mod walk;
 
 pub(crate) use entry_cards::rewrite_entry_cards;
+pub use inputs::Input;
 
 use embed::EmbedStage;
 use extract::ExtractStage;
@@ -56,9 +57,9 @@ use crate::error::Result;
 use crate::gate::Permit;
 use crate::index::objects::ContentRecord;
 use crate::index::{CatalogEntry, LastRun, ShadowedMember, StoredChunk};
-use crate::ingestor::{Ingestor, Input};
 use crate::lock;
 use crate::report::{now_secs, FileReport, IngestReport, StageSeconds};
+use crate::services::Services;
 use crossbeam_channel::{bounded, unbounded};
 use extractors::{Locator, Scope};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -242,12 +243,29 @@ fn join<T>(stage: std::thread::ScopedJoinHandle<'_, T>) -> T {
 /// queue keeps one run going while uploads keep coming).
 pub(crate) type Inputs<'a> = Box<dyn Iterator<Item = Input> + Send + 'a>;
 
+/// [`run`] once `scope` has no other run going: the scope's run slot is held for the run
+/// (`crate::run_slots`).
+pub(crate) fn run_in_turn(
+    services: &Services,
+    inputs: Inputs<'_>,
+    scope: &Scope,
+    progress: &dyn RunObserver,
+    stop: &AtomicBool,
+    keep_lines: bool,
+) -> Result<IngestReport> {
+    crate::access::check_scope(scope).map_err(crate::Error::Scope)?;
+    let slot = services.runs.begin(services.data_dir(), scope)?;
+    let report = run(services, inputs, scope, progress, stop, keep_lines);
+    slot.end(report.is_ok())?;
+    report
+}
+
 /// One run: the stages on their threads, joined by bounded channels; reports go to
 /// `progress` as files are decided. The returned ledger holds every line when `keep_lines`
 /// (else only the counts: a feed may run for days). The caller holds the scope's run slot
-/// (`Ingestor::begin_run`).
-pub(crate) fn run(
-    ing: &Ingestor,
+/// ([`run_in_turn`]).
+fn run(
+    ing: &Services,
     inputs: Inputs<'_>,
     scope: &Scope,
     progress: &dyn RunObserver,
@@ -256,7 +274,7 @@ pub(crate) fn run(
 ) -> Result<IngestReport> {
     let started = Instant::now();
     // Chunks of another recipe must not join this index's: refused before anything is read.
-    let has_content = !crate::lock(&ing.catalog).scopes().is_empty();
+    let has_content = !ing.catalog().scopes().is_empty();
     crate::records::check_recipe(
         &ing.config.data_dir,
         &crate::embed::Recipe::of(&ing.config.chunking),
@@ -348,7 +366,7 @@ pub(crate) fn run(
         total: started.elapsed().as_secs_f64(),
     };
     {
-        let catalog = lock(&ing.catalog);
+        let catalog = ing.catalog();
         catalog.set_last_run(LastRun {
             finished_at: now_secs(),
             summary: report.summary.clone(),

@@ -19,8 +19,6 @@ use std::time::Duration;
 
 use crate::index::StoredChunk;
 
-/// The folder in the data directory.
-const DIR: &str = "partial";
 /// Files not touched for this long are deleted when a run starts.
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The largest file read back (a 10 000-chunk file of 1 024-dimension vectors fits).
@@ -49,7 +47,7 @@ fn header(model: &str, dims: usize) -> String {
 impl VectorCheckpoints {
     /// The checkpoints of `data_dir` for vectors of `model`; old files are swept.
     pub(super) fn open(data_dir: &Path, model: &str) -> Self {
-        let dir = data_dir.join(DIR);
+        let dir = crate::DataDir::at(data_dir).partial();
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let old = e

@@ -11,9 +11,9 @@ use super::{Event, FileMeta, FileStage, IndexItem};
 use crate::error::{Error, Result};
 use crate::gate::ByteGate;
 use crate::index::CatalogEntry;
-use crate::ingestor::Ingestor;
 use crate::lock;
 use crate::report::{FileReport, FileStatus};
+use crate::services::Services;
 use crossbeam_channel::Sender;
 use extractors::Scope;
 use std::collections::HashSet;
@@ -25,7 +25,7 @@ use std::sync::Mutex;
 /// Each stage owns the rest of its state ([`super::walk::WalkStage`],
 /// [`super::extract::ExtractStage`], [`super::embed::EmbedStage`], [`super::store::StoreStage`]).
 pub(super) struct Run<'a> {
-    pub(super) ing: &'a Ingestor,
+    pub(super) ing: &'a Services,
     pub(super) scope: &'a Scope,
     /// The scope's entries in the catalog: the stages' only way to it.
     pub(super) catalog: ScopeCatalog<'a>,
@@ -58,7 +58,7 @@ pub(super) struct Run<'a> {
 impl<'a> Run<'a> {
     /// The shared state of a run in `scope`; its ledger lines and events go to `reports`.
     pub(super) fn new(
-        ing: &'a Ingestor,
+        ing: &'a Services,
         scope: &'a Scope,
         stop: &'a AtomicBool,
         reports: Sender<Event>,
@@ -66,7 +66,7 @@ impl<'a> Run<'a> {
         Run {
             ing,
             scope,
-            catalog: ScopeCatalog::new(&ing.catalog, scope),
+            catalog: ScopeCatalog::new(ing.catalog(), scope),
             reports: Mutex::new(Some(reports)),
             tracker: Mutex::new(InputTracker::default()),
             ledger: ContentLedger::default(),

@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(b.entry_status("a.md"), Some(EntryStatus::Indexed));
         assert_eq!(b.points(), n);
         let hash = blake3::hash(TEXT.as_bytes()).to_hex().to_string();
-        assert!(lock(&b.ing.catalog).content_index(&hash).unwrap().is_some());
+        assert!(b.ing.catalog().content_index(&hash).unwrap().is_some());
 
         let removed = IndexItem::Removed {
             locator: b.locator("a.md").to_string(),
@@ -361,7 +361,7 @@ mod tests {
         assert_eq!(lines, [("a.md".to_string(), FileStatus::Removed)]);
         assert_eq!(b.entry_status("a.md"), None);
         assert_eq!(b.points(), 0, "no file holds the content: its points go");
-        assert!(lock(&b.ing.catalog).content_index(&hash).unwrap().is_none());
+        assert!(b.ing.catalog().content_index(&hash).unwrap().is_none());
     }
 
     #[test]

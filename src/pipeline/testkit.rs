@@ -69,13 +69,13 @@ impl Bench {
     pub(super) fn points_and_catalog(&self) -> (usize, usize) {
         let points = self.ing.store().unwrap().count(Some(&self.scope)).unwrap();
         let mut contents = std::collections::HashMap::new();
-        for e in lock(&self.ing.catalog).entries(&self.scope) {
+        for e in self.ing.catalog().entries(&self.scope) {
             if let Some((key, chunks)) = e.points() {
                 contents.insert(key, chunks as usize);
             }
         }
         let catalog = contents.values().sum();
-        let stats = lock(&self.ing.catalog).stats(Some(&self.scope)).chunks;
+        let stats = self.ing.catalog().stats(Some(&self.scope)).chunks;
         assert_eq!(stats, catalog as u64, "status counts what the entries hold");
         (points, catalog)
     }
@@ -197,7 +197,8 @@ impl Bench {
 
     /// The catalog status of `name`, if it has an entry.
     pub(super) fn entry_status(&self, name: &str) -> Option<crate::index::EntryStatus> {
-        lock(&self.ing.catalog)
+        self.ing
+            .catalog()
             .get(&self.scope, &self.locator(name).to_string())
             .map(|e| e.status)
     }

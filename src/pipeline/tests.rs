@@ -324,8 +324,6 @@ fn an_uploads_tags_find_its_unread_members_and_a_member_read_later() {
         Bench::status_of(&report, "lighthouse-log.md"),
         FileStatus::Indexed
     );
-    let tags_of_log = crate::lock(&b.ing.catalog)
-        .get(&b.scope, log)
-        .map(|e| e.tags.clone());
+    let tags_of_log = b.ing.catalog().get(&b.scope, log).map(|e| e.tags.clone());
     assert_eq!(tags_of_log, Some(tags));
 }

@@ -6,7 +6,7 @@
 use super::run::{unread_status, Run};
 use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
-use crate::ingestor::Input;
+use crate::pipeline::Input;
 use crate::report::{FileReport, FileStatus};
 use crate::unpack::{DiskEntry, DiskWalk, Leaf, Unpacker, WalkOptions};
 use crossbeam_channel::Sender;
@@ -142,11 +142,11 @@ impl<'r> WalkStage<'r> {
         }
     }
 
-    /// The name bytes from elsewhere are stored under ([`crate::uploads::upload_name`]), or
+    /// The name bytes from elsewhere are stored under ([`crate::names::upload_name`]), or
     /// `None` after a `failed` line saying why it is refused: a name is never a path, so it
     /// can never be taken for a file on this machine.
     fn stored_name(&self, name: &str) -> Option<String> {
-        match crate::uploads::upload_name(name) {
+        match crate::names::upload_name(name) {
             Ok(n) => Some(n),
             Err(e) => {
                 self.run
@@ -216,7 +216,7 @@ impl<'r> WalkStage<'r> {
     /// Extract one member of the archive whose bytes are at `archive` (see
     /// [`Input::Member`]): the archive is known by the member locator's first segment.
     fn member(&self, archive: &Path, member: &str, leaves: &Sender<Work>) {
-        let top = Locator::root(crate::uploads::top_name(member));
+        let top = Locator::root(extractors::split_top(member).0);
         // Size and time describe the archive itself, which is not re-catalogued here.
         let size = match std::fs::metadata(archive) {
             Ok(m) => m.len(),

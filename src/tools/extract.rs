@@ -12,8 +12,8 @@ use super::{BrowseArgs, ExtractArgs, Finished, ToolError};
 use std::path::PathBuf;
 
 use crate::index::{CatalogEntry, EntryStatus};
-use crate::ingestor::{Ingestor, Input};
-use crate::lock;
+use crate::ingestor::Ingestor;
+use crate::pipeline::Input;
 use crate::report::FileStatus;
 
 /// Where the bytes of the caller's own top-level archive `entry` are, or why there are none.
@@ -79,7 +79,7 @@ pub(crate) fn extract_container_item(
     }
     // The caller's own archive: uploaded privately, or shared by it with its mandate.
     let (own, own_member) = {
-        let catalog = lock(&ingestor.catalog);
+        let catalog = ingestor.catalog();
         let shared = Scope {
             is_shared: true,
             ..scope.clone()

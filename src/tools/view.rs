@@ -20,7 +20,6 @@ use crate::access::{closeness, owner_label, readable_owners};
 use crate::index::objects::PackReader;
 use crate::index::{CatalogEntry, EntryStatus};
 use crate::ingestor::Ingestor;
-use crate::lock;
 
 /// The entries a scope may read, by locator: for each, the closest owner's.
 pub(crate) struct View {
@@ -72,7 +71,7 @@ pub(crate) fn note_owner(
 impl View {
     /// What `scope` may read now; only `owner`'s files when a call names one.
     pub fn of(ingestor: &Ingestor, scope: &Scope, owner: Option<&str>) -> View {
-        let catalog = lock(&ingestor.catalog);
+        let catalog = ingestor.catalog();
         let mut entries = BTreeMap::new();
         let mut owners: BTreeMap<String, (Scope, Vec<Scope>)> = BTreeMap::new();
         for o in readable_owners(catalog.scopes(), scope, owner) {
@@ -165,7 +164,7 @@ pub(crate) fn document(
     owner: Option<&str>,
 ) -> Result<Document, ToolError> {
     let loc = normalize(locator);
-    let catalog = lock(&ingestor.catalog);
+    let catalog = ingestor.catalog();
     let mut found = readable_owners(catalog.scopes(), scope, owner)
         .into_iter()
         .filter_map(|o| catalog.get(&o, &loc).map(|e| (o, e)));
@@ -173,7 +172,6 @@ pub(crate) fn document(
         return Err(ToolError::NotFound(loc));
     };
     let others = found.map(|(o, _)| o).collect();
-    drop(catalog);
     classify(&loc, Some(&entry), owner, others)
 }
 
@@ -222,14 +220,14 @@ pub(crate) fn content_index(
     ingestor: &Ingestor,
     hash: &str,
 ) -> Result<FileContentIndex, ToolError> {
-    lock(&ingestor.catalog).content_index(hash)?.ok_or_else(|| {
+    ingestor.catalog().content_index(hash)?.ok_or_else(|| {
         ToolError::Invalid("the structure of this file is not stored; ingest it again".into())
     })
 }
 
 /// The object pack of `hash`.
 pub(crate) fn pack(ingestor: &Ingestor, hash: &str) -> Result<PackReader, ToolError> {
-    let path = lock(&ingestor.catalog).pack_path(hash);
+    let path = ingestor.catalog().pack_path(hash);
     if !path.is_file() {
         return Err(ToolError::Invalid(
             "the content of this file is not stored (indexed by an older version); ingest it again"

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::report::{FileReport, FileStatus};
+use crate::DataDir;
 
 /// A job's id: the submission time (11 hex digits of milliseconds, so ids sort by
 /// submission) and 128 random bits from the operating system (32 hex digits), so an id
@@ -338,13 +339,13 @@ pub(crate) fn now() -> f64 {
 }
 
 /// The folder of job records.
-pub(crate) fn records_dir(uploads: &Path) -> PathBuf {
-    uploads.join("jobs")
+pub(crate) fn records_dir(data: &DataDir) -> PathBuf {
+    data.upload_jobs()
 }
 
 /// Write `record` durably (a temporary file renamed over the old one, both synced).
-pub(crate) fn save(uploads: &Path, record: &JobRecord) -> Result<()> {
-    let dir = records_dir(uploads);
+pub(crate) fn save(data: &DataDir, record: &JobRecord) -> Result<()> {
+    let dir = records_dir(data);
     let path = dir.join(format!("{}.json", record.status.id));
     let tmp = path.with_extension("json.tmp");
     let bytes = serde_json::to_vec(record).map_err(|e| Error::Catalog {
@@ -365,8 +366,8 @@ pub(crate) fn sync_file(path: &Path) -> Result<()> {
 }
 
 /// Every record on disk, oldest first. Unreadable records are logged and skipped.
-pub(crate) fn load_all(uploads: &Path) -> Result<Vec<JobRecord>> {
-    let dir = records_dir(uploads);
+pub(crate) fn load_all(data: &DataDir) -> Result<Vec<JobRecord>> {
+    let dir = records_dir(data);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -395,6 +396,6 @@ pub(crate) fn load_all(uploads: &Path) -> Result<Vec<JobRecord>> {
 }
 
 /// Delete a job's record.
-pub(crate) fn forget(uploads: &Path, id: &JobId) {
-    let _ = std::fs::remove_file(records_dir(uploads).join(format!("{id}.json")));
+pub(crate) fn forget(data: &DataDir, id: &JobId) {
+    let _ = std::fs::remove_file(records_dir(data).join(format!("{id}.json")));
 }

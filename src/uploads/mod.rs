@@ -54,6 +54,7 @@ pub(crate) use async_uploads::drain;
 pub use async_uploads::AsyncUploads;
 pub use jobs::{FileLine, JobId, JobKind, JobState, JobStatus};
 
+pub use crate::names::{upload_name, MAX_NAME_BYTES, MAX_NAME_SEGMENTS, MAX_SEGMENT_BYTES};
 use jobs::{JobLines, JobRecord};
 pub(crate) use runner::top_name;
 use runner::{Job, Shared, State};
@@ -188,7 +189,7 @@ pub struct Uploads {
 impl std::fmt::Debug for Uploads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Uploads")
-            .field("dir", &self.shared.dir)
+            .field("data_dir", &self.shared.data)
             .finish()
     }
 }
@@ -231,13 +232,6 @@ fn principal_key(scope: &Scope) -> String {
     .key()
 }
 
-/// The longest upload name, in bytes.
-pub const MAX_NAME_BYTES: usize = 1024;
-/// The most `/`-separated segments an upload name has.
-pub const MAX_NAME_SEGMENTS: usize = 32;
-/// The longest segment of an upload name, in bytes (what file systems allow).
-pub const MAX_SEGMENT_BYTES: usize = 255;
-
 /// `locator` with its first segment in NFC when it is an upload's name, as names are
 /// stored; a path on this machine (absolute) and members' names are kept as spelled.
 fn stored_locator(locator: &str) -> String {
@@ -255,87 +249,25 @@ fn stored_locator(locator: &str) -> String {
     }
 }
 
-/// The name an upload is stored under: `name` in Unicode NFC, or why it is refused. A name
-/// is data, never a path: it must be a plain relative name (`report.pdf`, `team/notes.md`)
-/// that reads the same to every caller, so no white space at either end (and none but the
-/// plain space inside), no empty, `.` or
-/// `..` segment, no `\`, `!/` or `#` (they mean something in a locator), no control or
-/// invisible formatting character (bidi overrides, zero-width spaces), at most
-/// [`MAX_NAME_BYTES`] bytes in at most [`MAX_NAME_SEGMENTS`] segments of
-/// [`MAX_SEGMENT_BYTES`].
-pub fn upload_name(name: &str) -> Result<String> {
-    use unicode_normalization::UnicodeNormalization;
-    let bad = |why: String| Err(Error::Upload(format!("bad upload name {name:?}: {why}")));
-    let nfc: String = name.nfc().collect();
-    if nfc.is_empty() {
-        return bad("empty".into());
-    }
-    if nfc.len() > MAX_NAME_BYTES {
-        return bad(format!("longer than {MAX_NAME_BYTES} bytes"));
-    }
-    if nfc.trim() != nfc {
-        return bad("starts or ends with white space".into());
-    }
-    if nfc.starts_with('/') {
-        return bad(
-            "starts with / (a name is relative: it never names a file on the server)".into(),
-        );
-    }
-    if let Some(c) = nfc.chars().find(|&c| {
-        c.is_control() || crate::access::is_invisible(c) || (c.is_whitespace() && c != ' ')
-    }) {
-        return bad(format!("holds {}", crate::access::describe_char(c)));
-    }
-    if nfc.contains('\\') {
-        return bad("holds \\ (use / between folders)".into());
-    }
-    if nfc.contains(extractors::MEMBER_SEPARATOR) || nfc.contains('#') {
-        return bad("holds `!/` or `#`, which locators use for archive members and places".into());
-    }
-    let segments: Vec<&str> = nfc.split('/').collect();
-    if segments.len() > MAX_NAME_SEGMENTS {
-        return bad(format!("more than {MAX_NAME_SEGMENTS} folders deep"));
-    }
-    for s in &segments {
-        match *s {
-            "" => return bad("has an empty folder name (`//`, or / at the end)".into()),
-            "." | ".." => return bad(format!("has a `{s}` segment")),
-            s if s.len() > MAX_SEGMENT_BYTES => {
-                return bad(format!(
-                    "has a segment longer than {MAX_SEGMENT_BYTES} bytes"
-                ))
-            }
-            s if s.trim() != s => {
-                return bad("has a folder or file name with white space at an end".into())
-            }
-            _ => {}
-        }
-    }
-    if extractors::Locator::root(nfc.as_str()).to_string() != nfc {
-        return bad("not a plain locator segment".into());
-    }
-    Ok(nfc)
-}
-
 impl Uploads {
     /// Start the queue on `ingestor`'s data directory: jobs a previous process accepted and
     /// did not end are queued again, ended jobs older than [`UploadsConfig::keep_ended`] are
     /// forgotten.
     pub fn start(ingestor: Arc<Ingestor>, config: UploadsConfig) -> Result<Self> {
-        let dir = ingestor.config().data_dir.join("uploads");
-        crate::perms::create_dir(&dir)?;
-        crate::perms::create_dir(&jobs::records_dir(&dir))?;
-        crate::perms::create_dir(&spool::spool_dir(&dir))?;
+        let data = ingestor.data().clone();
+        crate::perms::create_dir(&data.uploads())?;
+        crate::perms::create_dir(&jobs::records_dir(&data))?;
+        crate::perms::create_dir(&spool::spool_dir(&data))?;
         let shared = Arc::new(Shared {
             ing: ingestor,
-            dir,
+            data,
             config,
             state: Mutex::new(State::default()),
             ended: Condvar::new(),
             stop: AtomicBool::new(false),
             metrics: Default::default(),
         });
-        let records = jobs::load_all(&shared.dir)?;
+        let records = jobs::load_all(&shared.data)?;
         let oldest = jobs::now() - shared.config.keep_ended.as_secs_f64();
         let mut state = lock(&shared.state);
         let mut resumed = 0;
@@ -343,7 +275,7 @@ impl Uploads {
             let id = record.status.id.clone();
             if record.status.state.is_final() {
                 if record.status.finished_at.unwrap_or(0.0) < oldest {
-                    jobs::forget(&shared.dir, &id);
+                    jobs::forget(&shared.data, &id);
                 } else {
                     let job = Job {
                         record,
@@ -353,7 +285,7 @@ impl Uploads {
                 }
                 continue;
             }
-            let body = spool::body_path(&shared.dir, &id);
+            let body = spool::body_path(&shared.data, &id);
             record.status.state = jobs::JobState::Pending;
             let lost = record.status.kind == JobKind::Upload && !body.is_file();
             let job = Job {
@@ -366,7 +298,7 @@ impl Uploads {
                     job.record.status.state = JobState::Failed;
                     job.record.status.reason = Some("its spooled body was lost".into());
                     job.record.status.finished_at = Some(jobs::now());
-                    let _ = jobs::save(&shared.dir, &job.record);
+                    let _ = jobs::save(&shared.data, &job.record);
                 }
                 continue;
             }
@@ -375,7 +307,7 @@ impl Uploads {
         }
         // Bodies no job waits for: never accepted (a crash while receiving), or of a job
         // that ended just before a crash removed them.
-        if let Ok(entries) = std::fs::read_dir(spool::spool_dir(&shared.dir)) {
+        if let Ok(entries) = std::fs::read_dir(spool::spool_dir(&shared.data)) {
             for entry in entries.flatten() {
                 let path = entry.path();
                 let waited_for = path
@@ -444,7 +376,7 @@ impl Uploads {
         .map_err(Error::Scope)?;
         let principal = principal_key(scope);
         let held = {
-            let catalog = lock(&shared.ing.catalog);
+            let catalog = shared.ing.catalog();
             catalog.len_of(&Scope {
                 is_shared: false,
                 ..scope.clone()
@@ -537,7 +469,7 @@ impl Uploads {
             .map_or(shared.config.max_upload_bytes, |m| {
                 m.min(shared.config.max_upload_bytes)
             });
-        let path = spool::body_path(&shared.dir, &id);
+        let path = spool::body_path(&shared.data, &id);
         let spooled = match spool::receive(&mut body, &path, max) {
             Ok(s) => s,
             Err(e) => {
@@ -559,7 +491,7 @@ impl Uploads {
                 .or_else(|| shared.config.limits.clone()),
             tags,
         };
-        if let Err(e) = jobs::save(&shared.dir, &record) {
+        if let Err(e) = jobs::save(&shared.data, &record) {
             let _ = std::fs::remove_file(&spooled.path);
             return Err(e);
         }
@@ -649,7 +581,7 @@ impl Uploads {
                 });
             }
         }
-        let catalog = lock(&self.shared.ing.catalog);
+        let catalog = self.shared.ing.catalog();
         let (owner, entry) = crate::access::readable_owners(catalog.scopes(), scope, None)
             .into_iter()
             .find_map(|o| catalog.get(&o, locator).map(|e| (o, e)))?;
@@ -700,7 +632,7 @@ impl Uploads {
         let locator = locator.as_str();
         let key = scope.key();
         let (catalogued, holder) = {
-            let catalog = lock(&shared.ing.catalog);
+            let catalog = shared.ing.catalog();
             let holds = |owner: &Scope| catalog.holds(owner, locator);
             // Who holds it that the caller may read: the one matching the call's shared flag
             // first (a shared delete most likely means a shared file).
@@ -750,7 +682,7 @@ impl Uploads {
             limits: None,
             tags: Vec::new(),
         };
-        jobs::save(&shared.dir, &record)?;
+        jobs::save(&shared.data, &record)?;
         Ok(shared.add(&mut state, record))
     }
 

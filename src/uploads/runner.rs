@@ -25,9 +25,10 @@ use extractors::Scope;
 
 use super::jobs::{self, JobId, JobKind, JobLines, JobRecord, JobState};
 use super::metrics::Metrics;
-use crate::ingestor::{Ingestor, Input};
+use crate::ingestor::Ingestor;
 use crate::lock;
 use crate::pipeline::FileStage;
+use crate::pipeline::Input;
 use crate::report::FileReport;
 
 /// A job the runner knows: queued, running, or ended (kept for status queries).
@@ -91,8 +92,8 @@ impl State {
 /// What the runner shares with the facade and its run threads.
 pub(crate) struct Shared {
     pub ing: Arc<Ingestor>,
-    /// `DATA_DIR/uploads`.
-    pub dir: std::path::PathBuf,
+    /// The data directory (its `uploads/` is the queue's).
+    pub data: crate::DataDir,
     pub config: super::UploadsConfig,
     pub state: Mutex<State>,
     /// Signalled when a job ends.
@@ -200,7 +201,7 @@ impl Shared {
             let input = match job.record.status.kind {
                 JobKind::Upload => Input::Upload {
                     name: job.record.status.locator.clone(),
-                    path: super::spool::body_path(&self.dir, &id),
+                    path: super::spool::body_path(&self.data, &id),
                     limits: job.record.limits.clone(),
                     tags: job.record.tags.clone(),
                 },
@@ -289,11 +290,11 @@ impl Shared {
             job.record.status.reason = Some(reason);
         }
         self.metrics.job_ended(&job.record.status);
-        if let Err(e) = jobs::save(&self.dir, &job.record) {
+        if let Err(e) = jobs::save(&self.data, &job.record) {
             tracing::error!("recording the end of job {id}: {e}");
         }
         if job.record.status.kind == JobKind::Upload {
-            let body = super::spool::body_path(&self.dir, id);
+            let body = super::spool::body_path(&self.data, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
             let data_dir = self.ing.data_dir();
             let kept = left_out
@@ -316,7 +317,9 @@ impl Shared {
         if !super::spool::has_kept(data_dir) {
             return;
         }
-        let wanted: std::collections::HashSet<std::path::PathBuf> = lock(&self.ing.catalog)
+        let wanted: std::collections::HashSet<std::path::PathBuf> = self
+            .ing
+            .catalog()
             .top_level()
             .into_iter()
             .map(|(scope, locator)| super::spool::kept_path(data_dir, &scope, &locator))

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::DataDir;
 
 /// Bytes read from the body at a time.
 pub(crate) const BUFFER: usize = 64 * 1024;
@@ -21,18 +22,18 @@ pub(crate) struct Spooled {
 }
 
 /// The folder of spooled bodies.
-pub(crate) fn spool_dir(uploads: &Path) -> PathBuf {
-    uploads.join("spool")
+pub(crate) fn spool_dir(data: &DataDir) -> PathBuf {
+    data.upload_spool()
 }
 
 /// Where job `id`'s body is kept until the job ends.
-pub(crate) fn body_path(uploads: &Path, id: &super::JobId) -> PathBuf {
-    spool_dir(uploads).join(format!("{id}.body"))
+pub(crate) fn body_path(data: &DataDir, id: &super::JobId) -> PathBuf {
+    spool_dir(data).join(format!("{id}.body"))
 }
 
 /// The folder of uploaded archives kept for on-demand extraction.
 fn kept_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("uploads").join("kept")
+    crate::DataDir::at(data_dir).kept_uploads()
 }
 
 /// The folder of the archives kept for `scope`'s principal (its user, feature instance and

@@ -45,9 +45,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::ingestor::{Ingestor, Input};
 use crate::lock;
-use crate::report::{now_secs, FileStatus};
+use crate::pipeline::Input;
+use crate::report::{now_secs, FileReport, FileStatus, IngestReport};
+use crate::services::Services;
 use records::{Item, Kind, RecordStore};
 
 pub use crate::config::{
@@ -55,8 +56,6 @@ pub use crate::config::{
 };
 pub use context::ContextItem;
 
-/// The folder of the data directory holding the workflows' records.
-const WORKFLOWS_DIR: &str = "workflows";
 /// The folder (a locator's first segment) tool results are indexed under.
 pub const RESULTS_FOLDER: &str = "tool-results";
 /// The folder entities are indexed under.
@@ -269,18 +268,12 @@ impl WorkflowRecords {
     }
 }
 
-/// The workflow layer of an [`Ingestor`]: [`Ingestor::workflows`].
+/// The workflow layer of an ingestor (`crate::Ingestor::workflows`): its services and the
+/// workflows' records.
 #[derive(Debug, Clone, Copy)]
 pub struct Workflows<'a> {
-    ing: &'a Ingestor,
-}
-
-impl Ingestor {
-    /// The workflow layer: tool results, entities and summaries of agent runs, and
-    /// `gather_context` over all three layers.
-    pub fn workflows(&self) -> Workflows<'_> {
-        Workflows { ing: self }
-    }
+    ing: &'a Services,
+    records: &'a WorkflowRecords,
 }
 
 /// The scope of `workflow` in the caller's `scope`, checked.
@@ -291,12 +284,34 @@ pub fn workflow_scope(scope: &Scope, workflow: &str) -> Result<Scope> {
 }
 
 impl<'a> Workflows<'a> {
+    /// The workflow layer over `services`, its records in `records`.
+    pub(crate) fn new(services: &'a Services, records: &'a WorkflowRecords) -> Self {
+        Workflows {
+            ing: services,
+            records,
+        }
+    }
+
+    /// Run the pipeline on `inputs` in workflow scope `w` (once `w` has no other run
+    /// going), stopping early once `stop` is set.
+    fn ingest(&self, inputs: Vec<Input>, w: &Scope, stop: &AtomicBool) -> Result<IngestReport> {
+        let quiet: &(dyn Fn(&FileReport) + Sync) = &|_| {};
+        crate::pipeline::run_in_turn(
+            self.ing,
+            Box::new(inputs.into_iter()),
+            w,
+            &quiet,
+            stop,
+            true,
+        )
+    }
+
     fn root(&self) -> PathBuf {
-        self.ing.data_dir().join(WORKFLOWS_DIR)
+        self.ing.data().legacy_workflows()
     }
 
     fn store(&self) -> &RecordStore {
-        &self.ing.workflow_records.store
+        &self.records.store
     }
 
     /// The key of `w`'s principal (its user, feature instance and mandate).
@@ -324,7 +339,7 @@ impl<'a> Workflows<'a> {
     fn turn(&self, w: &Scope) -> &Mutex<()> {
         let hash = blake3::hash(w.key().as_bytes());
         let i = usize::from(hash.as_bytes().first().copied().unwrap_or(0)) % TURN_STRIPES;
-        let records = &self.ing.workflow_records;
+        let records = &self.records;
         records.turns.get(i).unwrap_or(&records.spare_turn)
     }
 
@@ -380,7 +395,7 @@ impl<'a> Workflows<'a> {
             text,
             json,
         };
-        let report = self.ing.ingest_until(vec![input], w, &|_| {}, stop)?;
+        let report = self.ingest(vec![input], w, stop)?;
         let line = report.files.iter().find(|f| f.locator == name);
         Ok(match line {
             Some(f)
@@ -413,7 +428,7 @@ impl<'a> Workflows<'a> {
                 json: false,
             })
             .collect();
-        self.ing.ingest(inputs, w, &|_| {})?;
+        self.ingest(inputs, w, &AtomicBool::new(false))?;
         Ok(())
     }
 
@@ -427,7 +442,7 @@ impl<'a> Workflows<'a> {
             .into_iter()
             .map(|locator| Input::Remove { locator })
             .collect();
-        self.ing.ingest(inputs, w, &|_| {})?;
+        self.ingest(inputs, w, &AtomicBool::new(false))?;
         Ok(())
     }
 
@@ -571,7 +586,7 @@ impl<'a> Workflows<'a> {
             .folder(&w)
             .join("results")
             .join(format!("{}.deflate", meta.handle));
-        let cache = &self.ing.workflow_records.last_recalled;
+        let cache = &self.records.last_recalled;
         let cached = lock(cache)
             .as_ref()
             .filter(|(p, h, _)| *p == path && *h == meta.hash)
@@ -764,7 +779,7 @@ impl<'a> Workflows<'a> {
         }
         // What was deleted leaves no earlier page in the databases' logs.
         self.store().truncate_log();
-        lock(&self.ing.catalog).truncate_log();
+        self.ing.catalog().truncate_log();
         if folder.exists() {
             std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
             // The principal's folder goes with its last workflow (one being created meanwhile
@@ -776,7 +791,8 @@ impl<'a> Workflows<'a> {
 
     /// Every file the catalog holds in workflow scope `w`.
     fn indexed_names(&self, w: &Scope) -> Vec<String> {
-        lock(&self.ing.catalog)
+        self.ing
+            .catalog()
             .entries(w)
             .into_iter()
             .filter(|e| e.parent.is_none())
@@ -788,7 +804,7 @@ impl<'a> Workflows<'a> {
     /// [`SWEEP_EVERY`]. Failures are logged: a sweep never fails the call that ran it.
     pub(crate) fn sweep(&self) {
         {
-            let mut last = lock(&self.ing.workflow_records.last_sweep);
+            let mut last = lock(&self.records.last_sweep);
             if last.is_some_and(|t| t.elapsed() < SWEEP_EVERY) {
                 return;
             }
@@ -930,6 +946,6 @@ mod unit_tests {
         assert!(n.starts_with("entities/e_") && n.ends_with(".txt"), "{n}");
         assert!(!n.contains(".."));
         assert_ne!(entity_name("a"), entity_name("b"));
-        crate::uploads::upload_name(&n).unwrap();
+        crate::names::upload_name(&n).unwrap();
     }
 }

@@ -21,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::lock;
 
 /// The database file, in the data directory.
-const DB_FILE: &str = "workflows.sqlite";
 /// The schema this code reads and writes (`PRAGMA user_version`).
 const SCHEMA_VERSION: i64 = 1;
 
@@ -156,7 +155,7 @@ impl RecordStore {
     /// The database of the data directory `data_dir` (nothing is opened yet).
     pub(crate) fn new(data_dir: &Path) -> RecordStore {
         RecordStore {
-            path: data_dir.join(DB_FILE),
+            path: crate::DataDir::at(data_dir).workflows_db(),
             conn: Mutex::new(None),
         }
     }

@@ -510,7 +510,9 @@ fn ending_a_workflow_leaves_nothing_of_it() {
         b.ing.workflows().summaries(&alice(), "run1").unwrap().len(),
         1
     );
-    let names: Vec<String> = lock(&b.ing.catalog)
+    let names: Vec<String> = b
+        .ing
+        .catalog()
         .entries(&w)
         .into_iter()
         .map(|e| e.locator)
@@ -521,9 +523,9 @@ fn ending_a_workflow_leaves_nothing_of_it() {
     let ended = b.ok(&alice(), "end_workflow", json!({"workflow": "run1"}));
     assert_eq!(ended["deleted"]["summaries"], 1);
     assert_eq!(b.points(&w), 0, "points left");
-    assert!(lock(&b.ing.catalog).entries(&w).is_empty());
+    assert!(b.ing.catalog().entries(&w).is_empty());
     assert!(
-        !lock(&b.ing.catalog).scopes().contains(&w),
+        !b.ing.catalog().scopes().contains(&w),
         "the scope stays in the catalog"
     );
     let stats = b.ing.workflows().stats().unwrap();

@@ -21,7 +21,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::util::*;
-use ingest::testing::IndexRead;
+use ingest::testing::{Catalog, IndexRead};
 
 /// Passes of a site to kill at: the first few, then sparser (a site can pass dozens of times).
 const SCHEDULE: &[u64] = &[1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
@@ -124,7 +124,7 @@ impl Area {
         let total = points.len();
         let points: BTreeSet<_> = points.into_iter().collect();
         assert_eq!(points.len(), total, "two points with the same identity");
-        let catalog = ingest::testing::Catalog::load(&self.data).unwrap();
+        let catalog = ingest::testing::SqliteCatalog::open(&self.data).unwrap();
         let entries = catalog
             .entries(&ingest::Scope::user("local"))
             .into_iter()

@@ -9,6 +9,7 @@
     clippy::panic
 )]
 
+mod architecture;
 mod cards;
 mod cli;
 mod crash;

@@ -117,19 +117,9 @@ pub(crate) fn settle(cli: &mut Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Files only a data directory holds once something made an index in it.
-const INDEX_MARKS: &[&str] = &[
-    "catalog.sqlite",
-    "catalog.json",
-    "embedding-model",
-    "embedding-recipe.json",
-    "store",
-    "shard",
-];
-
-/// Whether `dir` holds an index (or a daemon serving one: its socket is in there too).
+/// Whether `dir` holds an index (or a daemon serving one): [`ingest::DataDir::holds_index`].
 pub(crate) fn is_index(dir: &Path) -> bool {
-    dir.is_dir() && INDEX_MARKS.iter().any(|m| dir.join(m).exists())
+    ingest::DataDir::at(dir).holds_index()
 }
 
 /// A read command found no index where it looked.

@@ -1,0 +1,382 @@
+//! [`Services`]: what every part of the core works with, handed to the pipeline, the upload
+//! queue, the workflows and the tools: the configuration, the data directory
+//! ([`DataDir`]), the catalog (through its interface, [`Catalog`]), the chunker, the
+//! embedding model and the vector index (opened on first use), the extractor pool and the
+//! run slots. It knows nothing of what uses it: the pipeline (`crate::pipeline`) runs on a
+//! `&Services`, and [`crate::Ingestor`], the facade a caller opens, is a `Services` plus the
+//! workflows' records.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use extractors::Scope;
+
+use crate::config::Config;
+use crate::embed::{find_model_dir, load_tokenizer, ChunkKind, Chunker, Embedder};
+use crate::error::{Error, Result};
+use crate::index::{
+    Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
+    ServerIndex, SqliteCatalog, VectorIndex,
+};
+use crate::lock;
+use crate::run_slots::RunSlots;
+use crate::DataDir;
+
+/// The header line's `format` in an export file.
+pub(crate) const EXPORT_FORMAT: &str = "ingest-export";
+
+/// See the module documentation. `Send + Sync`: one per process and data directory.
+pub struct Services {
+    pub(crate) config: Config,
+    /// The data directory `config` names.
+    data: DataDir,
+    /// What the index holds, file by file: only through [`Services::catalog`].
+    catalog: Box<dyn Catalog>,
+    pub(crate) embedder: Mutex<Option<Arc<dyn Embedder>>>,
+    /// Built from the model's tokenizer alone, so chunking never waits for the model.
+    pub(crate) chunker: Mutex<Option<Arc<Chunker>>>,
+    pub(crate) store: Mutex<Option<Arc<dyn VectorIndex>>>,
+    /// Parses documents: a pool of isolated workers, or in-process.
+    pub(crate) extractor: Box<dyn extractors::Extractor>,
+    /// What every extraction gets: the OCR settings, and PDFium from the model folder when it
+    /// is provisioned there (else PDF text comes from pdf-extract, ~5x slower).
+    pub(crate) extract_options: extractors::ExtractOptions,
+    /// The model file this index is embedded and searched with (settled when it opens).
+    model_variant: crate::ModelVariant,
+    pub(crate) runs: RunSlots,
+    /// How far the current run has come ([`Services::progress`]).
+    pub(crate) progress: Arc<crate::RunProgress>,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("data_dir", &self.data)
+            .finish()
+    }
+}
+
+impl Services {
+    /// Validate `config`, create the data directory and open the catalog (the model and the
+    /// store are opened on first use, so opening is cheap); repair the index when the last
+    /// run did not finish. With `model_change`, `config.model_variant` (when given) replaces
+    /// the model the index records (a reindex embeds every content with it).
+    pub(crate) fn open(config: Config, model_change: bool) -> Result<Self> {
+        config.validate()?;
+        let data = DataDir::at(&config.data_dir);
+        data.prepare()?;
+        let catalog = SqliteCatalog::open(data.root())?;
+        // Settled before any run: a run fills the catalog before its first embedding, and an
+        // index must not look like one from before the variant record then.
+        let model_variant = match config.model_variant {
+            Some(v) if model_change => v,
+            _ => crate::records::index_variant(
+                data.root(),
+                config.model_variant,
+                !catalog.scopes().is_empty(),
+            )?,
+        };
+        let mut config = config;
+        config.server = crate::records::index_store(
+            data.root(),
+            config.server.take(),
+            !catalog.scopes().is_empty(),
+        )?;
+        let services = Services {
+            extractor: crate::isolation::build(&config.isolation),
+            extract_options: config.extract_options(),
+            model_variant,
+            config,
+            data,
+            catalog: Box::new(catalog),
+            embedder: Mutex::new(None),
+            chunker: Mutex::new(None),
+            store: Mutex::new(None),
+            runs: RunSlots::default(),
+            progress: Arc::default(),
+        };
+        if crate::index::DirtyMarker::present(services.data.root()) {
+            let report = services.repair()?;
+            tracing::warn!(
+                "the previous run did not finish; repaired the index: {} entries to index again, {} stale contents deleted, {} locator lists fixed",
+                report.entries_forgotten,
+                report.stale_contents_deleted,
+                report.locators_fixed
+            );
+        }
+        Ok(services)
+    }
+
+    /// The catalog: every caller's one way to it.
+    pub(crate) fn catalog(&self) -> &dyn Catalog {
+        &*self.catalog
+    }
+
+    /// The data directory.
+    pub(crate) fn data_dir(&self) -> &Path {
+        self.data.root()
+    }
+
+    /// The data directory: where each of its parts lies.
+    pub(crate) fn data(&self) -> &crate::DataDir {
+        &self.data
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The model this index is embedded and searched with.
+    pub fn model_variant(&self) -> crate::ModelVariant {
+        self.model_variant
+    }
+
+    /// Make the catalog and the store agree (after a run that did not finish; see
+    /// [`crate::RepairReport`]). Blocks while an ingest runs.
+    pub fn repair(&self) -> Result<crate::RepairReport> {
+        let _whole_index = self.runs.exclusive();
+        let store = self.store()?;
+        let report = crate::index::repair(self.catalog(), &*store)?;
+        crate::index::DirtyMarker::set(self.data.root())?.clear()?;
+        self.runs.repaired();
+        Ok(report)
+    }
+
+    /// The chunker (the model's tokenizer and the chunking settings), built on first call and
+    /// shared by every extraction thread.
+    pub(crate) fn chunker(&self) -> Result<Arc<Chunker>> {
+        let mut slot = lock(&self.chunker);
+        if let Some(c) = slot.as_ref() {
+            return Ok(Arc::clone(c));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let variant = self.model_variant;
+        let tokenizer = load_tokenizer(&variant.tokenizer_dir(&dir))?;
+        let c = Arc::new(Chunker::new(
+            tokenizer,
+            &self.config.chunking,
+            variant.window_tokens(),
+        ));
+        *slot = Some(Arc::clone(&c));
+        Ok(c)
+    }
+
+    /// The embedding model, loaded on first call.
+    pub(crate) fn embedder(&self) -> Result<Arc<dyn Embedder>> {
+        let mut slot = lock(&self.embedder);
+        if let Some(e) = slot.as_ref() {
+            return Ok(Arc::clone(e));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let e = crate::embed::load_embedder(&dir, self.model_variant, self.config.embed_batch)?;
+        *slot = Some(Arc::clone(&e));
+        Ok(e)
+    }
+
+    /// Open the vector index now instead of on first use (a daemon takes it when it starts,
+    /// so that a second writer fails at once rather than mid-run).
+    pub fn open_index(&self) -> Result<()> {
+        self.store().map(drop)
+    }
+
+    /// Load the embedding model now instead of at the first search or ingest (a long-lived
+    /// process does this at start, so its first search is as fast as the others).
+    pub fn load_model(&self) -> Result<()> {
+        self.embedder().map(drop)
+    }
+
+    /// The vector index, opened on first call.
+    pub(crate) fn store(&self) -> Result<Arc<dyn VectorIndex>> {
+        let mut slot = lock(&self.store);
+        if let Some(s) = slot.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s: Arc<dyn VectorIndex> = match &self.config.server {
+            None => Arc::new(EdgeIndex::open(self.data.root())?),
+            Some(server) => Arc::new(ServerIndex::open(
+                server,
+                &crate::records::node_name(self.data.root())?,
+            )?),
+        };
+        *slot = Some(Arc::clone(&s));
+        Ok(s)
+    }
+
+    /// Search the chunks `scope` may read. Blocks while the model loads on first use.
+    pub fn search(
+        &self,
+        query: &str,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+    ) -> Result<Vec<Hit>> {
+        self.search_filtered(
+            query,
+            scope,
+            limit,
+            min_score,
+            &SearchFilter::default(),
+            SearchMode::default(),
+        )
+    }
+
+    /// Search the chunks `scope` may read that `filter` lets through (under a locator, of a
+    /// type, on pages, in a section, sheet or slide), best first, ranked as `mode` says, each
+    /// locator once. A hit's `score` is its relevance: the cosine similarity to the query
+    /// (`dense`, and `hybrid`, whose fused ranking orders the hits), the BM25 score
+    /// (`keyword`); `min_score` leaves out hits below it ([`Services::relevance_floor`] is
+    /// the floor the faces apply when a caller gives none). Blocks while the model loads on
+    /// first use (keyword searches never load it).
+    pub fn search_filtered(
+        &self,
+        query: &str,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+        filter: &SearchFilter,
+        mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        crate::access::check_scope(scope).map_err(Error::Scope)?;
+        if query.trim().is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let vector = self.query_vector(query, mode)?;
+        self.search_embedded(query, vector, scope, limit, min_score, filter, mode)
+    }
+
+    /// How far the current run has come: files and bytes found and read, chunks known and
+    /// embedded, the file being embedded. Read it from another thread while `ingest` runs
+    /// (the CLI's progress line does).
+    pub fn progress(&self) -> Arc<crate::RunProgress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// The relevance below which a hit of `mode` is taken as unrelated to the query: the
+    /// cosine floor measured for this index's model (docs/EVALUATION.md, "Nothing
+    /// relevant"), or `None` (keyword searches: BM25 scores are not comparable between
+    /// indexes; a model without a measured floor). The tools, the HTTP service and the CLI
+    /// apply it when a search gives no `min_score`.
+    pub fn relevance_floor(&self, mode: SearchMode) -> Option<f32> {
+        mode.uses_embedding()
+            .then(|| self.model_variant.relevance_floor())
+            .flatten()
+    }
+
+    /// The query's embedding when `mode` ranks by meaning (loading the model on first use); a
+    /// query longer than [`crate::MAX_QUERY_BYTES`] is refused, an empty one has none.
+    pub(crate) fn query_vector(&self, query: &str, mode: SearchMode) -> Result<Option<Vec<f32>>> {
+        if query.len() > crate::MAX_QUERY_BYTES {
+            return Err(Error::Request(format!(
+                "the query is {} bytes; at most {} are searched (the model reads 256 tokens)",
+                query.len(),
+                crate::MAX_QUERY_BYTES
+            )));
+        }
+        if mode.uses_embedding() && !query.trim().is_empty() {
+            Ok(Some(self.embedder()?.embed_query(query)?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// [`Services::search_filtered`] with the query already embedded ([`Services::query_vector`]):
+    /// several searches of one query embed it once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn search_embedded(
+        &self,
+        query: &str,
+        vector: Option<Vec<f32>>,
+        scope: &Scope,
+        limit: usize,
+        min_score: Option<f32>,
+        filter: &SearchFilter,
+        mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        crate::access::check_scope(scope).map_err(Error::Scope)?;
+        if query.trim().is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let index_query = IndexQuery {
+            vector,
+            text: (mode != SearchMode::Dense).then(|| query.to_string()),
+        };
+        let store = self.store()?;
+        // A page's other chunks share its locator: fetched beyond `limit` so that, each
+        // locator once, `limit` hits are still there.
+        let wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
+        let mut hits = store.search(scope, &index_query, wanted, 0, min_score, filter)?;
+        // A query that is a file's name finds that file's card first, however common the
+        // words of the name are elsewhere.
+        if let Some(name) = file_name_in(query).filter(|_| filter.kind != Some(ChunkKind::Passage))
+        {
+            let named = SearchFilter {
+                kind: Some(ChunkKind::Card),
+                file_name: Some(name.to_string()),
+                ..filter.clone()
+            };
+            let first = store.search(scope, &index_query, limit, 0, min_score, &named)?;
+            if !first.is_empty() {
+                hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
+                hits.splice(0..0, first);
+            }
+        }
+        // No locator twice in one answer: the first (best) hit of each stands for it.
+        let mut seen = std::collections::HashSet::new();
+        hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// Write every point of the index (id, dense vector, payload) to `out` as JSON lines, in
+    /// no particular order: what [`crate::Ingestor::import`] reads to move the index to another
+    /// store without embedding. Returns the number of points.
+    pub fn export(&self, out: &mut dyn std::io::Write) -> Result<u64> {
+        let _whole_index = self.runs.exclusive();
+        let header = serde_json::json!({
+            "format": EXPORT_FORMAT,
+            "version": 1,
+            "model_variant": self.model_variant.name(),
+        });
+        writeln!(out, "{header}").map_err(|e| Error::io("export", e))?;
+        let mut written = 0u64;
+        let mut failed = None;
+        self.store()?.export_points(&mut |p| {
+            if failed.is_some() {
+                return;
+            }
+            let line = serde_json::to_writer(&mut *out, &p).map_err(std::io::Error::from);
+            match line.and_then(|()| out.write_all(b"\n")) {
+                Ok(()) => written += 1,
+                Err(e) => failed = Some(e),
+            }
+        })?;
+        match failed {
+            Some(e) => Err(Error::io("export", e)),
+            None => Ok(written),
+        }
+    }
+
+    /// When the last run ended and what it did.
+    pub fn last_run(&self) -> Option<LastRun> {
+        self.catalog().last_run()
+    }
+
+    /// Catalog totals, for one scope or all.
+    pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
+        self.catalog().stats(scope)
+    }
+}
+
+/// The file name a query is, if it looks like one: ending in an extension of one to five
+/// letters or digits (`path.json`, `IMG_2043.JPG`, `Übersicht Griechisch.pdf`), without a
+/// path. A question that merely ends in a name matches no file by it and changes nothing.
+fn file_name_in(query: &str) -> Option<&str> {
+    let q = query.trim();
+    let (stem, ext) = q.rsplit_once('.')?;
+    let is_name = !stem.trim().is_empty()
+        && (1..=5).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && !q.contains(['/', '!', '#', '?']);
+    is_name.then_some(q)
+}

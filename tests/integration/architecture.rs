@@ -1,0 +1,288 @@
+//! The seam of the core, checked over the source: no import cycle among the modules that
+//! make the core (each module's `crate::…` references, test-only code left out), no catalog
+//! lock outside the catalog's implementation, the data directory's layout named only by
+//! `DataDir`, and filters that reach the backends typed, never as JSON.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The modules of the core whose imports must form no cycle.
+const CORE: &[&str] = &[
+    "access",
+    "data_dir",
+    "index",
+    "names",
+    "run_slots",
+    "services",
+    "pipeline",
+    "uploads",
+    "workflow",
+    "ingestor",
+    "tools",
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The library's source files (not the binary's) with their text, test-only code removed:
+/// files named `tests.rs` or `testkit.rs`, and each file's inline `#[cfg(test)]` module.
+fn library_sources() -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    all.into_iter()
+        .filter(|p| !p.starts_with(src().join("bin")))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name != "tests.rs" && name != "testkit.rs"
+        })
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            // An inline test module (`#[cfg(test)] mod x {`) ends the code that counts; a
+            // declared one (`mod tests;`) is a file of its own, left out above.
+            let inline_tests = text.match_indices("#[cfg(test)]\nmod ").find(|(at, m)| {
+                let line = text[at + m.len()..].lines().next().unwrap_or("");
+                line.trim_end().ends_with('{')
+            });
+            let text = match inline_tests {
+                Some((at, _)) => text[..at].to_string(),
+                None => text,
+            };
+            let rel = p
+                .strip_prefix(src())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, text)
+        })
+        .collect()
+}
+
+/// The top-level module a file under `src/` belongs to.
+fn module_of(rel: &str) -> String {
+    rel.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// Names `lib.rs` re-exports, mapped to the module they come from (`Ingestor` → `ingestor`).
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let Some((module, names)) = rest.split_once("::") else {
+            continue;
+        };
+        for name in names.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !name.is_empty() {
+                out.insert(name.to_string(), module.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The first path segments after `crate::` in `text`, groups (`crate::{a, b::c}`) included.
+fn crate_paths(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let first = item.trim().split("::").next().unwrap_or("").trim();
+                if !first.is_empty() {
+                    out.insert(first.to_string());
+                }
+            }
+        } else {
+            let first: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !first.is_empty() {
+                out.insert(first);
+            }
+        }
+    }
+    out
+}
+
+/// Module → the core modules it refers to.
+fn core_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let names = reexports(&lib);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, text) in library_sources() {
+        let module = module_of(&rel);
+        if !CORE.contains(&module.as_str()) {
+            continue;
+        }
+        for first in crate_paths(&text) {
+            let target = names.get(&first).cloned().unwrap_or(first);
+            if target != module && CORE.contains(&target.as_str()) {
+                graph.entry(module.clone()).or_default().insert(target);
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in `graph`, if there is one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_string());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_core_modules_import_each_other_without_a_cycle() {
+    let graph = core_graph();
+    assert_eq!(
+        cycle(&graph),
+        None,
+        "an import cycle in the core: {graph:#?}"
+    );
+    // What the seam is for: the pipeline, the queue and the workflows work on the services,
+    // never on the facade that runs them.
+    for lower in ["pipeline", "workflow", "services", "index"] {
+        assert!(
+            !graph.get(lower).is_some_and(|t| t.contains("ingestor")),
+            "{lower} uses the Ingestor facade: {:?}",
+            graph.get(lower)
+        );
+    }
+    // The check itself finds a cycle when there is one.
+    let mut broken = graph.clone();
+    broken
+        .entry("services".into())
+        .or_default()
+        .insert("pipeline".into());
+    assert!(cycle(&broken).is_some());
+}
+
+#[test]
+fn no_catalog_lock_outside_the_catalog_implementation() {
+    for (rel, text) in library_sources() {
+        if rel == "index/catalog.rs" {
+            continue;
+        }
+        for bad in ["Mutex<Catalog>", "Mutex<SqliteCatalog>", "catalog.lock()"] {
+            assert!(
+                !text.contains(bad),
+                "{rel} holds the catalog's lock: `{bad}`"
+            );
+        }
+        // `lock(&ing.catalog)`, `crate::lock(self.catalog)`: a lock taken on a catalog.
+        for (at, _) in text.match_indices("lock(") {
+            let argument = text[at + "lock(".len()..].split(')').next().unwrap_or("");
+            assert!(
+                !argument.trim().ends_with("catalog"),
+                "{rel} takes a lock on a catalog: `lock({argument})`"
+            );
+        }
+    }
+    // The check finds what it looks for.
+    let before = "let c = crate::lock(&ing.catalog);";
+    assert!(before.match_indices("lock(").any(|(at, _)| before[at + 5..]
+        .split(')')
+        .next()
+        .unwrap()
+        .ends_with("catalog")));
+}
+
+#[test]
+fn the_data_directory_layout_is_named_only_by_data_dir() {
+    let names = [
+        "\"catalog.sqlite\"",
+        "\"catalog.json\"",
+        "\"embedding-model\"",
+        "\"embedding-recipe.json\"",
+        "\"run-in-progress\"",
+        "\"workflows.sqlite\"",
+        "\"daemon.sock\"",
+        "join(\"uploads\")",
+        "join(\"shard\")",
+        "join(\"content\")",
+        "join(\"partial\")",
+        "join(\"kept\")",
+        "join(\"spool\")",
+        "join(\"jobs\")",
+        "join(\"workflows\")",
+    ];
+    let data_dir = std::fs::read_to_string(src().join("data_dir.rs")).unwrap();
+    assert!(data_dir.contains("\"catalog.sqlite\""));
+    for (rel, text) in library_sources() {
+        if rel == "data_dir.rs" {
+            continue;
+        }
+        for name in names {
+            assert!(
+                !text.contains(name),
+                "{rel} names a part of the data directory itself: {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn filters_reach_the_backends_typed() {
+    for (rel, text) in library_sources() {
+        if !rel.starts_with("index/") {
+            continue;
+        }
+        assert!(
+            !text.contains("fn to_filter(v: &Value)") && !text.contains("fn filter(value: Value)"),
+            "{rel} parses a JSON filter"
+        );
+    }
+    let payload = std::fs::read_to_string(src().join("index/payload.rs")).unwrap();
+    assert!(payload
+        .contains("pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Filter"));
+}
