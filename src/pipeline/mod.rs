@@ -254,6 +254,15 @@ pub(crate) fn run_in_turn(
     keep_lines: bool,
 ) -> Result<IngestReport> {
     crate::access::check_scope(scope).map_err(crate::Error::Scope)?;
+    // Chunks of another recipe must not join this index's: refused before anything is read,
+    // and before the run marks the index as being written (a refused run leaves nothing to
+    // repair).
+    let has_content = !services.catalog().scopes().is_empty();
+    crate::records::check_recipe(
+        services.data_dir(),
+        &crate::embed::Recipe::of(&services.config.chunking),
+        has_content,
+    )?;
     let slot = services.runs.begin(services.data_dir(), scope)?;
     let report = run(services, inputs, scope, progress, stop, keep_lines);
     slot.end(report.is_ok())?;
@@ -273,13 +282,6 @@ fn run(
     keep_lines: bool,
 ) -> Result<IngestReport> {
     let started = Instant::now();
-    // Chunks of another recipe must not join this index's: refused before anything is read.
-    let has_content = !ing.catalog().scopes().is_empty();
-    crate::records::check_recipe(
-        &ing.config.data_dir,
-        &crate::embed::Recipe::of(&ing.config.chunking),
-        has_content,
-    )?;
     let (report_tx, report_rx) = unbounded::<Event>();
     ing.progress.start();
     let run = Run::new(ing, scope, stop, report_tx);

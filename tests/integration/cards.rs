@@ -165,6 +165,10 @@ fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
         "{stderr}"
     );
     assert_eq!(sb.status()["points"], before["points"]);
+    assert!(
+        !ingest::DataDir::at(sb.data_dir()).run_marker().exists(),
+        "a refused run marks nothing to repair"
+    );
     // Reindex: every content again, with cards, from the stored texts.
     let out = sb.run(&["reindex", "--json"]);
     assert!(
