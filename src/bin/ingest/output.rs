@@ -291,3 +291,38 @@ pub(crate) fn print_status(
 pub(crate) fn field<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a serde_json::Value {
     value.pointer(pointer).unwrap_or(&serde_json::Value::Null)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_says_counts_rate_time_left_and_the_file_being_embedded() {
+        let p = ingest::ProgressSnapshot {
+            files_found: 10,
+            bytes_found: 4 * 1024 * 1024,
+            files_read: 5,
+            bytes_read: 2 * 1024 * 1024,
+            chunks_known: 100,
+            chunks_embedded: 50,
+            elapsed: std::time::Duration::from_secs(10),
+            embedding: Some(("/d/a.zip!/big manual.pdf".into(), 30, 80)),
+        };
+        // 50 chunks in 10 s: 5/s; 100 known + 100 guessed for the unread half - 50 done =
+        // 150 left: 30 s.
+        assert_eq!(
+            progress_line(&p),
+            "5/10 files, 2.0/4.0 MiB read; 50/100 chunks embedded, 5.0/s, about 0:00:30 left \
+             — embedding big manual.pdf 30/80"
+        );
+        // Before anything is embedded: no rate to plan with, so no time left is claimed.
+        let start = ingest::ProgressSnapshot {
+            files_found: 3,
+            ..ingest::ProgressSnapshot::default()
+        };
+        assert_eq!(
+            progress_line(&start),
+            "0/3 files, 0.0/0.0 MiB read; 0/0 chunks embedded, 0.0/s"
+        );
+    }
+}
