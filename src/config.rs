@@ -170,6 +170,10 @@ pub struct Config {
     /// server or cluster, which several ingest nodes (each with its own data directory)
     /// may write at once.
     pub server: Option<crate::ServerConfig>,
+    /// Where the catalog lives: `None` is the embedded SQLite database in `data_dir`
+    /// (nothing to run); a [`crate::CatalogUrl`] (`postgres://…`) is a PostgreSQL database
+    /// several nodes share, with a Qdrant server collection as their store.
+    pub catalog: Option<crate::CatalogUrl>,
     /// Ingest only this share of the files: part `I` of `N` (0-based), by a stable hash of
     /// each top-level file's locator, so that N nodes writing one server collection embed
     /// disjoint work and together index everything. `None` takes every file.
@@ -232,6 +236,7 @@ impl Default for Config {
             retry_unindexed: false,
             checkpoint_interval: std::time::Duration::from_secs(2),
             server: None,
+            catalog: None,
             partition: None,
             max_answer_chars: 100_000,
             ocr: extractors::OcrOptions::default(),
@@ -274,6 +279,9 @@ impl Config {
         }
         if self.embed_batch == 0 || self.embed_batch > 256 {
             return bad("embed_batch must be between 1 and 256");
+        }
+        if self.catalog.is_some() && self.server.is_none() {
+            return bad("a shared catalog (postgres://) describes a shared store: give --store qdrant://… too (nodes with embedded shards would each hold part of what the catalog lists)");
         }
         if self.channel_capacity == 0 {
             return bad("channel_capacity must be at least 1");

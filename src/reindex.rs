@@ -18,7 +18,6 @@ use extractors::Scope;
 use crate::embed::recipe::Recipe;
 use crate::embed::Chunk;
 use crate::error::{Error, Result};
-use crate::index::objects::PackReader;
 use crate::index::{DirtyMarker, StoredChunk};
 use crate::ingestor::Ingestor;
 use crate::records::record_recipe;
@@ -123,25 +122,22 @@ impl Ingestor {
         let mut pending: Vec<Pending> = Vec::new();
         let mut embed_time = Duration::ZERO;
         for (scope, hash, _) in contents {
-            let (index, pack_path, locator) = {
+            let (index, pack, locator) = {
                 let catalog = self.catalog();
                 let locator = catalog
                     .locators_with_hash(&scope, &hash)
                     .into_iter()
                     .next()
                     .unwrap_or_default();
-                (
-                    catalog.content_index(&hash),
-                    catalog.pack_path(&hash),
-                    locator,
-                )
+                (catalog.content_index(&hash), catalog.pack(&hash), locator)
             };
-            let objects = match (index, PackReader::open(&pack_path)) {
-                (Ok(Some(index)), Ok(mut pack)) => pack
+            let objects = match (index, pack) {
+                (Ok(Some(index)), Ok(Some(mut pack))) => pack
                     .content_objects(&hash, &locator)
                     .map(|objects| (index, objects)),
                 (Err(e), _) | (_, Err(e)) => Err(e),
                 (Ok(None), _) => Err(Error::Pipeline(format!("no content index for {hash}"))),
+                (_, Ok(None)) => Err(Error::Pipeline(format!("no object pack for {hash}"))),
             };
             let (index, objects) = match objects {
                 Ok(found) => found,

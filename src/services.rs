@@ -15,8 +15,8 @@ use crate::config::Config;
 use crate::embed::{find_model_dir, load_tokenizer, ChunkKind, Chunker, Embedder};
 use crate::error::{Error, Result};
 use crate::index::{
-    Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, SearchFilter, SearchMode,
-    ServerIndex, SqliteCatalog, VectorIndex,
+    Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, PgCatalog, SearchFilter,
+    SearchMode, ServerIndex, SqliteCatalog, VectorIndex,
 };
 use crate::lock;
 use crate::run_slots::RunSlots;
@@ -65,30 +65,28 @@ impl Services {
         config.validate()?;
         let data = DataDir::at(&config.data_dir);
         data.prepare()?;
-        let catalog = SqliteCatalog::open(data.root())?;
+        let catalog: Box<dyn Catalog> = match &config.catalog {
+            None => Box::new(SqliteCatalog::open(data.root())?),
+            Some(url) => Box::new(PgCatalog::open(url, data.root())?),
+        };
         // Settled before any run: a run fills the catalog before its first embedding, and an
-        // index must not look like one from before the variant record then.
+        // index must not look like one from before the variant record then. A shared catalog
+        // holds other nodes' content: this data dir's records alone speak for it.
+        let has_content = config.catalog.is_none() && !catalog.scopes().is_empty();
         let model_variant = match config.model_variant {
             Some(v) if model_change => v,
-            _ => crate::records::index_variant(
-                data.root(),
-                config.model_variant,
-                !catalog.scopes().is_empty(),
-            )?,
+            _ => crate::records::index_variant(data.root(), config.model_variant, has_content)?,
         };
         let mut config = config;
-        config.server = crate::records::index_store(
-            data.root(),
-            config.server.take(),
-            !catalog.scopes().is_empty(),
-        )?;
+        config.server =
+            crate::records::index_store(data.root(), config.server.take(), has_content)?;
         let services = Services {
             extractor: crate::isolation::build(&config.isolation),
             extract_options: config.extract_options(),
             model_variant,
             config,
             data,
-            catalog: Box::new(catalog),
+            catalog,
             embedder: Mutex::new(None),
             chunker: Mutex::new(None),
             store: Mutex::new(None),

@@ -20,7 +20,7 @@ pub use crate::unpack::{
 
 /// The index's internals, for checks on what is stored.
 pub use crate::index::{
-    Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite,
+    Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite, PgCatalog,
     PointRecord, ShadowedMember, SqliteCatalog, StoredContent,
 };
 
@@ -306,4 +306,412 @@ pub fn generated_entry(i: u64) -> CatalogEntry {
         1_700_000_000_000_000_000,
         3,
     )
+}
+
+/// What a test prints when it cannot start PostgreSQL.
+pub const POSTGRES_SKIPPED: &str = "SKIPPED: no PostgreSQL (Debian `postgresql`, which `make deps` installs, or INGEST_TEST_POSTGRES_URL): the PostgreSQL half of this test did not run";
+
+/// A throw-away PostgreSQL cluster for tests: made with `initdb` in a temporary folder,
+/// started with `pg_ctl` on a free loopback port (as the `postgres` user when run as root:
+/// PostgreSQL refuses root), stopped and removed when dropped. Or the server at
+/// `$INGEST_TEST_POSTGRES_URL`, left running. Each [`PostgresServer::database`] is a fresh
+/// database of its own.
+#[derive(Debug)]
+pub struct PostgresServer {
+    /// A URL of the server (its `postgres` database), with the superuser.
+    base: String,
+    /// The cluster's folder and its `bin/`, when this launched it.
+    cluster: Option<(std::path::PathBuf, std::path::PathBuf, Option<String>)>,
+}
+
+impl PostgresServer {
+    /// The newest installed server's programs (`/usr/lib/postgresql/N/bin`), if any.
+    pub fn binaries() -> Option<std::path::PathBuf> {
+        let mut versions: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let v: u32 = e.file_name().to_str()?.parse().ok()?;
+                let bin = e.path().join("bin");
+                bin.join("initdb").is_file().then_some((v, bin))
+            })
+            .collect();
+        versions.sort();
+        versions.pop().map(|(_, bin)| bin)
+    }
+
+    /// A server to test with; `None` (said on stderr) when none can start.
+    pub fn start() -> Option<Self> {
+        if let Ok(url) = std::env::var("INGEST_TEST_POSTGRES_URL") {
+            return Some(PostgresServer {
+                base: url,
+                cluster: None,
+            });
+        }
+        match Self::launch() {
+            Ok(server) => Some(server),
+            Err(e) => {
+                eprintln!("{POSTGRES_SKIPPED} ({e})");
+                None
+            }
+        }
+    }
+
+    fn launch() -> std::result::Result<Self, String> {
+        let bin = Self::binaries().ok_or("no /usr/lib/postgresql/*/bin/initdb")?;
+        let dir = std::env::temp_dir().join(format!(
+            "ingest-pg-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let user = root.then(|| "postgres".to_string());
+        if root {
+            let ok = std::process::Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Err("running as root and there is no `postgres` user to run it as".into());
+            }
+        }
+        let server = PostgresServer {
+            base: String::new(),
+            cluster: Some((dir.clone(), bin.clone(), user)),
+        };
+        let data = dir.join("data");
+        server.run(
+            "initdb",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-A".as_ref(),
+                "trust".as_ref(),
+                "-U".as_ref(),
+                "ingest".as_ref(),
+                "-E".as_ref(),
+                "UTF8".as_ref(),
+                "--locale=C".as_ref(),
+                "--no-sync".as_ref(),
+            ],
+        )?;
+        let port = free_ports(1).first().copied().ok_or("no free port")?;
+        let options = format!("-k {} -p {port} -h 127.0.0.1", dir.display());
+        server.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-l".as_ref(),
+                dir.join("log").as_os_str(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "120".as_ref(),
+                "start".as_ref(),
+            ],
+        )?;
+        let mut server = server;
+        server.base = format!("postgres://ingest@127.0.0.1:{port}/postgres");
+        Ok(server)
+    }
+
+    /// Run one of the server's programs (as its user when root).
+    fn run(&self, program: &str, args: &[&std::ffi::OsStr]) -> std::result::Result<(), String> {
+        let Some((_, bin, user)) = &self.cluster else {
+            return Ok(());
+        };
+        let mut cmd = match user {
+            Some(u) => {
+                let mut c = std::process::Command::new("runuser");
+                c.args(["-u", u, "--"]).arg(bin.join(program));
+                c
+            }
+            None => std::process::Command::new(bin.join(program)),
+        };
+        let out = cmd
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{program}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{program}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    /// A fresh database on the server, by its URL (`postgres://…/NAME`).
+    #[allow(clippy::panic)] // a test helper
+    pub fn database(&self, name: &str) -> String {
+        let mut client = postgres::Client::connect(&self.base, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connecting to the test server: {e}"));
+        let name = format!(
+            "{}_{}",
+            name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        );
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        match self.base.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => self.base.clone(),
+        }
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        if let Some((dir, _, _)) = &self.cluster {
+            let data = dir.join("data");
+            let _ = self.run(
+                "pg_ctl",
+                &[
+                    "-D".as_ref(),
+                    data.as_os_str(),
+                    "-m".as_ref(),
+                    "immediate".as_ref(),
+                    "stop".as_ref(),
+                ],
+            );
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// A content record for catalog checks: an index of `hash` and a pack of one text object.
+#[allow(clippy::unwrap_used)] // a test helper
+fn content_record(hash: &str, text: &str) -> crate::index::objects::ContentRecord {
+    let index: extractors::FileContentIndex = serde_json::from_value(serde_json::json!({
+        "id": hash, "file_name": "f.txt", "mime_type": "text/plain", "container_path": "/f.txt",
+        "total_objects": 1, "total_size": text.len(), "structure": {}, "object_summary": [],
+        "extracted_at": 0, "status": "indexed"
+    }))
+    .unwrap();
+    let object: extractors::ContentObject = serde_json::from_value(serde_json::json!({
+        "id": format!("{hash}-0"), "file_id": hash, "content_type": "text", "data": text,
+        "context_ref": {"container_path": "/f.txt", "location": "/f.txt"}, "sequence": 0
+    }))
+    .unwrap();
+    crate::index::objects::ContentRecord {
+        index,
+        pack: crate::index::objects::pack(&[object]).unwrap(),
+    }
+}
+
+/// What every [`Catalog`] implementation must do alike: run on a fresh, empty catalog
+/// (the embedded one and PostgreSQL run it; see tests/integration/catalogs.rs). Panics on
+/// the first difference.
+#[allow(clippy::unwrap_used, clippy::too_many_lines, clippy::indexing_slicing)] // a test helper
+pub fn catalog_conformance(c: &dyn Catalog) {
+    use crate::index::MAX_HOLDERS;
+    let entry = |locator: &str, hash: &str, parent: Option<&str>| {
+        CatalogEntry::indexed(locator, parent.map(str::to_string), hash, 1, 0, 2)
+    };
+    let (a, b) = (crate::Scope::user("a"), crate::Scope::user("b"));
+    assert!(c.is_empty() && c.scopes().is_empty());
+
+    // Round trips, replacement, isolation between scopes.
+    let mut e = entry("/d/x.txt", "h1", None)
+        .with_mime(Some("text/plain".into()))
+        .with_tags(vec!["k=v".into(), "z=1".into()]);
+    e.shadowed = vec![crate::index::ShadowedMember {
+        locator: "/d/x.txt!/s".into(),
+        reason: "hidden".into(),
+    }];
+    c.put(&a, e.clone());
+    assert_eq!(c.get(&a, "/d/x.txt"), Some(e.clone()));
+    assert_eq!(
+        c.get(&b, "/d/x.txt"),
+        None,
+        "another scope's entry is missing"
+    );
+    let mut e2 = e.clone();
+    e2.chunks = 7;
+    c.put(&a, e2.clone());
+    assert_eq!(c.get(&a, "/d/x.txt"), Some(e2));
+    assert_eq!(c.len_of(&a), 1);
+    assert_eq!(c.len_of(&b), 0);
+    assert_eq!(c.scopes(), vec![a.clone()]);
+    assert!(c.remove(&b, "/d/x.txt").is_none());
+    assert!(c.remove(&a, "/d/x.txt").is_some());
+    assert!(c.scopes().is_empty(), "a scope goes with its last entry");
+    assert!(c.is_empty());
+
+    // Holders: at most MAX_HOLDERS, ranked whatever the order, every tag.
+    for n in (0..MAX_HOLDERS + 10).rev() {
+        let e = CatalogEntry::indexed(
+            format!("/z/bundle.zip!/copy-{n:03}.txt"),
+            None,
+            "h",
+            1,
+            1,
+            1,
+        )
+        .with_tags(vec![format!("n={n:03}")]);
+        c.put(&a, e);
+    }
+    c.put(&a, entry("/z/zz-original.txt", "h", None));
+    let h = c.holders(&a, "h");
+    assert_eq!(h.locators.len(), MAX_HOLDERS);
+    assert_eq!(
+        h.locators[0], "/z/zz-original.txt",
+        "a file given directly first"
+    );
+    assert_eq!(h.locators[1], "/z/bundle.zip!/copy-000.txt");
+    assert_eq!(h.tags.len(), MAX_HOLDERS + 10);
+    assert_eq!(c.locators_with_hash(&a, "h").len(), MAX_HOLDERS + 11);
+    assert!(c.holders(&b, "h").locators.is_empty());
+
+    // Members, prefixes (a neighbour whose name continues the archive's), unicode names.
+    for (loc, parent) in [
+        ("/m/a.zip", None),
+        ("/m/a.zip!/x.txt", Some("/m/a.zip")),
+        ("/m/a.zip!/ü/ÿ.txt", Some("/m/a.zip")),
+        ("/m/a.zip!/\u{10FFFF}.txt", Some("/m/a.zip")),
+        ("/m/a.zipper", None),
+        ("/m/a.zip0", None),
+    ] {
+        c.put(&b, entry(loc, "hm", parent));
+    }
+    c.put(
+        &b,
+        CatalogEntry::without_content(
+            "/m/a.zip!/bad.bin",
+            Some("/m/a.zip".into()),
+            None,
+            EntryStatus::Failed,
+            "broken",
+        ),
+    );
+    let (names, count, unread) = c.member_names(&b, "/m/a.zip", 3);
+    assert_eq!(names, ["bad.bin", "x.txt", "ü/ÿ.txt"]);
+    assert_eq!((count, unread), (4, 1));
+    assert_eq!(c.members_of(&b, "/m/a.zip").len(), 4);
+    assert_eq!(c.under(&b, "/m/a.zip!/").len(), 4);
+    assert_eq!(c.under(&b, "/m/a.zip").len(), 7);
+    assert!(c.holds(&b, "/m/a.zip") && !c.holds(&b, "/m/a.zi") && !c.holds(&a, "/m/a.zip"));
+    let locs: Vec<String> = c.entries(&b).into_iter().map(|e| e.locator).collect();
+    let mut sorted = locs.clone();
+    sorted.sort();
+    assert_eq!(locs, sorted, "entries in locator (byte) order");
+
+    // Cards: wanted, stored only if unchanged, missing again.
+    let bad = c.get(&b, "/m/a.zip!/bad.bin").unwrap();
+    assert_eq!(c.wanting_cards(&b), vec![bad.clone()]);
+    let mut changed = bad.clone();
+    changed.reason = Some("other".into());
+    assert!(!c.set_card_stored(&b, &changed));
+    assert!(c.set_card_stored(&b, &bad));
+    assert!(!c.set_card_stored(&b, &bad), "stored once");
+    assert!(c.wanting_cards(&b).is_empty());
+    c.set_card_missing(&b, "/m/a.zip!/bad.bin");
+    assert_eq!(c.wanting_cards(&b).len(), 1);
+
+    // Forgetting a member drops its archive too.
+    c.forget(&b, "/m/a.zip!/x.txt");
+    assert!(c.get(&b, "/m/a.zip").is_none() && c.get(&b, "/m/a.zip!/x.txt").is_none());
+
+    // Top-level entries under a folder.
+    let c_scope = crate::Scope::user("c");
+    for (loc, parent) in [
+        ("/in/a.txt", None),
+        ("/in/sub/b.txt", None),
+        ("/in/c.zip", None),
+        ("/in/c.zip!/m.txt", Some("/in/c.zip")),
+        ("/inbox/d.txt", None),
+        ("/in!/e.txt", None),
+    ] {
+        let loc = match parent {
+            None => extractors::Locator::root(loc).to_string(),
+            Some(_) => loc.to_string(),
+        };
+        c.put(&c_scope, entry(&loc, "ht", parent));
+    }
+    let under = |root: &str| -> Vec<String> {
+        c.top_level_under(&c_scope, root)
+            .into_iter()
+            .map(|e| e.locator)
+            .collect()
+    };
+    assert_eq!(under("/in"), ["/in/a.txt", "/in/c.zip", "/in/sub/b.txt"]);
+    assert_eq!(under("/in/"), under("/in"));
+    assert_eq!(under("/in!"), ["/in%21/e.txt"]);
+    assert!(under("/nowhere").is_empty());
+    let top: usize = c.top_level().iter().filter(|(s, _)| *s == c_scope).count();
+    assert_eq!(top, 5);
+
+    // Totals.
+    let st = c.stats(Some(&c_scope));
+    assert_eq!(
+        (st.files, st.indexed, st.distinct_contents, st.chunks),
+        (6, 6, 1, 2)
+    );
+    assert_eq!(
+        c.stats(Some(&crate::Scope::user("nobody"))),
+        crate::CatalogStats::default()
+    );
+    assert!(c.stats(None).files >= 6 + MAX_HOLDERS as u64);
+
+    // Content: written with its first holder, shared by scopes, dropped with the last.
+    let record = content_record("hc", "the lighthouse keeper's log");
+    assert!(c.content_index("hc").unwrap().is_none());
+    assert!(c.pack("hc").unwrap().is_none());
+    assert!(c
+        .write_content_and_put(&a, "hc", &record, entry("/c1.txt", "hc", None))
+        .unwrap()
+        .is_none());
+    let old = c
+        .write_content_and_put(&b, "hc", &record, entry("/c2.txt", "hc", None))
+        .unwrap();
+    assert!(old.is_none());
+    assert_eq!(c.content_index("hc").unwrap().unwrap().id, "hc");
+    let objects = c
+        .pack("hc")
+        .unwrap()
+        .unwrap()
+        .content_objects("hc", "/c1.txt")
+        .unwrap();
+    assert_eq!(objects[0].data, "the lighthouse keeper's log");
+    assert!(c.held_anywhere("hc"));
+    c.remove(&a, "/c1.txt");
+    assert!(!c.drop_content_index("hc").unwrap(), "held by scope b");
+    assert!(c.content_index("hc").unwrap().is_some());
+    c.remove(&b, "/c2.txt");
+    assert!(c.drop_content_index("hc").unwrap());
+    assert!(c.content_index("hc").unwrap().is_none() && c.pack("hc").unwrap().is_none());
+    assert!(!c.drop_content_index("hc").unwrap(), "already gone");
+    // The sweep drops contents nobody holds.
+    c.write_content_and_put(
+        &a,
+        "hs",
+        &content_record("hs", "s"),
+        entry("/s.txt", "hs", None),
+    )
+    .unwrap();
+    c.remove(&a, "/s.txt");
+    assert!(c.drop_unheld_content_indexes().unwrap() >= 1);
+    assert!(c.content_index("hs").unwrap().is_none());
+
+    // The last run, and a save that reports nothing went wrong.
+    assert!(c.last_run().is_none());
+    let run = crate::LastRun {
+        finished_at: 42,
+        summary: crate::Summary::default(),
+    };
+    c.set_last_run(run.clone());
+    assert_eq!(c.last_run(), Some(run));
+    c.save().unwrap();
 }

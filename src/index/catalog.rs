@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use extractors::{FileContentIndex, Scope};
 use serde::{Deserialize, Serialize};
 
-use super::objects::ContentRecord;
+use super::objects::{ContentRecord, PackReader};
 use super::Holders;
 use crate::error::{Error, Result};
 
@@ -236,6 +236,45 @@ pub fn holder_rank(locator: &str) -> (usize, &str) {
     )
 }
 
+/// What a point names of the files holding its content: the first [`MAX_HOLDERS`] of
+/// `locators` by [`holder_rank`], and `tags` (sorted, distinct) cut to [`MAX_HOLDER_TAGS`] and
+/// [`MAX_HOLDER_TAG_BYTES`]. The one rule for every catalog implementation.
+pub(super) fn bounded_holders(mut locators: Vec<String>, mut tags: Vec<String>) -> Holders {
+    tags.truncate(MAX_HOLDER_TAGS);
+    let mut used = 0usize;
+    tags.retain(|t| {
+        used += t.len();
+        used <= MAX_HOLDER_TAG_BYTES
+    });
+    locators.sort_by(|a, b| holder_rank(a).cmp(&holder_rank(b)));
+    locators.truncate(MAX_HOLDERS);
+    Holders { tags, locators }
+}
+
+/// The locator prefix every top-level entry at or under the folder `root` (an unescaped
+/// path) starts with, and the test that keeps exactly those of the entries found under it.
+/// Locators are escaped character by character, so every locator under `root` starts with
+/// its escaped form (but for a final `!`, escaped only when a `/` follows).
+pub(super) fn top_level_root(root: &str) -> (String, impl Fn(&CatalogEntry) -> bool + '_) {
+    let root = root.trim_end_matches('/');
+    let escaped = extractors::Locator::root(root).to_string();
+    let prefix = escaped.trim_end_matches('!').to_string();
+    let keep = move |e: &CatalogEntry| {
+        e.parent.is_none()
+            && e.locator
+                .parse::<extractors::Locator>()
+                .ok()
+                .and_then(|l| l.segments.first().cloned())
+                .is_some_and(|path| {
+                    path == root
+                        || path
+                            .strip_prefix(root)
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
+    };
+    (prefix, keep)
+}
+
 /// What the `content_hash` of an entry card starts with; no content hash (hex) does.
 const ENTRY_CARD_PREFIX: &str = "entry-";
 
@@ -283,6 +322,26 @@ pub struct CatalogStats {
     pub containers: u64,
     pub chunks: u64,
     pub distinct_contents: u64,
+}
+
+impl CatalogStats {
+    /// Totals from entries counted by status (`indexed`, …), distinct contents and chunks.
+    pub(super) fn from_counts(by_status: Vec<(String, i64)>, distinct: i64, chunks: i64) -> Self {
+        let mut st = CatalogStats::default();
+        for (status, n) in by_status {
+            let n = to_u64(n);
+            match status_of(&status) {
+                EntryStatus::Indexed => st.indexed = n,
+                EntryStatus::Failed => st.failed = n,
+                EntryStatus::Skipped => st.skipped = n,
+                EntryStatus::Container => st.containers = n,
+            }
+        }
+        st.files = st.indexed + st.failed + st.skipped;
+        st.distinct_contents = to_u64(distinct);
+        st.chunks = to_u64(chunks);
+        st
+    }
 }
 
 const SCHEMA: &str = "
@@ -352,15 +411,15 @@ struct Db {
     tag_ids: RefCell<HashMap<String, i64>>,
 }
 
-fn to_i64(v: u64) -> i64 {
+pub(super) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-fn to_u64(v: i64) -> u64 {
+pub(super) fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-fn status_of(s: &str) -> EntryStatus {
+pub(super) fn status_of(s: &str) -> EntryStatus {
     match s {
         "indexed" => EntryStatus::Indexed,
         "failed" => EntryStatus::Failed,
@@ -377,8 +436,9 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
-/// One entry's row, as read.
-type Row = (
+/// One entry's row, as read: its tag set as the database names it (`T`), then its shadowed
+/// members' JSON.
+pub(super) type Row<T> = (
     String,
     Option<String>,
     Option<String>,
@@ -388,9 +448,34 @@ type Row = (
     Option<String>,
     i64,
     Option<String>,
-    Option<i64>,
+    Option<T>,
     Option<String>,
 );
+
+/// The entry a row holds, its tag set read by `tags`: the one reading of a row for every
+/// catalog implementation.
+pub(super) fn entry_of_row<T>(
+    row: Row<T>,
+    tags: impl FnOnce(Option<T>) -> Vec<String>,
+) -> CatalogEntry {
+    let (locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tag_set, shadowed) =
+        row;
+    CatalogEntry {
+        locator,
+        parent,
+        hash,
+        size: to_u64(size),
+        mtime_ns: to_u64(mtime_ns),
+        status: status_of(&status),
+        reason,
+        chunks: u32::try_from(chunks).unwrap_or(0),
+        mime,
+        tags: tags(tag_set),
+        shadowed: shadowed
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+    }
+}
 
 impl Db {
     /// Open the catalog in `data_dir` (made on first use; a catalog of the earlier layout,
@@ -666,27 +751,11 @@ impl Db {
             .unwrap_or_default()
     }
 
-    fn entry_of(&self, row: Row) -> CatalogEntry {
-        let (locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed) =
-            row;
-        CatalogEntry {
-            locator,
-            parent,
-            hash,
-            size: to_u64(size),
-            mtime_ns: to_u64(mtime_ns),
-            status: status_of(&status),
-            reason,
-            chunks: u32::try_from(chunks).unwrap_or(0),
-            mime,
-            tags: self.tags_of_id(tags),
-            shadowed: shadowed
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or_default(),
-        }
+    fn entry_of(&self, row: Row<i64>) -> CatalogEntry {
+        entry_of_row(row, |id| self.tags_of_id(id))
     }
 
-    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row<i64>> {
         Ok((
             r.get(0)?,
             r.get(1)?,
@@ -704,7 +773,7 @@ impl Db {
 
     /// The entries a query selects (`sql` selects [`ENTRY_COLUMNS`]).
     fn query_entries(&self, sql: &str, params: impl rusqlite::Params) -> Vec<CatalogEntry> {
-        let rows: rusqlite::Result<Vec<Row>> = self
+        let rows: rusqlite::Result<Vec<Row<i64>>> = self
             .conn
             .prepare_cached(sql)
             .and_then(|mut stmt| stmt.query_map(params, Self::row)?.collect());
@@ -826,17 +895,10 @@ impl Db {
     /// members before deeper ones, then locator order), so a hit shows the same locator for
     /// the same content on every run and every machine.
     pub fn holders(&self, scope: &Scope, hash: &str) -> Holders {
-        let mut locators = self.locators_with_hash(scope, hash);
-        let mut tags = self.tags_of_content(scope, hash);
-        tags.truncate(MAX_HOLDER_TAGS);
-        let mut used = 0usize;
-        tags.retain(|t| {
-            used += t.len();
-            used <= MAX_HOLDER_TAG_BYTES
-        });
-        locators.sort_by(|a, b| holder_rank(a).cmp(&holder_rank(b)));
-        locators.truncate(MAX_HOLDERS);
-        Holders { tags, locators }
+        bounded_holders(
+            self.locators_with_hash(scope, hash),
+            self.tags_of_content(scope, hash),
+        )
     }
 
     /// The union of the tags of the files of `scope` holding content `hash`, sorted.
@@ -1010,37 +1072,6 @@ impl Db {
         )
     }
 
-    /// Drop `locator` so the next sync indexes it again; an archive member also drops its
-    /// archive's entry, so that the archive is opened again rather than taken as unchanged.
-    pub fn forget(&self, scope: &Scope, locator: &str) {
-        if let Some(e) = self.remove(scope, locator) {
-            if let Some(parent) = e.parent {
-                self.remove(scope, &parent);
-            }
-        }
-    }
-
-    /// Top-level entries (files given on disk, not archive members) at `root` or inside the
-    /// folder `root` (an unescaped path).
-    pub fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
-        let folder = format!("{}/", root.trim_end_matches('/'));
-        // Locators are escaped character by character, so every locator under `root` starts
-        // with its escaped form (but for a final `!`, escaped only when a `/` follows).
-        let escaped = extractors::Locator::root(root.trim_end_matches('/')).to_string();
-        let prefix = escaped.trim_end_matches('!').to_string();
-        self.under(scope, &prefix)
-            .into_iter()
-            .filter(|e| e.parent.is_none())
-            .filter(|e| {
-                e.locator
-                    .parse::<extractors::Locator>()
-                    .ok()
-                    .and_then(|l| l.segments.first().cloned())
-                    .is_some_and(|path| path == root || path.starts_with(&folder))
-            })
-            .collect()
-    }
-
     /// How many entries (files, archives, members) `scope` holds.
     pub fn len_of(&self, scope: &Scope) -> usize {
         let Some(id) = self.scope_id(scope) else {
@@ -1079,7 +1110,7 @@ impl Db {
     }
 
     pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
-        let mut st = CatalogStats::default();
+        let st = CatalogStats::default();
         let id = match scope {
             Some(s) => match self.scope_id(s) {
                 Some(id) => Some(id),
@@ -1098,16 +1129,7 @@ impl Db {
                 stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect()
             });
-        for (status, n) in self.or_fail(rows, Vec::new()) {
-            let n = to_u64(n);
-            match status_of(&status) {
-                EntryStatus::Indexed => st.indexed = n,
-                EntryStatus::Failed => st.failed = n,
-                EntryStatus::Skipped => st.skipped = n,
-                EntryStatus::Container => st.containers = n,
-            }
-        }
-        st.files = st.indexed + st.failed + st.skipped;
+        let by_status = self.or_fail(rows, Vec::new());
         let contents: rusqlite::Result<(i64, i64)> = self
             .conn
             .prepare_cached(
@@ -1118,8 +1140,7 @@ impl Db {
             )
             .and_then(|mut stmt| stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))));
         let (distinct, chunks) = self.or_fail(contents, (0, 0));
-        st.distinct_contents = to_u64(distinct);
-        st.chunks = to_u64(chunks);
+        let mut st = CatalogStats::from_counts(by_status, distinct, chunks);
         st.chunks += self.count(
             "SELECT coalesce(sum(chunks), 0) FROM entries
              WHERE status != 'indexed' AND chunks > 0 AND (?1 IS NULL OR scope = ?1)",
@@ -1328,11 +1349,22 @@ pub trait Catalog: Send + Sync {
 
     /// Drop `locator` so the next sync indexes it again; an archive member also drops its
     /// archive's entry, so that the archive is opened again rather than taken as unchanged.
-    fn forget(&self, scope: &Scope, locator: &str);
+    fn forget(&self, scope: &Scope, locator: &str) {
+        if let Some(e) = self.remove(scope, locator) {
+            if let Some(parent) = e.parent {
+                self.remove(scope, &parent);
+            }
+        }
+    }
 
     /// Top-level entries (files given on disk, not archive members) at `root` or inside the
     /// folder `root` (an unescaped path).
-    fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry>;
+    fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
+        let (prefix, keep) = top_level_root(root);
+        let mut found = self.under(scope, &prefix);
+        found.retain(keep);
+        found
+    }
 
     /// How many entries (files, archives, members) `scope` holds.
     fn len_of(&self, scope: &Scope) -> usize;
@@ -1345,8 +1377,8 @@ pub trait Catalog: Send + Sync {
 
     fn stats(&self, scope: Option<&Scope>) -> CatalogStats;
 
-    /// Where the object pack of content `hash` lives (see `super::objects`).
-    fn pack_path(&self, hash: &str) -> PathBuf;
+    /// The object pack of content `hash` (see `super::objects`), if stored.
+    fn pack(&self, hash: &str) -> Result<Option<PackReader>>;
 
     /// The content index of `hash`, if stored. It is shared by every scope holding these
     /// bytes: its `file_name` and `container_path` are the first holder's, never to be shown.
@@ -1477,14 +1509,6 @@ impl Catalog for SqliteCatalog {
         self.db().member_names(scope, locator, max)
     }
 
-    fn forget(&self, scope: &Scope, locator: &str) {
-        self.db().forget(scope, locator)
-    }
-
-    fn top_level_under(&self, scope: &Scope, root: &str) -> Vec<CatalogEntry> {
-        self.db().top_level_under(scope, root)
-    }
-
     fn len_of(&self, scope: &Scope) -> usize {
         self.db().len_of(scope)
     }
@@ -1501,8 +1525,12 @@ impl Catalog for SqliteCatalog {
         self.db().stats(scope)
     }
 
-    fn pack_path(&self, hash: &str) -> PathBuf {
-        self.db().pack_path(hash)
+    fn pack(&self, hash: &str) -> Result<Option<PackReader>> {
+        let path = self.db().pack_path(hash);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        PackReader::open(&path).map(Some)
     }
 
     fn content_index(&self, hash: &str) -> Result<Option<FileContentIndex>> {
@@ -1707,39 +1735,5 @@ mod tests {
         assert_eq!(c.drop_unheld_content_indexes().unwrap(), 2);
         assert!(present("h2") && !present("h3"));
         assert!(!dir.path().join("content/h9.json.tmp").exists());
-    }
-
-    #[test]
-    fn top_level_entries_under_a_folder_and_nothing_beside_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let scope = Scope::user("u");
-        let c = SqliteCatalog::open(dir.path()).unwrap();
-        for (loc, parent) in [
-            ("/in/a.txt", None),
-            ("/in/sub/b.txt", None),
-            ("/in/c.zip", None),
-            ("/in/c.zip!/m.txt", Some("/in/c.zip")),
-            ("/inbox/d.txt", None),
-            ("/in!/e.txt", None),
-            ("/i/g.txt", None),
-        ] {
-            // Top-level locators are paths, escaped: a folder named `in!` is `in%21/`.
-            let loc = match parent {
-                None => extractors::Locator::root(loc).to_string(),
-                Some(_) => loc.to_string(),
-            };
-            c.put(&scope, entry(&loc, "h", parent));
-        }
-        let under = |root: &str| -> Vec<String> {
-            c.top_level_under(&scope, root)
-                .into_iter()
-                .map(|e| e.locator)
-                .collect()
-        };
-        assert_eq!(under("/in"), ["/in/a.txt", "/in/c.zip", "/in/sub/b.txt"]);
-        assert_eq!(under("/in/"), under("/in"));
-        assert_eq!(under("/in/a.txt"), ["/in/a.txt"]);
-        assert_eq!(under("/in!"), ["/in%21/e.txt"]);
-        assert!(under("/nowhere").is_empty());
     }
 }

@@ -8,7 +8,8 @@
 //! - `payload.rs` is the payload schema every backend stores: the fields of a point, how a
 //!   chunk becomes a payload, how a payload becomes a [`Hit`] or a [`PointRecord`], and the
 //!   filters on those fields.
-//! - `catalog.rs` is the [`Catalog`]: what each scope holds, file by file.
+//! - `catalog.rs` is the [`Catalog`]: what each scope holds, file by file (embedded, SQLite);
+//!   `catalog_pg.rs` the same interface in PostgreSQL, shared by several nodes.
 //! - `repair.rs` makes the catalog and a [`VectorIndex`] agree after a crash.
 //!
 //! Points are chunks. A point's id is derived from its scope, its file's content hash and its
@@ -17,6 +18,7 @@
 //! that holds them.
 
 mod catalog;
+mod catalog_pg;
 #[cfg(test)]
 mod conformance;
 mod edge;
@@ -34,11 +36,12 @@ use crate::embed::Chunk;
 use crate::error::Result;
 use extractors::Scope;
 
-pub(crate) use catalog::entry_card_key;
+pub(crate) use catalog::{entry_card_key, MAX_HOLDERS};
 pub use catalog::{
     holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember,
     SqliteCatalog,
 };
+pub use catalog_pg::{CatalogUrl, PgCatalog};
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};

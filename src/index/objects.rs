@@ -40,7 +40,7 @@ pub struct ContentRecord {
 
 /// One object in a pack's directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PackedObject {
+pub struct PackedObject {
     /// Its type.
     #[serde(rename = "t")]
     pub content_type: ContentType,
@@ -121,7 +121,7 @@ pub(crate) fn pack(objects: &[ContentObject]) -> Result<Vec<u8>> {
 }
 
 /// An open pack: its directory read, its frames read on demand.
-pub(crate) struct PackReader {
+pub struct PackReader {
     file: File,
     frames_start: u64,
     /// The objects, in document order.

@@ -227,14 +227,12 @@ pub(crate) fn content_index(
 
 /// The object pack of `hash`.
 pub(crate) fn pack(ingestor: &Ingestor, hash: &str) -> Result<PackReader, ToolError> {
-    let path = ingestor.catalog().pack_path(hash);
-    if !path.is_file() {
-        return Err(ToolError::Invalid(
+    ingestor.catalog().pack(hash)?.ok_or_else(|| {
+        ToolError::Invalid(
             "the content of this file is not stored (indexed by an older version); ingest it again"
                 .into(),
-        ));
-    }
-    Ok(PackReader::open(&path)?)
+        )
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 mod architecture;
 mod cards;
+mod catalogs;
 mod cli;
 mod crash;
 mod docs;

@@ -77,6 +77,17 @@ pub(crate) struct Common {
     /// dir already records.
     #[arg(long, global = true, env = "INGEST_STORE", value_name = "URL")]
     pub(crate) store: Option<String>,
+    /// Where the catalog lives: a PostgreSQL database several nodes share,
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (with --store qdrant://… as their
+    /// store; the password is never shown). Default: the embedded catalog in --data-dir.
+    #[arg(
+        long,
+        global = true,
+        env = "INGEST_CATALOG",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub(crate) catalog: Option<String>,
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,

@@ -42,6 +42,11 @@ pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Re
 pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Config> {
     let mut config = Config::new(&common.data_dir);
     config.server = common.store.as_deref().map(str::parse).transpose()?;
+    let catalog = match &common.catalog {
+        Some(url) => Some(url.clone()),
+        None => crate::settings::Settings::load()?.catalog,
+    };
+    config.catalog = catalog.as_deref().map(str::parse).transpose()?;
     config.model_dir = common.model_dir.clone();
     config.model_variant = common.model_variant;
     if let Some(args) = extract {

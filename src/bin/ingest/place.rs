@@ -131,10 +131,10 @@ pub(crate) struct NoIndex {
 }
 
 /// Stop with [`NoIndex`] unless the command's data directory holds an index, or `--store`
-/// names where the index lives (a node reading a collection other nodes wrote starts with
-/// an empty data directory).
+/// or `--catalog` names where the index lives (a node reading a collection and catalog
+/// other nodes wrote starts with an empty data directory).
 pub(crate) fn require_index(common: &Common) -> anyhow::Result<()> {
-    if common.store.is_some() || is_index(&common.data_dir) {
+    if common.store.is_some() || common.catalog.is_some() || is_index(&common.data_dir) {
         return Ok(());
     }
     Err(NoIndex {

@@ -5,6 +5,7 @@
 //! ```toml
 //! exclude = ["node_modules/", "target/", "*.log"]   # as --exclude, before the flags'
 //! include = []                                      # as --include
+//! catalog = "postgres://ingest:PASSWORD@db/kb"     # as --catalog (keep the file owner-only)
 //! ```
 
 use std::io::Read;
@@ -26,6 +27,9 @@ pub(crate) struct Settings {
     pub exclude: Vec<String>,
     #[serde(default)]
     pub include: Vec<String>,
+    /// The shared catalog, when `--catalog` and `INGEST_CATALOG` do not say.
+    #[serde(default)]
+    pub catalog: Option<String>,
 }
 
 /// Where the file is looked for.

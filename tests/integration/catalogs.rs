@@ -1,0 +1,283 @@
+//! The catalog's two implementations behave alike (the embedded SQLite one and PostgreSQL,
+//! on a real throw-away cluster: `ingest::testing::PostgresServer`), and nodes sharing a
+//! PostgreSQL catalog and a Qdrant collection answer alike.
+//!
+//! Tests needing PostgreSQL print `SKIPPED` and pass when it cannot start (Debian
+//! `postgresql`, installed by `make deps`); those needing a Qdrant server hold `qdrant` in
+//! their names, so `make test` leaves them out, reported as skipped, without one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ingest::testing::{
+    catalog_conformance, Catalog, PostgresServer, QdrantServer, SqliteCatalog, QDRANT_SKIPPED,
+};
+use ingest::CatalogUrl;
+use serde_json::Value;
+
+use crate::util::{json_lines, Sandbox};
+
+#[test]
+fn the_embedded_catalog_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    catalog_conformance(&SqliteCatalog::open(dir.path()).unwrap());
+}
+
+fn pg_catalog(url: &str, dir: &Path) -> ingest::testing::PgCatalog {
+    ingest::testing::PgCatalog::open(&url.parse::<CatalogUrl>().unwrap(), dir).unwrap()
+}
+
+#[test]
+fn the_postgres_catalog_conforms_and_nodes_share_it() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let url = pg.database("conformance");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let node_a = pg_catalog(&url, a.path());
+    catalog_conformance(&node_a);
+    // A second node sees what the first wrote, at once, and reads its contents (its own
+    // copy of a pack is made on first read).
+    let node_b = pg_catalog(&url, b.path());
+    let scope = ingest::Scope::user("shared");
+    let e = ingest::testing::CatalogEntry::indexed("/n/a.txt", None, "hn", 3, 4, 5);
+    node_a.put(&scope, e.clone());
+    assert_eq!(node_b.get(&scope, "/n/a.txt"), Some(e));
+    assert!(node_b.scopes().contains(&scope));
+    node_b.remove(&scope, "/n/a.txt");
+    assert!(node_a.get(&scope, "/n/a.txt").is_none());
+    assert!(!node_a.scopes().contains(&scope));
+}
+
+#[test]
+fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let url = pg.database("migrations");
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    std::thread::scope(|s| {
+        for d in &dirs {
+            let url = &url;
+            s.spawn(move || pg_catalog(url, d.path()));
+        }
+    });
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM ingest_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, [1]);
+    // A schema newer than this build knows is refused, not written to.
+    client
+        .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
+        .unwrap();
+    let err = ingest::testing::PgCatalog::open(&url.parse().unwrap(), dirs[0].path())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("999") && err.contains("newer"), "{err}");
+}
+
+#[test]
+fn a_catalog_url_password_is_never_shown() {
+    // Nothing listens on port 1: the error names the server, not the password.
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["status", "--store", "qdrant://127.0.0.1:1/c", "--data-dir"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .env(
+            "INGEST_CATALOG",
+            "postgres://ingest:hunter2secret@127.0.0.1:1/kb",
+        )
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("postgres://ingest@127.0.0.1:1/kb"), "{all}");
+    assert!(!all.contains("hunter2secret"), "{all}");
+    // And --help does not print the environment's value.
+    let help = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .arg("--help")
+        .env(
+            "INGEST_CATALOG",
+            "postgres://ingest:hunter2secret@127.0.0.1:1/kb",
+        )
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("hunter2secret"));
+}
+
+#[test]
+fn a_shared_catalog_without_a_shared_store_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["status", "--data-dir"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .env("INGEST_CATALOG", "postgres://ingest@127.0.0.1:1/kb")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("--store"), "{err}");
+}
+
+/// `ingest ARGS` on node `data` with the shared catalog and store.
+fn node(data: &Path, catalog: &str, store: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--data-dir"])
+        .arg(data)
+        .args(["--catalog", catalog, "--store", store])
+        .args(args)
+        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove("INGEST_STORE")
+        .env_remove("INGEST_CATALOG")
+        .output()
+        .unwrap()
+}
+
+/// What a read command answered, with what differs between nodes by design (timings)
+/// taken out.
+fn answer(out: &Output) -> Vec<Value> {
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = json_lines(out);
+    for l in &mut lines {
+        if let Some(o) = l.as_object_mut() {
+            o.remove("took_ms");
+            o.remove("elapsed_ms");
+        }
+    }
+    lines
+}
+
+#[test]
+fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let Some(server) = QdrantServer::start() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return;
+    };
+    let catalog = pg.database("nodes");
+    let store = server.store_url(0, "shared_nodes");
+    let sb = Sandbox::new();
+    sb.write(
+        "docs/lighthouse.txt",
+        b"The keeper of the lighthouse on Skerry Point logged every storm in a green ledger.\n",
+    );
+    sb.write(
+        "docs/orchard.md",
+        b"# Orchard\n\nThe orchard's pear trees were grafted in 1911 by the harbour master.\n",
+    );
+    let zip = ingest::testing::zip_of(&[
+        (
+            "inner/turbine.txt",
+            b"The turbine hall flooded in the spring of 1952.",
+        ),
+        (
+            "inner/quarry.txt",
+            b"Granite from the quarry built the causeway.",
+        ),
+    ]);
+    sb.write("docs/bundle.zip", &zip);
+    let (a, b): (PathBuf, PathBuf) = (sb.path("node-a"), sb.path("node-b"));
+    let docs = sb.path("docs").display().to_string();
+    let out = node(&a, &catalog, &store, &[&docs]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let zip_locator = format!("{docs}/bundle.zip");
+    let member = format!("{docs}/bundle.zip!/inner/turbine.txt");
+    for args in [
+        vec!["search", "--min-score", "-1", "who kept the lighthouse"],
+        vec![
+            "search",
+            "--min-score",
+            "-1",
+            "--mode",
+            "keyword",
+            "turbine flooded",
+        ],
+        vec!["browse"],
+        vec!["browse", zip_locator.as_str()],
+        vec!["read", member.as_str()],
+        vec!["files"],
+    ] {
+        let on_a = answer(&node(&a, &catalog, &store, &args));
+        let on_b = answer(&node(&b, &catalog, &store, &args));
+        assert!(!on_a.is_empty(), "{args:?} answered nothing");
+        assert_eq!(on_a, on_b, "{args:?}: node B answers otherwise");
+    }
+    let read = answer(&node(&b, &catalog, &store, &["read", &member])).concat_text();
+    assert!(read.contains("turbine hall flooded"), "{read}");
+    // Another scope sees nothing of it on either node, answered as if nothing were there.
+    for data in [&a, &b] {
+        // A member of another scope's archive, and one of an archive nobody has.
+        let missing = format!("{docs}/nothing.zip!/inner/turbine.txt");
+        let other = node(
+            data,
+            &catalog,
+            &store,
+            &["--user", "mallory", "read", &member],
+        );
+        let none = node(
+            data,
+            &catalog,
+            &store,
+            &["--user", "mallory", "read", &missing],
+        );
+        assert_eq!(other.status.code(), none.status.code());
+        let scrub = |o: &Output| {
+            String::from_utf8_lossy(&o.stderr)
+                .replace("bundle.zip", "X.zip")
+                .replace("nothing.zip", "X.zip")
+        };
+        assert_eq!(scrub(&other), scrub(&none));
+        let hits = answer(&node(
+            data,
+            &catalog,
+            &store,
+            &[
+                "--user",
+                "mallory",
+                "search",
+                "--min-score",
+                "-1",
+                "lighthouse",
+            ],
+        ));
+        assert!(
+            hits.iter().all(|h| h.get("locator").is_none()),
+            "mallory found {hits:?}"
+        );
+    }
+}
+
+/// The text of every line's `text`/`data` fields, for a containment check.
+trait ConcatText {
+    fn concat_text(&self) -> String;
+}
+
+impl ConcatText for Vec<Value> {
+    fn concat_text(&self) -> String {
+        self.iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
