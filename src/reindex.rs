@@ -78,7 +78,7 @@ impl Ingestor {
         let _whole_index = self.runs.exclusive();
         let data_dir = self.data_dir().to_path_buf();
         let target = Recipe::of(&self.config.chunking);
-        let has_content = !self.catalog().scopes().is_empty();
+        let has_content = self.records_may_predate_content();
         let from = crate::records::recorded_recipe(&data_dir, has_content)?
             .map_or_else(|| "nothing (a new index)".to_string(), |r| r.describe());
         // Every (scope, content) and the chunks its files record.

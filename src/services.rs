@@ -72,7 +72,7 @@ impl Services {
         // Settled before any run: a run fills the catalog before its first embedding, and an
         // index must not look like one from before the variant record then. A shared catalog
         // holds other nodes' content: this data dir's records alone speak for it.
-        let has_content = config.catalog.is_none() && !catalog.scopes().is_empty();
+        let has_content = records_predate(&config, catalog.as_ref());
         let model_variant = match config.model_variant {
             Some(v) if model_change => v,
             _ => crate::records::index_variant(data.root(), config.model_variant, has_content)?,
@@ -103,6 +103,12 @@ impl Services {
             );
         }
         Ok(services)
+    }
+
+    /// Whether this data dir's records (model variant, recipe, store) may predate its
+    /// content: see [`records_predate`].
+    pub(crate) fn records_may_predate_content(&self) -> bool {
+        records_predate(&self.config, self.catalog())
     }
 
     /// The catalog: every caller's one way to it.
@@ -192,10 +198,17 @@ impl Services {
         }
         let s: Arc<dyn VectorIndex> = match &self.config.server {
             None => Arc::new(EdgeIndex::open(self.data.root())?),
-            Some(server) => Arc::new(ServerIndex::open(
-                server,
-                &crate::records::node_name(self.data.root())?,
-            )?),
+            Some(server) => {
+                // Holder records say which files of a writer hold a content. Nodes sharing a
+                // catalog are one writer: each lists the files the shared catalog holds, so
+                // a file removed by any node is released for all (with a record per node, a
+                // node that never saw the removal would keep its points alive).
+                let holder = match &self.config.catalog {
+                    Some(url) => format!("catalog {url}"),
+                    None => crate::records::node_name(self.data.root())?,
+                };
+                Arc::new(ServerIndex::open(server, &holder)?)
+            }
         };
         *slot = Some(Arc::clone(&s));
         Ok(s)
@@ -377,4 +390,13 @@ fn file_name_in(query: &str) -> Option<&str> {
         && ext.chars().all(|c| c.is_ascii_alphanumeric())
         && !q.contains(['/', '!', '#', '?']);
     is_name.then_some(q)
+}
+
+/// Whether the data dir's records of how its index was made (model variant, recipe, store)
+/// may be missing because its content predates them: an embedded catalog with entries. A
+/// shared catalog holds other nodes' content, which this data dir's records do not speak
+/// for: a node joining one starts with its own records from its configuration (nodes of
+/// one catalog must be given the same model, recipe and store).
+fn records_predate(config: &Config, catalog: &dyn Catalog) -> bool {
+    config.catalog.is_none() && !catalog.scopes().is_empty()
 }

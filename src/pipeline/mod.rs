@@ -257,7 +257,7 @@ pub(crate) fn run_in_turn(
     // Chunks of another recipe must not join this index's: refused before anything is read,
     // and before the run marks the index as being written (a refused run leaves nothing to
     // repair).
-    let has_content = !services.catalog().scopes().is_empty();
+    let has_content = services.records_may_predate_content();
     crate::records::check_recipe(
         services.data_dir(),
         &crate::embed::Recipe::of(&services.config.chunking),

@@ -223,6 +223,38 @@ fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
         assert!(!on_a.is_empty(), "{args:?} answered nothing");
         assert_eq!(on_a, on_b, "{args:?}: node B answers otherwise");
     }
+    // A file node A indexed, gone from the folder and synced away by node B, is gone for
+    // both (nodes of one catalog release contents as one writer).
+    let orchard = |data: &Path| {
+        answer(&node(
+            data,
+            &catalog,
+            &store,
+            &[
+                "search",
+                "--min-score",
+                "-1",
+                "--mode",
+                "keyword",
+                "pear trees grafted",
+            ],
+        ))
+        .iter()
+        .any(|h| h.to_string().contains("orchard.md"))
+    };
+    assert!(orchard(&a) && orchard(&b));
+    std::fs::remove_file(sb.path("docs/orchard.md")).unwrap();
+    let out = node(&b, &catalog, &store, &[&docs]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !orchard(&a) && !orchard(&b),
+        "a removed file is still found"
+    );
     let read = answer(&node(&b, &catalog, &store, &["read", &member])).concat_text();
     assert!(read.contains("turbine hall flooded"), "{read}");
     // Another scope sees nothing of it on either node, answered as if nothing were there.
