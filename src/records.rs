@@ -23,7 +23,7 @@ use crate::index::ServerConfig;
 use crate::DataDir;
 
 /// What a data directory records as its store: `embedded`, or the server's address.
-fn store_name(server: Option<&ServerConfig>) -> String {
+pub(crate) fn store_name(server: Option<&ServerConfig>) -> String {
     server.map_or_else(|| "embedded".to_string(), ToString::to_string)
 }
 
@@ -190,6 +190,43 @@ pub(crate) fn check_recipe(data_dir: &Path, configured: &Recipe, has_content: bo
             new = configured.describe(),
         ))),
     }
+}
+
+/// On a shared catalog, which every node's data dir joins with records of its own: `mine`
+/// (this node's store, model or recipe, named `what`) must be what the catalog records —
+/// the first node's — or the run is refused: nodes of one catalog write one index.
+pub(crate) fn agree_with_catalog(
+    catalog: &dyn crate::index::Catalog,
+    what: &str,
+    mine: &str,
+) -> Result<()> {
+    let recorded = catalog.record_once(what, mine)?;
+    if recorded == mine {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "the shared catalog's index was made with {what} {recorded}, this node has {mine}: give every node of one catalog the same {what}"
+    )))
+}
+
+/// [`agree_with_catalog`] for the recipe, compared as recipes (and described, not as JSON).
+pub(crate) fn agree_on_recipe(
+    catalog: &dyn crate::index::Catalog,
+    configured: &Recipe,
+) -> Result<()> {
+    let json =
+        serde_json::to_string(configured).map_err(|e| Error::Config(format!("recipe: {e}")))?;
+    let recorded = catalog.record_once("recipe", &json)?;
+    let recorded: Recipe = serde_json::from_str(&recorded)
+        .map_err(|e| Error::Config(format!("the shared catalog's recipe: {e}")))?;
+    if recorded == *configured {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "the shared catalog's index holds chunks made with {}; this node makes {}: give every node of one catalog the same recipe",
+        recorded.describe(),
+        configured.describe()
+    )))
 }
 
 #[cfg(test)]

@@ -75,6 +75,11 @@ impl Ingestor {
     /// each batch.
     pub fn reindex(&self, progress: &mut dyn FnMut(&ReindexProgress)) -> Result<ReindexReport> {
         let started = Instant::now();
+        if self.config.catalog.is_some() {
+            return Err(Error::Config(
+                "reindex works on an embedded catalog only: the nodes of a shared catalog would have to change model and recipe together (not supported yet)".into(),
+            ));
+        }
         let _whole_index = self.runs.exclusive();
         let data_dir = self.data_dir().to_path_buf();
         let target = Recipe::of(&self.config.chunking);

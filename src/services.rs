@@ -73,11 +73,29 @@ impl Services {
         // index must not look like one from before the variant record then. A shared catalog
         // holds other nodes' content: this data dir's records alone speak for it.
         let has_content = records_predate(&config, catalog.as_ref());
+        let mut config = config;
+        if config.catalog.is_some() {
+            // A shared catalog's first node says what its index is made with; the others
+            // follow (a model given otherwise is refused), before their own records are
+            // written, so a node refused once is not left with a wrong record.
+            let store = crate::records::store_name(config.server.as_ref());
+            crate::records::agree_with_catalog(catalog.as_ref(), "store", &store)?;
+            let model = config.model_variant.unwrap_or_default();
+            crate::records::agree_with_catalog(catalog.as_ref(), "model", model.name()).or_else(
+                |refused| match config.model_variant {
+                    Some(_) => Err(refused),
+                    None => catalog
+                        .record_once("model", model.name())?
+                        .parse()
+                        .map(|recorded| config.model_variant = Some(recorded))
+                        .map_err(|e| Error::Config(format!("the shared catalog's model: {e}"))),
+                },
+            )?;
+        }
         let model_variant = match config.model_variant {
             Some(v) if model_change => v,
             _ => crate::records::index_variant(data.root(), config.model_variant, has_content)?,
         };
-        let mut config = config;
         config.server =
             crate::records::index_store(data.root(), config.server.take(), has_content)?;
         let services = Services {

@@ -705,6 +705,11 @@ pub fn catalog_conformance(c: &dyn Catalog) {
     assert!(c.drop_unheld_content_indexes().unwrap() >= 1);
     assert!(c.content_index("hs").unwrap().is_none());
 
+    // Records: the first value stands.
+    assert_eq!(c.record_once("model", "bf16").unwrap(), "bf16");
+    assert_eq!(c.record_once("model", "e5").unwrap(), "bf16");
+    assert_eq!(c.record_once("store", "qdrant://x").unwrap(), "qdrant://x");
+
     // The last run, and a save that reports nothing went wrong.
     assert!(c.last_run().is_none());
     let run = crate::LastRun {

@@ -702,6 +702,24 @@ impl Db {
         self.or_fail(r.map(|_| ()), ());
     }
 
+    /// See [`Catalog::record_once`]; committed at once (with what was written before it).
+    pub fn record_once(&self, key: &str, value: &str) -> Result<String> {
+        let key = format!("record:{key}");
+        if self.begin() {
+            let r = self.conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+                params![key, value],
+            );
+            self.or_fail(r.map(|_| ()), ());
+        }
+        self.save()?;
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.db_error(e))
+    }
+
     /// The id of `scope`, if it has entries (or was made).
     fn scope_id(&self, scope: &Scope) -> Option<i64> {
         self.scope_ids.borrow().get(&scope.key()).copied()
@@ -1102,7 +1120,8 @@ impl Db {
         };
         self.query_entries(
             &format!(
-                "SELECT {ENTRY_COLUMNS} FROM entries WHERE scope = ?1 AND parent = ?2
+                "SELECT {ENTRY_COLUMNS} FROM entries INDEXED BY entries_by_parent
+                 WHERE scope = ?1 AND parent = ?2 AND parent IS NOT NULL
                  ORDER BY locator"
             ),
             params![id, parent],
@@ -1288,6 +1307,11 @@ pub trait Catalog: Send + Sync {
 
     fn set_last_run(&self, run: LastRun);
 
+    /// The value recorded under `key` (how the index is made: its store, model, recipe),
+    /// recording `value` first if nothing is: the first writer's value stands, so every node
+    /// of a shared catalog learns what the first one made it with.
+    fn record_once(&self, key: &str, value: &str) -> Result<String>;
+
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry>;
 
     /// Insert or replace an entry. A member's tags are its upload's: the set is stored once
@@ -1446,6 +1470,10 @@ impl Catalog for SqliteCatalog {
 
     fn set_last_run(&self, run: LastRun) {
         self.db().set_last_run(run)
+    }
+
+    fn record_once(&self, key: &str, value: &str) -> Result<String> {
+        self.db().record_once(key, value)
     }
 
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {

@@ -402,71 +402,87 @@ fn migrate(c: &mut Client) -> PgResult<std::result::Result<usize, i32>> {
     Ok(Ok(applied))
 }
 
-/// Insert or replace `entry` in `scope` within `tx`, under the scope's shared lock (see the
-/// module's notes); the entry it replaced.
-fn put_in(
-    tx: &mut postgres::Transaction<'_>,
-    scope: &Scope,
-    entry: &CatalogEntry,
-) -> PgResult<Option<CatalogEntry>> {
+/// Insert or replace an entry in one statement (one round trip, committed by itself outside
+/// a transaction): the scope's shared lock (see the module's notes), its scope row and tag
+/// set made if missing, the entry upserted. Parameters: [`put_params`].
+const PUT: &str = "
+WITH lock AS (SELECT pg_advisory_xact_lock_shared($13)),
+scope_row AS (
+    INSERT INTO ingest_scopes (key, scope) SELECT $1, $14 FROM lock
+    ON CONFLICT (key) DO NOTHING),
+tag_set AS (
+    INSERT INTO ingest_tag_sets (id, tags) SELECT $11, $15 FROM lock WHERE $11::text IS NOT NULL
+    ON CONFLICT (id) DO NOTHING)
+INSERT INTO ingest_entries
+    (scope, locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM lock
+ON CONFLICT (scope, locator) DO UPDATE SET
+    parent = EXCLUDED.parent, hash = EXCLUDED.hash, size = EXCLUDED.size,
+    mtime_ns = EXCLUDED.mtime_ns, status = EXCLUDED.status, reason = EXCLUDED.reason,
+    chunks = EXCLUDED.chunks, mime = EXCLUDED.mime, tags = EXCLUDED.tags,
+    shadowed = EXCLUDED.shadowed";
+
+/// The values [`PUT`] binds, owned.
+struct PutParams {
+    key: String,
+    scope_json: String,
+    tags_id: Option<String>,
+    tags_json: Option<String>,
+    shadowed: Option<String>,
+    size: i64,
+    mtime_ns: i64,
+    chunks: i64,
+    lock: i64,
+}
+
+fn put_params(scope: &Scope, entry: &CatalogEntry) -> PutParams {
     let key = scope.key();
-    let scope_json = serde_json::to_string(scope).unwrap_or_default();
     let tags_json = (!entry.tags.is_empty())
         .then(|| serde_json::to_string(&entry.tags).ok())
         .flatten();
-    let tags_id = tags_json.as_deref().map(tag_set_id);
-    let shadowed = (!entry.shadowed.is_empty())
-        .then(|| serde_json::to_string(&entry.shadowed).ok())
-        .flatten();
-    tx.execute(
-        "SELECT pg_advisory_xact_lock_shared($1)",
-        &[&scope_lock(&key)],
-    )?;
-    let old = tx
-        .query_opt(
-            &format!(
-                "SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE e.scope = $1 AND e.locator = $2"
-            ),
-            &[&key, &entry.locator],
-        )?
-        .map(|r| row_of(&r))
-        .transpose()?
-        .map(entry_of);
-    tx.execute(
-        "INSERT INTO ingest_scopes (key, scope) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-        &[&key, &scope_json],
-    )?;
-    if let (Some(id), Some(json)) = (&tags_id, &tags_json) {
-        tx.execute(
-            "INSERT INTO ingest_tag_sets (id, tags) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
-            &[id, json],
-        )?;
+    PutParams {
+        lock: scope_lock(&key),
+        scope_json: serde_json::to_string(scope).unwrap_or_default(),
+        tags_id: tags_json.as_deref().map(tag_set_id),
+        tags_json,
+        shadowed: (!entry.shadowed.is_empty())
+            .then(|| serde_json::to_string(&entry.shadowed).ok())
+            .flatten(),
+        size: to_i64(entry.size),
+        mtime_ns: to_i64(entry.mtime_ns),
+        chunks: i64::from(entry.chunks),
+        key,
     }
-    tx.execute(
-        "INSERT INTO ingest_entries
-             (scope, locator, parent, hash, size, mtime_ns, status, reason, chunks, mime, tags, shadowed)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-         ON CONFLICT (scope, locator) DO UPDATE SET
-             parent = EXCLUDED.parent, hash = EXCLUDED.hash, size = EXCLUDED.size,
-             mtime_ns = EXCLUDED.mtime_ns, status = EXCLUDED.status, reason = EXCLUDED.reason,
-             chunks = EXCLUDED.chunks, mime = EXCLUDED.mime, tags = EXCLUDED.tags,
-             shadowed = EXCLUDED.shadowed",
+}
+
+/// Run [`PUT`] for `entry` on `client` (a connection or a transaction).
+fn put_on(
+    client: &mut impl postgres::GenericClient,
+    scope: &Scope,
+    entry: &CatalogEntry,
+) -> PgResult<()> {
+    let p = put_params(scope, entry);
+    client.execute(
+        PUT,
         &[
-            &key,
+            &p.key,
             &entry.locator,
             &entry.parent,
             &entry.hash,
-            &to_i64(entry.size),
-            &to_i64(entry.mtime_ns),
+            &p.size,
+            &p.mtime_ns,
             &entry.status.as_str(),
             &entry.reason,
-            &i64::from(entry.chunks),
+            &p.chunks,
             &entry.mime,
-            &tags_id,
-            &shadowed,
+            &p.tags_id,
+            &p.shadowed,
+            &p.lock,
+            &p.scope_json,
+            &p.tags_json,
         ],
     )?;
-    Ok(old)
+    Ok(())
 }
 
 impl Catalog for PgCatalog {
@@ -500,6 +516,18 @@ impl Catalog for PgCatalog {
         })
     }
 
+    fn record_once(&self, key: &str, value: &str) -> Result<String> {
+        let key = format!("record:{key}");
+        self.try_call(|c| {
+            c.execute(
+                "INSERT INTO ingest_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                &[&key, &value],
+            )?;
+            c.query_one("SELECT value FROM ingest_meta WHERE key = $1", &[&key])?
+                .try_get(0)
+        })
+    }
+
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
         let key = scope.key();
         self.query_entries("e.scope = $1 AND e.locator = $2", &[&key, &locator])
@@ -507,11 +535,7 @@ impl Catalog for PgCatalog {
     }
 
     fn put(&self, scope: &Scope, entry: CatalogEntry) {
-        self.call((), |c| {
-            let mut tx = c.transaction()?;
-            put_in(&mut tx, scope, &entry)?;
-            tx.commit()
-        })
+        self.call((), |c| put_on(c, scope, &entry))
     }
 
     fn remove(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
@@ -891,7 +915,17 @@ impl Catalog for PgCatalog {
                  ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash",
                 &[&hash, &structure, &record.pack],
             )?;
-            let old = put_in(&mut tx, scope, &entry)?;
+            let old = tx
+                .query_opt(
+                    &format!(
+                        "SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE e.scope = $1 AND e.locator = $2"
+                    ),
+                    &[&scope.key(), &entry.locator],
+                )?
+                .map(|r| row_of(&r))
+                .transpose()?
+                .map(entry_of);
+            put_on(&mut tx, scope, &entry)?;
             tx.commit()?;
             Ok(old)
         })

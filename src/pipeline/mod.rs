@@ -258,11 +258,11 @@ pub(crate) fn run_in_turn(
     // and before the run marks the index as being written (a refused run leaves nothing to
     // repair).
     let has_content = services.records_may_predate_content();
-    crate::records::check_recipe(
-        services.data_dir(),
-        &crate::embed::Recipe::of(&services.config.chunking),
-        has_content,
-    )?;
+    let recipe = crate::embed::Recipe::of(&services.config.chunking);
+    crate::records::check_recipe(services.data_dir(), &recipe, has_content)?;
+    if services.config.catalog.is_some() {
+        crate::records::agree_on_recipe(services.catalog(), &recipe)?;
+    }
     let slot = services.runs.begin(services.data_dir(), scope)?;
     let report = run(services, inputs, scope, progress, stop, keep_lines);
     slot.end(report.is_ok())?;

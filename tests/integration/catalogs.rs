@@ -223,6 +223,24 @@ fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
         assert!(!on_a.is_empty(), "{args:?} answered nothing");
         assert_eq!(on_a, on_b, "{args:?}: node B answers otherwise");
     }
+    // A node with another model, store or recipe than the catalog's index is refused.
+    let c = sb.path("node-c");
+    let other_store = server.store_url(0, "another_collection");
+    for (args, says) in [
+        (
+            vec!["--model-variant", "int8-weights", "browse"],
+            "same model",
+        ),
+        (vec!["--no-file-cards", docs.as_str()], "same recipe"),
+    ] {
+        let out = node(&c, &catalog, &store, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let out = node(&sb.path("node-d"), &catalog, &other_store, &["browse"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("same store"), "{err}");
     // A file node A indexed, gone from the folder and synced away by node B, is gone for
     // both (nodes of one catalog release contents as one writer).
     let orchard = |data: &Path| {
