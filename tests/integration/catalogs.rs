@@ -13,7 +13,7 @@ use ingest::testing::{
     catalog_conformance, Catalog, PostgresServer, QdrantServer, SqliteCatalog, QDRANT_SKIPPED,
 };
 use ingest::CatalogUrl;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::{json_lines, Sandbox};
 
@@ -329,5 +329,77 @@ impl ConcatText for Vec<Value> {
             .map(Value::to_string)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+#[test]
+fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
+    use crate::service::{job_of, Client, Service, ALICE, BOB};
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let Some(server) = QdrantServer::start() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return;
+    };
+    let catalog = pg.database("serve");
+    let store = server.store_url(0, "shared_serve");
+    let (sa, sb) = (Sandbox::new(), Sandbox::new());
+    let args = ["--catalog", catalog.as_str(), "--store", store.as_str()];
+    let (a, b) = (
+        Service::start_with(&sa, "", &args),
+        Service::start_with(&sb, "", &args),
+    );
+    let (alice_a, alice_b) = (Client::new(&a, Some(ALICE)), Client::new(&b, Some(ALICE)));
+    let (status, answer) = alice_a.upload(
+        "notes/ferry.txt",
+        b"The ferry to Skerry Point leaves at dawn; the timetable is pinned in the harbour office.",
+    );
+    assert_eq!(status, 202, "{answer}");
+    let job = alice_a.wait_job(&job_of(&answer));
+    assert_eq!(job["state"], "indexed", "{job}");
+    // Node B, which never saw the upload, answers the same key alike.
+    let hits_a = alice_a.search("when does the ferry leave", 5);
+    let hits_b = alice_b.search("when does the ferry leave", 5);
+    assert!(!hits_b.is_empty(), "node B found nothing");
+    let locators =
+        |hits: &[Value]| -> Vec<Value> { hits.iter().map(|h| h["locator"].clone()).collect() };
+    assert_eq!(locators(&hits_a), locators(&hits_b));
+    let tool = |c: &Client, name: &str, args: Value| {
+        c.post(
+            &format!("/v1/tools/{name}"),
+            "application/json",
+            args.to_string().as_bytes(),
+        )
+    };
+    let locator = hits_b[0]["locator"].as_str().unwrap().to_string();
+    for (name, args) in [
+        ("browse_container", json!({})),
+        ("read_content_objects", json!({ "locator": locator })),
+    ] {
+        let (sa_, on_a) = tool(&alice_a, name, args.clone());
+        let (sb_, on_b) = tool(&alice_b, name, args);
+        assert_eq!((sa_, sb_), (200, 200), "{name}: {on_a} / {on_b}");
+        assert_eq!(on_a, on_b, "{name}: node B answers otherwise");
+    }
+    let (_, read) = tool(
+        &alice_b,
+        "read_content_objects",
+        json!({ "locator": locator }),
+    );
+    assert!(read.to_string().contains("timetable is pinned"), "{read}");
+    // Another key of the same mandate sees nothing of it on either node, answered as if
+    // nothing were there.
+    for node in [&a, &b] {
+        let bob = Client::new(node, Some(BOB));
+        assert!(bob.search("when does the ferry leave", 5).is_empty());
+        let (s1, theirs) = tool(&bob, "read_content_objects", json!({ "locator": locator }));
+        let missing = locator.replace("ferry", "fairy");
+        let (s2, none) = tool(&bob, "read_content_objects", json!({ "locator": missing }));
+        assert_eq!(s1, s2);
+        assert_eq!(
+            theirs.to_string().replace("ferry", "X"),
+            none.to_string().replace("fairy", "X")
+        );
     }
 }
