@@ -1305,6 +1305,27 @@ pub trait Catalog: Send + Sync {
     /// The last run that ended, if any.
     fn last_run(&self) -> Option<LastRun>;
 
+    /// Record upload job `id` of the scope with key `scope` (its record as JSON; `ended_at`
+    /// once it ended) where every node reads it. Only a shared catalog keeps job records:
+    /// the embedded one has nothing to share (the data dir's job files are the record).
+    fn put_job(
+        &self,
+        _id: &str,
+        _scope: &str,
+        _record: &str,
+        _ended_at: Option<f64>,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    /// The record [`Catalog::put_job`] keeps for job `id`, if any.
+    fn job(&self, _id: &str) -> Option<String> {
+        None
+    }
+
+    /// Forget the job records of jobs that ended before `t` (seconds since the epoch).
+    fn forget_jobs_ended_before(&self, _t: f64) {}
+
     fn set_last_run(&self, run: LastRun);
 
     /// The value recorded under `key` (how the index is made: its store, model, recipe),

@@ -42,9 +42,10 @@ use super::{Catalog, Holders};
 use crate::error::{Error, Result};
 
 /// The schema, by version: each step applied once, in order, in one transaction.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    r#"
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        r#"
 CREATE TABLE ingest_scopes (
     key TEXT PRIMARY KEY,
     scope TEXT NOT NULL
@@ -81,7 +82,20 @@ CREATE TABLE ingest_contents (
     pack BYTEA NOT NULL
 );
 "#,
-)];
+    ),
+    (
+        2,
+        r#"
+CREATE TABLE ingest_jobs (
+    id TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    record TEXT NOT NULL,
+    ended_at DOUBLE PRECISION
+);
+CREATE INDEX ingest_jobs_ended ON ingest_jobs (ended_at) WHERE ended_at IS NOT NULL;
+"#,
+    ),
+];
 
 /// The advisory lock key that serializes schema changes among nodes.
 const MIGRATION_LOCK: i64 = 0x696e_6765_7374_0001;
@@ -253,7 +267,7 @@ impl PgCatalog {
             Err(newer) => {
                 return Err(catalog.error(format!(
                     "schema version {newer} is newer than this ingest knows ({}): a newer ingest migrated it",
-                    MIGRATIONS.len()
+                    MIGRATIONS.iter().map(|(v, _)| *v).max().unwrap_or(0)
                 )))
             }
         };
@@ -385,12 +399,14 @@ fn migrate(c: &mut Client) -> PgResult<std::result::Result<usize, i32>> {
         .query_one("SELECT max(version) FROM ingest_migrations", &[])?
         .try_get(0)?;
     let current = current.unwrap_or(0);
-    let latest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
+    let latest = MIGRATIONS.iter().map(|(v, _)| *v).max().unwrap_or(0);
     if current > latest {
         return Ok(Err(current));
     }
     let mut applied = 0;
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    let mut pending: Vec<&(i32, &str)> = MIGRATIONS.iter().filter(|(v, _)| *v > current).collect();
+    pending.sort_by_key(|(v, _)| *v);
+    for (version, sql) in pending {
         tx.batch_execute(sql)?;
         tx.execute(
             "INSERT INTO ingest_migrations (version) VALUES ($1)",
@@ -511,6 +527,32 @@ impl Catalog for PgCatalog {
                 "INSERT INTO ingest_meta (key, value) VALUES ('last_run', $1)
                  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                 &[&json],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn put_job(&self, id: &str, scope: &str, record: &str, ended_at: Option<f64>) -> Result<()> {
+        self.try_call(|c| {
+            c.execute(
+                "INSERT INTO ingest_jobs (id, scope, record, ended_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, ended_at = EXCLUDED.ended_at",
+                &[&id, &scope, &record, &ended_at],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn job(&self, id: &str) -> Option<String> {
+        self.strings("SELECT record FROM ingest_jobs WHERE id = $1", &[&id])
+            .pop()
+    }
+
+    fn forget_jobs_ended_before(&self, t: f64) {
+        self.call((), |c| {
+            c.execute(
+                "DELETE FROM ingest_jobs WHERE ended_at IS NOT NULL AND ended_at < $1",
+                &[&t],
             )
             .map(|_| ())
         })

@@ -343,8 +343,30 @@ pub(crate) fn records_dir(data: &DataDir) -> PathBuf {
     data.upload_jobs()
 }
 
-/// Write `record` durably (a temporary file renamed over the old one, both synced).
-pub(crate) fn save(data: &DataDir, record: &JobRecord) -> Result<()> {
+/// Write `record` durably (a temporary file renamed over the old one, both synced), and
+/// where every node reads it when the catalog is shared ([`crate::index::Catalog::put_job`]).
+pub(crate) fn save(
+    data: &DataDir,
+    catalog: &dyn crate::index::Catalog,
+    record: &JobRecord,
+) -> Result<()> {
+    save_file(data, record)?;
+    let json = serde_json::to_string(record).map_err(|e| Error::Pipeline(e.to_string()))?;
+    catalog.put_job(
+        record.status.id.as_str(),
+        &record.scope.key(),
+        &json,
+        record.status.finished_at,
+    )
+}
+
+/// The record a shared catalog keeps of job `id`, if any.
+pub(crate) fn shared_record(catalog: &dyn crate::index::Catalog, id: &JobId) -> Option<JobRecord> {
+    serde_json::from_str(&catalog.job(id.as_str())?).ok()
+}
+
+/// Write `record`'s file in the data dir.
+fn save_file(data: &DataDir, record: &JobRecord) -> Result<()> {
     let dir = records_dir(data);
     let path = dir.join(format!("{}.json", record.status.id));
     let tmp = path.with_extension("json.tmp");

@@ -269,6 +269,7 @@ impl Uploads {
         });
         let records = jobs::load_all(&shared.data)?;
         let oldest = jobs::now() - shared.config.keep_ended.as_secs_f64();
+        shared.ing.catalog().forget_jobs_ended_before(oldest);
         let mut state = lock(&shared.state);
         let mut resumed = 0;
         for mut record in records {
@@ -298,7 +299,7 @@ impl Uploads {
                     job.record.status.state = JobState::Failed;
                     job.record.status.reason = Some("its spooled body was lost".into());
                     job.record.status.finished_at = Some(jobs::now());
-                    let _ = jobs::save(&shared.data, &job.record);
+                    let _ = jobs::save(&shared.data, shared.ing.catalog(), &job.record);
                 }
                 continue;
             }
@@ -491,7 +492,7 @@ impl Uploads {
                 .or_else(|| shared.config.limits.clone()),
             tags,
         };
-        if let Err(e) = jobs::save(&shared.data, &record) {
+        if let Err(e) = jobs::save(&shared.data, shared.ing.catalog(), &record) {
             let _ = std::fs::remove_file(&spooled.path);
             return Err(e);
         }
@@ -502,7 +503,13 @@ impl Uploads {
     /// Job `id` as `scope` sees it: `None` when it does not exist or is another owner's.
     pub fn job(&self, id: &JobId, scope: &Scope) -> Option<JobStatus> {
         let state = lock(&self.shared.state);
-        let job = state.jobs.get(id)?;
+        let Some(job) = state.jobs.get(id) else {
+            drop(state);
+            // Another node's job, when the catalog is shared: its record as that node last
+            // wrote it (accepted, then ended).
+            let record = jobs::shared_record(self.shared.ing.catalog(), id)?;
+            return crate::access::same_principal(&record.scope, scope).then_some(record.status);
+        };
         if !crate::access::same_principal(&job.record.scope, scope) {
             return None;
         }
@@ -682,7 +689,7 @@ impl Uploads {
             limits: None,
             tags: Vec::new(),
         };
-        jobs::save(&shared.data, &record)?;
+        jobs::save(&shared.data, shared.ing.catalog(), &record)?;
         Ok(shared.add(&mut state, record))
     }
 

@@ -290,7 +290,7 @@ impl Shared {
             job.record.status.reason = Some(reason);
         }
         self.metrics.job_ended(&job.record.status);
-        if let Err(e) = jobs::save(&self.data, &job.record) {
+        if let Err(e) = jobs::save(&self.data, self.ing.catalog(), &job.record) {
             tracing::error!("recording the end of job {id}: {e}");
         }
         if job.record.status.kind == JobKind::Upload {

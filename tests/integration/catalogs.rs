@@ -72,7 +72,7 @@ fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
     // A schema newer than this build knows is refused, not written to.
     client
         .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
@@ -356,8 +356,22 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
         b"The ferry to Skerry Point leaves at dawn; the timetable is pinned in the harbour office.",
     );
     assert_eq!(status, 202, "{answer}");
-    let job = alice_a.wait_job(&job_of(&answer));
+    let id = job_of(&answer);
+    let job = alice_a.wait_job(&id);
     assert_eq!(job["state"], "indexed", "{job}");
+    // Its status is known to node B too; another key is answered as for no such job.
+    let (status, on_b) = alice_b.get(&format!("/v1/jobs/{id}"));
+    assert_eq!(status, 200, "{on_b}");
+    assert_eq!(on_b, job, "node B reports the job otherwise");
+    let bob_b = Client::new(&b, Some(BOB));
+    let (s1, theirs) = bob_b.get(&format!("/v1/jobs/{id}"));
+    let unknown = format!("{}{}", &id[..11], "0".repeat(32));
+    let (s2, none) = bob_b.get(&format!("/v1/jobs/{unknown}"));
+    assert_eq!(
+        (s1, theirs.to_string().replace(&id, "X")),
+        (s2, none.to_string().replace(&unknown, "X"))
+    );
+    assert_eq!(s1, 404);
     // Node B, which never saw the upload, answers the same key alike.
     let hits_a = alice_a.search("when does the ferry leave", 5);
     let hits_b = alice_b.search("when does the ferry leave", 5);
