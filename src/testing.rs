@@ -450,6 +450,55 @@ impl PostgresServer {
         }
     }
 
+    /// Stop the server this launched (fast shutdown: connections are cut), as an outage.
+    pub fn stop(&self) -> std::result::Result<(), String> {
+        let Some((dir, _, _)) = &self.cluster else {
+            return Err("not launched here".into());
+        };
+        let data = dir.join("data");
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        )
+    }
+
+    /// Start it again after [`PostgresServer::stop`] (same port, same data).
+    pub fn restart(&self) -> std::result::Result<(), String> {
+        let Some((dir, _, _)) = &self.cluster else {
+            return Err("not launched here".into());
+        };
+        let port = self
+            .base
+            .rsplit_once(':')
+            .and_then(|(_, rest)| rest.split('/').next())
+            .unwrap_or_default()
+            .to_string();
+        let data = dir.join("data");
+        let options = format!("-k {} -p {port} -h 127.0.0.1", dir.display());
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-l".as_ref(),
+                dir.join("log").as_os_str(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "120".as_ref(),
+                "start".as_ref(),
+            ],
+        )
+    }
+
     /// A fresh database on the server, by its URL (`postgres://…/NAME`).
     #[allow(clippy::panic)] // a test helper
     pub fn database(&self, name: &str) -> String {

@@ -50,6 +50,44 @@ fn the_postgres_catalog_conforms_and_nodes_share_it() {
 }
 
 #[test]
+fn a_postgres_outage_fails_the_save_and_the_catalog_reconnects_after_it() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let url = pg
+        .database("outage")
+        .replacen("ingest@", "ingest:sekrit@", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let c = pg_catalog(&url, dir.path());
+    let scope = ingest::Scope::user("u");
+    let entry =
+        |n: u32| ingest::testing::CatalogEntry::indexed(format!("/o/{n}.txt"), None, "h", 1, 1, n);
+    c.put(&scope, entry(1));
+    c.save().unwrap();
+    if let Err(e) = pg.stop() {
+        eprintln!("SKIPPED: cannot stop the test server ({e})");
+        return;
+    }
+    // Writes and reads during the outage answer nothing and fail the next save, which names
+    // the server and not its password.
+    c.put(&scope, entry(2));
+    assert!(c.get(&scope, "/o/1.txt").is_none());
+    let err = c.save().unwrap_err().to_string();
+    assert!(err.contains("postgres://ingest@127.0.0.1:"), "{err}");
+    assert!(!err.contains("sekrit"), "{err}");
+    pg.restart().unwrap();
+    // The next call connects again; what was written before the outage is there.
+    assert_eq!(c.get(&scope, "/o/1.txt"), Some(entry(1)));
+    c.put(&scope, entry(3));
+    c.save().unwrap();
+    assert_eq!(
+        c.len_of(&scope),
+        2,
+        "the write during the outage is not recorded"
+    );
+}
+
+#[test]
 fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
     let Some(pg) = PostgresServer::start() else {
         return;
