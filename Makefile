@@ -107,3 +107,10 @@ format-fixtures:
 .PHONY: hostile-fixtures
 hostile-fixtures:
 	python3 scripts/make-hostile-fixtures.py
+
+## One `ingest serve` node against three sharing a PostgreSQL catalog and a 3-node Qdrant
+## cluster: uploads/s and upload-to-searchable latency (benches/nodes/run.sh; docs/OPERATIONS.md).
+.PHONY: bench-nodes
+bench-nodes: models postgres build
+	INGEST_BIN=$(BIN) bash benches/nodes/run.sh $(or $(UPLOADS),300) $(or $(CONC),12)
+

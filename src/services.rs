@@ -78,7 +78,11 @@ impl Services {
             // A shared catalog's first node says what its index is made with; the others
             // follow (a model given otherwise is refused), before their own records are
             // written, so a node refused once is not left with a wrong record.
-            let store = crate::records::store_name(config.server.as_ref());
+            // The collection, not the address: nodes of a cluster each talk to a peer.
+            let store = config.server.as_ref().map_or_else(
+                || crate::records::store_name(None),
+                |s| format!("qdrant collection {}", s.collection),
+            );
             crate::records::agree_with_catalog(catalog.as_ref(), "store", &store)?;
             let model = config.model_variant.unwrap_or_default();
             crate::records::agree_with_catalog(catalog.as_ref(), "model", model.name()).or_else(

@@ -338,6 +338,17 @@ fn take_index(
         });
         match attempt {
             Ok(i) => return Ok(i),
+            // A refused configuration is not a busy data dir: said at once, as it is.
+            Err(e)
+                if e.chain().any(|c| {
+                    matches!(
+                        c.downcast_ref::<ingest::Error>(),
+                        Some(ingest::Error::Config(_))
+                    )
+                }) =>
+            {
+                return Err(e)
+            }
             Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
