@@ -835,7 +835,9 @@ impl Catalog for PgCatalog {
                 return Ok(None);
             };
             crate::perms::create_dir(&self.cache)?;
-            let tmp = path.with_extension(format!("pack.{}.tmp", std::process::id()));
+            // Unique per call: two threads may copy the same pack at once.
+            let tmp =
+                path.with_extension(format!("pack.{:032x}.tmp", crate::access::random_u128()));
             crate::perms::write_file(&tmp, &bytes)?;
             std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
         }
