@@ -401,22 +401,7 @@ impl PostgresServer {
             ],
         )?;
         let port = free_ports(1).first().copied().ok_or("no free port")?;
-        let options = format!("-k {} -p {port} -h 127.0.0.1", dir.display());
-        server.run(
-            "pg_ctl",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-o".as_ref(),
-                options.as_ref(),
-                "-l".as_ref(),
-                dir.join("log").as_os_str(),
-                "-w".as_ref(),
-                "-t".as_ref(),
-                "120".as_ref(),
-                "start".as_ref(),
-            ],
-        )?;
+        server.pg_start(&port.to_string())?;
         let mut server = server;
         server.base = format!("postgres://ingest@127.0.0.1:{port}/postgres");
         Ok(server)
@@ -471,15 +456,24 @@ impl PostgresServer {
 
     /// Start it again after [`PostgresServer::stop`] (same port, same data).
     pub fn restart(&self) -> std::result::Result<(), String> {
-        let Some((dir, _, _)) = &self.cluster else {
+        if self.cluster.is_none() {
             return Err("not launched here".into());
-        };
+        }
         let port = self
             .base
             .rsplit_once(':')
             .and_then(|(_, rest)| rest.split('/').next())
             .unwrap_or_default()
             .to_string();
+        self.pg_start(&port)
+    }
+
+    /// `pg_ctl start` of the cluster this launched, on `port` (loopback; its socket in the
+    /// cluster's folder), waiting until it accepts connections.
+    fn pg_start(&self, port: &str) -> std::result::Result<(), String> {
+        let Some((dir, _, _)) = &self.cluster else {
+            return Err("not launched here".into());
+        };
         let data = dir.join("data");
         let options = format!("-k {} -p {port} -h 127.0.0.1", dir.display());
         self.run(

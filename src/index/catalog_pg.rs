@@ -118,12 +118,6 @@ pub struct CatalogUrl {
     shown: String,
 }
 
-impl PartialEq for CatalogUrl {
-    fn eq(&self, other: &Self) -> bool {
-        self.shown == other.shown && format!("{:?}", self.config) == format!("{:?}", other.config)
-    }
-}
-
 impl std::str::FromStr for CatalogUrl {
     type Err = Error;
 
