@@ -20,8 +20,8 @@ pub use crate::unpack::{
 
 /// The index's internals, for checks on what is stored.
 pub use crate::index::{
-    Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite, PgCatalog,
-    PointRecord, ShadowedMember, SqliteCatalog, StoredContent,
+    Catalog, CatalogEntry, EdgeIndex, EntryStatus, ExportedPoint, IndexRead, IndexWrite, JobRow,
+    PgCatalog, PointRecord, ShadowedMember, SqliteCatalog, StoredContent,
 };
 
 /// A ZIP archive of `entries` (name, bytes), deflated, in memory.
@@ -243,6 +243,22 @@ impl QdrantServer {
     pub fn rest(&self, n: usize, path: &str) -> Option<String> {
         http_get(*self.http.get(n)?, path)
     }
+
+    /// The exact number of points in `collection` (asked of node `n`).
+    pub fn count_points(&self, n: usize, collection: &str) -> Option<u64> {
+        let body = r#"{"exact":true}"#;
+        let response = http_request(
+            *self.http.get(n)?,
+            "POST",
+            &format!("/collections/{collection}/points/count"),
+            body,
+        )?;
+        // The body's JSON (a chunked answer's object lies between its chunk sizes).
+        let body = response.get(response.find("\r\n\r\n")?..)?;
+        let json = body.get(body.find('{')?..=body.rfind('}')?)?;
+        let value: serde_json::Value = serde_json::from_str(json).ok()?;
+        value.pointer("/result/count")?.as_u64()
+    }
 }
 
 impl Drop for QdrantServer {
@@ -269,13 +285,20 @@ fn free_ports(n: usize) -> Vec<u16> {
 
 /// A plain HTTP/1.1 GET on loopback; the whole response.
 fn http_get(port: u16, path: &str) -> Option<String> {
+    http_request(port, "GET", path, "")
+}
+
+/// A plain HTTP/1.1 request on loopback (a JSON `body` when not empty); the whole response.
+fn http_request(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
     use std::io::Read;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .ok()?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     )
     .ok()?;
     let mut out = String::new();

@@ -28,7 +28,8 @@ run() {  # $1 = nodes, $2 = database
   psql_create "$db"
   for i in $(seq 0 $((n-1))); do
     local d="$WORK/n$n-$i"; mkdir -p "$d"
-    printf '[[api_keys]]\nkey = "%s"\nuser = "bench"\nmandate = "m"\n' "$KEY" > "$d/ingest.toml"
+    mkdir -p "$WORK/spool-$db"
+    printf 'spool_dir = "%s"\n[[api_keys]]\nkey = "%s"\nuser = "bench"\nmandate = "m"\n' "$WORK/spool-$db" "$KEY" > "$d/ingest.toml"
     "$BIN" serve --listen 127.0.0.1:0 --config "$d/ingest.toml" --data-dir "$d/data" \
       --catalog "postgres://ingest@127.0.0.1:25432/$db" \
       --store "qdrant://127.0.0.1:$((27334 + 10*i))/bench_$db" > "$d/out" 2> "$d/err" &

@@ -10,6 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -1287,6 +1288,22 @@ impl Db {
     }
 }
 
+/// An upload job's row in a shared catalog ([`Catalog::put_job`]).
+#[derive(Debug, Clone, Copy)]
+pub struct JobRow<'a> {
+    /// The job's id.
+    pub id: &'a str,
+    /// Its scope's key.
+    pub scope: &'a str,
+    /// What orders it after other jobs: a hash of its scope's key and the top-level name it
+    /// runs on.
+    pub name_key: &'a str,
+    /// Its record, as JSON.
+    pub record: &'a str,
+    /// When it ended (seconds since the epoch).
+    pub ended_at: Option<f64>,
+}
+
 /// What the pipeline, the tools, the upload queue and the workflows know of the catalog:
 /// the one interface to it. Every operation takes what it needs for itself (no lock is
 /// handed out); those that must see and change the catalog in one step across scopes
@@ -1305,16 +1322,16 @@ pub trait Catalog: Send + Sync {
     /// The last run that ended, if any.
     fn last_run(&self) -> Option<LastRun>;
 
-    /// Record upload job `id` of the scope with key `scope` (its record as JSON; `ended_at`
-    /// once it ended) where every node reads it. Only a shared catalog keeps job records:
-    /// the embedded one has nothing to share (the data dir's job files are the record).
-    fn put_job(
-        &self,
-        _id: &str,
-        _scope: &str,
-        _record: &str,
-        _ended_at: Option<f64>,
-    ) -> Result<()> {
+    /// Whether this catalog is the upload queue of many nodes: job records live in it
+    /// ([`Catalog::put_job`]) and every node claims jobs from it ([`Catalog::claim_jobs`]).
+    /// The embedded catalog is not: its node's data dir keeps the job files.
+    fn shares_jobs(&self) -> bool {
+        false
+    }
+
+    /// Record an upload job where every node reads it (inserted unclaimed; its record
+    /// replaced while it has not ended, never after). Only a shared catalog keeps job rows.
+    fn put_job(&self, _job: &JobRow<'_>) -> Result<()> {
         Ok(())
     }
 
@@ -1325,6 +1342,30 @@ pub trait Catalog: Send + Sync {
 
     /// Forget the job records of jobs that ended before `t` (seconds since the epoch).
     fn forget_jobs_ended_before(&self, _t: f64) {}
+
+    /// Claim for node `node`, under a lease of `lease`, up to `limit` open jobs nobody holds
+    /// (never claimed, released, or their holder's lease ran out: a node that died), oldest
+    /// first; a job waits while an older open job on the same name is another node's, so the
+    /// jobs of one name run in the order they were accepted. Their records (JSON).
+    fn claim_jobs(&self, _node: &str, _lease: Duration, _limit: usize) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    /// Extend the lease of every open job `node` holds.
+    fn renew_jobs(&self, _node: &str, _lease: Duration) -> Result<()> {
+        Ok(())
+    }
+
+    /// Give up every open job `node` holds, for another node to claim at once (a node
+    /// stopping with jobs not ended).
+    fn release_jobs(&self, _node: &str) -> Result<()> {
+        Ok(())
+    }
+
+    /// Open jobs (not ended, on any node) of the scopes with these keys.
+    fn open_jobs(&self, _scopes: &[String]) -> Result<u64> {
+        Ok(0)
+    }
 
     fn set_last_run(&self, run: LastRun);
 

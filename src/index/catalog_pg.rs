@@ -38,7 +38,7 @@ use super::catalog::{
     bounded_holders, entry_of_row, to_i64, to_u64, CatalogEntry, CatalogStats, LastRun,
 };
 use super::objects::{ContentRecord, PackReader};
-use super::{Catalog, Holders};
+use super::{Catalog, Holders, JobRow};
 use crate::error::{Error, Result};
 
 /// The schema, by version: each step applied once, in order, in one transaction.
@@ -95,7 +95,42 @@ CREATE TABLE ingest_jobs (
 CREATE INDEX ingest_jobs_ended ON ingest_jobs (ended_at) WHERE ended_at IS NOT NULL;
 "#,
     ),
+    (
+        3,
+        r#"
+ALTER TABLE ingest_jobs
+    ADD COLUMN name_key TEXT,
+    ADD COLUMN owner TEXT,
+    ADD COLUMN lease_until TIMESTAMPTZ;
+CREATE INDEX ingest_jobs_open ON ingest_jobs (id) WHERE ended_at IS NULL;
+CREATE INDEX ingest_jobs_open_names ON ingest_jobs (name_key) WHERE ended_at IS NULL;
+CREATE INDEX ingest_jobs_open_scopes ON ingest_jobs (scope) WHERE ended_at IS NULL;
+"#,
+    ),
 ];
+
+/// The advisory lock key that serializes claims of jobs among nodes (a claim reads which
+/// names other nodes hold, then takes jobs: two claims at once could both take one name).
+const QUEUE_LOCK: i64 = 0x696e_6765_7374_0002;
+
+/// Claim up to `$3` open jobs for node `$1` under a lease of `$2` seconds (see
+/// [`Catalog::claim_jobs`]); run under [`QUEUE_LOCK`].
+const CLAIM: &str = "
+UPDATE ingest_jobs j SET owner = $1, lease_until = now() + make_interval(secs => $2)
+FROM (
+    SELECT c.id FROM ingest_jobs c
+    WHERE c.ended_at IS NULL
+      AND (c.owner IS NULL OR c.lease_until < now())
+      AND NOT EXISTS (
+          SELECT 1 FROM ingest_jobs o
+          WHERE o.ended_at IS NULL AND o.name_key = c.name_key AND o.id < c.id
+            AND NOT (o.owner IS NOT DISTINCT FROM $1 AND o.lease_until >= now()))
+    ORDER BY c.id
+    LIMIT $3
+    FOR UPDATE OF c SKIP LOCKED
+) picked
+WHERE j.id = picked.id
+RETURNING j.record";
 
 /// The advisory lock key that serializes schema changes among nodes.
 const MIGRATION_LOCK: i64 = 0x696e_6765_7374_0001;
@@ -526,12 +561,25 @@ impl Catalog for PgCatalog {
         })
     }
 
-    fn put_job(&self, id: &str, scope: &str, record: &str, ended_at: Option<f64>) -> Result<()> {
+    fn shares_jobs(&self) -> bool {
+        true
+    }
+
+    fn put_job(&self, job: &JobRow<'_>) -> Result<()> {
+        let JobRow {
+            id,
+            scope,
+            name_key,
+            record,
+            ended_at,
+        } = *job;
         self.try_call(|c| {
             c.execute(
-                "INSERT INTO ingest_jobs (id, scope, record, ended_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, ended_at = EXCLUDED.ended_at",
-                &[&id, &scope, &record, &ended_at],
+                "INSERT INTO ingest_jobs (id, scope, name_key, record, ended_at)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, ended_at = EXCLUDED.ended_at
+                 WHERE ingest_jobs.ended_at IS NULL",
+                &[&id, &scope, &name_key, &record, &ended_at],
             )
             .map(|_| ())
         })
@@ -540,6 +588,62 @@ impl Catalog for PgCatalog {
     fn job(&self, id: &str) -> Option<String> {
         self.strings("SELECT record FROM ingest_jobs WHERE id = $1", &[&id])
             .pop()
+    }
+
+    fn claim_jobs(&self, node: &str, lease: Duration, limit: usize) -> Result<Vec<String>> {
+        let (lease, limit) = (
+            lease.as_secs_f64(),
+            i64::try_from(limit).unwrap_or(i64::MAX),
+        );
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.try_call(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute(&format!("SELECT pg_advisory_xact_lock({QUEUE_LOCK})"), &[])?;
+            let records = tx
+                .query(CLAIM, &[&node, &lease, &limit])?
+                .iter()
+                .map(|r| r.try_get::<_, String>(0))
+                .collect::<PgResult<Vec<String>>>()?;
+            tx.commit()?;
+            Ok(records)
+        })
+    }
+
+    fn renew_jobs(&self, node: &str, lease: Duration) -> Result<()> {
+        let lease = lease.as_secs_f64();
+        self.try_call(|c| {
+            c.execute(
+                "UPDATE ingest_jobs SET lease_until = now() + make_interval(secs => $2)
+                 WHERE owner = $1 AND ended_at IS NULL",
+                &[&node, &lease],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn release_jobs(&self, node: &str) -> Result<()> {
+        self.try_call(|c| {
+            c.execute(
+                "UPDATE ingest_jobs SET owner = NULL, lease_until = NULL
+                 WHERE owner = $1 AND ended_at IS NULL",
+                &[&node],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn open_jobs(&self, scopes: &[String]) -> Result<u64> {
+        self.try_call(|c| {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM ingest_jobs WHERE ended_at IS NULL AND scope = ANY($1)",
+                    &[&scopes],
+                )?
+                .try_get(0)?;
+            Ok(n.max(0) as u64)
+        })
     }
 
     fn forget_jobs_ended_before(&self, t: f64) {

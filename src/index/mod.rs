@@ -38,7 +38,7 @@ use extractors::Scope;
 
 pub(crate) use catalog::{entry_card_key, MAX_HOLDERS};
 pub use catalog::{
-    holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, LastRun, ShadowedMember,
+    holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, JobRow, LastRun, ShadowedMember,
     SqliteCatalog,
 };
 pub use catalog_pg::{CatalogUrl, PgCatalog};

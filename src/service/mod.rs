@@ -101,6 +101,14 @@ pub struct ServiceConfig {
     /// out, per key: a key's oldest are evicted past it, never another's (default 1 GiB; 0
     /// keeps none).
     pub max_kept_archive_bytes: Option<u64>,
+    /// Where upload bodies wait for their jobs. With a shared catalog (`--catalog
+    /// postgres://…`) a folder every node reads and writes (an NFS mount), required: any
+    /// node may run a job another received. Default: the data dir's `uploads/spool`.
+    pub spool_dir: Option<std::path::PathBuf>,
+    /// With a shared catalog: how long a node's claim on an upload job lasts unless renewed
+    /// (every quarter of it); a node that died gives its jobs to the others this long after
+    /// its last renewal (default 30, at least 1).
+    pub job_lease_secs: Option<u64>,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: Option<usize>,
     /// Connections one peer address may hold open (default a quarter of `max_connections`;
@@ -384,6 +392,7 @@ impl ServiceConfig {
                 self.max_open_jobs_per_key.map(|v| v as u64),
             ),
             ("max_queries", self.max_queries.map(|v| v as u64)),
+            ("job_lease_secs", self.job_lease_secs),
             (
                 "max_queries_per_key",
                 self.max_queries_per_key.map(|v| v as u64),
@@ -447,6 +456,10 @@ impl ServiceConfig {
             max_kept_bytes: self.max_kept_archive_bytes.unwrap_or(d.max_kept_bytes),
             max_files_per_scope: self.max_files_per_key.unwrap_or(d.max_files_per_scope),
             limits: self.limits.clone(),
+            spool_dir: self.spool_dir.clone(),
+            job_lease: self
+                .job_lease_secs
+                .map_or(d.job_lease, std::time::Duration::from_secs),
         }
     }
 }

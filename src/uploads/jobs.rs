@@ -5,6 +5,10 @@
 //! again (its spooled body is kept until then), so nothing accepted is lost. The stages in
 //! between (`extracted`, `embedding`) are kept in memory only: after a restart the job starts
 //! over and passes them again.
+//!
+//! With a catalog shared by many nodes the record is the job's row in the catalog instead
+//! (its stages written there too, as they change), and the catalog is the queue: see
+//! [`super::runner`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -343,21 +347,37 @@ pub(crate) fn records_dir(data: &DataDir) -> PathBuf {
     data.upload_jobs()
 }
 
-/// Write `record` durably (a temporary file renamed over the old one, both synced), and
-/// where every node reads it when the catalog is shared ([`crate::index::Catalog::put_job`]).
+/// Write `record` durably: where every node reads it when the catalog is the queue of many
+/// nodes ([`crate::index::Catalog::shares_jobs`]: its row there is the record), else in the
+/// data dir (a temporary file renamed over the old one, both synced).
 pub(crate) fn save(
     data: &DataDir,
     catalog: &dyn crate::index::Catalog,
     record: &JobRecord,
 ) -> Result<()> {
-    save_file(data, record)?;
+    if !catalog.shares_jobs() {
+        return save_file(data, record);
+    }
     let json = serde_json::to_string(record).map_err(|e| Error::Pipeline(e.to_string()))?;
-    catalog.put_job(
-        record.status.id.as_str(),
-        &record.scope.key(),
-        &json,
-        record.status.finished_at,
-    )
+    let scope = record.scope.key();
+    let name_key = name_key(&scope, &record.status.locator);
+    catalog.put_job(&crate::index::JobRow {
+        id: record.status.id.as_str(),
+        scope: &scope,
+        name_key: &name_key,
+        record: &json,
+        ended_at: record.status.finished_at,
+    })
+}
+
+/// What orders the jobs of one name in a shared queue: a hash of the scope's key and the
+/// top-level name the job runs on (the name itself is data and stays out of the key).
+pub(crate) fn name_key(scope_key: &str, locator: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(scope_key.as_bytes());
+    h.update(&[0]);
+    h.update(super::runner::top_name(locator).as_bytes());
+    h.finalize().to_hex().to_string()
 }
 
 /// The record a shared catalog keeps of job `id`, if any.

@@ -36,6 +36,7 @@ mod async_uploads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ pub use async_uploads::AsyncUploads;
 pub use jobs::{FileLine, JobId, JobKind, JobState, JobStatus};
 
 pub use crate::names::{upload_name, MAX_NAME_BYTES, MAX_NAME_SEGMENTS, MAX_SEGMENT_BYTES};
-use jobs::{JobLines, JobRecord};
+use jobs::JobRecord;
 pub(crate) use runner::top_name;
 use runner::{Job, Shared, State};
 pub(crate) use spool::kept_path;
@@ -92,6 +93,13 @@ pub struct UploadsConfig {
     /// Limits for every upload's container tree (an upload's own
     /// [`UploadOptions::limits`] win); `None`: the ingestor's.
     pub limits: Option<crate::Limits>,
+    /// Where upload bodies wait for their jobs: a folder every node of a shared catalog
+    /// reads and writes (an NFS or SMB mount), required with one; `None`: the data dir's.
+    pub spool_dir: Option<PathBuf>,
+    /// How long a node's claim on a job of a shared queue lasts without being renewed (it
+    /// renews every quarter of it): a node that died gives its jobs to the others this long
+    /// after its last renewal.
+    pub job_lease: Duration,
 }
 
 impl Default for UploadsConfig {
@@ -107,6 +115,8 @@ impl Default for UploadsConfig {
             max_kept_bytes: 1 << 30,
             max_files_per_scope: 500_000,
             limits: None,
+            spool_dir: None,
+            job_lease: Duration::from_secs(30),
         }
     }
 }
@@ -223,6 +233,25 @@ impl Drop for Reservation {
     }
 }
 
+/// This process's name in a shared queue: its host, its pid and random bits (a restarted
+/// node is a new one; what the old one held is claimed after its lease).
+fn node_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_graphic())
+                .take(64)
+                .collect()
+        })
+        .unwrap_or_else(|_| String::from("node"));
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        crate::access::random_u128() as u32
+    )
+}
+
 /// A scope's key without its shared flag: one caller, shared uploads or not.
 fn principal_key(scope: &Scope) -> String {
     Scope {
@@ -252,24 +281,55 @@ fn stored_locator(locator: &str) -> String {
 impl Uploads {
     /// Start the queue on `ingestor`'s data directory: jobs a previous process accepted and
     /// did not end are queued again, ended jobs older than [`UploadsConfig::keep_ended`] are
-    /// forgotten.
+    /// forgotten. With a catalog shared by many nodes the catalog is the queue: this node
+    /// claims from it what it has room for (see the runner's notes); [`Error::Config`] when
+    /// no [`UploadsConfig::spool_dir`] is given then.
     pub fn start(ingestor: Arc<Ingestor>, config: UploadsConfig) -> Result<Self> {
         let data = ingestor.data().clone();
+        let sharing = ingestor.catalog().shares_jobs();
+        if sharing && config.spool_dir.is_none() {
+            return Err(Error::Config(
+                "a shared catalog is the upload queue of every node: give spool_dir, a folder \
+                 every node reads and writes, so that any node can run a job another received"
+                    .into(),
+            ));
+        }
+        if config.job_lease < Duration::from_secs(1) {
+            return Err(Error::Config("job_lease_secs must be at least 1".into()));
+        }
+        let spool = spool::spool_dir(&data, config.spool_dir.as_deref());
         crate::perms::create_dir(&data.uploads())?;
         crate::perms::create_dir(&jobs::records_dir(&data))?;
-        crate::perms::create_dir(&spool::spool_dir(&data))?;
+        crate::perms::create_dir(&spool)?;
         let shared = Arc::new(Shared {
             ing: ingestor,
             data,
+            spool,
+            node: sharing.then(node_name),
+            poke: Condvar::new(),
             config,
             state: Mutex::new(State::default()),
             ended: Condvar::new(),
             stop: AtomicBool::new(false),
             metrics: Default::default(),
         });
-        let records = jobs::load_all(&shared.data)?;
         let oldest = jobs::now() - shared.config.keep_ended.as_secs_f64();
         shared.ing.catalog().forget_jobs_ended_before(oldest);
+        if sharing {
+            Self::join_shared_queue(&shared)?;
+        } else {
+            Self::resume_own_jobs(&shared, oldest)?;
+        }
+        Ok(Uploads {
+            shared,
+            receiving: Arc::new(Mutex::new(ReceivingCounts::default())),
+        })
+    }
+
+    /// Queue again the jobs this data dir's previous process accepted and did not end;
+    /// forget ended jobs older than `oldest`; remove bodies no job waits for.
+    fn resume_own_jobs(shared: &Arc<Shared>, oldest: f64) -> Result<()> {
+        let records = jobs::load_all(&shared.data)?;
         let mut state = lock(&shared.state);
         let mut resumed = 0;
         for mut record in records {
@@ -278,22 +338,14 @@ impl Uploads {
                 if record.status.finished_at.unwrap_or(0.0) < oldest {
                     jobs::forget(&shared.data, &id);
                 } else {
-                    let job = Job {
-                        record,
-                        progress: JobLines::default(),
-                    };
-                    state.jobs.insert(id, job);
+                    state.jobs.insert(id, Job::new(record));
                 }
                 continue;
             }
-            let body = spool::body_path(&shared.data, &id);
+            let body = spool::body_path(&shared.spool, &id);
             record.status.state = jobs::JobState::Pending;
             let lost = record.status.kind == JobKind::Upload && !body.is_file();
-            let job = Job {
-                record,
-                progress: JobLines::default(),
-            };
-            state.jobs.insert(id.clone(), job);
+            state.jobs.insert(id.clone(), Job::new(record));
             if lost {
                 if let Some(job) = state.jobs.get_mut(&id) {
                     job.record.status.state = JobState::Failed;
@@ -308,28 +360,41 @@ impl Uploads {
         }
         // Bodies no job waits for: never accepted (a crash while receiving), or of a job
         // that ended just before a crash removed them.
-        if let Ok(entries) = std::fs::read_dir(spool::spool_dir(&shared.data)) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let waited_for = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .and_then(|s| s.parse::<JobId>().ok())
-                    .and_then(|id| state.jobs.get(&id))
-                    .is_some_and(|j| !j.record.status.state.is_final());
-                if !waited_for || path.extension().is_some_and(|e| e == "part") {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
+        // A configured spool may be another process's too: only day-old leftovers go there.
+        spool::sweep(&shared.spool, shared.config.spool_dir.is_some(), |id| {
+            state
+                .jobs
+                .get(id)
+                .is_some_and(|j| !j.record.status.state.is_final())
+        });
         drop(state);
         if resumed > 0 {
             tracing::info!("{resumed} upload jobs accepted before the last stop are queued again");
         }
-        Ok(Uploads {
-            shared,
-            receiving: Arc::new(Mutex::new(ReceivingCounts::default())),
-        })
+        Ok(())
+    }
+
+    /// Take part in a shared catalog's queue: remove day-old bodies of ended or unknown
+    /// jobs from the shared spool, claim what this node has room for, and start the thread
+    /// that renews its leases and claims more.
+    fn join_shared_queue(shared: &Arc<Shared>) -> Result<()> {
+        let catalog = shared.ing.catalog();
+        spool::sweep(&shared.spool, true, |id| {
+            jobs::shared_record(catalog, id).is_some_and(|r| !r.status.state.is_final())
+        });
+        tracing::info!(
+            node = shared.node.as_deref().unwrap_or_default(),
+            spool = %shared.spool.display(),
+            "taking jobs from the shared upload queue"
+        );
+        shared.claim();
+        let poller = Arc::clone(shared);
+        let handle = std::thread::Builder::new()
+            .name("upload-queue".into())
+            .spawn(move || poller.poll_queue())
+            .map_err(|e| Error::Upload(format!("cannot start the queue thread: {e}")))?;
+        lock(&shared.state).threads.push(handle);
+        Ok(())
     }
 
     /// The ingestor the queue feeds (for searches and the agent's tools).
@@ -393,18 +458,8 @@ impl Uploads {
                  caller may: delete some first"
             )));
         }
-        let (open, open_here) = {
-            let state = lock(&shared.state);
-            let shared_key = Scope {
-                is_shared: true,
-                ..scope.clone()
-            }
-            .key();
-            (
-                state.open_jobs(),
-                state.open_jobs_of(&principal) + state.open_jobs_of(&shared_key),
-            )
-        };
+        let open_here = self.open_jobs_of(scope)?;
+        let open = lock(&shared.state).open_jobs();
         if open >= shared.config.max_open_jobs {
             shared.metrics.refused("queue_full");
             return Err(Error::QueueFull {
@@ -470,7 +525,7 @@ impl Uploads {
             .map_or(shared.config.max_upload_bytes, |m| {
                 m.min(shared.config.max_upload_bytes)
             });
-        let path = spool::body_path(&shared.data, &id);
+        let path = spool::body_path(&shared.spool, &id);
         let spooled = match spool::receive(&mut body, &path, max) {
             Ok(s) => s,
             Err(e) => {
@@ -497,7 +552,7 @@ impl Uploads {
             return Err(e);
         }
         shared.metrics.accepted(spooled.bytes);
-        Ok(shared.add(&mut lock(&shared.state), record))
+        Ok(self.queue(record))
     }
 
     /// Job `id` as `scope` sees it: `None` when it does not exist or is another owner's.
@@ -528,10 +583,10 @@ impl Uploads {
         let deadline = Instant::now() + timeout;
         let mut state = lock(&self.shared.state);
         loop {
-            let ended = state
-                .jobs
-                .get(id)
-                .map(|j| j.record.status.state.is_final())?;
+            let Some(ended) = state.jobs.get(id).map(|j| j.record.status.state.is_final()) else {
+                drop(state);
+                return self.wait_shared(id, scope, deadline);
+            };
             let left = deadline.saturating_duration_since(Instant::now());
             if ended || left.is_zero() {
                 break;
@@ -545,6 +600,46 @@ impl Uploads {
         }
         drop(state);
         self.job(id, scope)
+    }
+
+    /// [`Uploads::wait`] for a job another node of a shared queue runs: its shared record,
+    /// read again every quarter second until it ended or `deadline` passed (or until this
+    /// node claims it).
+    fn wait_shared(&self, id: &JobId, scope: &Scope, deadline: Instant) -> Option<JobStatus> {
+        loop {
+            let status = self.job(id, scope)?;
+            let here = lock(&self.shared.state).jobs.contains_key(id);
+            if status.state.is_final() || Instant::now() >= deadline {
+                return Some(status);
+            }
+            if here {
+                return self.wait(
+                    id,
+                    scope,
+                    deadline.saturating_duration_since(Instant::now()),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Jobs of `scope`'s principal (its own and its shared ones) not ended: on every node
+    /// of a shared queue, else here.
+    fn open_jobs_of(&self, scope: &Scope) -> Result<usize> {
+        let keys = [
+            principal_key(scope),
+            Scope {
+                is_shared: true,
+                ..scope.clone()
+            }
+            .key(),
+        ];
+        if self.shared.node.is_some() {
+            let open = self.shared.ing.catalog().open_jobs(&keys)?;
+            return Ok(usize::try_from(open).unwrap_or(usize::MAX));
+        }
+        let state = lock(&self.shared.state);
+        Ok(keys.iter().map(|k| state.open_jobs_of(k)).sum())
     }
 
     /// Where `locator` (a file or an archive member, without `#fragment`) stands for
@@ -652,15 +747,8 @@ impl Uploads {
             let holder = holders.into_iter().next();
             (holds(scope), holder)
         };
-        let mut state = lock(&shared.state);
-        let open_here = state.open_jobs_of(&principal_key(scope))
-            + state.open_jobs_of(
-                &Scope {
-                    is_shared: true,
-                    ..scope.clone()
-                }
-                .key(),
-            );
+        let open_here = self.open_jobs_of(scope)?;
+        let state = lock(&shared.state);
         if open_here >= shared.config.max_open_jobs_per_scope.max(1) {
             shared.metrics.refused("busy");
             return Err(Error::Busy {
@@ -690,7 +778,22 @@ impl Uploads {
             tags: Vec::new(),
         };
         jobs::save(&shared.data, shared.ing.catalog(), &record)?;
-        Ok(shared.add(&mut state, record))
+        drop(state);
+        Ok(self.queue(record))
+    }
+
+    /// Run job `record` (recorded durably): on this node, or, in a shared queue, on
+    /// whichever node claims it (this one first, when it has room and no other node holds an
+    /// earlier job on the name).
+    fn queue(&self, record: JobRecord) -> JobId {
+        let shared = &self.shared;
+        if shared.node.is_some() {
+            let id = record.status.id.clone();
+            shared.claim();
+            id
+        } else {
+            shared.add(&mut lock(&shared.state), record)
+        }
     }
 
     /// Counts for monitoring, in the Prometheus text format: files by status, jobs,
@@ -728,9 +831,16 @@ impl Uploads {
     /// next [`Uploads::start`] on this data directory.
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.poke.notify_all();
         self.shared.close_feeds();
         for handle in self.shared.take_threads() {
             let _ = handle.join();
+        }
+        if let Some(node) = &self.shared.node {
+            // What is not ended goes to the other nodes now, not after its lease.
+            if let Err(e) = self.shared.ing.catalog().release_jobs(node) {
+                tracing::warn!("releasing this node's upload jobs: {e}");
+            }
         }
         let left = lock(&self.shared.state)
             .jobs

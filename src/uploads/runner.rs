@@ -15,6 +15,15 @@
 //! A run also takes no more jobs, and closes once those it took are done, when another run
 //! (a folder sync, an on-demand extraction) waits for its scope: run slots are served in
 //! turn, so a steady stream of uploads cannot keep the others out.
+//!
+//! With a catalog shared by many nodes ([`crate::index::Catalog::shares_jobs`]) the catalog
+//! is the queue: an accepted job is a row nobody holds; a node claims rows under a lease
+//! (the node that received the upload first, right away; any node with room, every quarter
+//! of a lease), renews the lease of what it holds while it runs, and runs what it claimed as
+//! above. A node that dies stops renewing: once its leases run out another node claims its
+//! jobs and runs them again from their bodies in the shared spool (a run is idempotent: the
+//! same bytes under the same name make the same points and entries). A node that stops
+//! releases what it holds.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +44,18 @@ use crate::report::FileReport;
 pub(crate) struct Job {
     pub record: JobRecord,
     pub progress: JobLines,
+    /// The state the job's shared record says (a shared catalog's).
+    pub published: JobState,
+}
+
+impl Job {
+    pub fn new(record: JobRecord) -> Self {
+        Job {
+            published: record.status.state,
+            record,
+            progress: JobLines::default(),
+        }
+    }
 }
 
 /// A scope's pipeline run.
@@ -53,7 +74,7 @@ pub(crate) struct State {
     /// Scope key → jobs waiting, in the order accepted.
     queues: HashMap<String, VecDeque<JobId>>,
     runs: HashMap<String, ActiveRun>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    pub threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl State {
@@ -94,6 +115,13 @@ pub(crate) struct Shared {
     pub ing: Arc<Ingestor>,
     /// The data directory (its `uploads/` is the queue's).
     pub data: crate::DataDir,
+    /// The folder of spooled bodies (shared by every node of a shared catalog).
+    pub spool: std::path::PathBuf,
+    /// This node's name in a shared queue (`None`: the queue is this node's own).
+    pub node: Option<String>,
+    /// Signalled when the shared queue may hold work for this node (a job here ended, the
+    /// service stops).
+    pub poke: Condvar,
     pub config: super::UploadsConfig,
     pub state: Mutex<State>,
     /// Signalled when a job ends.
@@ -112,11 +140,7 @@ impl Shared {
     /// Record `record` as a job and queue it.
     pub fn add(self: &Arc<Self>, state: &mut State, record: JobRecord) -> JobId {
         let id = record.status.id.clone();
-        let job = Job {
-            record,
-            progress: JobLines::default(),
-        };
-        state.jobs.insert(id.clone(), job);
+        state.jobs.insert(id.clone(), Job::new(record));
         self.enqueue(state, id.clone());
         id
     }
@@ -201,7 +225,7 @@ impl Shared {
             let input = match job.record.status.kind {
                 JobKind::Upload => Input::Upload {
                     name: job.record.status.locator.clone(),
-                    path: super::spool::body_path(&self.data, &id),
+                    path: super::spool::body_path(&self.spool, &id),
                     limits: job.record.limits.clone(),
                     tags: job.record.tags.clone(),
                 },
@@ -294,7 +318,7 @@ impl Shared {
             tracing::error!("recording the end of job {id}: {e}");
         }
         if job.record.status.kind == JobKind::Upload {
-            let body = super::spool::body_path(&self.data, id);
+            let body = super::spool::body_path(&self.spool, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
             let data_dir = self.ing.data_dir();
             let kept = left_out
@@ -308,6 +332,123 @@ impl Shared {
         }
         self.sweep_kept();
         self.ended.notify_all();
+        // A later job on the name may wait for this one in the shared queue.
+        self.poke.notify_all();
+    }
+
+    /// Claim from the shared queue as many jobs as this node has room for, and queue them
+    /// here. A claimed upload whose body is not in the spool ends failed, saying so.
+    pub fn claim(self: &Arc<Self>) {
+        let Some(node) = self.node.as_deref() else {
+            return;
+        };
+        if self.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let room = {
+            let state = lock(&self.state);
+            self.config.max_open_jobs.saturating_sub(state.open_jobs())
+        };
+        let claimed = match self
+            .ing
+            .catalog()
+            .claim_jobs(node, self.config.job_lease, room)
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("claiming upload jobs: {e}");
+                return;
+            }
+        };
+        let mut state = lock(&self.state);
+        for json in claimed {
+            let record: JobRecord = match serde_json::from_str(&json) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("a claimed job's record is unreadable ({e}); left out");
+                    continue;
+                }
+            };
+            let mut record = record;
+            record.status.state = JobState::Pending; // it starts over here
+            let id = record.status.id.clone();
+            if state
+                .jobs
+                .get(&id)
+                .is_some_and(|j| !j.record.status.state.is_final())
+            {
+                continue; // already running here (the lease was renewed late)
+            }
+            let body = super::spool::body_path(&self.spool, &id);
+            if record.status.kind == JobKind::Upload && !body.is_file() {
+                state.jobs.insert(id.clone(), Job::new(record));
+                let reason = format!(
+                    "its body is not in the spool {} of this node: every node of a shared \
+                     catalog needs the same spool_dir",
+                    self.spool.display()
+                );
+                self.end_job(&mut state, &id, Some(reason));
+                continue;
+            }
+            if state.jobs.contains_key(&id) {
+                tracing::info!("job {id} is claimed again (its earlier end was not recorded)");
+            } else {
+                tracing::info!("job {id} claimed from the shared queue");
+            }
+            self.add(&mut state, record);
+        }
+    }
+
+    /// The shared queue's thread: renew this node's leases and claim what it has room for,
+    /// every quarter of a lease and whenever poked, until the service stops.
+    pub fn poll_queue(self: Arc<Self>) {
+        let Some(node) = self.node.clone() else {
+            return;
+        };
+        let every = (self.config.job_lease / 4).clamp(
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(5),
+        );
+        loop {
+            {
+                let state = lock(&self.state);
+                if self.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                drop(self.poke.wait_timeout(state, every));
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Err(e) = self.ing.catalog().renew_jobs(&node, self.config.job_lease) {
+                tracing::warn!("renewing the leases of this node's upload jobs: {e}");
+            }
+            self.claim();
+        }
+    }
+
+    /// The record of job `id` with the state it is in now, when that is not what its shared
+    /// record says (to write it there, outside the state's lock).
+    fn to_publish(&self, state: &mut State, id: &JobId) -> Option<JobRecord> {
+        self.node.as_ref()?;
+        let job = state.jobs.get_mut(id)?;
+        let now = job.progress.running_state();
+        if now == job.published || job.record.status.state.is_final() {
+            return None;
+        }
+        job.published = now;
+        let mut record = job.record.clone();
+        record.status.state = now;
+        Some(record)
+    }
+
+    /// Write `record` (a job's stage) where every node reads it.
+    fn publish(&self, record: Option<JobRecord>) {
+        if let Some(record) = record {
+            if let Err(e) = jobs::save(&self.data, self.ing.catalog(), &record) {
+                tracing::warn!("recording job {}'s stage: {e}", record.status.id);
+            }
+        }
     }
 
     /// Forget kept archives no top-level entry holds any more (deleted, replaced uploads):
@@ -385,24 +526,32 @@ impl crate::pipeline::RunObserver for RunProgress<'_> {
     fn file(&self, report: &FileReport) {
         self.shared.metrics.file(report);
         let mut state = lock(&self.shared.state);
-        if let Some(id) = self.shared.job_of(&state, self.key, &report.locator) {
-            if let Some(job) = state.jobs.get_mut(&id) {
-                job.progress.file(report);
-            }
+        let Some(id) = self.shared.job_of(&state, self.key, &report.locator) else {
+            return;
+        };
+        if let Some(job) = state.jobs.get_mut(&id) {
+            job.progress.file(report);
         }
+        let publish = self.shared.to_publish(&mut state, &id);
+        drop(state);
+        self.shared.publish(publish);
     }
 
     fn stage(&self, locator: &str, stage: FileStage) {
         let mut state = lock(&self.shared.state);
-        if let Some(id) = self.shared.job_of(&state, self.key, locator) {
-            if let Some(job) = state.jobs.get_mut(&id) {
-                let s = match stage {
-                    FileStage::Extracted => JobState::Extracted,
-                    FileStage::Embedding => JobState::Embedding,
-                };
-                job.progress.stage(locator, s);
-            }
+        let Some(id) = self.shared.job_of(&state, self.key, locator) else {
+            return;
+        };
+        if let Some(job) = state.jobs.get_mut(&id) {
+            let s = match stage {
+                FileStage::Extracted => JobState::Extracted,
+                FileStage::Embedding => JobState::Embedding,
+            };
+            job.progress.stage(locator, s);
         }
+        let publish = self.shared.to_publish(&mut state, &id);
+        drop(state);
+        self.shared.publish(publish);
     }
 
     fn input_done(&self, input: usize) {

@@ -21,14 +21,51 @@ pub(crate) struct Spooled {
     pub hash: String,
 }
 
-/// The folder of spooled bodies.
-pub(crate) fn spool_dir(data: &DataDir) -> PathBuf {
-    data.upload_spool()
+/// The folder of spooled bodies: `configured` (a folder every node of a shared catalog
+/// reads), else the data dir's.
+pub(crate) fn spool_dir(data: &DataDir, configured: Option<&Path>) -> PathBuf {
+    configured.map_or_else(|| data.upload_spool(), Path::to_path_buf)
 }
 
-/// Where job `id`'s body is kept until the job ends.
-pub(crate) fn body_path(data: &DataDir, id: &super::JobId) -> PathBuf {
-    spool_dir(data).join(format!("{id}.body"))
+/// Where job `id`'s body is kept in spool folder `spool` until the job ends.
+pub(crate) fn body_path(spool: &Path, id: &super::JobId) -> PathBuf {
+    spool.join(format!("{id}.body"))
+}
+
+/// How old a body in a shared spool must be before a starting node removes it as nobody's
+/// (a body being received by another node is younger; a job's body goes when it ends).
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Remove what no job waits for from a spool: bodies `waited_for` (by the job id their
+/// name carries) says no to, and bodies being received when a crash stopped them. In a
+/// `shared` spool other nodes receive bodies at this moment too: only what is older than
+/// [`ORPHAN_AGE`] is removed there.
+pub(crate) fn sweep(spool: &Path, shared: bool, waited_for: impl Fn(&super::JobId) -> bool) {
+    let Ok(entries) = std::fs::read_dir(spool) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if shared
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age < ORPHAN_AGE)
+        {
+            continue;
+        }
+        let waited = path.extension().is_some_and(|e| e == "body")
+            && path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse::<super::JobId>().ok())
+                .is_some_and(|id| waited_for(&id));
+        if !waited {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The folder of uploaded archives kept for on-demand extraction.
@@ -75,7 +112,11 @@ pub(crate) fn keep(
     let dir = principal_dir(data_dir, scope);
     crate::perms::create_dir(&kept_dir(data_dir))?;
     crate::perms::create_dir(&dir)?;
-    std::fs::rename(body, &kept).map_err(|e| Error::io(&kept, e))?;
+    // A shared spool may be on another file system than the data dir: then a copy.
+    if std::fs::rename(body, &kept).is_err() {
+        std::fs::copy(body, &kept).map_err(|e| Error::io(&kept, e))?;
+        let _ = std::fs::remove_file(body);
+    }
     let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(&dir)
         .map_err(|e| Error::io(&dir, e))?
         .filter_map(|e| {

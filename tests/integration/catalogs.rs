@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use ingest::testing::{
     catalog_conformance, Catalog, PostgresServer, QdrantServer, SqliteCatalog, QDRANT_SKIPPED,
@@ -110,7 +111,7 @@ fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     // A schema newer than this build knows is refused, not written to.
     client
         .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
@@ -384,9 +385,10 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
     let store = server.store_url(0, "shared_serve");
     let (sa, sb) = (Sandbox::new(), Sandbox::new());
     let args = ["--catalog", catalog.as_str(), "--store", store.as_str()];
+    let spool = format!("spool_dir = \"{}\"", sa.path("spool").display());
     let (a, b) = (
-        Service::start_with(&sa, "", &args),
-        Service::start_with(&sb, "", &args),
+        Service::start_with(&sa, &spool, &args),
+        Service::start_with(&sb, &spool, &args),
     );
     let (alice_a, alice_b) = (Client::new(&a, Some(ALICE)), Client::new(&b, Some(ALICE)));
     let (status, answer) = alice_a.upload(
@@ -454,4 +456,335 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
             none.to_string().replace("fairy", "X")
         );
     }
+}
+
+/// Notes on distinct subjects, one per upload.
+const NOTES: [&str; 8] = [
+    "The ferry to Skerry Point leaves at dawn; its timetable is pinned in the harbour office.",
+    "The lighthouse keeper logged every storm of 1931 in a green ledger kept under the lamp.",
+    "Pear trees in the orchard were grafted by the harbour master's daughter in 1911.",
+    "The turbine hall flooded in the spring of 1952 and was rebuilt with Norwegian steel.",
+    "Granite from the northern quarry built the causeway across the tidal flats.",
+    "The choir rehearses in the chapel on Thursdays; the organ was tuned last in March.",
+    "A colony of puffins nests on the western cliffs between April and August each year.",
+    "The bakery on Quay Street sells rye loaves baked in a wood-fired oven since 1887.",
+];
+
+/// Points in `collection` and entries in the catalog at `url` (every scope).
+fn counts(cluster: &QdrantServer, collection: &str, url: &str) -> (u64, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = pg_catalog(url, dir.path());
+    let entries = catalog.scopes().iter().map(|s| catalog.len_of(s)).sum();
+    let points = cluster
+        .count_points(0, collection)
+        .expect("the collection's points counted");
+    (points, entries)
+}
+
+/// The three-node deployment: three `ingest serve` nodes on one PostgreSQL catalog
+/// (the upload queue too), a 3-node Qdrant cluster (each node talking to its own peer) and
+/// one spool folder. Uploads sent round-robin are answered alike by every node, and every
+/// node reports every job; a node killed (SIGKILL, at a failpoint: right after it upserted
+/// the first points of a job) leaves its job to another node after its lease, and the end
+/// state equals a single node's run of the same uploads: as many points, as many entries.
+#[test]
+fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() {
+    use crate::service::{job_of, Client, Service, ALICE, BOB};
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let Some(cluster) = QdrantServer::start_cluster() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return;
+    };
+    let shared = Sandbox::new();
+    let config = |name: &str| {
+        format!(
+            "spool_dir = \"{}\"\njob_lease_secs = 2",
+            shared.path(name).display()
+        )
+    };
+    let catalog = pg.database("three");
+    let stores: Vec<String> = (0..3).map(|n| cluster.store_url(n, "three")).collect();
+    let sandboxes = [Sandbox::new(), Sandbox::new(), Sandbox::new()];
+    let args = |n: usize| -> Vec<&str> {
+        vec!["--catalog", catalog.as_str(), "--store", stores[n].as_str()]
+    };
+    let mut nodes: Vec<Service> = (0..3)
+        .map(|n| Service::start_with(&sandboxes[n], &config("spool"), &args(n)))
+        .collect();
+    let zip = ingest::testing::zip_of(&[
+        ("logs/1952.txt", NOTES[3].as_bytes()),
+        ("logs/quarry.txt", NOTES[4].as_bytes()),
+        ("logs/choir.txt", NOTES[5].as_bytes()),
+        ("logs/puffins.txt", NOTES[6].as_bytes()),
+    ]);
+    // Phase 1: six uploads round-robin over three live nodes.
+    let first: Vec<(String, Vec<u8>)> = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .map(|&i| (format!("notes/note-{i}.txt"), NOTES[i].as_bytes().to_vec()))
+        .collect();
+    let mut jobs = Vec::new();
+    for (i, (name, bytes)) in first.iter().enumerate() {
+        let client = Client::new(&nodes[i % 3], Some(ALICE));
+        let (status, answer) = client.upload(name, bytes);
+        assert_eq!(status, 202, "{answer}");
+        jobs.push(job_of(&answer));
+    }
+    let clients: Vec<Client> = nodes.iter().map(|s| Client::new(s, Some(ALICE))).collect();
+    for id in &jobs {
+        let ended = clients[0].wait_job(id);
+        assert_eq!(ended["state"], "indexed", "{ended}");
+        for (n, c) in clients.iter().enumerate() {
+            let (status, on_n) = c.get(&format!("/v1/jobs/{id}"));
+            assert_eq!(
+                (status, &on_n),
+                (200, &ended),
+                "node {n} reports job {id} otherwise"
+            );
+        }
+    }
+    let tool = |c: &Client, name: &str, args: Value| {
+        c.post(
+            &format!("/v1/tools/{name}"),
+            "application/json",
+            args.to_string().as_bytes(),
+        )
+    };
+    let hits: Vec<Vec<Value>> = clients
+        .iter()
+        .map(|c| {
+            c.search("when does the ferry leave", 3)
+                .iter()
+                .map(|h| h["locator"].clone())
+                .collect()
+        })
+        .collect();
+    let file = |locator: Option<&str>| {
+        locator
+            .and_then(|l| l.split('#').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        file(hits[0].first().and_then(Value::as_str)).as_deref(),
+        Some("notes/note-0.txt")
+    );
+    assert!(hits.iter().all(|h| *h == hits[0]), "{hits:?}");
+    for (name, args) in [
+        ("browse_container", json!({})),
+        (
+            "read_content_objects",
+            json!({ "locator": "notes/note-7.txt" }),
+        ),
+    ] {
+        let answers: Vec<(u16, Value)> = clients
+            .iter()
+            .map(|c| tool(c, name, args.clone()))
+            .collect();
+        assert_eq!(answers[0].0, 200, "{name}: {}", answers[0].1);
+        assert!(
+            answers.iter().all(|a| *a == answers[0]),
+            "{name}: {answers:?}"
+        );
+    }
+    // Another key of the mandate: nothing, on every node, answered as for nothing there.
+    for node in &nodes {
+        let bob = Client::new(node, Some(BOB));
+        assert!(bob.search("when does the ferry leave", 5).is_empty());
+        let (s1, theirs) = bob.get(&format!("/v1/jobs/{}", jobs[0]));
+        assert_eq!(s1, 404, "{theirs}");
+        let (s2, theirs) = tool(
+            &bob,
+            "read_content_objects",
+            json!({ "locator": "notes/note-7.txt" }),
+        );
+        let (s3, none) = tool(
+            &bob,
+            "read_content_objects",
+            json!({ "locator": "notes/note-9.txt" }),
+        );
+        assert_eq!(s2, s3);
+        assert_eq!(
+            theirs.to_string().replace("note-7", "X"),
+            none.to_string().replace("note-9", "X")
+        );
+    }
+
+    // Phase 2: node C starts again, armed to die right after its first upsert; it receives
+    // an archive, claims its job and is killed in the middle of it.
+    let c = nodes.pop().unwrap();
+    assert!(c.stop().success());
+    let mut doomed = Service::start_config_env(
+        &sandboxes[2],
+        &args(2),
+        &[(ingest::testing::FAILPOINTS_ENV, "store.upsert=1")],
+    );
+    let (status, answer) = Client::new(&doomed, Some(ALICE)).upload("logs.zip", &zip);
+    assert_eq!(status, 202, "{answer}");
+    let zip_job = job_of(&answer);
+    let died = crate::util::wait_for(Duration::from_secs(300), || {
+        doomed.child.try_wait().unwrap().is_some()
+    });
+    assert!(died.is_some(), "node C was not killed at its failpoint");
+    use std::os::unix::process::ExitStatusExt;
+    let status = doomed.child.try_wait().unwrap().unwrap();
+    assert_eq!(status.signal(), Some(9), "node C ended otherwise: {status}");
+    // Two more uploads to the live nodes, one of them replacing a phase-1 note.
+    let second: Vec<(String, Vec<u8>)> = vec![
+        ("notes/note-3.txt".into(), NOTES[3].as_bytes().to_vec()),
+        ("notes/note-0.txt".into(), NOTES[4].as_bytes().to_vec()),
+    ];
+    let mut later = vec![zip_job.clone()];
+    for (i, (name, bytes)) in second.iter().enumerate() {
+        let (status, answer) = clients[i % 2].upload(name, bytes);
+        assert_eq!(status, 202, "{answer}");
+        later.push(job_of(&answer));
+    }
+    for id in &later {
+        let ended = clients[0].wait_job(id);
+        assert_eq!(ended["state"], "indexed", "{ended}");
+        let (_, on_b) = clients[1].get(&format!("/v1/jobs/{id}"));
+        assert_eq!(on_b, ended, "node B reports job {id} otherwise");
+    }
+    let zip_ended = clients[1].wait_job(&zip_job);
+    let files = zip_ended["files"].as_array().cloned().unwrap_or_default();
+    // Each member searchable: indexed by the node that took the job over, or found already
+    // there (what the killed node stored before it died; bytes a later note has too).
+    let searchable = ["indexed", "unchanged", "duplicate"];
+    assert_eq!(
+        files
+            .iter()
+            .filter(|f| f["archive"] != true
+                && searchable.contains(&f["status"].as_str().unwrap_or("")))
+            .count(),
+        4,
+        "the archive's members: {zip_ended}"
+    );
+    // Node A or B took the job over (C received and claimed it).
+    let claimed = format!("job {zip_job} claimed");
+    let logs: Vec<String> = sandboxes
+        .iter()
+        .map(|sb| std::fs::read_to_string(sb.path("serve.err")).unwrap_or_default())
+        .collect();
+    assert!(
+        logs[..2].iter().any(|l| l.contains(&claimed)),
+        "no live node says it took job {zip_job} over"
+    );
+    let puffins = clients[1].search("where do puffins nest", 3);
+    assert_eq!(
+        file(puffins.first().and_then(|h| h["locator"].as_str())).as_deref(),
+        Some("logs.zip!/logs/puffins.txt"),
+        "{puffins:?}"
+    );
+
+    // The same uploads, in the same order, on one node of its own: the same counts.
+    let reference_catalog = pg.database("reference");
+    let reference_store = cluster.store_url(0, "reference");
+    let rsb = Sandbox::new();
+    let reference = Service::start_with(
+        &rsb,
+        &config("reference-spool"),
+        &[
+            "--catalog",
+            reference_catalog.as_str(),
+            "--store",
+            reference_store.as_str(),
+        ],
+    );
+    let r = Client::new(&reference, Some(ALICE));
+    let mut uploads: Vec<(String, Vec<u8>)> = first.clone();
+    uploads.push(("logs.zip".into(), zip.clone()));
+    uploads.extend(second.iter().cloned());
+    for (name, bytes) in &uploads {
+        let (status, answer) = r.upload(name, bytes);
+        assert_eq!(status, 202, "{answer}");
+        assert_eq!(r.wait_job(&job_of(&answer))["state"], "indexed");
+    }
+    let shared_counts = counts(&cluster, "three", &catalog);
+    let reference_counts = counts(&cluster, "reference", &reference_catalog);
+    assert_eq!(
+        shared_counts, reference_counts,
+        "(points, entries) of three nodes with a kill vs one node"
+    );
+    assert!(reference_counts.1 >= 12, "{reference_counts:?}");
+    drop(nodes);
+}
+
+/// The shared queue's rules, on PostgreSQL: a claim takes the oldest open jobs nobody
+/// holds; a job waits while an older job on its name is another node's; a lease that runs
+/// out (a dead node) gives the job to the next claim; a release gives it at once; an ended
+/// job is never claimed again; open jobs are counted per scope on every node.
+#[test]
+fn the_postgres_job_queue_claims_in_order_under_leases() {
+    use ingest::testing::JobRow;
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = pg_catalog(&pg.database("queue"), dir.path());
+    assert!(catalog.shares_jobs());
+    let put = |id: &str, scope: &str, name: &str, ended: Option<f64>| {
+        let record = format!("{{\"id\":\"{id}\"}}");
+        catalog
+            .put_job(&JobRow {
+                id,
+                scope,
+                name_key: &format!("{scope}/{name}"),
+                record: &record,
+                ended_at: ended,
+            })
+            .unwrap();
+    };
+    let ids = |records: Vec<String>| -> Vec<String> {
+        records
+            .iter()
+            .map(|r| {
+                serde_json::from_str::<Value>(r).unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let long = Duration::from_secs(60);
+    put("j1", "s", "a.txt", None);
+    put("j2", "s", "a.txt", None);
+    put("j3", "s", "b.txt", None);
+    put("j4", "t", "c.txt", None);
+    assert_eq!(catalog.open_jobs(&["s".into()]).unwrap(), 3);
+    assert_eq!(catalog.open_jobs(&["s".into(), "t".into()]).unwrap(), 4);
+    assert_eq!(ids(catalog.claim_jobs("n1", long, 1).unwrap()), ["j1"]);
+    // j2 waits for j1 (another node's); n2 takes the next free ones.
+    assert_eq!(
+        ids(catalog.claim_jobs("n2", long, 10).unwrap()),
+        ["j3", "j4"]
+    );
+    assert_eq!(
+        ids(catalog.claim_jobs("n2", long, 10).unwrap()),
+        Vec::<String>::new()
+    );
+    // The holder of j1 may take j2 (it runs them in order itself).
+    assert_eq!(ids(catalog.claim_jobs("n1", long, 10).unwrap()), ["j2"]);
+    // An ended job is neither claimed nor replaced by a late stage write.
+    put("j3", "s", "b.txt", Some(1.0));
+    put("j3", "s", "b.txt", None);
+    assert_eq!(catalog.open_jobs(&["s".into()]).unwrap(), 2);
+    // n2 stops: what it holds is claimable at once.
+    catalog.release_jobs("n2").unwrap();
+    assert_eq!(
+        ids(catalog
+            .claim_jobs("n3", Duration::from_secs(1), 10)
+            .unwrap()),
+        ["j4"]
+    );
+    // n3 dies: once its lease ran out, j4 is n1's; renewing keeps n1's leases.
+    std::thread::sleep(Duration::from_millis(1500));
+    catalog.renew_jobs("n1", long).unwrap();
+    assert_eq!(ids(catalog.claim_jobs("n1", long, 10).unwrap()), ["j4"]);
+    assert_eq!(
+        ids(catalog.claim_jobs("n2", long, 10).unwrap()),
+        Vec::<String>::new()
+    );
+    let ended = catalog.job("j3").unwrap();
+    assert_eq!(ended, "{\"id\":\"j3\"}");
 }
