@@ -63,7 +63,10 @@ impl Ingestor {
 
     fn open_as(config: Config, model_change: bool) -> Result<Self> {
         let services = Services::open(config, model_change)?;
-        let workflow_records = crate::workflow::WorkflowRecords::new(services.data_dir());
+        let workflow_records = crate::workflow::WorkflowRecords::new(
+            services.data_dir(),
+            services.config().catalog.as_ref(),
+        );
         let ingestor = Ingestor {
             services,
             workflow_records,

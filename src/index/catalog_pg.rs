@@ -107,6 +107,39 @@ CREATE INDEX ingest_jobs_open_names ON ingest_jobs (name_key) WHERE ended_at IS 
 CREATE INDEX ingest_jobs_open_scopes ON ingest_jobs (scope) WHERE ended_at IS NULL;
 "#,
     ),
+    (
+        4,
+        r#"
+CREATE TABLE ingest_workflows (
+    key TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    touched_at BIGINT NOT NULL,
+    next BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX ingest_workflows_by_principal ON ingest_workflows (principal);
+CREATE INDEX ingest_workflows_by_touch ON ingest_workflows (touched_at);
+CREATE TABLE ingest_workflow_items (
+    workflow TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    indexed_name TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    raw_bytes BIGINT NOT NULL DEFAULT 0,
+    body TEXT NOT NULL,
+    PRIMARY KEY (workflow, kind, name)
+);
+CREATE INDEX ingest_workflow_items_by_indexed_name ON ingest_workflow_items (workflow, indexed_name);
+CREATE TABLE ingest_workflow_texts (
+    workflow TEXT NOT NULL,
+    handle TEXT NOT NULL,
+    text BYTEA NOT NULL,
+    PRIMARY KEY (workflow, handle)
+);
+"#,
+    ),
 ];
 
 /// The advisory lock key that serializes claims of jobs among nodes (a claim reads which
@@ -197,11 +230,71 @@ impl std::fmt::Debug for CatalogUrl {
     }
 }
 
-/// The catalog in PostgreSQL. One connection per node, behind a mutex only this type takes;
-/// a connection lost is made again on the next call.
-pub struct PgCatalog {
+/// One connection to the database at a [`CatalogUrl`], behind a mutex only its owner takes;
+/// a connection lost is made again on the next call. Errors name the URL without its
+/// password.
+pub(crate) struct PgSession {
     url: CatalogUrl,
     client: Mutex<Option<Client>>,
+}
+
+impl PgSession {
+    /// A session on `url` (connected on first use).
+    pub(crate) fn new(url: &CatalogUrl) -> Self {
+        PgSession {
+            url: url.clone(),
+            client: Mutex::new(None),
+        }
+    }
+
+    /// The database's location, as shown.
+    pub(crate) fn url(&self) -> &CatalogUrl {
+        &self.url
+    }
+
+    pub(crate) fn error(&self, reason: impl std::fmt::Display) -> Error {
+        Error::Catalog {
+            path: PathBuf::from(self.url.to_string()),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn connect(&self) -> PgResult<Client> {
+        let mut config = self.url.config.clone();
+        config.connect_timeout(CONNECT_TIMEOUT);
+        config.application_name("ingest");
+        config.connect(NoTls)
+    }
+
+    /// Run `f` with the connection (made again if it was lost; a call that fails on a
+    /// connection found closed is tried once more on a new one).
+    pub(crate) fn try_call<T: Send>(
+        &self,
+        f: impl Fn(&mut Client) -> PgResult<T> + Send + Sync,
+    ) -> Result<T> {
+        off_runtime(|| {
+            let mut slot = crate::lock(&self.client);
+            for attempt in 0..2 {
+                let client = match slot.take() {
+                    Some(c) if !c.is_closed() => slot.insert(c),
+                    _ => slot.insert(self.connect().map_err(|e| self.error(e))?),
+                };
+                match f(client) {
+                    Ok(v) => return Ok(v),
+                    Err(e) if attempt == 0 && (e.is_closed() || client.is_closed()) => {
+                        *slot = None;
+                    }
+                    Err(e) => return Err(self.error(e)),
+                }
+            }
+            Err(self.error("the connection closed twice"))
+        })
+    }
+}
+
+/// The catalog in PostgreSQL: one [`PgSession`] per node.
+pub struct PgCatalog {
+    session: PgSession,
     /// This node's copies of object packs (`content/` of its data directory).
     cache: PathBuf,
     /// The first failure since the last save.
@@ -210,7 +303,9 @@ pub struct PgCatalog {
 
 impl std::fmt::Debug for PgCatalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgCatalog").field("url", &self.url).finish()
+        f.debug_struct("PgCatalog")
+            .field("url", self.session.url())
+            .finish()
     }
 }
 
@@ -267,7 +362,7 @@ fn tag_set_id(json: &str) -> String {
     blake3::hash(json.as_bytes()).to_hex().to_string()
 }
 
-type PgResult<T> = std::result::Result<T, postgres::Error>;
+pub(crate) type PgResult<T> = std::result::Result<T, postgres::Error>;
 
 /// Run `f` where the sync client may block: on this thread, or on a scoped thread of its own
 /// when this one belongs to a Tokio runtime (whose threads must not block on another).
@@ -286,8 +381,7 @@ impl PgCatalog {
     /// packs in `data_dir`'s `content/`.
     pub fn open(url: &CatalogUrl, data_dir: &Path) -> Result<Self> {
         let catalog = PgCatalog {
-            url: url.clone(),
-            client: Mutex::new(None),
+            session: PgSession::new(url),
             cache: crate::DataDir::at(data_dir).contents(),
             failed: Mutex::new(None),
         };
@@ -307,39 +401,11 @@ impl PgCatalog {
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> Error {
-        Error::Catalog {
-            path: PathBuf::from(self.url.to_string()),
-            reason: reason.to_string(),
-        }
+        self.session.error(reason)
     }
 
-    fn connect(&self) -> PgResult<Client> {
-        let mut config = self.url.config.clone();
-        config.connect_timeout(CONNECT_TIMEOUT);
-        config.application_name("ingest");
-        config.connect(NoTls)
-    }
-
-    /// Run `f` with the connection (made again if it was lost; a call that fails on a
-    /// connection found closed is tried once more on a new one).
     fn try_call<T: Send>(&self, f: impl Fn(&mut Client) -> PgResult<T> + Send + Sync) -> Result<T> {
-        off_runtime(|| {
-            let mut slot = crate::lock(&self.client);
-            for attempt in 0..2 {
-                let client = match slot.take() {
-                    Some(c) if !c.is_closed() => slot.insert(c),
-                    _ => slot.insert(self.connect().map_err(|e| self.error(e))?),
-                };
-                match f(client) {
-                    Ok(v) => return Ok(v),
-                    Err(e) if attempt == 0 && (e.is_closed() || client.is_closed()) => {
-                        *slot = None;
-                    }
-                    Err(e) => return Err(self.error(e)),
-                }
-            }
-            Err(self.error("the connection closed twice"))
-        })
+        self.session.try_call(f)
     }
 
     /// [`Self::try_call`], a failure noted (logged now, returned by the next save) and

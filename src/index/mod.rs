@@ -42,6 +42,7 @@ pub use catalog::{
     SqliteCatalog,
 };
 pub use catalog_pg::{CatalogUrl, PgCatalog};
+pub(crate) use catalog_pg::{PgResult, PgSession};
 pub use edge::EdgeIndex;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};

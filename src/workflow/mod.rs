@@ -30,6 +30,7 @@
 pub mod context;
 pub mod entities;
 mod records;
+mod records_pg;
 #[cfg(test)]
 mod tests;
 
@@ -49,7 +50,7 @@ use crate::lock;
 use crate::pipeline::Input;
 use crate::report::{now_secs, FileReport, FileStatus, IngestReport};
 use crate::services::Services;
-use records::{Item, Kind, RecordStore};
+use records::{list_as, Item, Kind, RecordStore, WorkflowStore};
 
 pub use crate::config::{
     ContextLayers, LayerLimit, WorkflowConfig, MAX_LAYER_LIMIT, MAX_RESULT_BYTES_CEILING,
@@ -238,28 +239,36 @@ pub struct WorkflowStats {
 /// How many locks the workflows' turns are spread over.
 const TURN_STRIPES: usize = 64;
 
+/// A tool result read whole: its workflow's key and handle, its hash, its text.
+type Recalled = ((String, String), String, Arc<String>);
+
 /// The workflows of one data directory. Calls on one workflow take turns (one of
 /// [`TURN_STRIPES`] locks, chosen by a hash of the workflow's scope: a fixed set, so no lock
 /// is ever dropped while a call waits on it); calls on different workflows mostly go at once.
 #[derive(Debug)]
 pub(crate) struct WorkflowRecords {
     /// The records: a row per workflow and per item.
-    store: RecordStore,
+    store: Box<dyn WorkflowStore>,
     turns: Vec<Mutex<()>>,
     /// What `turn` would take were the stripes ever fewer than the hash asks for.
     spare_turn: Mutex<()>,
     /// When the last sweep for expired workflows ran.
     last_sweep: Mutex<Option<std::time::Instant>>,
-    /// The last tool result read whole (its blob path and hash): a recall followed page by
-    /// page inflates it once.
-    last_recalled: Mutex<Option<(PathBuf, String, Arc<String>)>>,
+    /// The last tool result read whole (its workflow's key and handle, and its hash): a
+    /// recall followed page by page inflates it once.
+    last_recalled: Mutex<Option<Recalled>>,
 }
 
 impl WorkflowRecords {
-    /// The workflows of the data directory `data_dir` (nothing is opened yet).
-    pub(crate) fn new(data_dir: &Path) -> Self {
+    /// The workflows of the data directory `data_dir` (nothing is opened yet), or of the
+    /// shared catalog `shared` (PostgreSQL: every node reads and writes them there).
+    pub(crate) fn new(data_dir: &Path, shared: Option<&crate::index::CatalogUrl>) -> Self {
+        let store: Box<dyn WorkflowStore> = match shared {
+            Some(url) => Box::new(records_pg::PgRecordStore::new(url)),
+            None => Box::new(RecordStore::new(data_dir)),
+        };
         WorkflowRecords {
-            store: RecordStore::new(data_dir),
+            store,
             turns: (0..TURN_STRIPES).map(|_| Mutex::new(())).collect(),
             spare_turn: Mutex::new(()),
             last_sweep: Mutex::new(None),
@@ -310,29 +319,12 @@ impl<'a> Workflows<'a> {
         self.ing.data().legacy_workflows()
     }
 
-    fn store(&self) -> &RecordStore {
-        &self.records.store
+    fn store(&self) -> &dyn WorkflowStore {
+        &*self.records.store
     }
 
-    /// The key of `w`'s principal (its user, feature instance and mandate).
     fn principal_key(w: &Scope) -> String {
-        Scope {
-            workflow_id: None,
-            is_shared: false,
-            ..w.clone()
-        }
-        .key()
-    }
-
-    /// The folder of `w`'s principal (its user, feature instance and mandate): every
-    /// workflow's tool results lie below. A hash of the key, so no id is ever a path.
-    fn principal_folder(&self, w: &Scope) -> PathBuf {
-        self.root().join(short_hash(&Self::principal_key(w)))
-    }
-
-    /// The folder of workflow scope `w` (its tool results' text).
-    pub(crate) fn folder(&self, w: &Scope) -> PathBuf {
-        self.principal_folder(w).join(short_hash(&w.key()))
+        principal_key(w)
     }
 
     /// The lock workflow `w`'s calls take turns on.
@@ -515,9 +507,7 @@ impl<'a> Workflows<'a> {
             .store()
             .next_number(&w, &Self::principal_key(&w), now_secs())?;
         meta.handle = format!("tr_{number}");
-        let results = self.folder(&w).join("results");
-        crate::perms::create_dir(&results)?;
-        write_blob(&results.join(format!("{}.deflate", meta.handle)), content)?;
+        self.store().put_text(&w, &meta.handle, content)?;
         // Recorded before indexing: a crash in between leaves a result that can be recalled
         // and ended, never an indexed file without its record.
         self.store()
@@ -582,24 +572,21 @@ impl<'a> Workflows<'a> {
         let Some(Item::Result(meta)) = self.store().get(&w, Kind::Result, handle.trim())? else {
             return Ok(None);
         };
-        let path = self
-            .folder(&w)
-            .join("results")
-            .join(format!("{}.deflate", meta.handle));
+        let id = (w.key(), meta.handle.clone());
         let cache = &self.records.last_recalled;
         let cached = lock(cache)
             .as_ref()
-            .filter(|(p, h, _)| *p == path && *h == meta.hash)
+            .filter(|(i, h, _)| *i == id && *h == meta.hash)
             .map(|(_, _, t)| Arc::clone(t));
         let text = match cached {
             Some(t) => t,
             None => {
-                if !path.exists() {
-                    // Gone meanwhile (the workflow ended): as if it never was.
+                // Gone meanwhile (the workflow ended): as if it never was.
+                let Some(t) = self.store().text(&w, &meta.handle, meta.raw_bytes)? else {
                     return Ok(None);
-                }
-                let t = Arc::new(read_blob(&path, meta.raw_bytes)?);
-                *lock(cache) = Some((path, meta.hash.clone(), Arc::clone(&t)));
+                };
+                let t = Arc::new(t);
+                *lock(cache) = Some((id, meta.hash.clone(), Arc::clone(&t)));
                 t
             }
         };
@@ -658,7 +645,7 @@ impl<'a> Workflows<'a> {
     /// Every entity of `workflow`, by key.
     pub fn entities(&self, scope: &Scope, workflow: &str) -> Result<Vec<Entity>> {
         let w = workflow_scope(scope, workflow)?;
-        self.store().list_as(&w, Kind::Entity, None, |i| match i {
+        list_as(self.store(), &w, Kind::Entity, None, |i| match i {
             Item::Entity(e) => Some(e),
             _ => None,
         })
@@ -714,7 +701,7 @@ impl<'a> Workflows<'a> {
 
     /// The newest `last` summaries of workflow scope `w` (all when `None`), oldest first.
     pub(crate) fn latest_summaries(&self, w: &Scope, last: Option<usize>) -> Result<Vec<Summary>> {
-        self.store().list_as(w, Kind::Summary, last, |i| match i {
+        list_as(self.store(), w, Kind::Summary, last, |i| match i {
             Item::Summary(s) => Some(s),
             _ => None,
         })
@@ -723,7 +710,7 @@ impl<'a> Workflows<'a> {
     /// The tool results of `workflow`, oldest first.
     pub fn results(&self, scope: &Scope, workflow: &str) -> Result<Vec<ResultMeta>> {
         let w = workflow_scope(scope, workflow)?;
-        self.store().list_as(&w, Kind::Result, None, |i| match i {
+        list_as(self.store(), &w, Kind::Result, None, |i| match i {
             Item::Result(m) => Some(m),
             _ => None,
         })
@@ -753,7 +740,6 @@ impl<'a> Workflows<'a> {
     }
 
     fn end_locked(&self, w: &Scope, keep_summary: bool) -> Result<Ended> {
-        let folder = self.folder(w);
         let count = |kind| -> Result<usize> { Ok(self.store().list(w, kind, None)?.len()) };
         let mut ended = Ended {
             results: count(Kind::Result)?,
@@ -780,12 +766,7 @@ impl<'a> Workflows<'a> {
         // What was deleted leaves no earlier page in the databases' logs.
         self.store().truncate_log();
         self.ing.catalog().truncate_log();
-        if folder.exists() {
-            std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
-            // The principal's folder goes with its last workflow (one being created meanwhile
-            // keeps it: it is not empty then).
-            let _ = std::fs::remove_dir(self.principal_folder(w));
-        }
+        self.store().drop_texts(w)?;
         Ok(ended)
     }
 
@@ -882,6 +863,16 @@ fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
     }
 }
 
+/// The key of `w`'s principal (its user, feature instance and mandate).
+fn principal_key(w: &Scope) -> String {
+    Scope {
+        workflow_id: None,
+        is_shared: false,
+        ..w.clone()
+    }
+    .key()
+}
+
 /// The first 32 hex digits of blake3 of `key`: a folder name.
 fn short_hash(key: &str) -> String {
     let hash = blake3::hash(key.as_bytes()).to_hex();
@@ -907,22 +898,35 @@ fn write_blob(path: &Path, text: &str) -> Result<()> {
 
 /// The text deflated in `path`, which must be `bytes` long (a longer stream is refused: it
 /// was not written by [`write_blob`]).
-#[allow(clippy::disallowed_methods)] // bounded by `take`
 fn read_blob(path: &Path, bytes: u64) -> Result<String> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    inflate(file, bytes, &path.display().to_string())
+}
+
+/// `text` deflated (a tool result's text in a database).
+pub(crate) fn deflate(text: &str) -> Result<Vec<u8>> {
+    let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes())
+        .and_then(|_| enc.finish())
+        .map_err(|e| Error::Workflow(format!("deflating a tool result: {e}")))
+}
+
+/// The text deflated in `compressed` (named `what` in errors), which must be `bytes` long:
+/// a longer stream is refused, read no further than one byte past it.
+#[allow(clippy::disallowed_methods)] // bounded by `take`
+pub(crate) fn inflate(compressed: impl Read, bytes: u64, what: &str) -> Result<String> {
     let mut out = Vec::new();
-    flate2::read::DeflateDecoder::new(file)
+    flate2::read::DeflateDecoder::new(compressed)
         .take(bytes.saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| Error::Workflow(format!("{what}: {e}")))?;
     if out.len() as u64 != bytes {
         return Err(Error::Workflow(format!(
-            "{}: {} bytes, the record says {bytes}",
-            path.display(),
+            "{what}: {} bytes, the record says {bytes}",
             out.len()
         )));
     }
-    String::from_utf8(out).map_err(|e| Error::Workflow(format!("{}: {e}", path.display())))
+    String::from_utf8(out).map_err(|e| Error::Workflow(format!("{what}: {e}")))
 }
 
 #[cfg(test)]

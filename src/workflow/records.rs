@@ -58,7 +58,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn of(n: i64) -> Option<Kind> {
+    pub(super) fn of(n: i64) -> Option<Kind> {
         match n {
             0 => Some(Kind::Result),
             1 => Some(Kind::Entity),
@@ -77,7 +77,7 @@ pub(crate) enum Item {
 }
 
 impl Item {
-    fn kind(&self) -> Kind {
+    pub(super) fn kind(&self) -> Kind {
         match self {
             Item::Result(_) => Kind::Result,
             Item::Entity(_) => Kind::Entity,
@@ -86,7 +86,7 @@ impl Item {
     }
 
     /// What names it in its workflow: a handle, an entity's key, a summary's id.
-    fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         match self {
             Item::Result(m) => &m.handle,
             Item::Entity(e) => &e.key,
@@ -94,7 +94,7 @@ impl Item {
         }
     }
 
-    fn indexed_name(&self) -> String {
+    pub(super) fn indexed_name(&self) -> String {
         match self {
             Item::Result(m) => m.indexed_name(),
             Item::Entity(e) => e.indexed_name(),
@@ -114,7 +114,7 @@ impl Item {
         }
     }
 
-    fn body(&self) -> Result<String> {
+    pub(super) fn body(&self) -> Result<String> {
         match self {
             Item::Result(m) => serde_json::to_string(m),
             Item::Entity(e) => serde_json::to_string(e),
@@ -123,7 +123,7 @@ impl Item {
         .map_err(|e| Error::Workflow(e.to_string()))
     }
 
-    fn parse(kind: Kind, body: &str) -> Result<Item> {
+    pub(super) fn parse(kind: Kind, body: &str) -> Result<Item> {
         let bad = |e: serde_json::Error| Error::Workflow(format!("a stored item: {e}"));
         Ok(match kind {
             Kind::Result => Item::Result(serde_json::from_str(body).map_err(bad)?),
@@ -140,10 +140,12 @@ pub(crate) struct Usage {
     pub bytes: u64,
 }
 
-/// The workflows' database, opened on first use.
+/// The workflows' database, opened on first use, and the folder of their tool results'
+/// text (`workflows/<principal>/<workflow>/results/`, named by hashes: no id is a path).
 #[derive(Debug)]
 pub(crate) struct RecordStore {
     path: PathBuf,
+    root: PathBuf,
     conn: Mutex<Option<Connection>>,
 }
 
@@ -154,10 +156,23 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 impl RecordStore {
     /// The database of the data directory `data_dir` (nothing is opened yet).
     pub(crate) fn new(data_dir: &Path) -> RecordStore {
+        let data = crate::DataDir::at(data_dir);
         RecordStore {
-            path: crate::DataDir::at(data_dir).workflows_db(),
+            path: data.workflows_db(),
+            root: data.legacy_workflows(),
             conn: Mutex::new(None),
         }
+    }
+
+    /// The folder of `w`'s principal (its user, feature instance and mandate): every
+    /// workflow's tool results lie below.
+    fn principal_folder(&self, w: &Scope) -> PathBuf {
+        self.root.join(super::short_hash(&super::principal_key(w)))
+    }
+
+    /// The folder of workflow scope `w` (its tool results' text).
+    fn folder(&self, w: &Scope) -> PathBuf {
+        self.principal_folder(w).join(super::short_hash(&w.key()))
     }
 
     /// Run `f` on the open connection (opened, and made, on first use).
@@ -208,14 +223,129 @@ impl RecordStore {
         }
         Ok(conn)
     }
+}
+
+/// Where workflows' records live: the embedded database of a data directory
+/// ([`RecordStore`]) or, for many nodes, the shared PostgreSQL catalog
+/// ([`super::records_pg::PgRecordStore`]). One small interface: rows per workflow and per
+/// item, and a tool result's text.
+pub(crate) trait WorkflowStore: Send + Sync + std::fmt::Debug {
+    /// Whether records exist already (the earlier layout is moved in only while none do).
+    fn exists_on_disk(&self) -> bool;
+    /// Whether workflow `w` has a record.
+    fn exists(&self, w: &Scope) -> Result<bool>;
+    /// How many workflows `principal` (a scope key without a workflow) has.
+    fn count_of(&self, principal: &str) -> Result<usize>;
+    /// What workflow `w` holds.
+    fn usage(&self, w: &Scope) -> Result<Usage>;
+    /// The next item number of workflow `w` (its record made now if it has none), counted
+    /// up for good: handles and summary ids are never reused.
+    fn next_number(&self, w: &Scope, principal: &str, now: u64) -> Result<u64>;
+    /// Make workflow `w`'s record if it has none.
+    fn ensure(&self, w: &Scope, principal: &str, now: u64) -> Result<()>;
+    /// Store `item` in workflow `w` (replacing the item of the same kind and name), and mark
+    /// the workflow used now.
+    fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()>;
+    /// The item of `kind` named `name` in workflow `w`.
+    fn get(&self, w: &Scope, kind: Kind, name: &str) -> Result<Option<Item>>;
+    /// The item of workflow `w` indexed under `indexed_name` (what a search hit names).
+    fn indexed(&self, w: &Scope, indexed_name: &str) -> Result<Option<Item>>;
+    /// The items of `kind` in workflow `w`: tool results and summaries oldest first,
+    /// entities by key; the newest `last` only, when given.
+    fn list(&self, w: &Scope, kind: Kind, last: Option<usize>) -> Result<Vec<Item>>;
+    /// Delete workflow `w`'s items of `kinds`; with `whole`, its record too.
+    fn delete(&self, w: &Scope, kinds: &[Kind], whole: bool) -> Result<()>;
+    /// Leave no earlier page of deleted rows behind (best effort).
+    fn truncate_log(&self);
+    /// Mark workflow `w` used at `now`.
+    fn touch(&self, w: &Scope, now: u64) -> Result<()>;
+    /// The workflows last used before `cutoff`, oldest first, at most `max`.
+    fn unused_since(&self, cutoff: u64, max: usize) -> Result<Vec<Scope>>;
+    /// When workflow `w` was last used.
+    fn touched_at(&self, w: &Scope) -> Result<Option<u64>>;
+    /// Counts over every workflow.
+    fn stats(&self) -> Result<WorkflowStats>;
+    /// Keep tool result `handle`'s whole `text` for workflow `w`.
+    fn put_text(&self, w: &Scope, handle: &str, text: &str) -> Result<()>;
+    /// Tool result `handle`'s text, which must be `bytes` long; `None` when it is gone.
+    fn text(&self, w: &Scope, handle: &str, bytes: u64) -> Result<Option<String>>;
+    /// Forget every tool result text of workflow `w`.
+    fn drop_texts(&self, w: &Scope) -> Result<()>;
+    /// Move records of an earlier layout under `root` in; how many.
+    fn import_legacy(&self, _root: &Path) -> Result<usize> {
+        Ok(0)
+    }
+}
+
+/// The items of `kind` read from `bodies` as [`WorkflowStore::list`] reads them: entities
+/// by key, the others newest first (turned here to oldest first).
+pub(super) fn items_of(kind: Kind, bodies: &[String]) -> Result<Vec<Item>> {
+    let mut items = bodies
+        .iter()
+        .map(|b| Item::parse(kind, b))
+        .collect::<Result<Vec<_>>>()?;
+    if kind != Kind::Entity {
+        items.reverse();
+    }
+    Ok(items)
+}
+
+/// [`WorkflowStore::list`], each item as `pick` gives it (those it gives `None` for left
+/// out).
+pub(crate) fn list_as<T>(
+    store: &dyn WorkflowStore,
+    w: &Scope,
+    kind: Kind,
+    last: Option<usize>,
+    pick: impl Fn(Item) -> Option<T>,
+) -> Result<Vec<T>> {
+    Ok(store
+        .list(w, kind, last)?
+        .into_iter()
+        .filter_map(pick)
+        .collect())
+}
+
+impl WorkflowStore for RecordStore {
+    fn import_legacy(&self, root: &Path) -> Result<usize> {
+        self.import_legacy_records(root)
+    }
+
+    fn put_text(&self, w: &Scope, handle: &str, text: &str) -> Result<()> {
+        let results = self.folder(w).join("results");
+        crate::perms::create_dir(&results)?;
+        super::write_blob(&results.join(format!("{handle}.deflate")), text)
+    }
+
+    fn text(&self, w: &Scope, handle: &str, bytes: u64) -> Result<Option<String>> {
+        let path = self
+            .folder(w)
+            .join("results")
+            .join(format!("{handle}.deflate"));
+        if !path.exists() {
+            return Ok(None);
+        }
+        super::read_blob(&path, bytes).map(Some)
+    }
+
+    fn drop_texts(&self, w: &Scope) -> Result<()> {
+        let folder = self.folder(w);
+        if folder.exists() {
+            std::fs::remove_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+            // The principal's folder goes with its last workflow (one being created
+            // meanwhile keeps it: it is not empty then).
+            let _ = std::fs::remove_dir(self.principal_folder(w));
+        }
+        Ok(())
+    }
 
     /// Whether the database file exists.
-    pub(crate) fn exists_on_disk(&self) -> bool {
+    fn exists_on_disk(&self) -> bool {
         self.path.exists()
     }
 
     /// Whether workflow `w` has a record.
-    pub(crate) fn exists(&self, w: &Scope) -> Result<bool> {
+    fn exists(&self, w: &Scope) -> Result<bool> {
         let key = w.key();
         self.with(|c| {
             c.query_row("SELECT 1 FROM workflows WHERE key = ?1", [&key], |_| Ok(()))
@@ -225,7 +355,7 @@ impl RecordStore {
     }
 
     /// How many workflows `principal` (a scope key without a workflow) has.
-    pub(crate) fn count_of(&self, principal: &str) -> Result<usize> {
+    fn count_of(&self, principal: &str) -> Result<usize> {
         self.with(|c| {
             c.query_row(
                 "SELECT count(*) FROM workflows WHERE principal = ?1",
@@ -237,7 +367,7 @@ impl RecordStore {
     }
 
     /// What workflow `w` holds.
-    pub(crate) fn usage(&self, w: &Scope) -> Result<Usage> {
+    fn usage(&self, w: &Scope) -> Result<Usage> {
         let key = w.key();
         self.with(|c| {
             c.query_row(
@@ -254,7 +384,7 @@ impl RecordStore {
 
     /// The next item number of workflow `w` (its record made now if it has none), counted up
     /// for good: handles and summary ids are never reused.
-    pub(crate) fn next_number(&self, w: &Scope, principal: &str, now: u64) -> Result<u64> {
+    fn next_number(&self, w: &Scope, principal: &str, now: u64) -> Result<u64> {
         let (key, scope) = (w.key(), scope_json(w)?);
         let now = i64::try_from(now).unwrap_or(i64::MAX);
         self.with(|c| {
@@ -275,7 +405,7 @@ impl RecordStore {
     }
 
     /// Make workflow `w`'s record if it has none (an entity, which takes no number).
-    pub(crate) fn ensure(&self, w: &Scope, principal: &str, now: u64) -> Result<()> {
+    fn ensure(&self, w: &Scope, principal: &str, now: u64) -> Result<()> {
         let (key, scope) = (w.key(), scope_json(w)?);
         let now = i64::try_from(now).unwrap_or(i64::MAX);
         self.with(|c| {
@@ -290,7 +420,7 @@ impl RecordStore {
 
     /// Store `item` in workflow `w` (replacing the item of the same kind and name), and mark
     /// the workflow used now.
-    pub(crate) fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()> {
+    fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()> {
         let key = w.key();
         let body = item.body()?;
         let raw = match item {
@@ -328,7 +458,7 @@ impl RecordStore {
     }
 
     /// The item of `kind` named `name` in workflow `w`.
-    pub(crate) fn get(&self, w: &Scope, kind: Kind, name: &str) -> Result<Option<Item>> {
+    fn get(&self, w: &Scope, kind: Kind, name: &str) -> Result<Option<Item>> {
         let key = w.key();
         let body: Option<String> = self.with(|c| {
             c.query_row(
@@ -342,7 +472,7 @@ impl RecordStore {
     }
 
     /// The item of workflow `w` indexed under `indexed_name` (what a search hit names).
-    pub(crate) fn indexed(&self, w: &Scope, indexed_name: &str) -> Result<Option<Item>> {
+    fn indexed(&self, w: &Scope, indexed_name: &str) -> Result<Option<Item>> {
         let key = w.key();
         let row: Option<(i64, String)> = self.with(|c| {
             c.query_row(
@@ -363,7 +493,7 @@ impl RecordStore {
 
     /// The items of `kind` in workflow `w`: tool results and summaries oldest first, entities
     /// by key; the newest `last` only, when given.
-    pub(crate) fn list(&self, w: &Scope, kind: Kind, last: Option<usize>) -> Result<Vec<Item>> {
+    fn list(&self, w: &Scope, kind: Kind, last: Option<usize>) -> Result<Vec<Item>> {
         let key = w.key();
         let order = match kind {
             Kind::Entity => "name ASC",
@@ -378,34 +508,11 @@ impl RecordStore {
             let rows = stmt.query_map(params![key, kind as i64, limit], |r| r.get(0))?;
             rows.collect()
         })?;
-        let mut items = bodies
-            .iter()
-            .map(|b| Item::parse(kind, b))
-            .collect::<Result<Vec<_>>>()?;
-        if kind != Kind::Entity {
-            items.reverse();
-        }
-        Ok(items)
-    }
-
-    /// [`RecordStore::list`], each item as `pick` gives it (those it gives `None` for left
-    /// out).
-    pub(crate) fn list_as<T>(
-        &self,
-        w: &Scope,
-        kind: Kind,
-        last: Option<usize>,
-        pick: impl Fn(Item) -> Option<T>,
-    ) -> Result<Vec<T>> {
-        Ok(self
-            .list(w, kind, last)?
-            .into_iter()
-            .filter_map(pick)
-            .collect())
+        items_of(kind, &bodies)
     }
 
     /// Delete workflow `w`'s items of `kinds`; with `whole`, its record too.
-    pub(crate) fn delete(&self, w: &Scope, kinds: &[Kind], whole: bool) -> Result<()> {
+    fn delete(&self, w: &Scope, kinds: &[Kind], whole: bool) -> Result<()> {
         let key = w.key();
         self.with(|c| {
             let tx = c.transaction()?;
@@ -425,7 +532,7 @@ impl RecordStore {
 
     /// Copy what the write-ahead log holds into the database and empty the log, so that
     /// deleted items leave no earlier page behind (best effort).
-    pub(crate) fn truncate_log(&self) {
+    fn truncate_log(&self) {
         let r = self.with(|c| c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
         if let Err(e) = r {
             tracing::warn!("emptying the workflows' log: {e}");
@@ -433,7 +540,7 @@ impl RecordStore {
     }
 
     /// Mark workflow `w` used now (its time to live starts again).
-    pub(crate) fn touch(&self, w: &Scope, now: u64) -> Result<()> {
+    fn touch(&self, w: &Scope, now: u64) -> Result<()> {
         let key = w.key();
         let now = i64::try_from(now).unwrap_or(i64::MAX);
         self.with(|c| {
@@ -447,7 +554,7 @@ impl RecordStore {
 
     /// The workflows last used before `cutoff` (seconds since the epoch), oldest first, at
     /// most `max`.
-    pub(crate) fn unused_since(&self, cutoff: u64, max: usize) -> Result<Vec<Scope>> {
+    fn unused_since(&self, cutoff: u64, max: usize) -> Result<Vec<Scope>> {
         let cutoff = i64::try_from(cutoff).unwrap_or(i64::MAX);
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let scopes: Vec<String> = self.with(|c| {
@@ -464,7 +571,7 @@ impl RecordStore {
     }
 
     /// When workflow `w` was last used.
-    pub(crate) fn touched_at(&self, w: &Scope) -> Result<Option<u64>> {
+    fn touched_at(&self, w: &Scope) -> Result<Option<u64>> {
         let key = w.key();
         let t: Option<i64> = self.with(|c| {
             c.query_row(
@@ -478,7 +585,7 @@ impl RecordStore {
     }
 
     /// Counts over every workflow.
-    pub(crate) fn stats(&self) -> Result<WorkflowStats> {
+    fn stats(&self) -> Result<WorkflowStats> {
         if !self.path.exists() {
             return Ok(WorkflowStats::default());
         }
@@ -516,7 +623,7 @@ impl RecordStore {
     }
 }
 
-fn scope_json(w: &Scope) -> Result<String> {
+pub(super) fn scope_json(w: &Scope) -> Result<String> {
     serde_json::to_string(w).map_err(|e| Error::Workflow(e.to_string()))
 }
 
@@ -524,7 +631,7 @@ impl RecordStore {
     /// Move the records of the earlier layout (`workflows/<principal>/<workflow>/record.json`
     /// under `root`) into the database, each in one transaction, and delete each file once
     /// its rows are in; how many. A record that cannot be read is left in place and logged.
-    pub(crate) fn import_legacy(&self, root: &Path) -> Result<usize> {
+    fn import_legacy_records(&self, root: &Path) -> Result<usize> {
         let mut moved = 0;
         for principal in super::subfolders(root)? {
             for folder in super::subfolders(&principal)? {

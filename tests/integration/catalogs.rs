@@ -111,7 +111,7 @@ fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     // A schema newer than this build knows is refused, not written to.
     client
         .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
@@ -442,6 +442,60 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
         json!({ "locator": locator }),
     );
     assert!(read.to_string().contains("timetable is pinned"), "{read}");
+    // A workflow started on node A is recalled, gathered and ended on node B.
+    let secret = "The harbour safe code is 4-8-15-16, kept by quartermaster Ingrid.";
+    let (status, stored) = tool(
+        &alice_a,
+        "store_tool_result",
+        json!({"workflow": "w1", "tool": "vault.read", "content": secret}),
+    );
+    assert_eq!(status, 200, "{stored}");
+    let handle = stored["handle"].as_str().unwrap().to_string();
+    let (status, _) = tool(
+        &alice_a,
+        "remember",
+        json!({"workflow": "w1", "key": "safe_keeper", "value": "quartermaster Ingrid"}),
+    );
+    assert_eq!(status, 200);
+    let recall = json!({"workflow": "w1", "handle": handle});
+    let (status, on_b) = tool(&alice_b, "recall_tool_result", recall.clone());
+    assert_eq!(status, 200, "{on_b}");
+    assert!(
+        on_b["text"].as_str().unwrap_or("").contains("4-8-15-16"),
+        "{on_b}"
+    );
+    let (status, gathered) = tool(
+        &alice_b,
+        "gather_context",
+        json!({"workflow": "w1", "query": "who keeps the safe", "max_chars": 20000}),
+    );
+    assert_eq!(status, 200, "{gathered}");
+    assert!(
+        gathered.to_string().contains("quartermaster Ingrid"),
+        "{gathered}"
+    );
+    // Another key, on either node: the workflow is as a made-up one.
+    for node in [&a, &b] {
+        let bob = Client::new(node, Some(BOB));
+        let theirs = tool(&bob, "recall_tool_result", recall.clone());
+        let made_up = tool(
+            &bob,
+            "recall_tool_result",
+            json!({"workflow": "never", "handle": handle}),
+        );
+        assert_eq!(theirs, made_up);
+    }
+    let (status, ended) = tool(&alice_b, "end_workflow", json!({"workflow": "w1"}));
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(ended["deleted"]["tool_results"], 1, "{ended}");
+    let (_, gone) = tool(&alice_a, "recall_tool_result", recall.clone());
+    let (_, never) = tool(
+        &alice_a,
+        "recall_tool_result",
+        json!({"workflow": "never", "handle": handle}),
+    );
+    assert_eq!(gone, never, "node A still recalls what node B ended");
+
     // Another key of the same mandate sees nothing of it on either node, answered as if
     // nothing were there.
     for node in [&a, &b] {
