@@ -52,6 +52,7 @@ mod ingestor;
 mod isolation;
 #[cfg(feature = "tokio")]
 pub mod mcp;
+mod migrate;
 mod names;
 mod perms;
 mod pipeline;
@@ -83,6 +84,7 @@ pub use index::{
 };
 pub use ingestor::Ingestor;
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
+pub use migrate::{migrate, MigrateReport};
 pub use perms::{owner_only_umask, prepare_data_dir};
 pub use pipeline::Input;
 pub use progress::{ProgressSnapshot, RunProgress};

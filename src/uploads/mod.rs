@@ -233,6 +233,14 @@ impl Drop for Reservation {
     }
 }
 
+/// Upload jobs of `data`'s own queue (its job files) that have not ended.
+pub(crate) fn open_job_records(data: &crate::DataDir) -> Result<usize> {
+    Ok(jobs::load_all(data)?
+        .iter()
+        .filter(|r| !r.status.state.is_final())
+        .count())
+}
+
 /// This process's name in a shared queue: its host, its pid and random bits (a restarted
 /// node is a new one; what the old one held is claimed after its lease).
 fn node_name() -> String {

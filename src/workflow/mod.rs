@@ -841,6 +841,12 @@ impl<'a> Workflows<'a> {
         self.store().import_legacy(&root)
     }
 
+    /// Copy every workflow into the shared catalog at `url` (`ingest migrate`): the
+    /// workflows and items copied.
+    pub(crate) fn copy_into(&self, url: &crate::index::CatalogUrl) -> Result<(usize, usize)> {
+        records::copy_all(self.store(), &records_pg::PgRecordStore::new(url))
+    }
+
     /// Set when workflow `workflow` of `scope` was last used (tests of the time to live).
     #[cfg(test)]
     pub(crate) fn set_touched(&self, scope: &Scope, workflow: &str, at: SystemTime) {

@@ -243,6 +243,9 @@ pub(crate) trait WorkflowStore: Send + Sync + std::fmt::Debug {
     fn next_number(&self, w: &Scope, principal: &str, now: u64) -> Result<u64>;
     /// Make workflow `w`'s record if it has none.
     fn ensure(&self, w: &Scope, principal: &str, now: u64) -> Result<()>;
+    /// Count workflow `w`'s item numbers on from `next` at least (records moved in keep
+    /// their handles, and no later one repeats them).
+    fn raise_next(&self, w: &Scope, next: u64) -> Result<()>;
     /// Store `item` in workflow `w` (replacing the item of the same kind and name), and mark
     /// the workflow used now.
     fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()>;
@@ -290,6 +293,44 @@ pub(super) fn items_of(kind: Kind, bodies: &[String]) -> Result<Vec<Item>> {
     Ok(items)
 }
 
+/// The highest item number among `items`' handles and summary ids (`tr_7`, `s_3`).
+pub(super) fn highest_number<'a>(names: impl Iterator<Item = &'a str>) -> u64 {
+    names
+        .filter_map(|n| n.rsplit('_').next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Copy every workflow of `from` into `to` (rows, tool results' texts, when each was last
+/// used, item numbers), oldest items first so that they list in the same order; the
+/// workflows and items copied.
+pub(crate) fn copy_all(from: &dyn WorkflowStore, to: &dyn WorkflowStore) -> Result<(usize, usize)> {
+    let (mut workflows, mut items) = (0, 0);
+    for w in from.unused_since(u64::MAX, usize::MAX)? {
+        let principal = super::principal_key(&w);
+        let touched = from.touched_at(&w)?.unwrap_or(0);
+        to.ensure(&w, &principal, touched)?;
+        let mut numbers = Vec::new();
+        for kind in [Kind::Result, Kind::Entity, Kind::Summary] {
+            for item in from.list(&w, kind, None)? {
+                if let Item::Result(m) = &item {
+                    if let Some(text) = from.text(&w, &m.handle, m.raw_bytes)? {
+                        to.put_text(&w, &m.handle, &text)?;
+                    }
+                }
+                if kind != Kind::Entity {
+                    numbers.push(item.name().to_string());
+                }
+                to.put(&w, &item, touched)?;
+                items += 1;
+            }
+        }
+        to.raise_next(&w, highest_number(numbers.iter().map(String::as_str)))?;
+        workflows += 1;
+    }
+    Ok((workflows, items))
+}
+
 /// [`WorkflowStore::list`], each item as `pick` gives it (those it gives `None` for left
 /// out).
 pub(crate) fn list_as<T>(
@@ -307,6 +348,18 @@ pub(crate) fn list_as<T>(
 }
 
 impl WorkflowStore for RecordStore {
+    fn raise_next(&self, w: &Scope, next: u64) -> Result<()> {
+        let key = w.key();
+        let next = i64::try_from(next).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.execute(
+                "UPDATE workflows SET next = max(next, ?2) WHERE key = ?1",
+                params![key, next],
+            )
+            .map(|_| ())
+        })
+    }
+
     fn import_legacy(&self, root: &Path) -> Result<usize> {
         self.import_legacy_records(root)
     }
@@ -672,14 +725,12 @@ impl RecordStore {
             .chain(r.entities.values().cloned().map(Item::Entity))
             .chain(r.summaries.iter().cloned().map(Item::Summary))
             .collect();
-        let next = r
-            .results
-            .iter()
-            .map(|m| m.handle.as_str())
-            .chain(r.summaries.iter().map(|s| s.id.as_str()))
-            .filter_map(|n| n.rsplit('_').next()?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0);
+        let next = highest_number(
+            r.results
+                .iter()
+                .map(|m| m.handle.as_str())
+                .chain(r.summaries.iter().map(|s| s.id.as_str())),
+        );
         let bodies = items
             .iter()
             .map(|i| Ok((i, i.body()?)))

@@ -140,6 +140,17 @@ impl WorkflowStore for PgRecordStore {
             .try_call(|c| ensure_row(c, &key, principal, &scope, now))
     }
 
+    fn raise_next(&self, w: &Scope, next: u64) -> Result<()> {
+        let (key, next) = (w.key(), int(next));
+        self.session.try_call(|c| {
+            c.execute(
+                "UPDATE ingest_workflows SET next = greatest(next, $2) WHERE key = $1",
+                &[&key, &next],
+            )
+            .map(|_| ())
+        })
+    }
+
     fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()> {
         let key = w.key();
         let body = item.body()?;

@@ -200,18 +200,8 @@ fn answer(out: &Output) -> Vec<Value> {
     lines
 }
 
-#[test]
-fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
-    let Some(pg) = PostgresServer::start() else {
-        return;
-    };
-    let Some(server) = QdrantServer::start() else {
-        eprintln!("{QDRANT_SKIPPED}");
-        return;
-    };
-    let catalog = pg.database("nodes");
-    let store = server.store_url(0, "shared_nodes");
-    let sb = Sandbox::new();
+/// Two notes and an archive of two members in `sb/docs`.
+fn write_docs(sb: &Sandbox) {
     sb.write(
         "docs/lighthouse.txt",
         b"The keeper of the lighthouse on Skerry Point logged every storm in a green ledger.\n",
@@ -231,6 +221,21 @@ fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
         ),
     ]);
     sb.write("docs/bundle.zip", &zip);
+}
+
+#[test]
+fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let Some(server) = QdrantServer::start() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return;
+    };
+    let catalog = pg.database("nodes");
+    let store = server.store_url(0, "shared_nodes");
+    let sb = Sandbox::new();
+    write_docs(&sb);
     let (a, b): (PathBuf, PathBuf) = (sb.path("node-a"), sb.path("node-b"));
     let docs = sb.path("docs").display().to_string();
     let out = node(&a, &catalog, &store, &[&docs]);
@@ -282,36 +287,7 @@ fn qdrant_nodes_sharing_a_postgres_catalog_answer_alike() {
     assert!(err.contains("same store"), "{err}");
     // A file node A indexed, gone from the folder and synced away by node B, is gone for
     // both (nodes of one catalog release contents as one writer).
-    let orchard = |data: &Path| {
-        answer(&node(
-            data,
-            &catalog,
-            &store,
-            &[
-                "search",
-                "--min-score",
-                "-1",
-                "--mode",
-                "keyword",
-                "pear trees grafted",
-            ],
-        ))
-        .iter()
-        .any(|h| h.to_string().contains("orchard.md"))
-    };
-    assert!(orchard(&a) && orchard(&b));
-    std::fs::remove_file(sb.path("docs/orchard.md")).unwrap();
-    let out = node(&b, &catalog, &store, &[&docs]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !orchard(&a) && !orchard(&b),
-        "a removed file is still found"
-    );
+    removed_on_b_is_gone_for_both(&sb, &a, &b, &catalog, &store);
     let read = answer(&node(&b, &catalog, &store, &["read", &member])).concat_text();
     assert!(read.contains("turbine hall flooded"), "{read}");
     // Another scope sees nothing of it on either node, answered as if nothing were there.
@@ -841,4 +817,178 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
     );
     let ended = catalog.job("j3").unwrap();
     assert_eq!(ended, "{\"id\":\"j3\"}");
+}
+
+/// `docs/orchard.md`, found on nodes `a` and `b`, is removed from the folder and synced
+/// away by node B: neither finds it any more (one writer's holder records).
+fn removed_on_b_is_gone_for_both(sb: &Sandbox, a: &Path, b: &Path, catalog: &str, store: &str) {
+    let orchard = |data: &Path| {
+        answer(&node(
+            data,
+            catalog,
+            store,
+            &[
+                "search",
+                "--min-score",
+                "-1",
+                "--mode",
+                "keyword",
+                "pear trees grafted",
+            ],
+        ))
+        .iter()
+        .any(|h| h.to_string().contains("orchard.md"))
+    };
+    assert!(orchard(a) && orchard(b));
+    std::fs::remove_file(sb.path("docs/orchard.md")).unwrap();
+    let docs = sb.path("docs").display().to_string();
+    let out = node(b, catalog, store, &[&docs]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!orchard(a) && !orchard(b), "a removed file is still found");
+}
+
+/// `ingest ARGS` on data dir `data` with its own (embedded) catalog and the store.
+fn solo(data: &Path, store: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--data-dir"])
+        .arg(data)
+        .args(["--store", store])
+        .args(args)
+        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove("INGEST_STORE")
+        .env_remove("INGEST_CATALOG")
+        .output()
+        .unwrap()
+}
+
+/// `ingest migrate` moves a single machine's index (embedded catalog, points in a Qdrant
+/// server) into an empty PostgreSQL catalog: a new node answers what the machine answered,
+/// recalls its workflow, and a file it removes is gone for the first node too (the holder
+/// records were re-keyed: with the machine's own record left, its points would stay).
+#[test]
+fn qdrant_a_single_machine_index_migrates_into_a_shared_catalog() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let Some(server) = QdrantServer::start() else {
+        eprintln!("{QDRANT_SKIPPED}");
+        return;
+    };
+    let catalog = pg.database("migrated");
+    let store = server.store_url(0, "migrated");
+    let sb = Sandbox::new();
+    write_docs(&sb);
+    let docs = sb.path("docs").display().to_string();
+    let (a, b) = (sb.path("machine"), sb.path("node-b"));
+    let ok = |out: &Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(&solo(&a, &store, &[&docs]));
+    let stored = solo(
+        &a,
+        &store,
+        &[
+            "tool",
+            "store_tool_result",
+            &json!({"workflow": "w1", "tool": "vault.read",
+                    "content": "The harbour safe code is 4-8-15-16."})
+            .to_string(),
+        ],
+    );
+    ok(&stored);
+    let handle = json_lines(&stored)[0]["handle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let member = format!("{docs}/bundle.zip!/inner/turbine.txt");
+    let zip_locator = format!("{docs}/bundle.zip");
+    let asks: Vec<Vec<&str>> = vec![
+        vec!["search", "--min-score", "-1", "who kept the lighthouse"],
+        vec!["browse"],
+        vec!["browse", zip_locator.as_str()],
+        vec!["read", member.as_str()],
+    ];
+    let before: Vec<Vec<Value>> = asks.iter().map(|q| answer(&solo(&a, &store, q))).collect();
+    // Without a server store, or into a catalog holding entries: refused, nothing moved.
+    let migrate = |data: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["--json", "--data-dir"])
+            .arg(data)
+            .args(["--catalog", catalog.as_str(), "migrate"])
+            .env_remove("INGEST_STORE")
+            .env_remove("INGEST_CATALOG")
+            .output()
+            .unwrap()
+    };
+    let edge = sb.path("edge-only");
+    ok(&Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--data-dir"])
+        .arg(&edge)
+        .arg(sb.path("docs/lighthouse.txt"))
+        .output()
+        .unwrap());
+    let refused = migrate(&edge);
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("embedded shard"));
+    let out = migrate(&a);
+    ok(&out);
+    let report = &json_lines(&out)[0];
+    assert_eq!(report["scopes"], 2, "{report}"); // the files' and the workflow's
+    assert!(report["entries"].as_u64().unwrap() >= 6, "{report}");
+    assert!(report["contents"].as_u64().unwrap() >= 5, "{report}");
+    assert_eq!(report["holder_records"], report["contents"], "{report}");
+    assert_eq!(
+        (
+            report["workflows"].clone(),
+            report["workflow_items"].clone()
+        ),
+        (json!(1), json!(1))
+    );
+    assert!(!report.to_string().contains("PASSWORD"));
+    let again = migrate(&a);
+    assert_eq!(
+        again.status.code(),
+        Some(3),
+        "a second migration into a full catalog"
+    );
+    // A new node of the catalog answers what the machine answered; so does the machine.
+    for (q, was) in asks.iter().zip(&before) {
+        for data in [&b, &a] {
+            assert_eq!(
+                &answer(&node(data, &catalog, &store, q)),
+                was,
+                "{q:?} on {}",
+                data.display()
+            );
+        }
+    }
+    let recalled = node(
+        &b,
+        &catalog,
+        &store,
+        &[
+            "tool",
+            "recall_tool_result",
+            &json!({"workflow": "w1", "handle": handle}).to_string(),
+        ],
+    );
+    ok(&recalled);
+    assert!(String::from_utf8_lossy(&recalled.stdout).contains("4-8-15-16"));
+    // A file removed through the new node is gone for the machine too.
+    removed_on_b_is_gone_for_both(&sb, &a, &b, &catalog, &store);
 }

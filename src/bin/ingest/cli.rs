@@ -258,6 +258,12 @@ pub(crate) enum Command {
     /// stored texts: no file is read or parsed again. An index made with another recipe
     /// refuses new files until this runs.
     Reindex(ReindexArgs),
+    /// Move this data dir's index into the empty shared catalog of --catalog (PostgreSQL):
+    /// its entries, contents, records and workflows; its holder records in the Qdrant
+    /// collection are re-keyed to the catalog's, so the data dir becomes the catalog's first
+    /// node and others join with --catalog. The index must be in a Qdrant server (not an
+    /// embedded shard) and its upload jobs ended. See docs/OPERATIONS.md.
+    Migrate,
 }
 
 #[derive(Args, Debug)]

@@ -157,6 +157,35 @@ pub(crate) fn import(common: &Common, args: &TransferArgs) -> anyhow::Result<Exi
     transferred(common, "imported", points, &args.file)
 }
 
+pub(crate) fn migrate(common: &Common) -> anyhow::Result<ExitCode> {
+    let mut config = config(common, None)?;
+    let url = config.catalog.take().ok_or_else(|| {
+        Usage(
+            "migrate needs the shared catalog to move this data dir's index into: \
+             --catalog postgres://USER@HOST/DB (or INGEST_CATALOG)"
+                .into(),
+        )
+    })?;
+    let report = ingest::migrate(config, &url)
+        .with_context(|| format!("migrating {} into {url}", common.data_dir.display()))?;
+    if common.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "moved {} entries of {} scopes, {} contents, {} workflows ({} items) into {}; \
+             {} holder records re-keyed",
+            report.entries,
+            report.scopes,
+            report.contents,
+            report.workflows,
+            report.workflow_items,
+            report.catalog,
+            report.holder_records
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn is_gzip(path: &std::path::Path) -> bool {
     path.extension().is_some_and(|e| e == "gz")
 }

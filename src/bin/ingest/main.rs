@@ -120,6 +120,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Import(args)) => commands::import(&cli.common, args),
         Some(Command::Reindex(args)) => commands::reindex(&cli.common, args),
         Some(Command::Files(args)) => commands::files(&cli.common, args),
+        Some(Command::Migrate) => commands::migrate(&cli.common),
         None => commands::ingest(&cli.common, &cli.ingest),
     }
 }
