@@ -230,20 +230,38 @@ impl std::fmt::Debug for CatalogUrl {
     }
 }
 
-/// One connection to the database at a [`CatalogUrl`], behind a mutex only its owner takes;
-/// a connection lost is made again on the next call. Errors name the URL without its
-/// password.
+/// Connections one [`PgSession`] keeps at most: as many calls go to the database at once
+/// (tool calls, pipeline threads, the upload queue), the others wait for one.
+const POOL_SIZE: u32 = 8;
+
+/// A pool of connections to the database at a [`CatalogUrl`] (r2d2): made on first use, a
+/// connection found broken is dropped and the call tried again on another. Errors name the
+/// URL without its password.
 pub(crate) struct PgSession {
     url: CatalogUrl,
-    client: Mutex<Option<Client>>,
+    pool: r2d2::Pool<r2d2_postgres::PostgresConnectionManager<NoTls>>,
 }
 
 impl PgSession {
-    /// A session on `url` (connected on first use).
+    /// A session on `url` (nothing connected yet).
     pub(crate) fn new(url: &CatalogUrl) -> Self {
+        let mut config = url.config.clone();
+        config.connect_timeout(CONNECT_TIMEOUT);
+        config.application_name("ingest");
+        let manager = r2d2_postgres::PostgresConnectionManager::new(config, NoTls);
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(0))
+            // A round trip per call otherwise; a broken connection fails its call, which is
+            // tried again on another.
+            .test_on_check_out(false)
+            .connection_timeout(CONNECT_TIMEOUT)
+            // Failures are this type's errors, said once by their caller.
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(manager);
         PgSession {
             url: url.clone(),
-            client: Mutex::new(None),
+            pool,
         }
     }
 
@@ -259,35 +277,24 @@ impl PgSession {
         }
     }
 
-    fn connect(&self) -> PgResult<Client> {
-        let mut config = self.url.config.clone();
-        config.connect_timeout(CONNECT_TIMEOUT);
-        config.application_name("ingest");
-        config.connect(NoTls)
-    }
-
-    /// Run `f` with the connection (made again if it was lost; a call that fails on a
-    /// connection found closed is tried once more on a new one).
+    /// Run `f` on a connection of the pool. A call that fails on a connection found closed
+    /// (the database restarted: every idle connection is) is tried again on another, as
+    /// often as the pool holds connections.
     pub(crate) fn try_call<T: Send>(
         &self,
         f: impl Fn(&mut Client) -> PgResult<T> + Send + Sync,
     ) -> Result<T> {
         off_runtime(|| {
-            let mut slot = crate::lock(&self.client);
-            for attempt in 0..2 {
-                let client = match slot.take() {
-                    Some(c) if !c.is_closed() => slot.insert(c),
-                    _ => slot.insert(self.connect().map_err(|e| self.error(e))?),
-                };
-                match f(client) {
+            for _ in 0..=POOL_SIZE {
+                let mut conn = self.pool.get().map_err(|e| self.error(e))?;
+                match f(&mut conn) {
                     Ok(v) => return Ok(v),
-                    Err(e) if attempt == 0 && (e.is_closed() || client.is_closed()) => {
-                        *slot = None;
-                    }
+                    // Dropped by the pool when it is handed back (it is closed).
+                    Err(e) if e.is_closed() || conn.is_closed() => continue,
                     Err(e) => return Err(self.error(e)),
                 }
             }
-            Err(self.error("the connection closed twice"))
+            Err(self.error("every connection of the pool closed"))
         })
     }
 }

@@ -488,6 +488,9 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
     }
 }
 
+/// A key of user `alice` in mandate `globex` (the service tests' alice is in `acme`).
+const GLOBEX: &str = "k-alice-globex-0123456789";
+
 /// Notes on distinct subjects, one per upload.
 const NOTES: [&str; 8] = [
     "The ferry to Skerry Point leaves at dawn; its timetable is pinned in the harbour office.",
@@ -529,8 +532,10 @@ fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() 
     };
     let shared = Sandbox::new();
     let config = |name: &str| {
+        // The same user name in another mandate: another tenant.
         format!(
-            "spool_dir = \"{}\"\njob_lease_secs = 2",
+            "spool_dir = \"{}\"\njob_lease_secs = 2\n\n[[api_keys]]\nkey = \"{GLOBEX}\"\n\
+             user = \"alice\"\nmandate = \"globex\"\n",
             shared.path(name).display()
         )
     };
@@ -617,9 +622,10 @@ fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() 
             "{name}: {answers:?}"
         );
     }
-    // Another key of the mandate: nothing, on every node, answered as for nothing there.
-    for node in &nodes {
-        let bob = Client::new(node, Some(BOB));
+    // Another key of the mandate, and another mandate: nothing, on every node, answered as
+    // for nothing there.
+    for (node, key) in nodes.iter().flat_map(|n| [(n, BOB), (n, GLOBEX)]) {
+        let bob = Client::new(node, Some(key));
         assert!(bob.search("when does the ferry leave", 5).is_empty());
         let (s1, theirs) = bob.get(&format!("/v1/jobs/{}", jobs[0]));
         assert_eq!(s1, 404, "{theirs}");
