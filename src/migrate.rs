@@ -103,11 +103,8 @@ pub fn migrate(config: Config, url: &CatalogUrl) -> Result<MigrateReport> {
             match (content, index) {
                 (Some(hash), Some(index)) => {
                     let pack_path = packs.join(format!("{hash}.pack"));
-                    let pack = match std::fs::read(&pack_path) {
-                        Ok(bytes) => bytes,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                        Err(e) => return Err(Error::io(&pack_path, e)),
-                    };
+                    // A content without its pack would be broken on every node: refused.
+                    let pack = std::fs::read(&pack_path).map_err(|e| Error::io(&pack_path, e))?;
                     target.write_content_and_put(
                         &scope,
                         &hash,

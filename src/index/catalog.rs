@@ -1351,8 +1351,9 @@ pub trait Catalog: Send + Sync {
         Ok(Vec::new())
     }
 
-    /// Extend the lease of every open job `node` holds.
-    fn renew_jobs(&self, _node: &str, _lease: Duration) -> Result<()> {
+    /// Extend the lease of open jobs `ids` that `node` holds (those it runs: a job it
+    /// holds and no longer runs is left to lapse, for another node to take).
+    fn renew_jobs(&self, _node: &str, _lease: Duration, _ids: &[String]) -> Result<()> {
         Ok(())
     }
 

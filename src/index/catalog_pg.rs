@@ -684,13 +684,13 @@ impl Catalog for PgCatalog {
         })
     }
 
-    fn renew_jobs(&self, node: &str, lease: Duration) -> Result<()> {
+    fn renew_jobs(&self, node: &str, lease: Duration, ids: &[String]) -> Result<()> {
         let lease = lease.as_secs_f64();
         self.try_call(|c| {
             c.execute(
                 "UPDATE ingest_jobs SET lease_until = now() + make_interval(secs => $2)
-                 WHERE owner = $1 AND ended_at IS NULL",
-                &[&node, &lease],
+                 WHERE owner = $1 AND ended_at IS NULL AND id = ANY($3)",
+                &[&node, &lease, &ids],
             )
             .map(|_| ())
         })

@@ -315,6 +315,7 @@ impl Uploads {
             spool,
             node: sharing.then(node_name),
             poke: Condvar::new(),
+            claiming: Mutex::new(()),
             config,
             state: Mutex::new(State::default()),
             ended: Condvar::new(),
@@ -839,7 +840,11 @@ impl Uploads {
     /// next [`Uploads::start`] on this data directory.
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        self.shared.poke.notify_all();
+        {
+            // Under the lock the queue's thread checks `stop` with, so it cannot miss this.
+            let _state = lock(&self.shared.state);
+            self.shared.poke.notify_all();
+        }
         self.shared.close_feeds();
         for handle in self.shared.take_threads() {
             let _ = handle.join();

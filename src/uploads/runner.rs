@@ -75,6 +75,8 @@ pub(crate) struct State {
     queues: HashMap<String, VecDeque<JobId>>,
     runs: HashMap<String, ActiveRun>,
     pub threads: Vec<std::thread::JoinHandle<()>>,
+    /// Jobs of a shared queue that ended here but whose end is not recorded yet.
+    unrecorded: std::collections::HashSet<JobId>,
 }
 
 impl State {
@@ -122,6 +124,8 @@ pub(crate) struct Shared {
     /// Signalled when the shared queue may hold work for this node (a job here ended, the
     /// service stops).
     pub poke: Condvar,
+    /// Held by a claim from the shared queue while it runs.
+    pub claiming: Mutex<()>,
     pub config: super::UploadsConfig,
     pub state: Mutex<State>,
     /// Signalled when a job ends.
@@ -316,6 +320,10 @@ impl Shared {
         self.metrics.job_ended(&job.record.status);
         if let Err(e) = jobs::save(&self.data, self.ing.catalog(), &job.record) {
             tracing::error!("recording the end of job {id}: {e}");
+            if self.node.is_some() {
+                // Tried again by the queue's thread, its lease kept meanwhile.
+                state.unrecorded.insert(id.clone());
+            }
         }
         if job.record.status.kind == JobKind::Upload {
             let body = super::spool::body_path(&self.spool, id);
@@ -345,6 +353,9 @@ impl Shared {
         if self.stop.load(Ordering::SeqCst) {
             return;
         }
+        // One claim at a time on this node: jobs on one name are queued here in the order
+        // they were claimed, and a job is never claimed by two of this node's threads.
+        let _claiming = lock(&self.claiming);
         let room = {
             let state = lock(&self.state);
             self.config.max_open_jobs.saturating_sub(state.open_jobs())
@@ -420,8 +431,37 @@ impl Shared {
             if self.stop.load(Ordering::SeqCst) {
                 return;
             }
-            if let Err(e) = self.ing.catalog().renew_jobs(&node, self.config.job_lease) {
+            // Ends whose record failed (the database was away) are recorded again first:
+            // until then the job is renewed, so no node runs it again.
+            let (unrecorded, running): (Vec<JobRecord>, Vec<String>) = {
+                let state = lock(&self.state);
+                let unrecorded = state
+                    .unrecorded
+                    .iter()
+                    .filter_map(|id| state.jobs.get(id))
+                    .map(|j| j.record.clone())
+                    .collect();
+                let running = state
+                    .jobs
+                    .iter()
+                    .filter(|(id, j)| {
+                        !j.record.status.state.is_final() || state.unrecorded.contains(id)
+                    })
+                    .map(|(id, _)| id.as_str().to_string())
+                    .collect();
+                (unrecorded, running)
+            };
+            if let Err(e) = self
+                .ing
+                .catalog()
+                .renew_jobs(&node, self.config.job_lease, &running)
+            {
                 tracing::warn!("renewing the leases of this node's upload jobs: {e}");
+            }
+            for record in unrecorded {
+                if jobs::save(&self.data, self.ing.catalog(), &record).is_ok() {
+                    lock(&self.state).unrecorded.remove(&record.status.id);
+                }
             }
             self.claim();
         }

@@ -815,8 +815,21 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
     );
     // n3 dies: once its lease ran out, j4 is n1's; renewing keeps n1's leases.
     std::thread::sleep(Duration::from_millis(1500));
-    catalog.renew_jobs("n1", long).unwrap();
+    catalog
+        .renew_jobs("n1", long, &["j1".into(), "j2".into()])
+        .unwrap();
     assert_eq!(ids(catalog.claim_jobs("n1", long, 10).unwrap()), ["j4"]);
+    // A node renews only what it runs: a job it holds and does not name lapses.
+    put("j5", "t", "d.txt", None);
+    assert_eq!(
+        ids(catalog
+            .claim_jobs("n2", Duration::from_secs(1), 10)
+            .unwrap()),
+        ["j5"]
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    catalog.renew_jobs("n2", long, &[]).unwrap();
+    assert_eq!(ids(catalog.claim_jobs("n1", long, 10).unwrap()), ["j5"]);
     assert_eq!(
         ids(catalog.claim_jobs("n2", long, 10).unwrap()),
         Vec::<String>::new()
