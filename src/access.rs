@@ -197,6 +197,81 @@ pub(crate) fn readable_owners(
     owners
 }
 
+/// Every scope over a small domain of ids (two users, no or two feature instances, no or two
+/// mandates, shared or not, in no or one of two workflows), then `extra` more drawn from a wider pool (ids of odd
+/// characters, the same name in several roles) by a seeded generator.
+#[cfg(any(test, feature = "testing"))]
+fn generated_scopes(extra: usize, seed: u64) -> Vec<Scope> {
+    let mut out = Vec::new();
+    for user in ["alice", "bob"] {
+        for fi in [None, Some("f1"), Some("f2")] {
+            for mandate in [None, Some("m1"), Some("m2")] {
+                // A workflow's scope is never shared.
+                for (shared, workflow) in [
+                    (false, None),
+                    (true, None),
+                    (false, Some("w1")),
+                    (false, Some("w2")),
+                ] {
+                    out.push(Scope {
+                        user_id: user.into(),
+                        feature_instance_id: fi.map(Into::into),
+                        mandate_id: mandate.map(Into::into),
+                        is_shared: shared,
+                        workflow_id: workflow.map(Into::into),
+                    });
+                }
+            }
+        }
+    }
+    // A small xorshift: reproducible without a dependency.
+    let mut state = seed | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let pool = [
+        "alice", "bob", "m1", "f1", "ünï", "x@y.z", "A", "a", "0", "alice.", "m2",
+    ];
+    let pick = |n: usize| pool.get(n).copied().unwrap_or("a").to_string();
+    for _ in 0..extra {
+        let user = pick(next(pool.len()));
+        let fi = (next(3) == 0).then(|| pick(next(pool.len())));
+        let mandate = (next(3) != 0).then(|| pick(next(pool.len())));
+        let is_shared = next(2) == 0;
+        let workflow_id = (!is_shared && next(3) == 0).then(|| pick(next(pool.len())));
+        out.push(Scope {
+            user_id: user,
+            feature_instance_id: fi,
+            mandate_id: mandate,
+            is_shared,
+            workflow_id,
+        });
+    }
+    out
+}
+
+/// The owners the access property tests store content in (distinct scopes of
+/// [`generated_scopes`]), each with a locator of its own (`/owner/N.txt`).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn generated_owners() -> Vec<(Scope, String)> {
+    let mut seen = std::collections::HashSet::new();
+    generated_scopes(60, 0x5eed_0fac_ce55)
+        .into_iter()
+        .filter(|o| seen.insert(o.key()))
+        .enumerate()
+        .map(|(n, o)| (o, format!("/owner/{n}.txt")))
+        .collect()
+}
+
+/// The readers the access property tests ask as.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn generated_readers() -> Vec<Scope> {
+    generated_scopes(40, 0x00ac_ce55)
+}
+
 /// Refuse a scope whose ids could be confused with others: empty, longer than
 /// [`MAX_ID_BYTES`], or holding white space, control, format (bidi, zero-width) characters or
 /// `/`; an empty feature instance or mandate is refused too (leave it out). Sharing needs a

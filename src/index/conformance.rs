@@ -117,80 +117,18 @@ fn open() -> (Opened, Box<dyn VectorIndex>) {
     (opened, store)
 }
 
-/// Every scope over a small domain of ids (two users, no or two feature instances, no or two
-/// mandates, shared or not, in no or one of two workflows), then `extra` more drawn from a wider pool (ids of odd
-/// characters, the same name in several roles) by a seeded generator.
-fn scopes_to_check(extra: usize, seed: u64) -> Vec<Scope> {
-    let mut out = Vec::new();
-    for user in ["alice", "bob"] {
-        for fi in [None, Some("f1"), Some("f2")] {
-            for mandate in [None, Some("m1"), Some("m2")] {
-                // A workflow's scope is never shared.
-                for (shared, workflow) in [
-                    (false, None),
-                    (true, None),
-                    (false, Some("w1")),
-                    (false, Some("w2")),
-                ] {
-                    out.push(Scope {
-                        user_id: user.into(),
-                        feature_instance_id: fi.map(Into::into),
-                        mandate_id: mandate.map(Into::into),
-                        is_shared: shared,
-                        workflow_id: workflow.map(Into::into),
-                    });
-                }
-            }
-        }
-    }
-    // A small xorshift: reproducible without a dependency.
-    let mut state = seed | 1;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
-    let pool = [
-        "alice", "bob", "m1", "f1", "ünï", "x@y.z", "A", "a", "0", "alice.", "m2",
-    ];
-    let pick = |n: usize| pool.get(n).copied().unwrap_or("a").to_string();
-    for _ in 0..extra {
-        let user = pick(next(pool.len()));
-        let fi = (next(3) == 0).then(|| pick(next(pool.len())));
-        let mandate = (next(3) != 0).then(|| pick(next(pool.len())));
-        let is_shared = next(2) == 0;
-        let workflow_id = (!is_shared && next(3) == 0).then(|| pick(next(pool.len())));
-        out.push(Scope {
-            user_id: user,
-            feature_instance_id: fi,
-            mandate_id: mandate,
-            is_shared,
-            workflow_id,
-        });
-    }
-    out
-}
-
 /// The property behind every scope test: for generated readers and owners, a search through
 /// the store's scope filter finds exactly the owners [`crate::access::can_read`] admits.
 /// One point per owner; every reader searches them all.
 fn the_store_filter_admits_exactly_what_the_access_rule_does() {
     let (_dir, store) = open();
-    let owners = scopes_to_check(60, 0x5eed_0fac_ce55);
-    let mut seen = std::collections::HashSet::new();
-    let owners: Vec<(Scope, String)> = owners
-        .into_iter()
-        .filter(|o| seen.insert(o.key()))
-        .enumerate()
-        .map(|(n, o)| (o, format!("/owner/{n}.txt")))
-        .collect();
+    let owners = crate::access::generated_owners();
     for (n, (owner, locator)) in owners.iter().enumerate() {
         let hash = format!("h{n}");
         store.upsert(owner, &chunks(&hash, 1, locator, n)).unwrap();
     }
     let mut checked = 0;
-    for reader in scopes_to_check(40, 0x00ac_ce55) {
+    for reader in crate::access::generated_readers() {
         let mut want: Vec<String> = owners
             .iter()
             .filter(|(o, _)| crate::access::can_read(&reader, o))

@@ -533,7 +533,7 @@ mod read;
 mod search;
 mod section;
 mod snippet;
-mod view;
+pub(crate) mod view;
 mod workflow;
 
 pub use files::{list_files, ListedFile};

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::ToolError;
 use crate::access::{closeness, owner_label, readable_owners};
 use crate::index::objects::PackReader;
-use crate::index::{CatalogEntry, EntryStatus};
+use crate::index::{Catalog, CatalogEntry, EntryStatus};
 use crate::ingestor::Ingestor;
 
 /// The entries a scope may read, by locator: for each, the closest owner's.
@@ -71,7 +71,11 @@ pub(crate) fn note_owner(
 impl View {
     /// What `scope` may read now; only `owner`'s files when a call names one.
     pub fn of(ingestor: &Ingestor, scope: &Scope, owner: Option<&str>) -> View {
-        let catalog = ingestor.catalog();
+        View::in_catalog(ingestor.catalog(), scope, owner)
+    }
+
+    /// What `scope` may read in `catalog`; only `owner`'s files when a call names one.
+    pub fn in_catalog(catalog: &dyn Catalog, scope: &Scope, owner: Option<&str>) -> View {
         let mut entries = BTreeMap::new();
         let mut owners: BTreeMap<String, (Scope, Vec<Scope>)> = BTreeMap::new();
         for o in readable_owners(catalog.scopes(), scope, owner) {
@@ -163,8 +167,17 @@ pub(crate) fn document(
     locator: &str,
     owner: Option<&str>,
 ) -> Result<Document, ToolError> {
+    document_in(ingestor.catalog(), scope, locator, owner)
+}
+
+/// [`document`] in `catalog`.
+pub(crate) fn document_in(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    locator: &str,
+    owner: Option<&str>,
+) -> Result<Document, ToolError> {
     let loc = normalize(locator);
-    let catalog = ingestor.catalog();
     let mut found = readable_owners(catalog.scopes(), scope, owner)
         .into_iter()
         .filter_map(|o| catalog.get(&o, &loc).map(|e| (o, e)));

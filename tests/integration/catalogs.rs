@@ -11,7 +11,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use ingest::testing::{
-    catalog_conformance, Catalog, PostgresServer, QdrantServer, SqliteCatalog, QDRANT_SKIPPED,
+    catalog_access_property, catalog_conformance, Catalog, PostgresServer, QdrantServer,
+    SqliteCatalog, QDRANT_SKIPPED,
 };
 use ingest::CatalogUrl;
 use serde_json::{json, Value};
@@ -22,6 +23,32 @@ use crate::util::{json_lines, Sandbox};
 fn the_embedded_catalog_conforms() {
     let dir = tempfile::tempdir().unwrap();
     catalog_conformance(&SqliteCatalog::open(dir.path()).unwrap());
+}
+
+#[test]
+fn the_access_rule_holds_through_the_embedded_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let readers = catalog_access_property(&SqliteCatalog::open(dir.path()).unwrap());
+    eprintln!("{readers} generated readers checked");
+}
+
+#[test]
+fn the_access_rule_holds_through_the_postgres_catalog() {
+    let Some(pg) = PostgresServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.database("access");
+    let node_a = pg_catalog(&url, dir.path());
+    let readers = catalog_access_property(&node_a);
+    // A second node reads the same scopes back from the same rows.
+    let other = tempfile::tempdir().unwrap();
+    let node_b = pg_catalog(&url, other.path());
+    let (mut a, mut b) = (node_a.scopes(), node_b.scopes());
+    a.sort_by_key(ingest::Scope::key);
+    b.sort_by_key(ingest::Scope::key);
+    assert_eq!(a, b);
+    eprintln!("{readers} generated readers checked on PostgreSQL");
 }
 
 fn pg_catalog(url: &str, dir: &Path) -> ingest::testing::PgCatalog {

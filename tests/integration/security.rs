@@ -93,6 +93,100 @@ fn raw(service: &Service, request: &[u8], limit: Duration) -> (u16, String) {
     (status, text)
 }
 
+/// Where a cross-scope case runs: one node, or two `ingest serve` nodes sharing a PostgreSQL
+/// catalog and upload queue, a Qdrant server collection and a spool folder (issue 40: the
+/// security suite's cross-scope cases hold on every node of a deployment). Each node has its
+/// own data directory and a copy of `sb/ingest.toml`.
+struct Nodes {
+    nodes: Vec<Service>,
+    /// The nodes' sandboxes after the first (the caller's), and the shared servers.
+    _more: Vec<Sandbox>,
+    shared: Option<Shared>,
+}
+
+/// The servers two nodes share, and the catalog and store URLs they are started with.
+struct Shared {
+    _pg: ingest::testing::PostgresServer,
+    _qdrant: ingest::testing::QdrantServer,
+    catalog: String,
+    store: String,
+}
+
+impl Nodes {
+    /// One node on `sb`.
+    fn one(sb: &Sandbox) -> Nodes {
+        Nodes {
+            nodes: vec![Service::start_config(sb, &[])],
+            _more: Vec::new(),
+            shared: None,
+        }
+    }
+
+    /// Two nodes sharing PostgreSQL and Qdrant, or `None` (said loudly) when either cannot
+    /// start here.
+    fn two(sb: &Sandbox) -> Option<Nodes> {
+        let pg = ingest::testing::PostgresServer::start()?;
+        let Some(qdrant) = ingest::testing::QdrantServer::start() else {
+            eprintln!("{}", ingest::testing::QDRANT_SKIPPED);
+            return None;
+        };
+        let (catalog, store) = (pg.database("security"), qdrant.store_url(0, "security"));
+        let mut nodes = Nodes {
+            nodes: Vec::new(),
+            _more: vec![Sandbox::new()],
+            shared: Some(Shared {
+                _pg: pg,
+                _qdrant: qdrant,
+                catalog,
+                store,
+            }),
+        };
+        nodes.restart(sb);
+        Some(nodes)
+    }
+
+    /// (Re)start every node with `sb/ingest.toml` as it is now.
+    fn restart(&mut self, sb: &Sandbox) {
+        for node in self.nodes.drain(..) {
+            assert!(node.stop().success());
+        }
+        let Some(shared) = &self.shared else {
+            self.nodes.push(Service::start_config(sb, &[]));
+            return;
+        };
+        let config = std::fs::read_to_string(sb.path("ingest.toml")).unwrap();
+        let config: String = config
+            .lines()
+            .filter(|l| !l.starts_with("spool_dir = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let spool = sb.path("spool");
+        let config = format!("spool_dir = \"{}\"\n{config}", spool.display());
+        for node in std::iter::once(sb).chain(&self._more) {
+            std::fs::write(node.path("ingest.toml"), &config).unwrap();
+        }
+        let args = ["--catalog", &shared.catalog, "--store", &shared.store];
+        for node in std::iter::once(sb).chain(&self._more) {
+            self.nodes.push(Service::start_config(node, &args));
+        }
+    }
+
+    /// The first node (where uploads go) and the last (where they are asked about).
+    fn first(&self) -> &Service {
+        &self.nodes[0]
+    }
+
+    fn last(&self) -> &Service {
+        &self.nodes[self.nodes.len() - 1]
+    }
+
+    fn stop(self) {
+        for node in self.nodes {
+            assert!(node.stop().success());
+        }
+    }
+}
+
 /// Host file read: an upload's name is never resolved against the server's disk. The
 /// service runs in the repository's folder, where `fixtures/archives/bundle.zip` exists.
 #[test]
@@ -209,18 +303,38 @@ fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
 /// answer; both stay reachable, each answer says whose file it is.
 #[test]
 fn security_a_shared_file_never_shadows_the_users_own() {
+    shared_never_shadows(|sb| Some(Nodes::one(sb)));
+}
+
+/// [`security_a_shared_file_never_shadows_the_users_own`] on two nodes: the reader uploads
+/// to one, the colleague to the other, and the reader asks each in turn.
+#[test]
+fn qdrant_security_a_shared_file_never_shadows_the_users_own_on_two_nodes() {
+    shared_never_shadows(Nodes::two);
+}
+
+fn shared_never_shadows(start: fn(&Sandbox) -> Option<Nodes>) {
     let sb = Sandbox::new();
-    let service = Service::start(&sb, "");
+    config(
+        &sb,
+        "",
+        &[(ALICE, "alice", Some("acme")), (BOB, "bob", Some("acme"))],
+    );
+    let Some(nodes) = start(&sb) else {
+        return;
+    };
     // The reader (bob) sorts after the colleague (alice) who shares a file of the same
     // name: a winner picked by sorting scopes, as before, would be the colleague's.
-    let me = Client::new(&service, Some(BOB));
-    let colleague = Client::new(&service, Some(ALICE));
+    let me = Client::new(nodes.first(), Some(BOB));
+    let colleague = Client::new(nodes.last(), Some(ALICE));
     let mine = "Bob keeps the spare keys of the boathouse in the blue tin.";
     let theirs = "Alice says the spare keys of the boathouse are under the mat.";
     uploaded(&me, "notes.md", format!("{mine}\n").as_bytes());
     uploaded_shared(&colleague, "notes.md", format!("{theirs}\n").as_bytes());
 
     for round in 0..2 {
+        // Asked on each node in turn.
+        let me = Client::new(&nodes.nodes[round % nodes.nodes.len()], Some(BOB));
         // The bare locator is the reader's own, and says another owner has the same locator.
         let (_, read) = tool(
             &me,
@@ -346,7 +460,7 @@ fn security_a_shared_file_never_shadows_the_users_own() {
     );
     assert!(read.to_string().contains(mine), "{read}");
     assert!(read.get("other_owners").is_none(), "{read}");
-    assert!(service.stop().success());
+    nodes.stop();
 }
 
 /// Mandate leak: the same user name in two mandates, and without one, are different people;
@@ -355,17 +469,52 @@ fn security_a_shared_file_never_shadows_the_users_own() {
 #[test]
 fn security_a_mandate_is_a_wall_for_every_face() {
     let sb = Sandbox::new();
+    mandate_wall(&sb, |sb| Some(Nodes::one(sb)));
+
+    // One user name with and without a mandate in one configuration: refused at start.
+    let refused = |keys: &[(&str, &str, Option<&str>)], why: &str| {
+        config(&sb, "", keys);
+        let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(sb.path("ingest.toml"))
+            .arg("--data-dir")
+            .arg(sb.data_dir())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{err}");
+    };
+    refused(
+        &[(ALICE, "alice", Some("acme")), (CAROL, "alice", None)],
+        "without a mandate",
+    );
+    // Ids that could be confused, and sharing without a mandate, are refused too.
+    refused(&[(CAROL, "carol smith", None)], "white space");
+}
+
+/// [`security_a_mandate_is_a_wall_for_every_face`] on two nodes: uploads go to one, every
+/// node is asked.
+#[test]
+fn qdrant_security_a_mandate_is_a_wall_for_every_face_on_two_nodes() {
+    mandate_wall(&Sandbox::new(), Nodes::two);
+}
+
+/// Uploads of a key of mandate `acme` to the first node, then keys of user `alice` in
+/// mandate `globex` and without a mandate ask every node: they see nothing.
+fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
     config(
-        &sb,
+        sb,
         "",
         &[
             (ALICE, "alice", Some("acme")),
             (ALICE_GLOBEX, "alice", Some("globex")),
         ],
     );
-    let service = Service::start_config(&sb, &[]);
-    let acme = Client::new(&service, Some(ALICE));
-    let globex = Client::new(&service, Some(ALICE_GLOBEX));
+    let Some(mut nodes) = start(sb) else {
+        return;
+    };
+    let acme = Client::new(nodes.first(), Some(ALICE));
     let phrase = "The acme quarterly plan moves the warehouse to the river dock.";
     uploaded(&acme, "plan.md", format!("{phrase}\n").as_bytes());
     uploaded_shared(
@@ -379,9 +528,10 @@ fn security_a_mandate_is_a_wall_for_every_face() {
     let ended = acme.wait_job(&job_of(&answer));
     assert_eq!(ended["state"], "failed", "{ended}");
     // Its card is stored by the end of the upload's run (a hang guard, not a speed test).
+    let acme_last = Client::new(nodes.last(), Some(ALICE));
     let found_by_owner = (0..300).any(|_| {
         let (_, own) = tool(
-            &acme,
+            &acme_last,
             "search_documents",
             json!({ "query": "cipher-ledger.pdf" }),
         );
@@ -418,46 +568,18 @@ fn security_a_mandate_is_a_wall_for_every_face() {
             assert_eq!(found["hits"], json!([]), "{found}");
         }
     };
-    check_blind(&globex);
-    assert!(service.stop().success());
+    for node in &nodes.nodes {
+        check_blind(&Client::new(node, Some(ALICE_GLOBEX)));
+    }
 
     // The same data directory, a key for `alice` without a mandate (as after a config
     // change): it sees nothing of either mandate.
-    config(&sb, "", &[(CAROL, "alice", None)]);
-    let service = Service::start_config(&sb, &[]);
-    check_blind(&Client::new(&service, Some(CAROL)));
-    assert!(service.stop().success());
-
-    // One user name with and without a mandate in one configuration: refused at start.
-    config(
-        &sb,
-        "",
-        &[(ALICE, "alice", Some("acme")), (CAROL, "alice", None)],
-    );
-    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(sb.path("ingest.toml"))
-        .arg("--data-dir")
-        .arg(sb.data_dir())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("without a mandate"), "{err}");
-    // Ids that could be confused, and sharing without a mandate, are refused too.
-    config(&sb, "", &[(CAROL, "carol smith", None)]);
-    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(sb.path("ingest.toml"))
-        .arg("--data-dir")
-        .arg(sb.data_dir())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("white space"),
-        "{out:?}"
-    );
+    config(sb, "", &[(CAROL, "alice", None)]);
+    nodes.restart(sb);
+    for node in &nodes.nodes {
+        check_blind(&Client::new(node, Some(CAROL)));
+    }
+    nodes.stop();
 }
 
 /// An upload that sends its headers and two bytes of a 100 000-byte body, then nothing.
