@@ -1302,6 +1302,9 @@ pub struct JobRow<'a> {
     pub record: &'a str,
     /// When it ended (seconds since the epoch).
     pub ended_at: Option<f64>,
+    /// The node writing it: `None` when a job is accepted (its row is inserted unclaimed),
+    /// the node running it for its stages and its end.
+    pub node: Option<&'a str>,
 }
 
 /// What the pipeline, the tools, the upload queue and the workflows know of the catalog:
@@ -1330,9 +1333,16 @@ pub trait Catalog: Send + Sync {
     }
 
     /// Record an upload job where every node reads it (inserted unclaimed; its record
-    /// replaced while it has not ended, never after). Only a shared catalog keeps job rows.
-    fn put_job(&self, _job: &JobRow<'_>) -> Result<()> {
-        Ok(())
+    /// replaced while it has not ended, never after, and only by the node holding it: a
+    /// node whose lease lapsed and whose job another node claimed writes nothing).
+    /// `Ok(false)` when the write was refused so. Only a shared catalog keeps job rows.
+    fn put_job(&self, _job: &JobRow<'_>) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Whether an open job (on any node) runs on the name whose key is `name_key`.
+    fn name_has_open_jobs(&self, _name_key: &str) -> Result<bool> {
+        Ok(false)
     }
 
     /// The record [`Catalog::put_job`] keeps for job `id`, if any.

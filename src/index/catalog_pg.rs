@@ -140,6 +140,17 @@ CREATE TABLE ingest_workflow_texts (
 );
 "#,
     ),
+    (
+        5,
+        // Jobs are ordered by when the database accepted them, not by their ids (a node's
+        // clock and random bits): nodes whose clocks differ keep an upload and a later
+        // delete of one name in order.
+        r#"
+ALTER TABLE ingest_jobs ADD COLUMN seq BIGSERIAL;
+DROP INDEX ingest_jobs_open;
+CREATE INDEX ingest_jobs_open ON ingest_jobs (seq) WHERE ended_at IS NULL;
+"#,
+    ),
 ];
 
 /// The advisory lock key that serializes claims of jobs among nodes (a claim reads which
@@ -156,14 +167,14 @@ FROM (
       AND (c.owner IS NULL OR c.lease_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM ingest_jobs o
-          WHERE o.ended_at IS NULL AND o.name_key = c.name_key AND o.id < c.id
+          WHERE o.ended_at IS NULL AND o.name_key = c.name_key AND o.seq < c.seq
             AND NOT (o.owner IS NOT DISTINCT FROM $1 AND o.lease_until >= now()))
-    ORDER BY c.id
+    ORDER BY c.seq
     LIMIT $3
     FOR UPDATE OF c SKIP LOCKED
 ) picked
 WHERE j.id = picked.id
-RETURNING j.record";
+RETURNING j.record, j.seq";
 
 /// The advisory lock key that serializes schema changes among nodes.
 const MIGRATION_LOCK: i64 = 0x696e_6765_7374_0001;
@@ -638,23 +649,34 @@ impl Catalog for PgCatalog {
         true
     }
 
-    fn put_job(&self, job: &JobRow<'_>) -> Result<()> {
+    fn put_job(&self, job: &JobRow<'_>) -> Result<bool> {
         let JobRow {
             id,
             scope,
             name_key,
             record,
             ended_at,
+            node,
         } = *job;
         self.try_call(|c| {
             c.execute(
                 "INSERT INTO ingest_jobs (id, scope, name_key, record, ended_at)
                  VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, ended_at = EXCLUDED.ended_at
-                 WHERE ingest_jobs.ended_at IS NULL",
-                &[&id, &scope, &name_key, &record, &ended_at],
+                 WHERE ingest_jobs.ended_at IS NULL AND ingest_jobs.owner IS NOT DISTINCT FROM $6",
+                &[&id, &scope, &name_key, &record, &ended_at, &node],
             )
-            .map(|_| ())
+            .map(|n| n == 1)
+        })
+    }
+
+    fn name_has_open_jobs(&self, name_key: &str) -> Result<bool> {
+        self.try_call(|c| {
+            c.query_one(
+                "SELECT EXISTS (SELECT 1 FROM ingest_jobs WHERE ended_at IS NULL AND name_key = $1)",
+                &[&name_key],
+            )?
+            .try_get::<_, bool>(0)
         })
     }
 
@@ -674,13 +696,15 @@ impl Catalog for PgCatalog {
         self.try_call(|c| {
             let mut tx = c.transaction()?;
             tx.execute(&format!("SELECT pg_advisory_xact_lock({QUEUE_LOCK})"), &[])?;
-            let records = tx
+            // In the order accepted (an UPDATE returns its rows in no promised order).
+            let mut records = tx
                 .query(CLAIM, &[&node, &lease, &limit])?
                 .iter()
-                .map(|r| r.try_get::<_, String>(0))
-                .collect::<PgResult<Vec<String>>>()?;
+                .map(|r| Ok((r.try_get::<_, i64>(1)?, r.try_get::<_, String>(0)?)))
+                .collect::<PgResult<Vec<(i64, String)>>>()?;
             tx.commit()?;
-            Ok(records)
+            records.sort_unstable_by_key(|(seq, _)| *seq);
+            Ok(records.into_iter().map(|(_, r)| r).collect())
         })
     }
 

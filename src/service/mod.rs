@@ -27,6 +27,9 @@ use crate::uploads::{Uploads, UploadsConfig};
 
 pub use routes::router;
 
+/// The longest upload job lease (`job_lease_secs`): a day.
+pub const MAX_JOB_LEASE_SECS: u64 = 86_400;
+
 /// A service's configuration file (`ingest serve --config ingest.toml`), TOML:
 ///
 /// ```toml
@@ -406,6 +409,13 @@ impl ServiceConfig {
                 return Err(Error::Config(format!("{name} must be at least 1")));
             }
         }
+        // A lease longer than a day would leave a dead node's jobs waiting that long.
+        if let Some(secs) = self.job_lease_secs.filter(|&s| s > MAX_JOB_LEASE_SECS) {
+            return Err(Error::Config(format!(
+                "job_lease_secs is {secs}: at most {MAX_JOB_LEASE_SECS} (a dead node's jobs \
+                 wait that long before another node takes them)"
+            )));
+        }
         Ok(())
     }
 
@@ -656,6 +666,9 @@ mod tests {
             "[workflow]\nmax_result_bytes = 2000\nmax_workflow_bytes = 1000",
             "[workflow]\nmax_items = 0",
             "[workflow]\nbogus = 1",
+            // A dead node's jobs would wait past a day, or forever.
+            "job_lease_secs = 86401",
+            "job_lease_secs = 0",
         ] {
             let text = if bad.starts_with('[') {
                 format!("{keys}{bad}")

@@ -349,14 +349,17 @@ pub(crate) fn records_dir(data: &DataDir) -> PathBuf {
 
 /// Write `record` durably: where every node reads it when the catalog is the queue of many
 /// nodes ([`crate::index::Catalog::shares_jobs`]: its row there is the record), else in the
-/// data dir (a temporary file renamed over the old one, both synced).
+/// data dir (a temporary file renamed over the old one, both synced). `node` is the node
+/// running the job (`None` when accepting it): a shared record is written only while that
+/// node holds the job; `Ok(false)` when another node took it over (or it has ended).
 pub(crate) fn save(
     data: &DataDir,
     catalog: &dyn crate::index::Catalog,
     record: &JobRecord,
-) -> Result<()> {
+    node: Option<&str>,
+) -> Result<bool> {
     if !catalog.shares_jobs() {
-        return save_file(data, record);
+        return save_file(data, record).map(|()| true);
     }
     let json = serde_json::to_string(record).map_err(|e| Error::Pipeline(e.to_string()))?;
     let scope = record.scope.key();
@@ -367,6 +370,7 @@ pub(crate) fn save(
         name_key: &name_key,
         record: &json,
         ended_at: record.status.finished_at,
+        node,
     })
 }
 

@@ -360,7 +360,7 @@ impl Uploads {
                     job.record.status.state = JobState::Failed;
                     job.record.status.reason = Some("its spooled body was lost".into());
                     job.record.status.finished_at = Some(jobs::now());
-                    let _ = jobs::save(&shared.data, shared.ing.catalog(), &job.record);
+                    let _ = jobs::save(&shared.data, shared.ing.catalog(), &job.record, None);
                 }
                 continue;
             }
@@ -556,7 +556,7 @@ impl Uploads {
                 .or_else(|| shared.config.limits.clone()),
             tags,
         };
-        if let Err(e) = jobs::save(&shared.data, shared.ing.catalog(), &record) {
+        if let Err(e) = jobs::save(&shared.data, shared.ing.catalog(), &record, None) {
             let _ = std::fs::remove_file(&spooled.path);
             return Err(e);
         }
@@ -757,6 +757,11 @@ impl Uploads {
             (holds(scope), holder)
         };
         let open_here = self.open_jobs_of(scope)?;
+        // An upload of the name that another node accepted and has not run yet.
+        let catalog = shared.ing.catalog();
+        let queued_elsewhere = !catalogued
+            && catalog.shares_jobs()
+            && catalog.name_has_open_jobs(&jobs::name_key(&key, locator))?;
         let state = lock(&shared.state);
         if open_here >= shared.config.max_open_jobs_per_scope.max(1) {
             shared.metrics.refused("busy");
@@ -765,7 +770,7 @@ impl Uploads {
                 retry_after_secs: 10,
             });
         }
-        if !catalogued && !state.name_busy(&key, top_name(locator)) {
+        if !catalogued && !queued_elsewhere && !state.name_busy(&key, top_name(locator)) {
             return Err(match holder {
                 // The caller's own file, shared or private as the call did not say.
                 Some(o) if crate::access::same_principal(&o, scope) => Error::Forbidden(format!(
@@ -786,7 +791,7 @@ impl Uploads {
             limits: None,
             tags: Vec::new(),
         };
-        jobs::save(&shared.data, shared.ing.catalog(), &record)?;
+        jobs::save(&shared.data, shared.ing.catalog(), &record, None)?;
         drop(state);
         Ok(self.queue(record))
     }

@@ -318,11 +318,23 @@ impl Shared {
             job.record.status.reason = Some(reason);
         }
         self.metrics.job_ended(&job.record.status);
-        if let Err(e) = jobs::save(&self.data, self.ing.catalog(), &job.record) {
-            tracing::error!("recording the end of job {id}: {e}");
-            if self.node.is_some() {
-                // Tried again by the queue's thread, its lease kept meanwhile.
-                state.unrecorded.insert(id.clone());
+        match jobs::save(
+            &self.data,
+            self.ing.catalog(),
+            &job.record,
+            self.node.as_deref(),
+        ) {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                "job {id} ended here after another node took it over (this node's lease \
+                 lapsed): its end here is not recorded, the other node's is"
+            ),
+            Err(e) => {
+                tracing::error!("recording the end of job {id}: {e}");
+                if self.node.is_some() {
+                    // Tried again by the queue's thread, its lease kept meanwhile.
+                    state.unrecorded.insert(id.clone());
+                }
             }
         }
         if job.record.status.kind == JobKind::Upload {
@@ -459,7 +471,7 @@ impl Shared {
                 tracing::warn!("renewing the leases of this node's upload jobs: {e}");
             }
             for record in unrecorded {
-                if jobs::save(&self.data, self.ing.catalog(), &record).is_ok() {
+                if jobs::save(&self.data, self.ing.catalog(), &record, Some(&node)).is_ok() {
                     lock(&self.state).unrecorded.remove(&record.status.id);
                 }
             }
@@ -485,8 +497,19 @@ impl Shared {
     /// Write `record` (a job's stage) where every node reads it.
     fn publish(&self, record: Option<JobRecord>) {
         if let Some(record) = record {
-            if let Err(e) = jobs::save(&self.data, self.ing.catalog(), &record) {
-                tracing::warn!("recording job {}'s stage: {e}", record.status.id);
+            match jobs::save(
+                &self.data,
+                self.ing.catalog(),
+                &record,
+                self.node.as_deref(),
+            ) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    "job {} was taken over by another node (this node's lease lapsed); \
+                     its stage here is not recorded",
+                    record.status.id
+                ),
+                Err(e) => tracing::warn!("recording job {}'s stage: {e}", record.status.id),
             }
         }
     }

@@ -246,6 +246,8 @@ pub(crate) trait WorkflowStore: Send + Sync + std::fmt::Debug {
     /// Count workflow `w`'s item numbers on from `next` at least (records moved in keep
     /// their handles, and no later one repeats them).
     fn raise_next(&self, w: &Scope, next: u64) -> Result<()>;
+    /// The last item number workflow `w` gave out (0 when none or no record).
+    fn last_number(&self, w: &Scope) -> Result<u64>;
     /// Store `item` in workflow `w` (replacing the item of the same kind and name), and mark
     /// the workflow used now.
     fn put(&self, w: &Scope, item: &Item, now: u64) -> Result<()>;
@@ -325,7 +327,8 @@ pub(crate) fn copy_all(from: &dyn WorkflowStore, to: &dyn WorkflowStore) -> Resu
                 items += 1;
             }
         }
-        to.raise_next(&w, highest_number(numbers.iter().map(String::as_str)))?;
+        let highest = highest_number(numbers.iter().map(String::as_str));
+        to.raise_next(&w, highest.max(from.last_number(&w)?))?;
         workflows += 1;
     }
     Ok((workflows, items))
@@ -348,6 +351,17 @@ pub(crate) fn list_as<T>(
 }
 
 impl WorkflowStore for RecordStore {
+    fn last_number(&self, w: &Scope) -> Result<u64> {
+        let key = w.key();
+        self.with(|c| {
+            c.query_row("SELECT next FROM workflows WHERE key = ?1", [&key], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()
+        })
+        .map(|n| n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    }
+
     fn raise_next(&self, w: &Scope, next: u64) -> Result<()> {
         let key = w.key();
         let next = i64::try_from(next).unwrap_or(i64::MAX);
@@ -767,5 +781,32 @@ impl RecordStore {
             }
             tx.commit()
         })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Item numbers a workflow gave out stay given out when its records are copied, even
+    /// those whose items were deleted since: no handle is ever given twice.
+    #[test]
+    fn copied_workflows_keep_counting_after_their_last_number() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (from, to) = (RecordStore::new(a.path()), RecordStore::new(b.path()));
+        let w = Scope {
+            workflow_id: Some("w1".into()),
+            ..Scope::user("alice")
+        };
+        let principal = super::super::principal_key(&w);
+        for n in 1..=3 {
+            assert_eq!(from.next_number(&w, &principal, 10).unwrap(), n);
+        }
+        assert_eq!(from.last_number(&w).unwrap(), 3);
+        assert_eq!(copy_all(&from, &to).unwrap(), (1, 0));
+        assert_eq!(to.last_number(&w).unwrap(), 3);
+        assert_eq!(to.next_number(&w, &principal, 11).unwrap(), 4);
+        assert_eq!(to.last_number(&Scope::user("nobody")).unwrap(), 0);
     }
 }

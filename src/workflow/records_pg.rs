@@ -140,6 +140,16 @@ impl WorkflowStore for PgRecordStore {
             .try_call(|c| ensure_row(c, &key, principal, &scope, now))
     }
 
+    fn last_number(&self, w: &Scope) -> Result<u64> {
+        let key = w.key();
+        let next = self.session.try_call(|c| {
+            c.query_opt("SELECT next FROM ingest_workflows WHERE key = $1", &[&key])?
+                .map(|r| r.try_get::<_, i64>(0))
+                .transpose()
+        })?;
+        Ok(next.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    }
+
     fn raise_next(&self, w: &Scope, next: u64) -> Result<()> {
         let (key, next) = (w.key(), int(next));
         self.session.try_call(|c| {

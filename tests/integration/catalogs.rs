@@ -138,7 +138,7 @@ fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     // A schema newer than this build knows is refused, not written to.
     client
         .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
@@ -415,6 +415,23 @@ fn qdrant_serve_nodes_sharing_a_postgres_catalog_answer_any_key_alike() {
         (s2, none.to_string().replace(&unknown, "X"))
     );
     assert_eq!(s1, 404);
+    // A delete sent to node B of a name whose upload node A accepted a moment ago (not
+    // necessarily run yet) is queued after it, not answered "no file"; the name is gone
+    // from both nodes after both jobs.
+    let (status, answer) = alice_a.upload(
+        "notes/draft.txt",
+        b"A draft about the causeway's granite, withdrawn before anyone read it.",
+    );
+    assert_eq!(status, 202, "{answer}");
+    let upload = job_of(&answer);
+    let (status, answer) = alice_b.delete("/v1/files?locator=notes/draft.txt");
+    assert!(status == 200 || status == 202, "{status} {answer}");
+    let delete = answer["id"].as_str().unwrap().to_string();
+    assert_eq!(alice_b.wait_job(&upload)["state"], "indexed");
+    assert_eq!(alice_a.wait_job(&delete)["state"], "deleted");
+    for c in [&alice_a, &alice_b] {
+        assert_eq!(c.get("/v1/files/status?locator=notes/draft.txt").0, 404);
+    }
     // Node B, which never saw the upload, answers the same key alike.
     let hits_a = alice_a.search("when does the ferry leave", 5);
     let hits_b = alice_b.search("when does the ferry leave", 5);
@@ -786,8 +803,8 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = pg_catalog(&pg.database("queue"), dir.path());
     assert!(catalog.shares_jobs());
-    let put = |id: &str, scope: &str, name: &str, ended: Option<f64>| {
-        let record = format!("{{\"id\":\"{id}\"}}");
+    let write = |id: &str, scope: &str, name: &str, ended: Option<f64>, node: Option<&str>| {
+        let record = format!("{{\"id\":\"{id}\",\"by\":\"{}\"}}", node.unwrap_or("-"));
         catalog
             .put_job(&JobRow {
                 id,
@@ -795,8 +812,12 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
                 name_key: &format!("{scope}/{name}"),
                 record: &record,
                 ended_at: ended,
+                node,
             })
-            .unwrap();
+            .unwrap()
+    };
+    let put = |id: &str, scope: &str, name: &str, ended: Option<f64>| {
+        assert!(write(id, scope, name, ended, None), "accepting {id}");
     };
     let ids = |records: Vec<String>| -> Vec<String> {
         records
@@ -828,9 +849,13 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
     );
     // The holder of j1 may take j2 (it runs them in order itself).
     assert_eq!(ids(catalog.claim_jobs("n1", long, 10).unwrap()), ["j2"]);
-    // An ended job is neither claimed nor replaced by a late stage write.
-    put("j3", "s", "b.txt", Some(1.0));
-    put("j3", "s", "b.txt", None);
+    // Only the holder writes a job's stages and end; an ended job is neither claimed nor
+    // replaced by a late stage write.
+    assert!(!write("j3", "s", "b.txt", Some(1.0), Some("n1")));
+    assert!(!write("j3", "s", "b.txt", Some(1.0), None));
+    assert!(write("j3", "s", "b.txt", None, Some("n2")));
+    assert!(write("j3", "s", "b.txt", Some(1.0), Some("n2")));
+    assert!(!write("j3", "s", "b.txt", None, Some("n2")));
     assert_eq!(catalog.open_jobs(&["s".into()]).unwrap(), 2);
     // n2 stops: what it holds is claimable at once.
     catalog.release_jobs("n2").unwrap();
@@ -862,7 +887,21 @@ fn the_postgres_job_queue_claims_in_order_under_leases() {
         Vec::<String>::new()
     );
     let ended = catalog.job("j3").unwrap();
-    assert_eq!(ended, "{\"id\":\"j3\"}");
+    assert_eq!(ended, "{\"id\":\"j3\",\"by\":\"n2\"}");
+    // n2, whose lease on j5 lapsed, ends it late: not recorded; n1's end is.
+    assert!(!write("j5", "t", "d.txt", Some(2.0), Some("n2")));
+    assert!(write("j5", "t", "d.txt", Some(3.0), Some("n1")));
+    assert_eq!(catalog.job("j5").unwrap(), "{\"id\":\"j5\",\"by\":\"n1\"}");
+    // Jobs of one name keep the order they were accepted in, whatever their ids (made on
+    // nodes whose clocks may differ).
+    put("z1", "u", "e.txt", None);
+    put("a1", "u", "e.txt", None);
+    assert_eq!(ids(catalog.claim_jobs("n2", long, 1).unwrap()), ["z1"]);
+    assert_eq!(
+        ids(catalog.claim_jobs("n1", long, 10).unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(ids(catalog.claim_jobs("n2", long, 10).unwrap()), ["a1"]);
 }
 
 /// `docs/orchard.md`, found on nodes `a` and `b`, is removed from the folder and synced
