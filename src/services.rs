@@ -44,6 +44,10 @@ pub struct Services {
     /// The model file this index is embedded and searched with (settled when it opens).
     model_variant: crate::ModelVariant,
     pub(crate) runs: RunSlots,
+    /// Where uploaded archives are kept for extraction on demand, when not in the data
+    /// directory: the shared spool's `kept/` folder, set by the upload queue of a node that
+    /// shares its catalog (so that every node extracts from what any node kept).
+    kept_root: std::sync::OnceLock<std::path::PathBuf>,
     /// How far the current run has come ([`Services::progress`]).
     pub(crate) progress: Arc<crate::RunProgress>,
 }
@@ -113,6 +117,7 @@ impl Services {
             chunker: Mutex::new(None),
             store: Mutex::new(None),
             runs: RunSlots::default(),
+            kept_root: std::sync::OnceLock::new(),
             progress: Arc::default(),
         };
         if crate::index::DirtyMarker::present(services.data.root()) {
@@ -141,6 +146,21 @@ impl Services {
     /// The data directory.
     pub(crate) fn data_dir(&self) -> &Path {
         self.data.root()
+    }
+
+    /// The folder of uploaded archives kept for extraction on demand: the data directory's,
+    /// or the shared spool's once a node's upload queue sharing its catalog set it.
+    pub(crate) fn kept_root(&self) -> std::path::PathBuf {
+        self.kept_root
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.data.kept_uploads())
+    }
+
+    /// Keep uploaded archives in `dir` (a shared spool's folder) instead of the data
+    /// directory; only the first call counts.
+    pub(crate) fn keep_archives_in(&self, dir: std::path::PathBuf) {
+        let _ = self.kept_root.set(dir);
     }
 
     /// The data directory: where each of its parts lies.

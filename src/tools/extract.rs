@@ -29,7 +29,7 @@ fn archive_bytes(
 ) -> Result<PathBuf, ToolError> {
     let top = entry.locator.as_str();
     if !top.starts_with('/') {
-        let kept = crate::uploads::kept_path(ingestor.data_dir(), scope, top);
+        let kept = crate::uploads::kept_path(&ingestor.kept_root(), scope, top);
         return kept.is_file().then_some(kept).ok_or_else(|| {
             ToolError::Invalid(format!(
                 "the bytes of the uploaded archive {top} were not kept (an archive is kept only \

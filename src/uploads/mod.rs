@@ -306,6 +306,10 @@ impl Uploads {
             return Err(Error::Config("job_lease_secs must be at least 1".into()));
         }
         let spool = spool::spool_dir(&data, config.spool_dir.as_deref());
+        if sharing {
+            // Kept archives beside the shared bodies: any node extracts what any node kept.
+            ingestor.keep_archives_in(spool.join("kept"));
+        }
         crate::perms::create_dir(&data.uploads())?;
         crate::perms::create_dir(&jobs::records_dir(&data))?;
         crate::perms::create_dir(&spool)?;

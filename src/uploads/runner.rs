@@ -340,15 +340,20 @@ impl Shared {
         if job.record.status.kind == JobKind::Upload {
             let body = super::spool::body_path(&self.spool, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
-            let data_dir = self.ing.data_dir();
+            let kept_root = self.ing.kept_root();
             let kept = left_out
-                && super::spool::keep(data_dir, &body, scope, name, self.config.max_kept_bytes)
+                && super::spool::keep(&kept_root, &body, scope, name, self.config.max_kept_bytes)
                     .map_err(|e| tracing::warn!("keeping an archive for extraction: {e}"))
                     .is_ok();
             if !kept {
-                super::spool::unkeep(data_dir, scope, name);
+                super::spool::unkeep(&kept_root, scope, name);
                 let _ = std::fs::remove_file(&body);
             }
+        } else if job.record.status.state == JobState::Deleted {
+            // The deleted name's kept bytes go now (a sweep of a shared spool leaves the
+            // newest alone for a while).
+            let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
+            super::spool::unkeep(&self.ing.kept_root(), scope, name);
         }
         self.sweep_kept();
         self.ended.notify_all();
@@ -517,8 +522,8 @@ impl Shared {
     /// Forget kept archives no top-level entry holds any more (deleted, replaced uploads):
     /// a deleted upload leaves none of its bytes behind.
     fn sweep_kept(&self) {
-        let data_dir = self.ing.data_dir();
-        if !super::spool::has_kept(data_dir) {
+        let kept_root = self.ing.kept_root();
+        if !super::spool::has_kept(&kept_root) {
             return;
         }
         let wanted: std::collections::HashSet<std::path::PathBuf> = self
@@ -526,9 +531,9 @@ impl Shared {
             .catalog()
             .top_level()
             .into_iter()
-            .map(|(scope, locator)| super::spool::kept_path(data_dir, &scope, &locator))
+            .map(|(scope, locator)| super::spool::kept_path(&kept_root, &scope, &locator))
             .collect();
-        super::spool::sweep_kept(data_dir, &wanted);
+        super::spool::sweep_kept(&kept_root, self.node.is_some(), &wanted);
     }
 
     /// The pipeline completed input `n` of scope `key`'s run.

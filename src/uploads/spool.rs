@@ -39,6 +39,21 @@ const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600
 /// Remove what no job waits for from a spool: bodies `waited_for` (by the job id their
 /// name carries) says no to, and bodies being received when a crash stopped them. In a
 /// `shared` spool other nodes receive bodies at this moment too: only what is older than
+/// How long a kept archive another node may have just kept is left alone by a sweep of a
+/// shared spool: far longer than the moment between a sweep's reading the catalog and its
+/// listing the folder.
+const KEPT_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `entry` changed in the last `age` (or its age cannot be told).
+fn is_young(entry: &std::fs::DirEntry, age: std::time::Duration) -> bool {
+    entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|elapsed| elapsed < age)
+}
+
 /// [`ORPHAN_AGE`] is removed there.
 pub(crate) fn sweep(spool: &Path, shared: bool, waited_for: impl Fn(&super::JobId) -> bool) {
     let Ok(entries) = std::fs::read_dir(spool) else {
@@ -46,14 +61,7 @@ pub(crate) fn sweep(spool: &Path, shared: bool, waited_for: impl Fn(&super::JobI
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if shared
-            && entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_none_or(|age| age < ORPHAN_AGE)
-        {
+        if shared && is_young(&entry, ORPHAN_AGE) {
             continue;
         }
         let waited = path.extension().is_some_and(|e| e == "body")
@@ -68,33 +76,29 @@ pub(crate) fn sweep(spool: &Path, shared: bool, waited_for: impl Fn(&super::JobI
     }
 }
 
-/// The folder of uploaded archives kept for on-demand extraction.
-fn kept_dir(data_dir: &Path) -> PathBuf {
-    crate::DataDir::at(data_dir).kept_uploads()
-}
-
 /// The folder of the archives kept for `scope`'s principal (its user, feature instance and
 /// mandate; its own uploads and those it shared): each principal has its own quota, so one
 /// key's uploads never evict another's. Named by a hash of the principal's key.
-fn principal_dir(data_dir: &Path, scope: &extractors::Scope) -> PathBuf {
+fn principal_dir(kept_root: &Path, scope: &extractors::Scope) -> PathBuf {
     let principal = extractors::Scope {
         is_shared: false,
         workflow_id: None,
         ..scope.clone()
     };
     let hash = blake3::hash(principal.key().as_bytes()).to_hex();
-    kept_dir(data_dir).join(hash.as_str().get(..32).unwrap_or_default())
+    kept_root.join(hash.as_str().get(..32).unwrap_or_default())
 }
 
 /// Where the bytes of the upload `name` of `scope` (shared or not, as it was catalogued) are
 /// kept, if they are: a file named by a hash of the scope's key and the name (never by the
-/// name: it is data), in its principal's folder.
-pub(crate) fn kept_path(data_dir: &Path, scope: &extractors::Scope, name: &str) -> PathBuf {
+/// name: it is data), in its principal's folder of `kept_root` (the services'
+/// `kept_root()`: the data dir's, or a shared spool's).
+pub(crate) fn kept_path(kept_root: &Path, scope: &extractors::Scope, name: &str) -> PathBuf {
     let mut h = blake3::Hasher::new();
     h.update(scope.key().as_bytes());
     h.update(&[0]);
     h.update(name.as_bytes());
-    principal_dir(data_dir, scope).join(format!("{}.archive", h.finalize().to_hex()))
+    principal_dir(kept_root, scope).join(format!("{}.archive", h.finalize().to_hex()))
 }
 
 /// Keep the spooled `body` of the upload `name` of `scope` for on-demand extraction of the
@@ -102,21 +106,26 @@ pub(crate) fn kept_path(data_dir: &Path, scope: &extractors::Scope, name: &str) 
 /// the principal's oldest kept archives until its own fit in `quota` bytes (the one just
 /// kept too, when it alone is larger). Other principals' archives are never looked at.
 pub(crate) fn keep(
-    data_dir: &Path,
+    kept_root: &Path,
     body: &Path,
     scope: &extractors::Scope,
     name: &str,
     quota: u64,
 ) -> Result<()> {
-    let kept = kept_path(data_dir, scope, name);
-    let dir = principal_dir(data_dir, scope);
-    crate::perms::create_dir(&kept_dir(data_dir))?;
+    let kept = kept_path(kept_root, scope, name);
+    let dir = principal_dir(kept_root, scope);
+    crate::perms::create_dir(kept_root)?;
     crate::perms::create_dir(&dir)?;
     // A shared spool may be on another file system than the data dir: then a copy.
     if std::fs::rename(body, &kept).is_err() {
         std::fs::copy(body, &kept).map_err(|e| Error::io(&kept, e))?;
         let _ = std::fs::remove_file(body);
     }
+    // Kept now: the newest of its principal's, and young to a sweep on another node.
+    let _ = std::fs::File::options()
+        .write(true)
+        .open(&kept)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
     let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(&dir)
         .map_err(|e| Error::io(&dir, e))?
         .filter_map(|e| {
@@ -143,20 +152,26 @@ pub(crate) fn keep(
 }
 
 /// Forget what an earlier upload of `name` of `scope` kept (a new version replaced it).
-pub(crate) fn unkeep(data_dir: &Path, scope: &extractors::Scope, name: &str) {
-    let _ = std::fs::remove_file(kept_path(data_dir, scope, name));
+pub(crate) fn unkeep(kept_root: &Path, scope: &extractors::Scope, name: &str) {
+    let _ = std::fs::remove_file(kept_path(kept_root, scope, name));
 }
 
 /// Whether any archive is kept.
-pub(crate) fn has_kept(data_dir: &Path) -> bool {
-    std::fs::read_dir(kept_dir(data_dir)).is_ok_and(|mut d| d.next().is_some())
+pub(crate) fn has_kept(kept_root: &Path) -> bool {
+    std::fs::read_dir(kept_root).is_ok_and(|mut d| d.next().is_some())
 }
 
 /// Delete the kept archives that `wanted` (paths from [`kept_path`] of every top-level
 /// entry of the catalog) does not hold: deleted uploads leave no bytes behind. Files of an
 /// earlier layout (directly in the kept folder) go too; so do emptied principals' folders.
-pub(crate) fn sweep_kept(data_dir: &Path, wanted: &std::collections::HashSet<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(kept_dir(data_dir)) else {
+/// With `shared` (a spool of many nodes) a file kept in the last [`KEPT_GRACE`] stays:
+/// another node may have kept it after `wanted` was read (a later sweep takes it).
+pub(crate) fn sweep_kept(
+    kept_root: &Path,
+    shared: bool,
+    wanted: &std::collections::HashSet<PathBuf>,
+) {
+    let Ok(entries) = std::fs::read_dir(kept_root) else {
         return;
     };
     for e in entries.flatten() {
@@ -170,6 +185,9 @@ pub(crate) fn sweep_kept(data_dir: &Path, wanted: &std::collections::HashSet<Pat
         };
         for f in files.flatten() {
             let file = f.path();
+            if shared && is_young(&f, KEPT_GRACE) {
+                continue;
+            }
             if !wanted.contains(&file) {
                 let _ = std::fs::remove_file(&file);
             }

@@ -241,15 +241,28 @@ fn security_an_uploaded_name_never_opens_a_file_of_the_server() {
 /// members are extracted on demand from the kept bytes; a deleted upload leaves no bytes.
 #[test]
 fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
+    left_out_members_are_extracted(|sb| Some(Nodes::one(sb)));
+}
+
+/// The same on two nodes: the archive is uploaded to one, its member extracted on the other
+/// (kept archives live in the shared spool).
+#[test]
+fn qdrant_security_members_left_out_of_an_upload_are_extracted_on_another_node() {
+    left_out_members_are_extracted(Nodes::two);
+}
+
+fn left_out_members_are_extracted(start: fn(&Sandbox) -> Option<Nodes>) {
     let sb = Sandbox::new();
     config(
         &sb,
         "[limits]\nmax_files = 2",
         &[(ALICE, "alice", Some("acme")), (BOB, "bob", Some("acme"))],
     );
-    let service = Service::start_config(&sb, &[]);
-    let alice = Client::new(&service, Some(ALICE));
-    let bob = Client::new(&service, Some(BOB));
+    let Some(nodes) = start(&sb) else {
+        return;
+    };
+    let alice = Client::new(nodes.first(), Some(ALICE));
+    let bob = Client::new(nodes.last(), Some(BOB));
     let zip = ingest::testing::zip_of(&[
         ("a.txt", b"The first note of the crate.\n"),
         ("b.txt", b"The second note of the crate.\n"),
@@ -260,8 +273,13 @@ fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
     ]);
     let job = uploaded(&alice, "crate.zip", &zip);
     assert!(job.to_string().contains("file-count"), "{job}");
-    let kept = sb.data_dir().join("uploads/kept");
+    let kept = if nodes.nodes.len() > 1 {
+        sb.path("spool/kept")
+    } else {
+        sb.data_dir().join("uploads/kept")
+    };
     assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 1);
+    let alice = Client::new(nodes.last(), Some(ALICE));
     // Bob may not extract from Alice's archive (it is not his, nor shared): missing to him.
     let (_, answer) = tool(
         &bob,
@@ -294,9 +312,14 @@ fn security_members_left_out_of_an_upload_are_extracted_from_its_kept_bytes() {
     assert_eq!(
         std::fs::read_dir(&kept).unwrap().count(),
         0,
-        "a deleted upload's bytes stay behind"
+        "a deleted upload's bytes stay behind: {:?}",
+        std::fs::read_dir(&kept)
+            .unwrap()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|f| f.path()))
+            .collect::<Vec<_>>()
     );
-    assert!(service.stop().success());
+    nodes.stop();
 }
 
 /// Shadowing: a colleague's shared file of the same name never replaces the user's own in an
