@@ -125,7 +125,8 @@ pub fn migrate(config: Config, url: &CatalogUrl) -> Result<MigrateReport> {
     target.save()?;
     // The holder records: the shared catalog's name first, then this data dir's gone (the
     // points stay held throughout).
-    let shared = crate::index::ServerIndex::open(&server, &format!("catalog {url}"))?;
+    let shared =
+        crate::index::ServerIndex::open(&server, &crate::index::shared_holder_name(&target)?)?;
     let own = crate::index::ServerIndex::open(&server, &crate::records::node_name(&data_dir)?)?;
     for (scope, hash) in &held {
         let holders = catalog.holders(scope, hash);

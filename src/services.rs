@@ -246,7 +246,7 @@ impl Services {
                 // a file removed by any node is released for all (with a record per node, a
                 // node that never saw the removal would keep its points alive).
                 let holder = match &self.config.catalog {
-                    Some(url) => format!("catalog {url}"),
+                    Some(_) => crate::index::shared_holder_name(&*self.catalog)?,
                     None => crate::records::node_name(self.data.root())?,
                 };
                 Arc::new(ServerIndex::open(server, &holder)?)

@@ -1307,6 +1307,14 @@ pub struct JobRow<'a> {
     pub node: Option<&'a str>,
 }
 
+/// The name nodes sharing `catalog` write their holder records under (one writer for all):
+/// `catalog <id>`, the id made by the first node and recorded in the catalog, so that every
+/// node uses it whatever host name or address it reaches the database by.
+pub(crate) fn shared_holder_name(catalog: &dyn Catalog) -> Result<String> {
+    let id = format!("{:032x}", crate::access::random_u128());
+    catalog.record_once("holder_name", &format!("catalog {id}"))
+}
+
 /// What the pipeline, the tools, the upload queue and the workflows know of the catalog:
 /// the one interface to it. Every operation takes what it needs for itself (no lock is
 /// handed out); those that must see and change the catalog in one step across scopes

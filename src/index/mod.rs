@@ -36,7 +36,7 @@ use crate::embed::Chunk;
 use crate::error::Result;
 use extractors::Scope;
 
-pub(crate) use catalog::{entry_card_key, MAX_HOLDERS};
+pub(crate) use catalog::{entry_card_key, shared_holder_name, MAX_HOLDERS};
 pub use catalog::{
     holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, JobRow, LastRun, ShadowedMember,
     SqliteCatalog,

@@ -316,7 +316,10 @@ fn left_out_members_are_extracted(start: fn(&Sandbox) -> Option<Nodes>) {
         std::fs::read_dir(&kept)
             .unwrap()
             .flatten()
-            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|f| f.path()))
+            .flat_map(|d| std::fs::read_dir(d.path())
+                .unwrap()
+                .flatten()
+                .map(|f| f.path()))
             .collect::<Vec<_>>()
     );
     nodes.stop();
