@@ -35,12 +35,19 @@ pub struct MigrateReport {
     pub workflows: usize,
     /// Their items (tool results, entities, summaries).
     pub workflow_items: usize,
+    /// Whether this run finished an earlier `migrate` of the same data dir (one that failed
+    /// or was stopped half way): everything is copied again, nothing is doubled.
+    pub resumed: bool,
 }
+
+/// The catalog record naming the data dir (its node name) a migrate started from.
+const MIGRATED_FROM: &str = "migrated_from";
 
 /// Move the index of `config`'s data directory (its embedded catalog; `config.catalog` is
 /// ignored) into the empty shared catalog at `url`. Refused ([`Error::Config`]) when the
-/// index is an embedded shard, when the shared catalog holds entries already, or when
-/// upload jobs are not ended.
+/// index is an embedded shard, when the shared catalog holds entries already (but those of
+/// an earlier `migrate` of this same data dir: that one is finished), or when upload jobs
+/// are not ended.
 pub fn migrate(config: Config, url: &CatalogUrl) -> Result<MigrateReport> {
     let source = Ingestor::open(Config {
         catalog: None,
@@ -63,12 +70,17 @@ pub fn migrate(config: Config, url: &CatalogUrl) -> Result<MigrateReport> {
     }
     let data_dir = source.data_dir().to_path_buf();
     let target = PgCatalog::open(url, &data_dir)?;
-    if !target.is_empty() {
+    // Which data dir a migrate into this catalog started from: a second run of the same
+    // data dir finishes what the first began (every copy below is a replace).
+    let me = crate::records::node_name(&data_dir)?;
+    let resumed = !target.is_empty();
+    if resumed && target.recorded(MIGRATED_FROM)?.as_deref() != Some(me.as_str()) {
         return Err(Error::Config(format!(
             "the shared catalog {url} holds entries already: migrate moves one data dir into \
              an empty catalog (its other nodes join it with --catalog)"
         )));
     }
+    target.record_once(MIGRATED_FROM, &me)?;
     // How the index was made: the shared catalog's records are this data dir's.
     let store = format!("qdrant collection {}", server.collection);
     crate::records::agree_with_catalog(&target, "store", &store)?;
@@ -79,6 +91,7 @@ pub fn migrate(config: Config, url: &CatalogUrl) -> Result<MigrateReport> {
     let catalog = source.catalog();
     let mut report = MigrateReport {
         catalog: url.to_string(),
+        resumed,
         ..MigrateReport::default()
     };
     let mut copied: BTreeSet<String> = BTreeSet::new();

@@ -395,6 +395,16 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 }
 
 impl PgCatalog {
+    /// The value [`Catalog::record_once`] recorded under `key`, if any (nothing written).
+    pub(crate) fn recorded(&self, key: &str) -> Result<Option<String>> {
+        let key = format!("record:{key}");
+        self.try_call(|c| {
+            c.query_opt("SELECT value FROM ingest_meta WHERE key = $1", &[&key])?
+                .map(|r| r.try_get::<_, String>(0))
+                .transpose()
+        })
+    }
+
     /// Connect to the catalog at `url`, apply the migrations it lacks, and keep copies of
     /// packs in `data_dir`'s `content/`.
     pub fn open(url: &CatalogUrl, data_dir: &Path) -> Result<Self> {

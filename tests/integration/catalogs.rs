@@ -1048,12 +1048,38 @@ fn qdrant_a_single_machine_index_migrates_into_a_shared_catalog() {
         (json!(1), json!(1))
     );
     assert!(!report.to_string().contains("PASSWORD"));
+    assert_eq!(report["resumed"], false, "{report}");
+    // Run again (as after a failure half way): it finishes, nothing doubled.
     let again = migrate(&a);
+    ok(&again);
+    let second = &json_lines(&again)[0];
+    assert_eq!(second["resumed"], true, "{second}");
+    for field in [
+        "scopes",
+        "entries",
+        "contents",
+        "workflows",
+        "workflow_items",
+    ] {
+        assert_eq!(second[field], report[field], "{field}");
+    }
+    // Another data dir into the full catalog: refused.
+    let other = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--data-dir"])
+        .arg(sb.path("other-machine"))
+        .args(["--store", &server.store_url(0, "other_machine")])
+        .args(["--catalog", catalog.as_str(), "migrate"])
+        .env_remove("INGEST_STORE")
+        .env_remove("INGEST_CATALOG")
+        .output()
+        .unwrap();
     assert_eq!(
-        again.status.code(),
+        other.status.code(),
         Some(3),
-        "a second migration into a full catalog"
+        "another data dir's migration into a full catalog: {}",
+        String::from_utf8_lossy(&other.stderr)
     );
+    assert!(String::from_utf8_lossy(&other.stderr).contains("holds entries already"));
     // A new node of the catalog answers what the machine answered; so does the machine.
     for (q, was) in asks.iter().zip(&before) {
         for data in [&b, &a] {

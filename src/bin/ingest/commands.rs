@@ -158,6 +158,8 @@ pub(crate) fn import(common: &Common, args: &TransferArgs) -> anyhow::Result<Exi
 }
 
 pub(crate) fn migrate(common: &Common) -> anyhow::Result<ExitCode> {
+    // A daemon writing the data dir meanwhile would leave its later writes behind.
+    refuse_if_served(common)?;
     let mut config = config(common, None)?;
     let url = config.catalog.take().ok_or_else(|| {
         Usage(
@@ -172,8 +174,13 @@ pub(crate) fn migrate(common: &Common) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "moved {} entries of {} scopes, {} contents, {} workflows ({} items) into {}; \
+            "{} {} entries of {} scopes, {} contents, {} workflows ({} items) into {}; \
              {} holder records re-keyed",
+            if report.resumed {
+                "finished an earlier migrate: moved"
+            } else {
+                "moved"
+            },
             report.entries,
             report.scopes,
             report.contents,
