@@ -448,13 +448,15 @@ pub struct LayerLimit {
 pub struct ContextLayers {
     /// The caller's own documents (default: 15, at least 0.45).
     pub instance: LayerLimit,
-    /// The workflow's entities (default: 10, no floor).
+    /// The workflow's entities: all of them whatever the query, most recently set first
+    /// (default: 10; `min_score` is ignored).
     pub entities: LayerLimit,
     /// Documents shared in the caller's mandate (default: 10, at least 0.5).
     pub shared: LayerLimit,
     /// The workflow's latest conversation summaries (default: 1; `min_score` is ignored).
     pub summary: LayerLimit,
-    /// Passages of the workflow's stored tool results (default: 5, no floor).
+    /// Passages of the workflow's stored tool results, those of its newest results first
+    /// (default: 5, no floor).
     pub tool_results: LayerLimit,
 }
 

@@ -645,7 +645,7 @@ const SUMMARY_DESCRIPTION: &str = "\
 Store a conversation summary of the workflow (written by you or your host), with what it covers (\"rounds 1-12\"). gather_context includes the latest summary; end_workflow with keep_summary true keeps summaries and deletes the rest.";
 
 const GATHER_DESCRIPTION: &str = "\
-Before a round: one call that gathers the context for `query` from every layer, within max_chars, in priority order: your own documents (limit 15, min_score 0.45), the workflow's entities (10), documents shared in your mandate (10, 0.5), the workflow's latest summary, passages of its stored tool results (5). `layers` changes any of these limits per layer, e.g. {\"shared\": {\"limit\": 3}}.
+Before a round: one call that gathers the context for `query` from every layer, within max_chars, in priority order: your own documents (limit 15, min_score 0.45), all the workflow's entities, its working facts, whatever the query (10, most recently set first), documents shared in your mandate (10, 0.5), the workflow's latest summary, relevant passages of its stored tool results, its 3 newest results first (5). `layers` changes any of these limits per layer, e.g. {\"shared\": {\"limit\": 3}}.
 Each item has its layer and what to read on with: a locator (read_content_objects), a handle (recall_tool_result) or a key. A passage found in two layers appears once. Items that did not fit are named in left_out, counted in left_out_count, and the cursor continues with them (call again with the same arguments plus cursor); an item cut to fit says omitted_chars.";
 
 const END_DESCRIPTION: &str = "\

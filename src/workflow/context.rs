@@ -1,16 +1,20 @@
-//! `gather_context`: before an agent round, one search over the three layers of the knowledge
-//! store, in priority order — the caller's own documents (its user and feature instance), the
-//! workflow's entities, documents shared in its mandate, the workflow's latest conversation
-//! summary, its tool results — each layer with its own limit and floor, every passage once
-//! (the same text found in two layers stays in the first). The answer's budget is the tool's
-//! (`crate::tools`): this module finds and orders, the tool packs.
+//! `gather_context`: before an agent round, the three layers of the knowledge store, in
+//! priority order — the caller's own documents (its user and feature instance) that match the
+//! query, **all** the workflow's entities (its working facts: customer, amounts, dates; most
+//! recently set first, whether or not they match the query), documents shared in its mandate
+//! that match, the workflow's latest conversation summary, and the relevant passages of its
+//! tool results, those of the most recent results first — each layer with its own limit and
+//! floor, every passage once (the same text found in two layers stays in the first). The
+//! answer's budget is the tool's (`crate::tools`): this module finds and orders, the tool
+//! packs.
 
 use std::collections::HashSet;
 
 use extractors::Scope;
 use serde::Serialize;
 
-use super::{workflow_scope, WorkflowItem, Workflows, ENTITIES_FOLDER, RESULTS_FOLDER};
+use super::records::{list_as, Item, Kind};
+use super::{workflow_scope, WorkflowItem, Workflows, RESULTS_FOLDER};
 use crate::config::{ContextLayers, LayerLimit};
 use crate::embed::ChunkKind;
 use crate::error::{Error, Result};
@@ -43,12 +47,10 @@ pub enum ContextItem {
         /// The hit, with its locator, owner and score.
         hit: Hit,
     },
-    /// A remembered entity.
+    /// A remembered entity (every one of the workflow's, most recently set first).
     Entity {
         /// Its key, value and source.
         entity: super::Entity,
-        /// How well it matched the query.
-        score: f32,
     },
     /// A conversation summary.
     Summary(super::Summary),
@@ -149,14 +151,18 @@ impl Workflows<'_> {
             locator_prefix: Some(folder.to_string()),
             ..passages.clone()
         };
-        for hit in search(&w, &layers.entities, in_workflow(ENTITIES_FOLDER))? {
-            if let Some(WorkflowItem::Entity(entity)) = self.item_named(&w, file_of(&hit))? {
-                items.push(ContextItem::Entity {
-                    entity,
-                    score: hit.score,
-                });
-            }
-        }
+        // The workflow's working facts, whatever the query: the most recently set first.
+        let mut entities = list_as(self.store(), &w, Kind::Entity, None, |i| match i {
+            Item::Entity(e) => Some(e),
+            _ => None,
+        })?;
+        entities.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
+        entities.truncate(layers.entities.limit);
+        items.extend(
+            entities
+                .into_iter()
+                .map(|entity| ContextItem::Entity { entity }),
+        );
         if docs.mandate_id.is_some() {
             let shared = SearchFilter {
                 shared: Some(true),
@@ -176,17 +182,50 @@ impl Workflows<'_> {
         for s in summaries.into_iter().rev() {
             items.push(ContextItem::Summary(s));
         }
-        for hit in search(&w, &layers.tool_results, in_workflow(RESULTS_FOLDER))? {
+        // Tool results: the relevant passages, those of the most recent results first (a
+        // wider search, then the newest results' passages by score, then the others').
+        let wide = LayerLimit {
+            limit: layers.tool_results.limit.saturating_mul(4),
+            ..layers.tool_results
+        };
+        let mut found = Vec::new();
+        for hit in search(&w, &wide, in_workflow(RESULTS_FOLDER))? {
             if let Some(WorkflowItem::Result(meta)) = self.item_named(&w, file_of(&hit))? {
-                items.push(ContextItem::ToolResult { meta, hit });
+                found.push((meta, hit));
             }
         }
+        let recent: HashSet<String> = list_as(
+            self.store(),
+            &w,
+            Kind::Result,
+            Some(RECENT_RESULTS),
+            |i| match i {
+                Item::Result(m) => Some(m.handle),
+                _ => None,
+            },
+        )?
+        .into_iter()
+        .collect();
+        found.sort_by(|(a, x), (b, y)| {
+            let (ra, rb) = (recent.contains(&a.handle), recent.contains(&b.handle));
+            rb.cmp(&ra).then(y.score.total_cmp(&x.score))
+        });
+        found.truncate(layers.tool_results.limit);
+        items.extend(
+            found
+                .into_iter()
+                .map(|(meta, hit)| ContextItem::ToolResult { meta, hit }),
+        );
         // One passage once: the first (highest-priority) layer keeps it.
         let mut seen = HashSet::new();
         items.retain(|i| seen.insert(fingerprint(&i.text())));
         Ok(items)
     }
 }
+
+/// How many of a workflow's newest tool results come first in its context (their relevant
+/// passages, before older results' passages).
+const RECENT_RESULTS: usize = 3;
 
 /// The top-level file a hit is in (its locator without the fragment, and without the
 /// members of a result that unpacked as a container).

@@ -758,3 +758,81 @@ fn layers_change_field_by_field() {
     );
     assert!(err, "{v}");
 }
+
+/// The design's context manager: every one of the workflow's entities (its working facts) is
+/// in every context, most recently set first, whatever the query; tool results' passages come
+/// from the newest results first.
+#[test]
+fn gather_context_holds_every_entity_and_the_newest_results_first() {
+    let b = Bench::new();
+    for (key, value) in [
+        ("customer", "Fjordline Shipping AS"),
+        ("vault_code", "4-8-15-16"),
+        ("due_date", "2026-12-01"),
+    ] {
+        b.ok(
+            &alice(),
+            "remember",
+            json!({"workflow": "w", "key": key, "value": value}),
+        );
+        // Set at distinct seconds, so "most recently set" is an order.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    // An old result that matches the query's words best, then newer ones that match less.
+    b.ok(
+        &alice(),
+        "store_tool_result",
+        json!({"workflow": "w", "tool": "crm.old",
+               "content": "Lighthouse lamp maintenance: the lighthouse lamp was cleaned and the lighthouse keeper logged it."}),
+    );
+    for n in 0..3 {
+        b.ok(
+            &alice(),
+            "store_tool_result",
+            json!({"workflow": "w", "tool": format!("crm.new{n}"),
+                   "content": format!("Round {n}: the harbour office asked about the lamp order for the pier.")}),
+        );
+    }
+    // What one layer of a gathered context names (`field` of its items).
+    let gathered = |query: &str, layers: Value, layer: &str, field: &str| -> Vec<String> {
+        let ctx = b.ok(
+            &alice(),
+            "gather_context",
+            json!({"workflow": "w", "query": query, "layers": layers, "max_chars": 20000}),
+        );
+        ctx["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["layer"] == layer)
+            .map(|i| i[field].as_str().unwrap().to_string())
+            .collect()
+    };
+    let query = "lighthouse lamp maintenance";
+    let two = json!({"tool_results": {"limit": 2}});
+    let keys = gathered(query, two.clone(), "entity", "key");
+    assert_eq!(keys, ["due_date", "vault_code", "customer"]);
+    let tools = gathered(query, two, "tool_result", "tool");
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert!(tools.iter().all(|t| t.starts_with("crm.new")), "{tools:?}");
+    // With room for more, the old result that matches best follows the newest ones.
+    let tools = gathered(
+        query,
+        json!({"tool_results": {"limit": 4}}),
+        "tool_result",
+        "tool",
+    );
+    assert_eq!(
+        tools.last().map(String::as_str),
+        Some("crm.old"),
+        "{tools:?}"
+    );
+    // An entity layer of 2: the two most recently set.
+    let keys = gathered(
+        "anything at all",
+        json!({"entities": {"limit": 2}}),
+        "entity",
+        "key",
+    );
+    assert_eq!(keys, ["due_date", "vault_code"]);
+}
