@@ -135,6 +135,12 @@ impl DataDir {
         self.uploads().join("kept")
     }
 
+    /// Uploaded archives kept for on-demand extraction by the nodes of a shared catalog: in
+    /// their shared spool folder `spool` (`spool_dir`), so that every node reads them.
+    pub fn kept_in_shared_spool(spool: &Path) -> PathBuf {
+        spool.join("kept")
+    }
+
     /// The workflows' database.
     pub fn workflows_db(&self) -> PathBuf {
         self.root.join("workflows.sqlite")

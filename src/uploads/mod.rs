@@ -308,7 +308,7 @@ impl Uploads {
         let spool = spool::spool_dir(&data, config.spool_dir.as_deref());
         if sharing {
             // Kept archives beside the shared bodies: any node extracts what any node kept.
-            ingestor.keep_archives_in(spool.join("kept"));
+            ingestor.keep_archives_in(crate::DataDir::kept_in_shared_spool(&spool));
         }
         crate::perms::create_dir(&data.uploads())?;
         crate::perms::create_dir(&jobs::records_dir(&data))?;
