@@ -370,8 +370,9 @@ pub fn evaluate(
     })
 }
 
-/// Whether every indexed file is found by its name: one search per file, its file name as
-/// the query.
+/// Whether every indexed file is found by its name: one search per file with its file name
+/// as the query, and one with its name's words (`pump manual v 2` for
+/// `pump-manual_v2.pdf`, as a user would type them).
 #[derive(Debug, Clone, Serialize)]
 pub struct NamesReport {
     /// How hits were ranked.
@@ -386,6 +387,11 @@ pub struct NamesReport {
     pub found: usize,
     /// The files not found, by locator.
     pub missed: Vec<String>,
+    /// Files found by their name's words (the name split into words, without its
+    /// extension).
+    pub found_by_words: usize,
+    /// The files not found by their name's words, by locator.
+    pub missed_by_words: Vec<String>,
     /// Entries of the scope that have no point to be found by (an empty file; a failed,
     /// skipped or archive entry whose card is not written yet, or an index without file
     /// cards). Not searched for.
@@ -426,18 +432,25 @@ pub fn evaluate_names(
         })
         .collect();
     let filter = SearchFilter::default();
-    let mut missed = Vec::new();
+    let (mut missed, mut missed_by_words) = (Vec::new(), Vec::new());
+    let found = |query: &str, locator: &str| -> Result<bool> {
+        let hits = ingestor.search_filtered(query, scope, k, None, &filter, mode)?;
+        Ok(hits.iter().take(k).any(|h| {
+            extractors::file_part(&h.locator) == locator || h.also_in.iter().any(|l| l == locator)
+        }))
+    };
     for locator in &files {
         let name = locator
             .rsplit(['/', '!'])
             .find(|s| !s.is_empty())
             .unwrap_or(locator);
-        let hits = ingestor.search_filtered(name, scope, k, None, &filter, mode)?;
-        let found = hits.iter().take(k).any(|h| {
-            extractors::file_part(&h.locator) == locator || h.also_in.iter().any(|l| l == locator)
-        });
-        if !found {
+        if !found(name, locator)? {
             missed.push(locator.clone());
+        }
+        let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+        let words = crate::embed::card::name_words(if stem.is_empty() { name } else { stem });
+        if !words.trim().is_empty() && !found(&words, locator)? {
+            missed_by_words.push(locator.clone());
         }
     }
     Ok(NamesReport {
@@ -446,6 +459,8 @@ pub fn evaluate_names(
         files: files.len(),
         found: files.len() - missed.len(),
         missed,
+        found_by_words: files.len() - missed_by_words.len(),
+        missed_by_words,
         without_points,
     })
 }

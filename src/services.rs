@@ -359,16 +359,21 @@ impl Services {
         // locator once, `limit` hits are still there.
         let wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
         let mut hits = store.search(scope, &index_query, wanted, 0, min_score, filter)?;
-        // A query that is a file's name finds that file's card first, however common the
-        // words of the name are elsewhere.
-        if let Some(name) = file_name_in(query).filter(|_| filter.kind != Some(ChunkKind::Passage))
-        {
-            let named = SearchFilter {
-                kind: Some(ChunkKind::Card),
-                file_name: Some(name.to_string()),
-                ..filter.clone()
+        if filter.kind != Some(ChunkKind::Passage) {
+            // A query that names a file (or its title) finds that file's card first, however
+            // common the words of the name are elsewhere: by its exact file name, else by
+            // its name's words.
+            let first = match file_name_in(query) {
+                Some(name) => {
+                    let named = SearchFilter {
+                        kind: Some(ChunkKind::Card),
+                        file_name: Some(name.to_string()),
+                        ..filter.clone()
+                    };
+                    store.search(scope, &index_query, limit, 0, min_score, &named)?
+                }
+                None => self.named_cards(&*store, query, scope, &hits, min_score, filter, mode)?,
             };
-            let first = store.search(scope, &index_query, limit, 0, min_score, &named)?;
             if !first.is_empty() {
                 hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
                 hits.splice(0..0, first);
@@ -379,6 +384,58 @@ impl Services {
         hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// The cards of the files `query` names by their name's (or title's) words
+    /// ([`crate::index::name_match`]), best named first, at most
+    /// [`crate::index::name_match::MAX_NAMED`]: found by a keyword search of cards, each
+    /// with the relevance it has among `hits` when it is there, else its word score (BM25,
+    /// and for a search by meaning, the share of the query's words its name holds).
+    #[allow(clippy::too_many_arguments)]
+    fn named_cards(
+        &self,
+        store: &dyn VectorIndex,
+        query: &str,
+        scope: &Scope,
+        hits: &[Hit],
+        min_score: Option<f32>,
+        filter: &SearchFilter,
+        mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        use crate::index::name_match::{name_match, query_words, MAX_NAMED};
+        let Some(words) = query_words(query) else {
+            return Ok(Vec::new());
+        };
+        let cards = SearchFilter {
+            kind: Some(ChunkKind::Card),
+            ..filter.clone()
+        };
+        let by_words = IndexQuery {
+            vector: None,
+            text: Some(query.to_string()),
+        };
+        let mut named: Vec<((f32, f32), Hit)> = store
+            .search(scope, &by_words, 4 * MAX_NAMED, 0, None, &cards)?
+            .into_iter()
+            .filter_map(|mut card| {
+                let share = name_match(&words, &card.locator, &card.text)?;
+                if let Some(found) = hits.iter().find(|h| h.chunk_id == card.chunk_id) {
+                    card.score = found.score;
+                } else if mode != SearchMode::Keyword {
+                    card.score = share.0.max(card.score / crate::index::BM25_PER_RELEVANCE);
+                }
+                Some((share, card))
+            })
+            .filter(|(_, card)| min_score.is_none_or(|m| card.score >= m))
+            .collect();
+        // The best named first; of equal names, the better word score (a stable order).
+        named.sort_by(|((a, a2), x), ((b, b2), y)| {
+            b.total_cmp(a)
+                .then(b2.total_cmp(a2))
+                .then(y.score.total_cmp(&x.score))
+        });
+        named.truncate(MAX_NAMED);
+        Ok(named.into_iter().map(|(_, card)| card).collect())
     }
 
     /// Write every point of the index (id, dense vector, payload) to `out` as JSON lines, in

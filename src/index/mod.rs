@@ -25,6 +25,7 @@ mod edge;
 pub mod filter;
 mod fusion;
 mod keywords;
+pub(crate) mod name_match;
 pub(crate) mod objects;
 mod payload;
 mod repair;
@@ -44,6 +45,7 @@ pub use catalog::{
 pub use catalog_pg::{CatalogUrl, PgCatalog};
 pub(crate) use catalog_pg::{PgResult, PgSession};
 pub use edge::EdgeIndex;
+pub(crate) use fusion::BM25_PER_RELEVANCE;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
 pub use server::{ServerConfig, ServerIndex};

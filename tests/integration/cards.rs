@@ -126,6 +126,7 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
     for r in reports.as_array().unwrap() {
         assert!(r["files"].as_u64().unwrap() >= 25, "{r}");
         assert_eq!(r["missed"], serde_json::json!([]), "{r}");
+        assert_eq!(r["missed_by_words"], serde_json::json!([]), "{r}");
         let without = r["without_points"].as_array().unwrap();
         assert_eq!(
             r["files"].as_u64().unwrap() + without.len() as u64,

@@ -68,11 +68,24 @@ fn names(
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "mode         files  found by name in the first {k}")?;
+    writeln!(
+        out,
+        "mode         files  found in the first {k}: by name  by its words"
+    )?;
     for r in &reports {
-        writeln!(out, "{:<10} {:>7} {:>7}", r.mode.as_str(), r.files, r.found)?;
+        writeln!(
+            out,
+            "{:<10} {:>7} {:>24} {:>12}",
+            r.mode.as_str(),
+            r.files,
+            r.found,
+            r.found_by_words
+        )?;
         for missed in &r.missed {
-            writeln!(out, "  missed: {missed}")?;
+            writeln!(out, "  missed by name: {missed}")?;
+        }
+        for missed in &r.missed_by_words {
+            writeln!(out, "  missed by its words: {missed}")?;
         }
     }
     // The same for every mode: said once.
