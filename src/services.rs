@@ -402,7 +402,7 @@ impl Services {
         filter: &SearchFilter,
         mode: SearchMode,
     ) -> Result<Vec<Hit>> {
-        use crate::index::name_match::{name_match, query_words, MAX_NAMED};
+        use crate::index::name_match::{name_match, query_words, MAX_NAMED, NAMED_CANDIDATES};
         let Some(words) = query_words(query) else {
             return Ok(Vec::new());
         };
@@ -415,7 +415,7 @@ impl Services {
             text: Some(query.to_string()),
         };
         let mut named: Vec<((f32, f32), Hit)> = store
-            .search(scope, &by_words, 4 * MAX_NAMED, 0, None, &cards)?
+            .search(scope, &by_words, NAMED_CANDIDATES, 0, None, &cards)?
             .into_iter()
             .filter_map(|mut card| {
                 let share = name_match(&words, &card.locator, &card.text)?;

@@ -20,13 +20,16 @@ pub(crate) const MIN_NAME_SHARE: f32 = 0.5;
 /// The most name-matched cards put first in one answer (files of one name in several
 /// formats: `harbour.mp4`, `harbour.webm`, … all lead).
 pub(crate) const MAX_NAMED: usize = 5;
+/// The cards a keyword search gives to be matched by name: many files can share most of a
+/// name (`live-manual.en.pdf`, `live-manual.ja.odt`, … of one manual in 18 files).
+pub(crate) const NAMED_CANDIDATES: usize = 50;
 /// The longest query taken for a name, in words: questions are not names.
 const MAX_NAME_QUERY_WORDS: usize = 12;
 
-/// Words that say nothing about which file is meant.
+/// Words that say nothing about which file is meant (English only: `de`, `en`, `it` are
+/// also language codes, which file names hold: `live-manual.de.pdf`).
 const FUNCTION_WORDS: &[&str] = &[
-    "a", "an", "and", "by", "de", "der", "die", "das", "du", "en", "et", "for", "from", "het",
-    "in", "la", "le", "les", "of", "on", "or", "the", "to", "und", "van", "von", "with",
+    "a", "an", "and", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with",
 ];
 
 /// The words of `text` as names and queries are compared: lowercase, split at punctuation,
