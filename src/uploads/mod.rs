@@ -310,6 +310,7 @@ impl Uploads {
             // Kept archives beside the shared bodies: any node extracts what any node kept.
             ingestor.keep_archives_in(crate::DataDir::kept_in_shared_spool(&spool));
         }
+        spool::sweep_earlier_layout(&ingestor.kept_root());
         crate::perms::create_dir(&data.uploads())?;
         crate::perms::create_dir(&jobs::records_dir(&data))?;
         crate::perms::create_dir(&spool)?;

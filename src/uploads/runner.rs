@@ -355,7 +355,7 @@ impl Shared {
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
             super::spool::unkeep(&self.ing.kept_root(), scope, name);
         }
-        self.sweep_kept();
+        self.sweep_kept(&job.record.scope);
         self.ended.notify_all();
         // A later job on the name may wait for this one in the shared queue.
         self.poke.notify_all();
@@ -519,21 +519,30 @@ impl Shared {
         }
     }
 
-    /// Forget kept archives no top-level entry holds any more (deleted, replaced uploads):
-    /// a deleted upload leaves none of its bytes behind.
-    fn sweep_kept(&self) {
+    /// Forget the kept archives of `scope`'s principal that no top-level entry of it holds
+    /// any more (deleted, replaced uploads): a deleted upload leaves none of its bytes
+    /// behind. Reads only that principal's entries and folder.
+    fn sweep_kept(&self, scope: &extractors::Scope) {
         let kept_root = self.ing.kept_root();
         if !super::spool::has_kept(&kept_root) {
             return;
         }
-        let wanted: std::collections::HashSet<std::path::PathBuf> = self
-            .ing
-            .catalog()
-            .top_level()
-            .into_iter()
-            .map(|(scope, locator)| super::spool::kept_path(&kept_root, &scope, &locator))
-            .collect();
-        super::spool::sweep_kept(&kept_root, self.node.is_some(), &wanted);
+        let catalog = self.ing.catalog();
+        // The principal's uploads, private and shared, share its folder.
+        let mut wanted = std::collections::HashSet::new();
+        for is_shared in [false, true] {
+            let s = extractors::Scope {
+                is_shared,
+                workflow_id: None,
+                ..scope.clone()
+            };
+            for e in catalog.entries(&s) {
+                if e.parent.is_none() {
+                    wanted.insert(super::spool::kept_path(&kept_root, &s, &e.locator));
+                }
+            }
+        }
+        super::spool::sweep_kept(&kept_root, scope, self.node.is_some(), &wanted);
     }
 
     /// The pipeline completed input `n` of scope `key`'s run.

@@ -36,9 +36,6 @@ pub(crate) fn body_path(spool: &Path, id: &super::JobId) -> PathBuf {
 /// (a body being received by another node is younger; a job's body goes when it ends).
 const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// Remove what no job waits for from a spool: bodies `waited_for` (by the job id their
-/// name carries) says no to, and bodies being received when a crash stopped them. In a
-/// `shared` spool other nodes receive bodies at this moment too: only what is older than
 /// How long a kept archive another node may have just kept is left alone by a sweep of a
 /// shared spool: far longer than the moment between a sweep's reading the catalog and its
 /// listing the folder.
@@ -54,6 +51,9 @@ fn is_young(entry: &std::fs::DirEntry, age: std::time::Duration) -> bool {
         .is_none_or(|elapsed| elapsed < age)
 }
 
+/// Remove what no job waits for from a spool: bodies `waited_for` (by the job id their
+/// name carries) says no to, and bodies being received when a crash stopped them. In a
+/// `shared` spool other nodes receive bodies at this moment too: only what is older than
 /// [`ORPHAN_AGE`] is removed there.
 pub(crate) fn sweep(spool: &Path, shared: bool, waited_for: impl Fn(&super::JobId) -> bool) {
     let Ok(entries) = std::fs::read_dir(spool) else {
@@ -161,39 +161,45 @@ pub(crate) fn has_kept(kept_root: &Path) -> bool {
     std::fs::read_dir(kept_root).is_ok_and(|mut d| d.next().is_some())
 }
 
-/// Delete the kept archives that `wanted` (paths from [`kept_path`] of every top-level
-/// entry of the catalog) does not hold: deleted uploads leave no bytes behind. Files of an
-/// earlier layout (directly in the kept folder) go too; so do emptied principals' folders.
-/// With `shared` (a spool of many nodes) a file kept in the last [`KEPT_GRACE`] stays:
-/// another node may have kept it after `wanted` was read (a later sweep takes it).
+/// Delete the kept archives of `scope`'s principal that `wanted` (paths from [`kept_path`]
+/// of the principal's top-level entries) does not hold: deleted uploads leave no bytes
+/// behind. Only that principal's folder is read (a job's end costs its own tenant's files,
+/// never every tenant's); it goes when emptied. With `shared` (a spool of many nodes) a file
+/// kept in the last [`KEPT_GRACE`] stays: another node may have kept it after `wanted` was
+/// read (a later sweep takes it).
 pub(crate) fn sweep_kept(
     kept_root: &Path,
+    scope: &extractors::Scope,
     shared: bool,
     wanted: &std::collections::HashSet<PathBuf>,
 ) {
+    let dir = principal_dir(kept_root, scope);
+    let Ok(files) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for f in files.flatten() {
+        if shared && is_young(&f, KEPT_GRACE) {
+            continue;
+        }
+        let file = f.path();
+        if !wanted.contains(&file) {
+            let _ = std::fs::remove_file(&file);
+        }
+    }
+    // Only when empty (a keep racing this sweep makes it non-empty first).
+    let _ = std::fs::remove_dir(&dir);
+}
+
+/// Remove the files of an earlier layout (kept archives directly in the kept folder, not in
+/// a principal's): once, when the queue starts.
+pub(crate) fn sweep_earlier_layout(kept_root: &Path) {
     let Ok(entries) = std::fs::read_dir(kept_root) else {
         return;
     };
     for e in entries.flatten() {
-        let path = e.path();
-        if !path.is_dir() {
-            let _ = std::fs::remove_file(&path);
-            continue;
+        if e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(e.path());
         }
-        let Ok(files) = std::fs::read_dir(&path) else {
-            continue;
-        };
-        for f in files.flatten() {
-            let file = f.path();
-            if shared && is_young(&f, KEPT_GRACE) {
-                continue;
-            }
-            if !wanted.contains(&file) {
-                let _ = std::fs::remove_file(&file);
-            }
-        }
-        // Only when empty (a keep racing this sweep makes it non-empty first).
-        let _ = std::fs::remove_dir(&path);
     }
 }
 

@@ -307,20 +307,22 @@ fn left_out_members_are_extracted(start: fn(&Sandbox) -> Option<Nodes>) {
             .starts_with("crate.zip!/c.txt#"),
         "{hits:?}"
     );
+    // Every kept file, in every principal's folder.
+    let kept_files = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&kept)
+            .unwrap()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .map(|f| f.path())
+            .collect()
+    };
     let (status, _) = alice.delete("/v1/files?locator=crate.zip");
     assert_eq!(status, 200);
     assert_eq!(
         std::fs::read_dir(&kept).unwrap().count(),
         0,
         "a deleted upload's bytes stay behind: {:?}",
-        std::fs::read_dir(&kept)
-            .unwrap()
-            .flatten()
-            .flat_map(|d| std::fs::read_dir(d.path())
-                .unwrap()
-                .flatten()
-                .map(|f| f.path()))
-            .collect::<Vec<_>>()
+        kept_files()
     );
     nodes.stop();
 }
