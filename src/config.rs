@@ -123,6 +123,13 @@ pub struct Config {
     /// data directory records it), or the default ([`crate::ModelVariant::Bf16`]) for a
     /// new index. A variant other than the index's is refused.
     pub model_variant: Option<crate::ModelVariant>,
+    /// Give chunks in other languages than English a second vector from the multilingual
+    /// model (multilingual-e5-small) and rank it beside the index model's, so that a question
+    /// in one language finds a passage in another (see
+    /// [`crate::index::MULTILINGUAL_VECTOR`]). On by default; English text is embedded once
+    /// either way, and a search embeds its question by the second model only when the index
+    /// holds such chunks. No effect when the index model is multilingual itself.
+    pub multilingual: bool,
     /// Hard limits for each container tree.
     pub limits: Limits,
     /// How text is cut into chunks.
@@ -224,6 +231,7 @@ impl Default for Config {
             data_dir: PathBuf::from(".ingest"),
             model_dir: None,
             model_variant: None,
+            multilingual: true,
             limits: Limits::default(),
             chunking: ChunkingConfig::default(),
             embed_batch: 16,

@@ -212,17 +212,19 @@ impl Ingestor {
             let holders = self.catalog().holders(&p.scope, &p.hash);
             let n = u32::try_from(p.chunks.len()).unwrap_or(u32::MAX);
             report.tokens += p.chunks.iter().map(|c| c.tokens as u64).sum::<u64>();
-            let stored: Vec<StoredChunk> = p
+            let mut stored: Vec<StoredChunk> = p
                 .chunks
                 .into_iter()
                 .map(|chunk| StoredChunk {
                     chunk,
                     vector: vectors.next().unwrap_or_default(),
+                    multilingual: None,
                     content_hash: p.hash.clone(),
                     locators: holders.locators.clone(),
                     tags: holders.tags.clone(),
                 })
                 .collect();
+            self.add_multilingual_vectors(&mut stored)?;
             store.delete_content(&p.scope, &p.hash)?;
             if !stored.is_empty() {
                 store.upsert(&p.scope, &stored)?;

@@ -141,6 +141,10 @@ pub struct Summary {
     /// embedding throughput.
     #[serde(default)]
     pub tokens_embedded: u64,
+    /// Of those chunks, the ones in other languages than English that the multilingual model
+    /// embedded too (a second vector each; see [`crate::Config::multilingual`]).
+    #[serde(default)]
+    pub chunks_multilingual: u64,
     /// Cards stored for files without content of their own (failed, skipped) and archives,
     /// so that they are found by their names (not counted in `chunks_embedded`).
     #[serde(default)]

@@ -16,11 +16,25 @@ use crate::embed::{find_model_dir, load_tokenizer, ChunkKind, Chunker, Embedder}
 use crate::error::{Error, Result};
 use crate::index::{
     Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, PgCatalog, SearchFilter,
-    SearchMode, ServerIndex, SqliteCatalog, VectorIndex,
+    SearchMode, ServerIndex, SqliteCatalog, StoredChunk, VectorIndex,
 };
 use crate::lock;
 use crate::run_slots::RunSlots;
 use crate::DataDir;
+
+/// How long an index seen without chunks in other languages is taken to have none (another
+/// node, or a daemon's upload, may add some meanwhile).
+const MULTILINGUAL_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A question's embeddings: by the index model, and by the multilingual model when the index
+/// holds chunks in other languages ([`Services::query_vector`]).
+#[derive(Debug, Clone)]
+pub(crate) struct QueryVectors {
+    /// By the index model.
+    pub(crate) vector: Vec<f32>,
+    /// By the multilingual model, when the index holds chunks with such vectors.
+    pub(crate) multilingual: Option<Vec<f32>>,
+}
 
 /// The header line's `format` in an export file.
 pub(crate) const EXPORT_FORMAT: &str = "ingest-export";
@@ -33,6 +47,11 @@ pub struct Services {
     /// What the index holds, file by file: only through [`Services::catalog`].
     catalog: Box<dyn Catalog>,
     pub(crate) embedder: Mutex<Option<Arc<dyn Embedder>>>,
+    /// The multilingual model, loaded when the first chunk in another language or the first
+    /// question to an index holding such chunks needs it ([`Services::multilingual_embedder`]).
+    multilingual_embedder: Mutex<Option<Arc<dyn Embedder>>>,
+    /// Whether the index was last seen holding chunks with a multilingual vector, and when.
+    multilingual_points: Mutex<Option<(bool, std::time::Instant)>>,
     /// Built from the model's tokenizer alone, so chunking never waits for the model.
     pub(crate) chunker: Mutex<Option<Arc<Chunker>>>,
     pub(crate) store: Mutex<Option<Arc<dyn VectorIndex>>>,
@@ -114,6 +133,8 @@ impl Services {
             data,
             catalog,
             embedder: Mutex::new(None),
+            multilingual_embedder: Mutex::new(None),
+            multilingual_points: Mutex::new(None),
             chunker: Mutex::new(None),
             store: Mutex::new(None),
             runs: RunSlots::default(),
@@ -220,6 +241,86 @@ impl Services {
         Ok(e)
     }
 
+    /// Whether chunks in other languages get a multilingual vector and questions are
+    /// embedded by the multilingual model too ([`Config::multilingual`]; never when the index
+    /// model is that model).
+    pub(crate) fn multilingual_on(&self) -> bool {
+        self.config.multilingual && self.model_variant != crate::ModelVariant::MultilingualE5Small
+    }
+
+    /// The multilingual model (multilingual-e5-small, from the folder beside the index
+    /// model's), loaded on first call; `None` when [`Services::multilingual_on`] is off.
+    pub(crate) fn multilingual_embedder(&self) -> Result<Option<Arc<dyn Embedder>>> {
+        if !self.multilingual_on() {
+            return Ok(None);
+        }
+        let mut slot = lock(&self.multilingual_embedder);
+        if let Some(e) = slot.as_ref() {
+            return Ok(Some(Arc::clone(e)));
+        }
+        let dir = find_model_dir(self.config.model_dir.as_deref())?;
+        let e = crate::embed::load_embedder(
+            &dir,
+            crate::ModelVariant::MultilingualE5Small,
+            self.config.embed_batch,
+        )?;
+        *slot = Some(Arc::clone(&e));
+        Ok(Some(e))
+    }
+
+    /// Give every chunk of `chunks` in another language than English
+    /// ([`crate::embed::language`]) that lacks one its multilingual vector. Returns how many
+    /// were embedded and their model tokens. Nothing when [`Services::multilingual_on`] is off
+    /// or no chunk is in another language (the model is not even loaded).
+    pub(crate) fn add_multilingual_vectors(&self, chunks: &mut [StoredChunk]) -> Result<usize> {
+        if !self.multilingual_on() {
+            return Ok(0);
+        }
+        let which: Vec<usize> = chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.multilingual.is_none() && crate::embed::language::in_other_language(&c.chunk.text)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if which.is_empty() {
+            return Ok(0);
+        }
+        let Some(model) = self.multilingual_embedder()? else {
+            return Ok(0);
+        };
+        let owned: Vec<_> = which
+            .iter()
+            .filter_map(|&i| chunks.get(i))
+            .map(|c| c.chunk.embedding_text())
+            .collect();
+        let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+        let vectors = model.embed(&texts)?;
+        for (&i, v) in which.iter().zip(vectors) {
+            if let Some(c) = chunks.get_mut(i) {
+                c.multilingual = Some(v);
+            }
+        }
+        *lock(&self.multilingual_points) = None;
+        Ok(which.len())
+    }
+
+    /// Whether the index holds chunks with a multilingual vector: asked of the index at most
+    /// every [`MULTILINGUAL_RECHECK`] while it holds none (another node may add some), once
+    /// it does.
+    fn index_has_multilingual(&self, store: &dyn VectorIndex) -> Result<bool> {
+        let mut seen = lock(&self.multilingual_points);
+        if let Some((has, at)) = *seen {
+            if has || at.elapsed() < MULTILINGUAL_RECHECK {
+                return Ok(has);
+            }
+        }
+        let has = store.multilingual_space() && store.has_multilingual_points()?;
+        *seen = Some((has, std::time::Instant::now()));
+        Ok(has)
+    }
+
     /// Open the vector index now instead of on first use (a daemon takes it when it starts,
     /// so that a second writer fails at once rather than mid-run).
     pub fn open_index(&self) -> Result<()> {
@@ -318,7 +419,11 @@ impl Services {
 
     /// The query's embedding when `mode` ranks by meaning (loading the model on first use); a
     /// query longer than [`crate::MAX_QUERY_BYTES`] is refused, an empty one has none.
-    pub(crate) fn query_vector(&self, query: &str, mode: SearchMode) -> Result<Option<Vec<f32>>> {
+    pub(crate) fn query_vector(
+        &self,
+        query: &str,
+        mode: SearchMode,
+    ) -> Result<Option<QueryVectors>> {
         if query.len() > crate::MAX_QUERY_BYTES {
             return Err(Error::Request(format!(
                 "the query is {} bytes; at most {} are searched (the model reads 256 tokens)",
@@ -326,11 +431,21 @@ impl Services {
                 crate::MAX_QUERY_BYTES
             )));
         }
-        if mode.uses_embedding() && !query.trim().is_empty() {
-            Ok(Some(self.embedder()?.embed_query(query)?))
-        } else {
-            Ok(None)
+        if !mode.uses_embedding() || query.trim().is_empty() {
+            return Ok(None);
         }
+        let vector = self.embedder()?.embed_query(query)?;
+        let multilingual = match self.multilingual_on() {
+            true if self.index_has_multilingual(&*self.store()?)? => self
+                .multilingual_embedder()?
+                .map(|m| m.embed_query(query))
+                .transpose()?,
+            _ => None,
+        };
+        Ok(Some(QueryVectors {
+            vector,
+            multilingual,
+        }))
     }
 
     /// [`Services::search_filtered`] with the query already embedded ([`Services::query_vector`]):
@@ -339,7 +454,7 @@ impl Services {
     pub(crate) fn search_embedded(
         &self,
         query: &str,
-        vector: Option<Vec<f32>>,
+        vectors: Option<QueryVectors>,
         scope: &Scope,
         limit: usize,
         min_score: Option<f32>,
@@ -350,9 +465,14 @@ impl Services {
         if query.trim().is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
+        let (vector, multilingual) = match vectors {
+            Some(q) => (Some(q.vector), q.multilingual),
+            None => (None, None),
+        };
         let index_query = IndexQuery {
             vector,
             text: (mode != SearchMode::Dense).then(|| query.to_string()),
+            multilingual,
         };
         let store = self.store()?;
         // A page's other chunks share its locator: fetched beyond `limit` so that, each
@@ -410,10 +530,7 @@ impl Services {
             kind: Some(ChunkKind::Card),
             ..filter.clone()
         };
-        let by_words = IndexQuery {
-            vector: None,
-            text: Some(query.to_string()),
-        };
+        let by_words = IndexQuery::keyword(query);
         let mut named: Vec<((f32, f32), Hit)> = store
             .search(scope, &by_words, NAMED_CANDIDATES, 0, None, &cards)?
             .into_iter()

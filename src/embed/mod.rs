@@ -22,6 +22,7 @@ pub(crate) mod chunk;
 pub(crate) mod fake;
 mod fastembed;
 pub mod junk;
+pub(crate) mod language;
 mod openvino;
 pub(crate) mod recipe;
 mod variant;

@@ -85,7 +85,74 @@ on_every_backend!(
     offset_skips_the_best_hits_for_paging,
     keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses,
     the_store_filter_admits_exactly_what_the_access_rule_does,
+    chunks_in_other_languages_are_found_in_the_multilingual_space_too,
 );
+
+/// Chunks with a multilingual vector are ranked in that space beside the index model's
+/// (found though their index-model vectors point elsewhere), the space is searched only
+/// by a query that has such a vector, the access rule holds in it, and the vectors survive
+/// export and import.
+fn chunks_in_other_languages_are_found_in_the_multilingual_space_too() {
+    let alice = Scope::user("alice");
+    let bob = Scope::user("bob");
+    let (_a, store) = open();
+    assert!(store.multilingual_space());
+    store
+        .upsert(&alice, &chunks("en", 3, "alice/en.txt", 0))
+        .unwrap();
+    assert!(!store.has_multilingual_points().unwrap());
+    let mut german = chunks("de", 2, "alice/de.txt", 10);
+    for (i, c) in german.iter_mut().enumerate() {
+        c.multilingual = Some(unit(100 + i));
+    }
+    store.upsert(&alice, &german).unwrap();
+    let mut dutch = chunks("nl", 1, "bob/nl.txt", 20);
+    dutch[0].multilingual = Some(unit(100));
+    store.upsert(&bob, &dutch).unwrap();
+    assert!(store.has_multilingual_points().unwrap());
+    let all = SearchFilter::default();
+    // The index model's vector points at en.txt; the multilingual one at de.txt's chunk 1.
+    let query = IndexQuery {
+        vector: Some(unit(0)),
+        text: None,
+        multilingual: Some(unit(101)),
+    };
+    let hits = store.search(&alice, &query, 3, 0, None, &all).unwrap();
+    let found: Vec<&str> = hits.iter().map(|h| h.locator.as_str()).collect();
+    assert!(found.contains(&"alice/en.txt#line=1"), "{found:?}");
+    assert!(found.contains(&"alice/de.txt#line=2"), "{found:?}");
+    assert!(!found.iter().any(|l| l.starts_with("bob/")), "{found:?}");
+    // Without the multilingual vector the space is not searched.
+    let plain = IndexQuery::dense(unit(0));
+    let hits = store.search(&alice, &plain, 3, 0, Some(0.5), &all).unwrap();
+    assert_eq!(locators(&hits), ["alice/en.txt#line=1"]);
+    // Bob's Dutch chunk answers his multilingual query, and only his.
+    let his = IndexQuery {
+        vector: Some(unit(300)),
+        text: None,
+        multilingual: Some(unit(100)),
+    };
+    let hits = store.search(&bob, &his, 3, 0, None, &all).unwrap();
+    assert_eq!(
+        hits.first().map(|h| h.locator.as_str()),
+        Some("bob/nl.txt#line=1")
+    );
+    assert!(hits.iter().all(|h| h.locator.starts_with("bob/")));
+    // Export and import keep both vectors.
+    let mut points = Vec::new();
+    store.export_points(&mut |p| points.push(p)).unwrap();
+    assert_eq!(
+        points.iter().filter(|p| p.multilingual.is_some()).count(),
+        3
+    );
+    let (_b, to) = open();
+    to.import_points(&points).unwrap();
+    let again = to.search(&alice, &query, 3, 0, None, &all).unwrap();
+    assert_eq!(
+        again.iter().map(|h| &h.locator).collect::<Vec<_>>(),
+        found.iter().collect::<Vec<_>>()
+    );
+}
 
 /// Where an index [`open`] made lives, to open it again.
 pub(super) struct Opened {
@@ -188,13 +255,7 @@ fn exported_points_imported_elsewhere_answer_the_same() {
         again.sort_by_key(|p| p.id);
         assert_eq!(points, again);
         let all = SearchFilter::default();
-        for query in [
-            IndexQuery::dense(unit(2)),
-            IndexQuery {
-                vector: None,
-                text: Some("chunk".into()),
-            },
-        ] {
+        for query in [IndexQuery::dense(unit(2)), IndexQuery::keyword("chunk")] {
             let a = from.search(&alice, &query, 10, 0, None, &all).unwrap();
             let b = to.search(&alice, &query, 10, 0, None, &all).unwrap();
             assert!(!a.is_empty());
@@ -1039,6 +1100,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
                     &IndexQuery {
                         vector: Some(unit(axis)),
                         text: Some(text.into()),
+                        multilingual: None,
                     },
                     3,
                     0,
@@ -1062,6 +1124,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
                 &IndexQuery {
                     vector: Some(unit(1)),
                     text: Some("swiss franc valve".into()),
+                    multilingual: None,
                 },
                 10,
                 0,
@@ -1085,6 +1148,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
             let query = IndexQuery {
                 vector: Some(unit(0)),
                 text: Some("valve franc".into()),
+                multilingual: None,
             };
             store
                 .search(&alice, &query, limit, offset, None, &all)
@@ -1119,6 +1183,7 @@ fn qdrant_answers_as_the_embedded_shard_does() {
     let fused = |text: &str| IndexQuery {
         vector: Some(unit(100)),
         text: Some(text.into()),
+        multilingual: None,
     };
     let queries = [
         IndexQuery::dense(unit(0)),

@@ -25,7 +25,7 @@ use super::filter::{
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
     payload, point_id, ExportedPoint, Hit, Holders, IndexRead, IndexWrite, PointRecord, Ranking,
-    StoredChunk,
+    StoredChunk, MULTILINGUAL_VECTOR,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -122,6 +122,9 @@ fn condition(c: &TypedCondition) -> Result<Condition> {
         TypedCondition::HasKeywordVector => {
             Condition::HasVector(HasVectorCondition::from(SPARSE_VECTOR.to_string()))
         }
+        TypedCondition::HasMultilingualVector => {
+            Condition::HasVector(HasVectorCondition::from(MULTILINGUAL_VECTOR.to_string()))
+        }
         TypedCondition::All(inner) => Condition::Filter(filter(inner)?),
     })
 }
@@ -141,6 +144,10 @@ impl EdgeIndex {
             let config = EdgeConfigBuilder::new()
                 .vector(
                     "",
+                    EdgeVectorParamsBuilder::new(DIMENSIONS, Distance::Cosine).build(),
+                )
+                .vector(
+                    MULTILINGUAL_VECTOR,
                     EdgeVectorParamsBuilder::new(DIMENSIONS, Distance::Cosine).build(),
                 )
                 .sparse_vector(
@@ -175,6 +182,25 @@ impl EdgeIndex {
                     config: serde_json::from_value::<VectorNameConfig>(
                         serde_json::json!({ "sparse": { "modifier": "idf" } }),
                     )
+                    .map_err(|e| index.err(e))?,
+                }),
+            ))?;
+        }
+        // A shard of an earlier version gets the multilingual space (empty: its chunks were
+        // embedded by the index model only; new chunks in other languages fill it).
+        if existing
+            && !index
+                .shard
+                .config()
+                .vectors
+                .contains_key(MULTILINGUAL_VECTOR)
+        {
+            index.update(UpdateOperation::VectorNameOperation(
+                VectorNameOperations::CreateVectorName(CreateVectorName {
+                    vector_name: MULTILINGUAL_VECTOR.into(),
+                    config: serde_json::from_value::<VectorNameConfig>(serde_json::json!({
+                        "dense": { "size": DIMENSIONS, "distance": "Cosine" }
+                    }))
                     .map_err(|e| index.err(e))?,
                 }),
             ))?;
@@ -347,6 +373,19 @@ impl EdgeIndex {
         self.update_vectors(cards)
     }
 
+    /// A point's vectors: the index model's, the multilingual model's when it has one, and
+    /// the keyword vector of `keyword`.
+    fn vectors(&self, dense: &[f32], multilingual: Option<&[f32]>, keyword: &str) -> Vectors {
+        let mut named = vec![
+            ("", Vector::from(dense.to_vec())),
+            (SPARSE_VECTOR, Vector::from(self.keywords.document(keyword))),
+        ];
+        if let Some(m) = multilingual {
+            named.push((MULTILINGUAL_VECTOR, Vector::from(m.to_vec())));
+        }
+        Vectors::new_named(named)
+    }
+
     /// The named-vector set holding only the keyword vector of `text`.
     fn keyword_vectors(&self, text: &str) -> qdrant_edge::VectorStructInternal {
         Vectors::new_named([(SPARSE_VECTOR, Vector::from(self.keywords.document(text)))]).0
@@ -446,6 +485,10 @@ impl IndexRead for EdgeIndex {
             Ranking::Meaning(v) => {
                 ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(v.to_vec())))
             }
+            Ranking::Multilingual(v) => ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(
+                qdrant_edge::VectorInternal::Dense(v.to_vec()),
+                MULTILINGUAL_VECTOR,
+            ))),
             Ranking::Words(text) => {
                 let v = self.keywords.query(text);
                 if v.indices.is_empty() {
@@ -489,6 +532,26 @@ impl IndexRead for EdgeIndex {
             .map_err(|e| self.err(e))
     }
 
+    fn multilingual_space(&self) -> bool {
+        true
+    }
+
+    fn has_multilingual_points(&self) -> Result<bool> {
+        let with = filter(&payload::with_multilingual_vector())?;
+        let (records, _) = self
+            .shard
+            .scroll(qdrant_edge::ScrollRequest {
+                offset: None,
+                limit: Some(1),
+                filter: Some(with),
+                with_payload: Some(WithPayloadInterface::Bool(false)),
+                with_vector: WithVector::Bool(false),
+                order_by: None,
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(!records.is_empty())
+    }
+
     fn for_each_point(&self, visit: &mut dyn FnMut(PointRecord)) -> Result<()> {
         let fields = payload::RECORD_FIELDS
             .iter()
@@ -516,12 +579,19 @@ impl IndexRead for EdgeIndex {
                 failed = Some(format!("point {} has no numeric id", r.id));
                 return;
             };
+            let mut multilingual = None;
             let vector = match r.vector {
-                Some(qdrant_edge::VectorStructInternal::Named(mut named)) => match named.remove("")
-                {
-                    Some(qdrant_edge::VectorInternal::Dense(v)) => v,
-                    _ => Vec::new(),
-                },
+                Some(qdrant_edge::VectorStructInternal::Named(mut named)) => {
+                    if let Some(qdrant_edge::VectorInternal::Dense(v)) =
+                        named.remove(MULTILINGUAL_VECTOR)
+                    {
+                        multilingual = Some(v);
+                    }
+                    match named.remove("") {
+                        Some(qdrant_edge::VectorInternal::Dense(v)) => v,
+                        _ => Vec::new(),
+                    }
+                }
                 Some(qdrant_edge::VectorStructInternal::Single(v)) => v,
                 _ => Vec::new(),
             };
@@ -532,6 +602,7 @@ impl IndexRead for EdgeIndex {
             visit(ExportedPoint {
                 id,
                 vector,
+                multilingual,
                 payload: r.payload.map(|p| p.0).unwrap_or_default(),
             });
         })?;
@@ -556,13 +627,7 @@ impl IndexWrite for EdgeIndex {
                 );
                 PointStruct::new(
                     point_id(&scope_key, &c.content_hash, c.chunk.index),
-                    Vectors::new_named([
-                        ("", Vector::from(c.vector.clone())),
-                        (
-                            SPARSE_VECTOR,
-                            Vector::from(self.keywords.document(&keyword)),
-                        ),
-                    ]),
+                    self.vectors(&c.vector, c.multilingual.as_deref(), &keyword),
                     payload::of_chunk(scope, &scope_key, c),
                 )
                 .into()
@@ -611,13 +676,7 @@ impl IndexWrite for EdgeIndex {
                 let keyword = payload::keyword_source(&p.payload);
                 PointStruct::new(
                     p.id,
-                    Vectors::new_named([
-                        ("", Vector::from(p.vector.clone())),
-                        (
-                            SPARSE_VECTOR,
-                            Vector::from(self.keywords.document(&keyword)),
-                        ),
-                    ]),
+                    self.vectors(&p.vector, p.multilingual.as_deref(), &keyword),
                     Value::Object(p.payload.clone()),
                 )
                 .into()

@@ -71,6 +71,8 @@ pub enum Condition {
     HasId(Vec<u64>),
     /// The point has a keyword (sparse) vector.
     HasKeywordVector,
+    /// The point has a multilingual vector ([`super::MULTILINGUAL_VECTOR`]).
+    HasMultilingualVector,
     /// A filter of its own (for alternatives inside `must`).
     All(Filter),
 }

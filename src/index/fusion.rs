@@ -56,9 +56,15 @@ pub(super) fn search<S: IndexRead + ?Sized>(
         return Ok(Vec::new());
     }
     let filter = payload::search_filter(scope, filter);
+    let multilingual = query
+        .multilingual
+        .as_deref()
+        .filter(|_| store.multilingual_space());
     let hits = match (&query.vector, &query.text) {
-        (Some(vector), Some(text)) => fused(store, vector, text, end, min_score, &filter)?,
-        (Some(vector), None) => ranked(store, Ranking::Meaning(vector), end, min_score, &filter)?,
+        (Some(vector), Some(text)) => {
+            fused(store, (vector, multilingual), text, end, min_score, &filter)?
+        }
+        (Some(vector), None) => by_meaning(store, (vector, multilingual), end, min_score, &filter)?,
         (None, Some(text)) => ranked(store, Ranking::Words(text), end, min_score, &filter)?,
         (None, None) => Vec::new(),
     };
@@ -91,6 +97,97 @@ fn ranked<S: IndexRead + ?Sized>(
     Ok(hits)
 }
 
+/// The multilingual model's cosine (`multilingual-e5-small`, "query: " against "passage: ")
+/// that counts as the index model's relevance floor (0.4, [`MULTILINGUAL_FLOOR_RELEVANCE`]):
+/// E5's cosines crowd between 0.75 and 0.9 for any text. Measured on English questions
+/// against German, Dutch, French, Spanish and Portuguese passages: the passage that answers
+/// scores 0.78–0.87, the best passage of unrelated English questions 0.80–0.89 (p50 0.85)
+/// — so a multilingual hit must also win against the index model's own hits, which its
+/// relevance scale ([`MULTILINGUAL_SLOPE`]) sets (docs/EVALUATION.md, "Every language by
+/// default").
+pub(crate) const MULTILINGUAL_FLOOR_COSINE: f32 = 0.80;
+
+/// The index model's relevance that [`MULTILINGUAL_FLOOR_COSINE`] maps to.
+const MULTILINGUAL_FLOOR_RELEVANCE: f32 = 0.4;
+
+/// How much relevance one point of the multilingual model's cosine is worth above
+/// [`MULTILINGUAL_FLOOR_COSINE`]: E5's cosines spread over a third of MiniLM's range.
+pub(crate) const MULTILINGUAL_SLOPE: f32 = 3.0;
+
+/// A multilingual cosine on the index model's relevance scale.
+pub(crate) fn multilingual_relevance(cosine: f32) -> f32 {
+    MULTILINGUAL_FLOOR_RELEVANCE + (cosine - MULTILINGUAL_FLOOR_COSINE) * MULTILINGUAL_SLOPE
+}
+
+/// The meaning ranking of a query: the index model's cosines, and, when the query has a
+/// multilingual vector, the points in other languages the multilingual model ranks, on the
+/// same scale ([`multilingual_relevance`]; a point both rank keeps the higher). Best first,
+/// at least `min_score`, the `end` best.
+fn by_meaning<S: IndexRead + ?Sized>(
+    store: &S,
+    vectors: (&[f32], Option<&[f32]>),
+    end: usize,
+    min_score: Option<f32>,
+    filter: &Filter,
+) -> Result<Vec<Hit>> {
+    Ok(by_meanings(store, vectors, end, min_score, filter)?.0)
+}
+
+/// [`by_meaning`], and the points whose relevance the multilingual model gave.
+fn by_meanings<S: IndexRead + ?Sized>(
+    store: &S,
+    (vector, multilingual): (&[f32], Option<&[f32]>),
+    end: usize,
+    min_score: Option<f32>,
+    filter: &Filter,
+) -> Result<(Vec<Hit>, HashSet<PointKey>)> {
+    let dense = ranked(store, Ranking::Meaning(vector), end, min_score, filter)?;
+    let Some(m) = multilingual else {
+        return Ok((dense, HashSet::new()));
+    };
+    let other = ranked(store, Ranking::Multilingual(m), end, None, filter)?;
+    let (mut merged, by_other) = merge_multilingual(dense, other);
+    merged.retain(|h| min_score.is_none_or(|s| h.score >= s));
+    merged.truncate(end);
+    Ok((merged, by_other))
+}
+
+/// `dense` (index-model cosines) with the hits of the multilingual ranking `other` merged
+/// in at their [`multilingual_relevance`]; best first, ties by chunk id. Also the points
+/// whose relevance the multilingual model gave (higher than their index-model cosine).
+fn merge_multilingual(dense: Vec<Hit>, other: Vec<Hit>) -> (Vec<Hit>, HashSet<PointKey>) {
+    let mut by_other = HashSet::new();
+    let mut at: HashMap<(String, u64), usize> = dense
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (point_of(h), i))
+        .collect();
+    let mut out = dense;
+    for mut hit in other {
+        let relevance = multilingual_relevance(hit.score);
+        match at.get(&point_of(&hit)) {
+            Some(&i) => {
+                if let Some(h) = out.get_mut(i).filter(|h| relevance > h.score) {
+                    h.score = relevance;
+                    by_other.insert(point_of(h));
+                }
+            }
+            None => {
+                hit.score = relevance;
+                at.insert(point_of(&hit), out.len());
+                by_other.insert(point_of(&hit));
+                out.push(hit);
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+    });
+    (out, by_other)
+}
+
 /// The BM25 score that counts as much as a cosine of 1 in a hybrid hit's relevance. Set on
 /// the development corpus (35 231 points): the BM25 score of the best hit of the 50
 /// questions about what it does not hold reaches 34.5 (median 16), the answers of the 131
@@ -100,8 +197,11 @@ fn ranked<S: IndexRead + ?Sized>(
 /// size: on a much smaller index the words count a little less.
 pub(crate) const BM25_PER_RELEVANCE: f32 = 80.0;
 
+/// A point: its owner's scope key and its id.
+type PointKey = (String, u64);
+
 /// Which point a hit is: its owner's scope and its id.
-fn point_of(hit: &Hit) -> (String, u64) {
+fn point_of(hit: &Hit) -> PointKey {
     (hit.owner.key(), hit.chunk_id)
 }
 
@@ -120,15 +220,22 @@ fn point_of(hit: &Hit) -> (String, u64) {
 /// the answer.
 fn fused<S: IndexRead + ?Sized>(
     store: &S,
-    vector: &[f32],
+    (vector, multilingual): (&[f32], Option<&[f32]>),
     text: &str,
     end: usize,
     min_score: Option<f32>,
     filter: &Filter,
 ) -> Result<Vec<Hit>> {
     let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
-    let dense = ranked(store, Ranking::Meaning(vector), candidates, None, filter)?;
+    let (dense, by_other) = by_meanings(store, (vector, multilingual), candidates, None, filter)?;
     let keyword = ranked(store, Ranking::Words(text), candidates, None, filter)?;
+    // Passages the multilingual model found for a question in English (or too short to
+    // tell) are in another language: the question's words cannot judge them.
+    let across = if crate::embed::language::in_other_language(text) {
+        HashSet::new()
+    } else {
+        by_other
+    };
     let mut cosine: HashMap<(String, u64), f32> =
         dense.iter().map(|h| (point_of(h), h.score)).collect();
     let bm25: HashMap<(String, u64), f32> =
@@ -136,7 +243,7 @@ fn fused<S: IndexRead + ?Sized>(
     let fused = if keyword.is_empty() {
         dense
     } else {
-        fuse(dense, keyword)
+        fuse_across(dense, keyword, &across)
     };
     let missing: Vec<u64> = fused
         .iter()
@@ -146,7 +253,7 @@ fn fused<S: IndexRead + ?Sized>(
     if !missing.is_empty() {
         let mut these = filter.clone();
         these.must.push(Condition::HasId(missing.clone()));
-        for hit in ranked(store, Ranking::Meaning(vector), missing.len(), None, &these)? {
+        for hit in by_meaning(store, (vector, multilingual), missing.len(), None, &these)? {
             cosine.insert(point_of(&hit), hit.score);
         }
     }
@@ -215,30 +322,52 @@ fn normalized(ranking: &[Hit]) -> Vec<f32> {
 /// scores [`normalized`], a unit's score the sum over the rankings of its best chunk's, then
 /// every score divided by the best one (1 is the best hit of this search). Ties go by chunk
 /// id, so the same search always pages the same way.
+#[cfg(test)]
 pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
-    // Per chunk: its own sum over the rankings; per unit: the sum of its best chunk's share
-    // in each.
-    let mut chunks: HashMap<(String, u64), (f32, Hit)> = HashMap::new();
-    let mut units: HashMap<Unit, f32> = HashMap::new();
-    for ranking in [dense, keyword] {
+    fuse_across(dense, keyword, &HashSet::new())
+}
+
+/// [`fuse`], where the points of `dense` in `across` are passages in another language than
+/// the question's that the multilingual model found: words cannot judge them (the question's
+/// words are not theirs), so their meaning share stands for their word share too, unless
+/// the words gave them more.
+fn fuse_across(dense: Vec<Hit>, keyword: Vec<Hit>, across: &HashSet<PointKey>) -> Vec<Hit> {
+    // Per chunk: its meaning share and its word share; per unit: its best chunk's in each.
+    let mut chunks: HashMap<(String, u64), ([f32; 2], Hit)> = HashMap::new();
+    let mut units: HashMap<Unit, [f32; 2]> = HashMap::new();
+    for (side, ranking) in [dense, keyword].into_iter().enumerate() {
         let shares = normalized(&ranking);
-        let mut best: HashMap<Unit, f32> = HashMap::new();
         for (hit, share) in ranking.into_iter().zip(shares) {
-            let u = unit(&hit);
-            let slot = best.entry(u).or_insert(f32::MIN);
-            *slot = slot.max(share);
             let key = (hit.owner.key(), hit.chunk_id);
-            match chunks.get_mut(&key) {
-                Some((score, _)) => *score += share,
-                None => {
-                    chunks.insert(key, (share, hit));
+            // Meaning standing for words, for a passage the words cannot judge.
+            let standing_in = side == 0 && across.contains(&key);
+            let u = unit(&hit);
+            let slot = units.entry(u).or_insert([f32::MIN; 2]);
+            for s in 0..2 {
+                if s == side || (standing_in && s == 1) {
+                    if let Some(v) = slot.get_mut(s) {
+                        *v = v.max(share);
+                    }
+                }
+            }
+            let entry = chunks.entry(key).or_insert(([0.0; 2], hit));
+            for s in 0..2 {
+                if s == side || (standing_in && s == 1) {
+                    if let Some(v) = entry.0.get_mut(s) {
+                        *v = v.max(share);
+                    }
                 }
             }
         }
-        for (u, share) in best {
-            *units.entry(u).or_default() += share;
-        }
     }
+    let units: HashMap<Unit, f32> = units
+        .into_iter()
+        .map(|(u, [m, w])| (u, m.max(0.0) + w.max(0.0)))
+        .collect();
+    let chunks: HashMap<(String, u64), (f32, Hit)> = chunks
+        .into_iter()
+        .map(|(k, ([m, w], hit))| (k, (m + w, hit)))
+        .collect();
     // Each unit's best chunk stands for it, with the unit's score; the others follow.
     let order = |a: &(f32, Hit), b: &(f32, Hit)| {
         b.0.total_cmp(&a.0)
@@ -304,6 +433,48 @@ mod tests {
 
     fn ids(hits: &[Hit]) -> Vec<u64> {
         hits.iter().map(|h| h.chunk_id).collect()
+    }
+
+    #[test]
+    fn multilingual_hits_join_the_meaning_ranking_on_its_scale() {
+        // Chunk 2 (German) has index-model cosine 0.1 and multilingual cosine 0.85; chunk 9
+        // only the multilingual model ranks. Chunk 1 (English) has no multilingual vector.
+        let dense = vec![hit(1, "en", None, 0.5), hit(2, "de", None, 0.1)];
+        let other = vec![hit(2, "de", None, 0.85), hit(9, "nl", None, 0.79)];
+        let (merged, by_other) = merge_multilingual(dense, other);
+        assert_eq!(ids(&merged), vec![2, 1, 9]);
+        let relevance = |c: f32| {
+            MULTILINGUAL_FLOOR_RELEVANCE + (c - MULTILINGUAL_FLOOR_COSINE) * MULTILINGUAL_SLOPE
+        };
+        assert!((merged[0].score - relevance(0.85)).abs() < 1e-6);
+        assert!(
+            merged[2].score < MULTILINGUAL_FLOOR_RELEVANCE,
+            "below the floor's cosine"
+        );
+        let key = |id: u64| (Scope::user("u").key(), id);
+        assert!(by_other.contains(&key(2)) && by_other.contains(&key(9)));
+        assert!(!by_other.contains(&key(1)));
+    }
+
+    #[test]
+    fn a_passage_in_another_language_is_not_judged_by_the_questions_words() {
+        // Meaning ranks the Dutch letter (7) first; the words know only English chunks.
+        let dense = vec![
+            hit(7, "nl", None, 0.47),
+            hit(1, "a", None, 0.43),
+            hit(2, "b", None, 0.42),
+            hit(3, "c", None, 0.40),
+        ];
+        let keyword = vec![
+            hit(1, "a", None, 9.0),
+            hit(2, "b", None, 7.0),
+            hit(3, "c", None, 2.0),
+        ];
+        // Words judging it: the English chunks the words found win.
+        assert_ne!(ids(&fuse(dense.clone(), keyword.clone()))[0], 7);
+        // Not judged by words: its meaning share stands for both.
+        let across = HashSet::from([(Scope::user("u").key(), 7)]);
+        assert_eq!(ids(&fuse_across(dense, keyword, &across))[0], 7);
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub struct StoredChunk {
     pub chunk: Chunk,
     /// Its embedding.
     pub vector: Vec<f32>,
+    /// Its embedding by the multilingual model, for a chunk in another language than English
+    /// (see [`MULTILINGUAL_VECTOR`]); `None` for English chunks and where the multilingual
+    /// space is off.
+    pub multilingual: Option<Vec<f32>>,
     /// The content (blake3 of the file's bytes) the chunk was cut from.
     pub content_hash: String,
     /// Every file locator holding these bytes in this scope; the first is shown in results.
@@ -114,6 +118,9 @@ pub struct ExportedPoint {
     pub id: u64,
     /// The dense embedding.
     pub vector: Vec<f32>,
+    /// The multilingual embedding of a chunk in another language ([`MULTILINGUAL_VECTOR`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multilingual: Option<Vec<f32>>,
     /// The payload (text, locators, scope, filters' fields).
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
@@ -255,6 +262,9 @@ pub struct IndexQuery {
     pub vector: Option<Vec<f32>>,
     /// The question's text (keyword ranking).
     pub text: Option<String>,
+    /// The question's embedding by the multilingual model, when the index holds chunks in
+    /// other languages: ranks the [`MULTILINGUAL_VECTOR`] space beside `vector`'s.
+    pub multilingual: Option<Vec<f32>>,
 }
 
 impl IndexQuery {
@@ -263,6 +273,7 @@ impl IndexQuery {
         IndexQuery {
             vector: Some(vector),
             text: None,
+            multilingual: None,
         }
     }
 
@@ -271,6 +282,7 @@ impl IndexQuery {
         IndexQuery {
             vector: None,
             text: Some(text.into()),
+            multilingual: None,
         }
     }
 }
@@ -318,7 +330,17 @@ pub struct SearchFilter {
 pub enum Ranking<'a> {
     Meaning(&'a [f32]),
     Words(&'a str),
+    /// By the multilingual model's cosine, among the points that have a
+    /// [`MULTILINGUAL_VECTOR`] (chunks in other languages than English).
+    Multilingual(&'a [f32]),
 }
+
+/// The name of the second dense vector: chunks (and cards) in another language than English
+/// carry, beside the index model's vector, one from the multilingual model
+/// (multilingual-e5-small), so that a question in one language finds a passage in another
+/// while English text is embedded once, by the index's own model. A search ranks this space
+/// too when the index holds such points (`fusion.rs`).
+pub const MULTILINGUAL_VECTOR: &str = "multilingual";
 
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
 pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
@@ -376,6 +398,18 @@ pub trait IndexRead: Send + Sync {
     /// Number of points visible to `scope` (as [`IndexRead::search`] sees them), or of all
     /// points with `None`.
     fn count(&self, scope: Option<&Scope>) -> Result<usize>;
+
+    /// Whether the index has the [`MULTILINGUAL_VECTOR`] space (an index made by an earlier
+    /// version on a server that cannot add it has not: its chunks are stored without it).
+    fn multilingual_space(&self) -> bool {
+        false
+    }
+
+    /// Whether any point carries a [`MULTILINGUAL_VECTOR`] (so that a query is worth
+    /// embedding by the multilingual model too).
+    fn has_multilingual_points(&self) -> Result<bool> {
+        Ok(false)
+    }
 
     /// Visit every point once, in no particular order, reading only the fields of a
     /// [`PointRecord`]. The primitive behind [`IndexRead::inventory`] and
@@ -501,6 +535,7 @@ pub(crate) mod testing {
                         context: String::new(),
                     },
                     vector: unit(axis + i as usize),
+                    multilingual: None,
                     content_hash: hash.to_string(),
                     locators: vec![locator.to_string()],
                     tags: Vec::new(),

@@ -158,6 +158,11 @@ pub(super) fn lacking_derived() -> Filter {
     Filter::all(vec![Condition::Empty(Field::Containers)])
 }
 
+/// Filter: points with a multilingual vector (chunks in other languages than English).
+pub(super) fn with_multilingual_vector() -> Filter {
+    Filter::all(vec![Condition::HasMultilingualVector])
+}
+
 /// Filter: points without a keyword vector (written by a version without keyword search).
 pub(super) fn lacking_keyword_vector() -> Filter {
     Filter::none(vec![Condition::HasKeywordVector])

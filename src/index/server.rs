@@ -54,7 +54,7 @@ use super::filter::{Condition as TypedCondition, Filter as TypedFilter, Value as
 use super::keywords::{keyword_text, Keywords, SPARSE_VECTOR};
 use super::{
     payload, point_id, ExportedPoint, Hit, Holders, IndexRead, IndexWrite, PointRecord, Ranking,
-    StoredChunk,
+    StoredChunk, MULTILINGUAL_VECTOR,
 };
 use crate::embed::DIMENSIONS;
 use crate::error::{Error, Result};
@@ -205,6 +205,9 @@ pub struct ServerIndex {
     /// Contents whose points this node wrote since the last flush: their locators are
     /// settled again from the holder records when it flushes.
     touched: Mutex<BTreeSet<ContentKey>>,
+    /// Whether the collection has the [`MULTILINGUAL_VECTOR`] space (made on open where
+    /// the server can add it to a collection; else points are stored without it).
+    multilingual: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ServerIndex {
@@ -291,8 +294,13 @@ impl ServerIndex {
             keywords: Keywords::new()?,
             registered: Mutex::new(HashMap::new()),
             touched: Mutex::new(BTreeSet::new()),
+            multilingual: std::sync::atomic::AtomicBool::new(false),
         };
         index.create_collections()?;
+        let space = index.ensure_multilingual_space();
+        index
+            .multilingual
+            .store(space, std::sync::atomic::Ordering::Relaxed);
         Ok(index)
     }
 
@@ -421,6 +429,51 @@ impl ServerIndex {
             })?;
         }
         Ok(())
+    }
+
+    /// Whether the collection has the multilingual space, adding it when it has not (a
+    /// collection made before it, or just now). A server that cannot add it leaves the index
+    /// without: chunks are stored and searched by the index model alone (logged).
+    fn ensure_multilingual_space(&self) -> bool {
+        let has = || -> Result<bool> {
+            let info = self.call("collection_info", || {
+                self.client.collection_info(self.config.collection.as_str())
+            })?;
+            Ok(info
+                .result
+                .and_then(|r| r.config)
+                .and_then(|c| c.params)
+                .and_then(|p| p.vectors_config)
+                .and_then(|v| v.config)
+                .is_some_and(|c| {
+                    matches!(c, qdrant::vectors_config::Config::ParamsMap(m)
+                        if m.map.contains_key(MULTILINGUAL_VECTOR))
+                }))
+        };
+        if has().unwrap_or(false) {
+            return true;
+        }
+        let request = qdrant::CreateVectorNameRequestBuilder::new(
+            &self.config.collection,
+            MULTILINGUAL_VECTOR,
+            qdrant::DenseVectorCreationConfigBuilder::new(DIMENSIONS as u64, Distance::Cosine),
+        )
+        .wait(true);
+        let created = self.call("create_vector_name", || {
+            self.client.create_vector_name(request.clone())
+        });
+        match (created, has()) {
+            (_, Ok(true)) => true,
+            (Err(e), _) => {
+                tracing::warn!(
+                    "{}: no multilingual vectors in this collection ({e}): chunks in other \
+                     languages are searched by the index model only",
+                    self.config
+                );
+                false
+            }
+            (Ok(_), _) => false,
+        }
     }
 
     /// The id of this node's holder record of content `hash` in scope `scope_key`.
@@ -636,23 +689,23 @@ impl ServerIndex {
     fn point(
         &self,
         id: u64,
-        vector: &[f32],
+        (vector, multilingual): (&[f32], Option<&[f32]>),
         keyword: &str,
         mut payload: Map<String, Value>,
         at: i64,
     ) -> PointStruct {
         let sparse = self.keywords.document(keyword);
         payload.insert(STORED_AT.into(), json!(at));
-        PointStruct::new(
-            id,
-            NamedVectors::default()
-                .add_vector("", Vector::new_dense(vector.to_vec()))
-                .add_vector(
-                    SPARSE_VECTOR,
-                    Vector::new_sparse(sparse.indices, sparse.values),
-                ),
-            Payload::from(payload),
-        )
+        let mut vectors = NamedVectors::default()
+            .add_vector("", Vector::new_dense(vector.to_vec()))
+            .add_vector(
+                SPARSE_VECTOR,
+                Vector::new_sparse(sparse.indices, sparse.values),
+            );
+        if let Some(m) = multilingual.filter(|_| self.multilingual_space()) {
+            vectors = vectors.add_vector(MULTILINGUAL_VECTOR, Vector::new_dense(m.to_vec()));
+        }
+        PointStruct::new(id, vectors, Payload::from(payload))
     }
 
     fn upsert_points(&self, points: Vec<PointStruct>) -> Result<()> {
@@ -692,6 +745,14 @@ impl IndexRead for ServerIndex {
             .with_vectors(false);
         request = match ranking {
             Ranking::Meaning(v) => request.query(Query::new_nearest(VectorInput::new_dense(v))),
+            Ranking::Multilingual(v) => {
+                if !self.multilingual_space() {
+                    return Ok(Vec::new());
+                }
+                request
+                    .query(Query::new_nearest(VectorInput::new_dense(v)))
+                    .using(MULTILINGUAL_VECTOR)
+            }
             Ranking::Words(text) => {
                 let v = self.keywords.query(text);
                 if v.indices.is_empty() {
@@ -728,6 +789,23 @@ impl IndexRead for ServerIndex {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
+    fn multilingual_space(&self) -> bool {
+        self.multilingual.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn has_multilingual_points(&self) -> Result<bool> {
+        if !self.multilingual_space() {
+            return Ok(false);
+        }
+        let request = ScrollPointsBuilder::new(&self.config.collection)
+            .filter(to_filter(&payload::with_multilingual_vector()))
+            .limit(1)
+            .with_payload(false)
+            .with_vectors(false);
+        let found = self.call("scroll", || self.client.scroll(request.clone()))?;
+        Ok(!found.result.is_empty())
+    }
+
     fn for_each_point(&self, visit: &mut dyn FnMut(PointRecord)) -> Result<()> {
         self.scroll(None, Some(payload::RECORD_FIELDS), false, &mut |p| {
             visit(payload::record(&json_payload(p.payload)));
@@ -744,6 +822,14 @@ impl IndexRead for ServerIndex {
                 failed = Some("a point without a numeric id".to_string());
                 return;
             };
+            let multilingual = match p
+                .vectors
+                .as_ref()
+                .and_then(|v| v.get_vector_by_name(MULTILINGUAL_VECTOR))
+            {
+                Some(qdrant::vector_output::Vector::Dense(d)) => Some(d.data),
+                _ => None,
+            };
             let vector = match p.vectors.and_then(|v| v.get_vector_by_name("")) {
                 Some(qdrant::vector_output::Vector::Dense(d)) => d.data,
                 _ => Vec::new(),
@@ -757,6 +843,7 @@ impl IndexRead for ServerIndex {
             visit(ExportedPoint {
                 id,
                 vector,
+                multilingual,
                 payload,
             });
         })?;
@@ -802,7 +889,7 @@ impl IndexWrite for ServerIndex {
                 }
                 self.point(
                     point_id(&scope_key, &c.content_hash, c.chunk.index),
-                    &c.vector,
+                    (&c.vector, c.multilingual.as_deref()),
                     &keyword,
                     payload,
                     at,
@@ -900,7 +987,13 @@ impl IndexWrite for ServerIndex {
                 .iter()
                 .map(|p| {
                     let keyword = payload::keyword_source(&p.payload);
-                    self.point(p.id, &p.vector, &keyword, p.payload.clone(), at)
+                    self.point(
+                        p.id,
+                        (&p.vector, p.multilingual.as_deref()),
+                        &keyword,
+                        p.payload.clone(),
+                        at,
+                    )
                 })
                 .collect();
             self.upsert_points(batch)?;
@@ -960,6 +1053,7 @@ fn to_condition(c: &TypedCondition) -> Condition {
         TypedCondition::Empty(field) => Condition::is_empty(field.key()),
         TypedCondition::HasId(ids) => Condition::has_id(ids.iter().copied()),
         TypedCondition::HasKeywordVector => Condition::has_vector(SPARSE_VECTOR),
+        TypedCondition::HasMultilingualVector => Condition::has_vector(MULTILINGUAL_VECTOR),
         TypedCondition::All(inner) => Condition::from(to_filter(inner)),
     }
 }

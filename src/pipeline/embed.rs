@@ -35,8 +35,10 @@ pub(super) struct EmbedTally {
     pub(super) chunks: u64,
     /// Model tokens of those chunks.
     pub(super) tokens: u64,
-    /// Time in the model.
+    /// Time in the models.
     pub(super) busy: Duration,
+    /// Chunks in other languages also embedded by the multilingual model.
+    pub(super) multilingual: u64,
 }
 
 /// Stage 3: takes [`IndexItem`]s, embeds the chunks of new content in batches across files,
@@ -153,6 +155,7 @@ impl<'r> EmbedStage<'r> {
                     .map(|chunk| StoredChunk {
                         chunk,
                         vector: Vec::new(),
+                        multilingual: None,
                         content_hash: meta.hash.clone(),
                         locators: vec![meta.locator.clone()],
                         tags: meta.tags.clone(),
@@ -246,6 +249,17 @@ impl<'r> EmbedStage<'r> {
             }
             let mut batch = restored;
             batch.extend(fresh);
+            // Chunks in other languages get their second vector (restored ones too: the
+            // checkpoints keep the index model's vectors only).
+            let started = Instant::now();
+            match self.run.ing.add_multilingual_vectors(&mut batch) {
+                Ok(n) => self.tally.multilingual += n as u64,
+                Err(e) => {
+                    self.run.fail_run(e);
+                    return false;
+                }
+            }
+            self.tally.busy += started.elapsed();
             if store.send(StoreItem::Points(batch)).is_err() {
                 return false;
             }

@@ -155,18 +155,20 @@ pub(super) fn write_entry_cards(
                 chunks.len()
             )));
         }
-        let points: Vec<StoredChunk> = batch
+        let mut points: Vec<StoredChunk> = batch
             .iter()
             .zip(chunks)
             .zip(vectors)
             .map(|((entry, chunk), vector)| StoredChunk {
                 chunk,
                 vector,
+                multilingual: None,
                 content_hash: entry_card_key(&entry.locator),
                 locators: vec![entry.locator.clone()],
                 tags: entry.tags.clone(),
             })
             .collect();
+        ing.add_multilingual_vectors(&mut points)?;
         store.upsert(scope, &points)?;
         for entry in batch {
             if catalog.set_card_stored(entry) {

@@ -350,10 +350,21 @@ fn run(
     }
     report.summary.chunks_embedded = embedded.chunks;
     report.summary.tokens_embedded = embedded.tokens;
+    report.summary.chunks_multilingual = embedded.multilingual;
     report.summary.entry_cards = run.entry_cards.load(Ordering::Relaxed);
     if report.summary.chunks_embedded > 0 {
         if let Ok(e) = ing.embedder() {
             report.summary.model = e.describe();
+        }
+        if embedded.multilingual > 0 {
+            if let Ok(Some(m)) = ing.multilingual_embedder() {
+                report.summary.model = format!(
+                    "{}; {} chunks in other languages also by {}",
+                    report.summary.model,
+                    embedded.multilingual,
+                    m.describe()
+                );
+            }
         }
     }
     // Observers saw completion order; the returned ledger is in locator order.

@@ -302,6 +302,7 @@ mod tests {
             .into_iter()
             .map(|chunk| StoredChunk {
                 vector: model.embed(&[&chunk.embedding_text()]).unwrap().remove(0),
+                multilingual: None,
                 chunk,
                 content_hash: meta.hash.clone(),
                 locators: vec![meta.locator.clone()],

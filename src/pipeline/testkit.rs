@@ -94,6 +94,7 @@ impl Bench {
         let query = IndexQuery {
             vector: None,
             text: Some(word.into()),
+            multilingual: None,
         };
         self.ing
             .store()

@@ -51,3 +51,68 @@ fn an_english_question_finds_german_and_dutch_documents_with_the_multilingual_mo
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// The default settings: the index model (English) embeds everything, the multilingual model
+/// also embeds the German and Dutch chunks, and an English question finds them by meaning,
+/// beside English documents. With `--no-multilingual` they are not found: the second vector
+/// is what finds them.
+#[test]
+fn an_english_question_finds_german_and_dutch_documents_by_default() {
+    let cases = [
+        (
+            "Where do used batteries have to go?",
+            "abfall-feldstation.md",
+        ),
+        (
+            "When is the car park at the harbour resurfaced, and where can people park meanwhile?",
+            "brief-parkeerplaats.txt",
+        ),
+    ];
+    // As a user searches: the relevance floor applies (no --min-score).
+    let found = |sb: &Sandbox, mode: &str, question: &str, file: &str, extra: &[&str]| {
+        let mut args = vec!["search", "--json", "--mode", mode, "--limit", "3"];
+        args.extend_from_slice(extra);
+        args.push(question);
+        let out = sb.run(&args);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+        search_hits(&out)
+            .iter()
+            .any(|h| h["kind"] != "card" && h["locator"].as_str().unwrap().contains(file))
+    };
+    let sb = Sandbox::new();
+    let (lines, summary, code) = sb.ingest_with(
+        &[],
+        &[&fixtures().join("languages"), &fixtures().join("docs")],
+    );
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(
+        summary["model"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("bf16")),
+        "{summary}"
+    );
+    // The German and the Dutch text (and only they: the rest is English) got a second vector.
+    let multilingual = summary["chunks_multilingual"].as_u64().unwrap_or(0);
+    assert!((3..=6).contains(&multilingual), "{summary}");
+    for (question, file) in cases {
+        for mode in ["dense", "hybrid"] {
+            assert!(
+                found(&sb, mode, question, file, &[]),
+                "{mode}: {question:?} should find {file}"
+            );
+        }
+        // The same index searched without the multilingual model does not find them.
+        assert!(
+            !found(&sb, "dense", question, file, &["--no-multilingual"]),
+            "{question:?} found {file} without the multilingual model: the test proves nothing"
+        );
+    }
+    // English questions still find their English documents first.
+    let hits = sb.search_with(&["--limit", "3"], "How deep is station VEN-02?");
+    assert!(
+        hits.first()
+            .and_then(|h| h["locator"].as_str())
+            .is_some_and(|l| l.contains("stations.json")),
+        "{hits:#?}"
+    );
+}

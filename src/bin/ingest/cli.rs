@@ -71,6 +71,11 @@ pub(crate) struct Common {
     /// with (`ingest reindex --model M` changes it).
     #[arg(long, alias = "model", global = true, env = "INGEST_MODEL_VARIANT")]
     pub(crate) model_variant: Option<ingest::ModelVariant>,
+    /// Embed and search with the index model only: chunks in other languages get no second
+    /// vector from the multilingual model, and questions are not embedded by it (by default
+    /// they are, when the index holds such chunks). See docs/EVALUATION.md.
+    #[arg(long, global = true)]
+    pub(crate) no_multilingual: bool,
     /// Where the index lives: a Qdrant server collection, qdrant://HOST:PORT/COLLECTION
     /// (gRPC port; ?shards=N&replication=N when it creates the collection; API key from
     /// QDRANT_API_KEY). Default: the embedded shard in --data-dir, or the store the data

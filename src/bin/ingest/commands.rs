@@ -49,6 +49,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
     config.catalog = catalog.as_deref().map(str::parse).transpose()?;
     config.model_dir = common.model_dir.clone();
     config.model_variant = common.model_variant;
+    config.multilingual = !common.no_multilingual;
     if let Some(args) = extract {
         config.partition = args.partition;
         config.include_hidden = args.hidden;

@@ -1,0 +1,114 @@
+//! Which chunks get a second, multilingual vector ([`crate::index::MULTILINGUAL_VECTOR`]):
+//! those in another language than English. English text is embedded once, by the index
+//! model; a chunk in German, Japanese or Polish also by the multilingual model, so that a
+//! question in one language finds it in another.
+//!
+//! The decision errs towards English: text the detector is unsure of (code, tables of
+//! numbers, short labels) and text that holds English's function words as English prose does
+//! counts as English, so an English corpus costs no second embedding (docs/EVALUATION.md,
+//! "Every language by default").
+
+use whatlang::{Lang, Script};
+
+/// How sure the detector must be of another language (0..1; its "reliable" mark is 0.9).
+const MIN_CONFIDENCE: f64 = 0.5;
+
+/// English function words: a text in which at least [`ENGLISH_SHARE`] of the words are
+/// among them is English, whatever the detector says (it calls terse English German or
+/// Latin at times).
+const ENGLISH_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "but", "by", "can", "could", "do", "does", "each", "for", "from", "has", "have", "how", "if",
+    "in", "into", "is", "it", "its", "may", "more", "must", "no", "not", "of", "on", "one", "only",
+    "or", "other", "should", "so", "such", "than", "that", "the", "their", "then", "there",
+    "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "which", "while",
+    "who", "will", "with", "would", "you", "your",
+];
+
+/// The share of English function words that makes a text English.
+const ENGLISH_SHARE: f64 = 0.12;
+
+/// Words below which a Latin-script text is not judged (too short to tell).
+const MIN_WORDS: usize = 8;
+
+/// Bytes of a text looked at (a chunk is about 1 000; a card can be longer).
+const DETECT_BYTES: usize = 4096;
+
+/// Whether `text` is in another language than English, sure enough to be worth a
+/// multilingual vector.
+pub(crate) fn in_other_language(text: &str) -> bool {
+    let mut end = text.len().min(DETECT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = text.get(..end).unwrap_or_default();
+    let Some(info) = whatlang::detect(head) else {
+        return false;
+    };
+    if info.lang() == Lang::Eng {
+        return false;
+    }
+    // Another script than Latin is another language: its letters say so.
+    if info.script() != Script::Latin {
+        let letters = head.chars().filter(|c| c.is_alphabetic()).count();
+        let latin = head.chars().filter(|c| c.is_ascii_alphabetic()).count();
+        return letters >= MIN_WORDS && latin * 2 < letters;
+    }
+    if info.confidence() < MIN_CONFIDENCE {
+        return false;
+    }
+    let words: Vec<String> = head
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words.len() < MIN_WORDS {
+        return false;
+    }
+    let english = words
+        .iter()
+        .filter(|w| ENGLISH_WORDS.binary_search(&w.as_str()).is_ok())
+        .count();
+    (english as f64) < ENGLISH_SHARE * words.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_english_words_are_sorted_for_the_search() {
+        assert!(ENGLISH_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn other_languages_are_told_from_english_prose_code_and_numbers() {
+        let other = [
+            "Gebrauchte Batterien und Akkus gehören in die rote Kiste im Labor, niemals in den \
+             Restmüll. Die Kiste wird jeden ersten Montag im Monat abgeholt.",
+            "Beste buren, vanaf maandag 4 mei wordt de parkeerplaats bij de haven opnieuw \
+             geasfalteerd. De werkzaamheden duren ongeveer drie weken. In die periode kunt u \
+             gratis parkeren op het terrein achter de visafslag.",
+            "Pour quelle version de Debian le manuel Live Systems a-t-il été rédigé ? Il décrit \
+             la construction d'un système autonome.",
+            "ライブシステムとは、一般的に、CD-ROM や USB メモリのようなリムーバブルメディアから\
+             コンピュータを起動するオペレーティングシステムを意味します。",
+            "System live oznacza zazwyczaj system operacyjny uruchamiany na komputerze z \
+             nośnika wymiennego, takiego jak płyta CD lub pamięć USB.",
+        ];
+        for t in other {
+            assert!(in_other_language(t), "{t}");
+        }
+        let english = [
+            "Used batteries and accumulators go into the red box in the laboratory, never into \
+             the general waste. The box is collected on the first Monday of the month.",
+            "fn main() { let x = vec![1, 2, 3]; println!(\"{:?}\", x.iter().sum::<i32>()); }",
+            "1970 2.03 4.53\n1971 1.92 4.54\n1972 1.72 4.12\n1973 1.54 4.07",
+            "glp_intopt mip_gap tm_lim presolve msg_lev",
+            "",
+        ];
+        for t in english {
+            assert!(!in_other_language(t), "{t}");
+        }
+    }
+}
