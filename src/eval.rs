@@ -163,18 +163,30 @@ fn same_file(file: &str, path: &str) -> bool {
 
 /// The 1-based rank of the first hit in the right file, and of the first on the right page.
 pub fn judge(question: &Question, hits: &[Hit]) -> (Option<usize>, Option<usize>) {
+    judge_parts(
+        question,
+        hits.iter()
+            .map(|h| (h.locator.as_str(), h.page, h.also_in.as_slice())),
+    )
+}
+
+/// [`judge`] over hits given as (locator, page, other files holding the same content).
+fn judge_parts<'a>(
+    question: &Question,
+    hits: impl Iterator<Item = (&'a str, Option<u32>, &'a [String])>,
+) -> (Option<usize>, Option<usize>) {
     let mut file_rank = None;
     let mut page_rank = None;
-    for (i, hit) in hits.iter().enumerate() {
-        let file = extractors::file_part(&hit.locator);
-        let files = std::iter::once(file).chain(hit.also_in.iter().map(String::as_str));
+    for (i, (locator, page, also_in)) in hits.enumerate() {
+        let file = extractors::file_part(locator);
+        let files = std::iter::once(file).chain(also_in.iter().map(String::as_str));
         let mut file_ok = false;
         let mut page_ok = false;
         for f in files {
             for e in &question.expected {
                 if same_file(f, &e.path) {
                     file_ok = true;
-                    page_ok |= e.page.is_some() && hit.page == e.page;
+                    page_ok |= e.page.is_some() && page == e.page;
                 }
             }
         }
@@ -271,6 +283,9 @@ impl Scores {
 pub struct ModeReport {
     /// How hits were ranked.
     pub mode: SearchMode,
+    /// What ranked them: the mode's name, or the name of the pipeline whose ranked lists
+    /// were read ([`evaluate_ranked`]).
+    pub label: String,
     /// Cut-off of the recall figures.
     pub k: usize,
     /// The scores over every question.
@@ -348,6 +363,23 @@ pub fn evaluate(
                 .collect(),
         });
     }
+    Ok(report(
+        mode,
+        mode.as_str().to_string(),
+        questions,
+        outcomes,
+        options.k,
+    ))
+}
+
+/// The scores of `outcomes` (one per question, in order): over all, and per tag.
+fn report(
+    mode: SearchMode,
+    label: String,
+    questions: &[Question],
+    outcomes: Vec<Outcome>,
+    k: usize,
+) -> ModeReport {
     let mut by_tag: BTreeMap<String, Vec<&Outcome>> = BTreeMap::new();
     for (q, o) in questions.iter().zip(&outcomes) {
         for t in &q.tags {
@@ -356,18 +388,138 @@ pub fn evaluate(
     }
     let mut times: Vec<f64> = outcomes.iter().map(|o| o.millis).collect();
     times.sort_by(f64::total_cmp);
-    Ok(ModeReport {
+    ModeReport {
         mode,
-        k: options.k,
-        all: Scores::of(outcomes.iter(), options.k),
+        label,
+        k,
+        all: Scores::of(outcomes.iter(), k),
         by_tag: by_tag
             .into_iter()
-            .map(|(t, os)| (t, Scores::of(os.into_iter(), options.k)))
+            .map(|(t, os)| (t, Scores::of(os.into_iter(), k)))
             .collect(),
         p50_ms: percentile(&times, 0.50),
         p95_ms: percentile(&times, 0.95),
         outcomes,
-    })
+    }
+}
+
+/// Ranked lists from another pipeline (a peer such as `scripts/peer/`), to be scored by
+/// the same rules: a JSON-lines file, an optional first line
+/// `{"source": NAME, "read": [FILE, …]}` (the pipeline's name and the files it could read,
+/// paths as the question set writes them), then one line per question
+/// `{"question": TEXT, "hits": [LOCATOR, …]}`, best first (`path#page=N` for a page).
+#[derive(Debug, Clone, Default)]
+pub struct RankedLists {
+    /// Whose lists they are.
+    pub source: String,
+    /// The files the pipeline could read, when it says.
+    pub read: Option<std::collections::BTreeSet<String>>,
+    /// Question text → its hits' locators, best first.
+    pub hits: std::collections::HashMap<String, Vec<String>>,
+}
+
+/// The most bytes of a ranked-lists file read.
+const MAX_RANKED_BYTES: usize = 64 * 1024 * 1024;
+
+impl RankedLists {
+    /// Read the lists of `text` (see [`RankedLists`]); `source` names them when the file does
+    /// not.
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        if text.len() > MAX_RANKED_BYTES {
+            return Err(Error::Request(format!(
+                "ranked lists of {} bytes: at most {MAX_RANKED_BYTES} are read",
+                text.len()
+            )));
+        }
+        let mut out = RankedLists {
+            source: source.to_string(),
+            ..RankedLists::default()
+        };
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(line)
+                .map_err(|e| Error::Request(format!("ranked lists, line {}: {e}", n + 1)))?;
+            if let Some(name) = v.get("source").and_then(|s| s.as_str()) {
+                out.source = name.to_string();
+                out.read = v.get("read").and_then(|r| r.as_array()).map(|files| {
+                    files
+                        .iter()
+                        .filter_map(|f| f.as_str().map(str::to_string))
+                        .collect()
+                });
+                continue;
+            }
+            let question = v.get("question").and_then(|q| q.as_str()).ok_or_else(|| {
+                Error::Request(format!("ranked lists, line {}: no \"question\"", n + 1))
+            })?;
+            let hits = v
+                .get("hits")
+                .and_then(|h| h.as_array())
+                .map(|h| {
+                    h.iter()
+                        .filter_map(|l| l.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.hits.insert(question.to_string(), hits);
+        }
+        Ok(out)
+    }
+
+    /// Whether the pipeline could read an expected file of `question` (true when it does
+    /// not say what it read).
+    pub fn can_read(&self, question: &Question) -> bool {
+        self.read.as_ref().is_none_or(|read| {
+            question
+                .expected
+                .iter()
+                .any(|e| read.iter().any(|f| same_file(f, &e.path)))
+        })
+    }
+}
+
+/// Score `lists` on `questions` by the rules [`evaluate`] applies (a question the lists do
+/// not answer counts as answered with no hit), the first `k` hits counting for recall.
+pub fn evaluate_ranked(questions: &[Question], lists: &RankedLists, k: usize) -> ModeReport {
+    let outcomes = questions
+        .iter()
+        .map(|q| {
+            let hits = lists.hits.get(&q.text).map(Vec::as_slice).unwrap_or(&[]);
+            let parts = hits.iter().map(|l| (l.as_str(), page_of(l), &[][..]));
+            let (file_rank, page_rank) = judge_parts(q, parts);
+            Outcome {
+                line: q.line,
+                question: q.text.clone(),
+                file_rank,
+                page_rank,
+                has_page: q.has_page(),
+                absent: q.is_absent(),
+                hits: hits.len(),
+                best_score: None,
+                answer_score: None,
+                millis: 0.0,
+                top: hits.iter().take(k).cloned().collect(),
+            }
+        })
+        .collect();
+    report(
+        SearchMode::Hybrid,
+        lists.source.clone(),
+        questions,
+        outcomes,
+        k,
+    )
+}
+
+/// The page a locator's `#page=N` fragment names.
+fn page_of(locator: &str) -> Option<u32> {
+    let (_, fragment) = locator.rsplit_once('#')?;
+    fragment
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("page="))
+        .and_then(|p| p.parse().ok())
 }
 
 /// Whether every indexed file is found by its name: one search per file with its file name
@@ -540,6 +692,49 @@ mod tests {
         dup.also_in = vec!["/c/docs/a.pdf".into()];
         assert_eq!(judge(q, &[dup]), (Some(1), Some(1)));
         assert_eq!(judge(q, &[]), (None, None));
+    }
+
+    #[test]
+    fn another_pipelines_ranked_lists_are_scored_by_the_same_rules() {
+        let questions = parse_questions(
+            "Where is page 12?\tdocs/manual.pdf#page=12\tpdf,page\n\
+             Which archive member?\tdata/a.zip!/notes.md\tarchive\n\
+             Not read by the peer?\tdocs/slides.odp\todp\n\
+             Nothing here?\t-\tabsent\n",
+        )
+        .unwrap();
+        let lists = RankedLists::parse(
+            "{\"source\": \"peer\", \"read\": [\"docs/manual.pdf\", \"data/a.zip!/notes.md\"]}\n\
+             {\"question\": \"Where is page 12?\", \"hits\": [\"docs/manual.pdf#page=11\", \"docs/manual.pdf#page=12\"]}\n\
+             {\"question\": \"Which archive member?\", \"hits\": [\"x.txt\", \"y.txt\", \"data/a.zip!/notes.md\"]}\n\
+             {\"question\": \"Nothing here?\", \"hits\": []}\n",
+            "file-name",
+        )
+        .unwrap();
+        assert_eq!(lists.source, "peer");
+        assert!(lists.can_read(&questions[0]) && !lists.can_read(&questions[2]));
+        let r = evaluate_ranked(&questions, &lists, 2);
+        assert_eq!(r.label, "peer");
+        let ranks: Vec<_> = r
+            .outcomes
+            .iter()
+            .map(|o| (o.file_rank, o.page_rank))
+            .collect();
+        assert_eq!(
+            ranks,
+            [
+                (Some(1), Some(2)),
+                (Some(3), None),
+                (None, None),
+                (None, None)
+            ]
+        );
+        // At k = 2: one of three files, the one page; MRR (1 + 1/3 + 0) / 3.
+        assert!((r.all.recall - 1.0 / 3.0).abs() < 1e-9);
+        assert!((r.all.page_recall - 1.0).abs() < 1e-9);
+        assert!((r.all.mrr - 4.0 / 9.0).abs() < 1e-9);
+        assert_eq!(r.all.absent_nothing, 1.0);
+        assert!(RankedLists::parse("{\"hits\": []}", "x").is_err());
     }
 
     #[test]

@@ -62,6 +62,20 @@ pub struct ReindexReport {
     pub seconds: f64,
 }
 
+/// What `reindex --multilingual` did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct MultilingualReport {
+    /// Points read.
+    pub points: u64,
+    /// Points in another language than English that lacked a multilingual vector and got
+    /// one.
+    pub embedded: u64,
+    /// Time spent embedding.
+    pub embed_seconds: f64,
+    /// Time spent in all.
+    pub seconds: f64,
+}
+
 /// One content waiting for its vectors.
 struct Pending {
     scope: Scope,
@@ -70,6 +84,63 @@ struct Pending {
 }
 
 impl Ingestor {
+    /// Give every stored chunk in another language than English that lacks one its
+    /// multilingual vector (an index made before multilingual vectors, or with
+    /// `--no-multilingual`), from the text the index keeps; nothing else changes. Blocks
+    /// while an ingest runs. `progress` is called with (points read, points embedded).
+    pub fn reindex_multilingual(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<MultilingualReport> {
+        let started = Instant::now();
+        if !self.multilingual_on() {
+            return Err(Error::Config(
+                "multilingual vectors are off (--no-multilingual, or the index model is multilingual itself)".into(),
+            ));
+        }
+        let _whole_index = self.runs.exclusive();
+        let store = self.store()?;
+        if !store.multilingual_space() {
+            return Err(Error::Config(
+                "the index has no multilingual vector space (its Qdrant server could not add one)"
+                    .into(),
+            ));
+        }
+        let mut report = MultilingualReport::default();
+        // Only the points that need a vector are kept (their payloads and vectors), then
+        // embedded and written back a batch at a time.
+        let mut wanting = Vec::new();
+        store.export_points(&mut |p| {
+            report.points += 1;
+            let text = p.payload.get("text").and_then(|t| t.as_str()).unwrap_or("");
+            if p.multilingual.is_none() && crate::embed::language::in_other_language(text) {
+                wanting.push(p);
+            }
+        })?;
+        progress(report.points, 0);
+        let mut embed_time = Duration::ZERO;
+        for batch in wanting.chunks_mut(EMBED_CHUNKS) {
+            let began = Instant::now();
+            let texts: Vec<Option<&str>> = batch
+                .iter()
+                .map(|p| p.payload.get("text").and_then(|t| t.as_str()))
+                .collect();
+            let vectors = self.multilingual_vectors(&texts)?;
+            embed_time += began.elapsed();
+            for (p, v) in batch.iter_mut().zip(vectors) {
+                p.multilingual = v;
+            }
+            store.import_points(batch)?;
+            report.embedded += batch.len() as u64;
+            progress(report.points, report.embedded);
+        }
+        store.flush();
+        store.optimize()?;
+        report.embed_seconds = embed_time.as_secs_f64();
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
     /// Cut and embed every stored content again with this build's recipe (see the module
     /// doc). Blocks while an ingest runs, and ingests wait for it. `progress` is called after
     /// each batch.

@@ -270,40 +270,58 @@ impl Services {
 
     /// Give every chunk of `chunks` in another language than English
     /// ([`crate::embed::language`]) that lacks one its multilingual vector. Returns how many
-    /// were embedded and their model tokens. Nothing when [`Services::multilingual_on`] is off
-    /// or no chunk is in another language (the model is not even loaded).
+    /// were embedded. Nothing when [`Services::multilingual_on`] is off or no chunk is in
+    /// another language (the model is not even loaded).
     pub(crate) fn add_multilingual_vectors(&self, chunks: &mut [StoredChunk]) -> Result<usize> {
-        if !self.multilingual_on() {
-            return Ok(0);
+        // The passage's own text, without its contextual header (which the payload does not
+        // keep): an index given these vectors later (`ingest reindex --multilingual`) gets
+        // the same ones.
+        let texts: Vec<Option<&str>> = chunks
+            .iter()
+            .map(|c| c.multilingual.is_none().then_some(c.chunk.text.as_str()))
+            .collect();
+        let vectors = self.multilingual_vectors(&texts)?;
+        let mut n = 0;
+        for (c, v) in chunks.iter_mut().zip(vectors) {
+            if v.is_some() {
+                c.multilingual = v;
+                n += 1;
+            }
         }
-        let which: Vec<usize> = chunks
+        Ok(n)
+    }
+
+    /// The multilingual vector of each text given that is in another language than English
+    /// ([`crate::embed::language`]); `None` for the others, and for all when
+    /// [`Services::multilingual_on`] is off (the model is loaded only when one is needed).
+    pub(crate) fn multilingual_vectors(
+        &self,
+        texts: &[Option<&str>],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        let mut out = vec![None; texts.len()];
+        if !self.multilingual_on() {
+            return Ok(out);
+        }
+        let which: Vec<(usize, &str)> = texts
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
-                c.multilingual.is_none() && crate::embed::language::in_other_language(&c.chunk.text)
-            })
-            .map(|(i, _)| i)
+            .filter_map(|(i, t)| t.map(|t| (i, t)))
+            .filter(|(_, t)| crate::embed::language::in_other_language(t))
             .collect();
         if which.is_empty() {
-            return Ok(0);
+            return Ok(out);
         }
         let Some(model) = self.multilingual_embedder()? else {
-            return Ok(0);
+            return Ok(out);
         };
-        let owned: Vec<_> = which
-            .iter()
-            .filter_map(|&i| chunks.get(i))
-            .map(|c| c.chunk.embedding_text())
-            .collect();
-        let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
-        let vectors = model.embed(&texts)?;
-        for (&i, v) in which.iter().zip(vectors) {
-            if let Some(c) = chunks.get_mut(i) {
-                c.multilingual = Some(v);
+        let batch: Vec<&str> = which.iter().map(|&(_, t)| t).collect();
+        for (&(i, _), v) in which.iter().zip(model.embed(&batch)?) {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(v);
             }
         }
         *lock(&self.multilingual_points) = None;
-        Ok(which.len())
+        Ok(out)
     }
 
     /// Whether the index holds chunks with a multilingual vector: asked of the index at most

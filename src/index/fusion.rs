@@ -188,6 +188,48 @@ fn merge_multilingual(dense: Vec<Hit>, other: Vec<Hit>) -> (Vec<Hit>, HashSet<Po
     (out, by_other)
 }
 
+/// How far a passage in another language must be more relevant than every hit in the
+/// question's own language for its meaning to stand for its words ([`unjudged_by_words`]).
+const ACROSS_MARGIN: f32 = 0.1;
+
+/// Below this relevance, the best hit in the question's own language is a weak answer: a
+/// passage in another language more relevant than it stands for its words too.
+const ACROSS_WEAK: f32 = 0.45;
+
+/// Which of the points the multilingual model gave their relevance (`by_other`: passages in
+/// another language) the question's words cannot judge, so that their meaning share stands
+/// for their word share in the fusion ([`fuse_across`]): for a question in English (or too
+/// short to tell), those clearly the most relevant answer — more relevant by
+/// [`ACROSS_MARGIN`] than any hit in the question's language (its cosine, or its BM25 score
+/// / [`BM25_PER_RELEVANCE`]), or more relevant when that best is weak ([`ACROSS_WEAK`]).
+/// Giving it to every such passage cost English questions their English answers on the
+/// development corpus (a translation of the same manual outranked the original):
+/// docs/EVALUATION.md, "Every language by default".
+fn unjudged_by_words(
+    text: &str,
+    dense: &[Hit],
+    keyword: &[Hit],
+    by_other: &HashSet<PointKey>,
+) -> HashSet<PointKey> {
+    if by_other.is_empty() || crate::embed::language::in_other_language(text) {
+        return HashSet::new();
+    }
+    let words = keyword
+        .first()
+        .map_or(0.0, |h| h.score / BM25_PER_RELEVANCE);
+    let own = dense
+        .iter()
+        .filter(|h| !by_other.contains(&point_of(h)))
+        .map(|h| h.score)
+        .fold(words, f32::max);
+    dense
+        .iter()
+        .filter(|h| by_other.contains(&point_of(h)))
+        .filter(|h| h.score >= own + ACROSS_MARGIN || (own < ACROSS_WEAK && h.score > own))
+        .map(point_of)
+        .collect()
+}
+
 /// The BM25 score that counts as much as a cosine of 1 in a hybrid hit's relevance. Set on
 /// the development corpus (35 231 points): the BM25 score of the best hit of the 50
 /// questions about what it does not hold reaches 34.5 (median 16), the answers of the 131
@@ -229,13 +271,7 @@ fn fused<S: IndexRead + ?Sized>(
     let candidates = end.clamp(FUSION_CANDIDATES, MAX_SEARCH_HITS);
     let (dense, by_other) = by_meanings(store, (vector, multilingual), candidates, None, filter)?;
     let keyword = ranked(store, Ranking::Words(text), candidates, None, filter)?;
-    // Passages the multilingual model found for a question in English (or too short to
-    // tell) are in another language: the question's words cannot judge them.
-    let across = if crate::embed::language::in_other_language(text) {
-        HashSet::new()
-    } else {
-        by_other
-    };
+    let across = unjudged_by_words(text, &dense, &keyword, &by_other);
     let mut cosine: HashMap<(String, u64), f32> =
         dense.iter().map(|h| (point_of(h), h.score)).collect();
     let bm25: HashMap<(String, u64), f32> =
@@ -475,6 +511,28 @@ mod tests {
         // Not judged by words: its meaning share stands for both.
         let across = HashSet::from([(Scope::user("u").key(), 7)]);
         assert_eq!(ids(&fuse_across(dense, keyword, &across))[0], 7);
+    }
+
+    #[test]
+    fn only_a_clearly_better_passage_in_another_language_escapes_the_words() {
+        let key = |id: u64| (Scope::user("u").key(), id);
+        let other = HashSet::from([key(7)]);
+        let english = "When is the car park at the harbour resurfaced?";
+        // The best English hit is weak (0.43): the letter, more relevant, escapes.
+        let dense = vec![hit(7, "nl", None, 0.47), hit(1, "a", None, 0.43)];
+        assert_eq!(unjudged_by_words(english, &dense, &[], &other), other);
+        // A strong English hit (0.6): the letter needs a lead of ACROSS_MARGIN.
+        let dense = vec![hit(7, "nl", None, 0.65), hit(1, "a", None, 0.6)];
+        assert!(unjudged_by_words(english, &dense, &[], &other).is_empty());
+        let dense = vec![hit(7, "nl", None, 0.71), hit(1, "a", None, 0.6)];
+        assert_eq!(unjudged_by_words(english, &dense, &[], &other), other);
+        // The words' best counts as an English hit (BM25 80 = relevance 1).
+        let words = vec![hit(2, "b", None, 80.0)];
+        assert!(unjudged_by_words(english, &dense, &words, &other).is_empty());
+        // A question in another language than English is judged by its words.
+        let japanese = "港の駐車場はいつ舗装し直されますか、その間どこに駐車できますか？";
+        let dense = vec![hit(7, "nl", None, 0.47), hit(1, "a", None, 0.2)];
+        assert!(unjudged_by_words(japanese, &dense, &[], &other).is_empty());
     }
 
     #[test]

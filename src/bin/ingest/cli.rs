@@ -204,6 +204,11 @@ impl RecipeArgs {
 pub(crate) struct ReindexArgs {
     #[command(flatten)]
     pub(crate) recipe: RecipeArgs,
+    /// Only give the chunks in other languages than English that lack one their
+    /// multilingual vector (an index made before them, or with --no-multilingual): nothing
+    /// else is cut or embedded again.
+    #[arg(long)]
+    pub(crate) multilingual: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -309,6 +314,12 @@ pub(crate) struct EvalArgs {
     /// not among the first K hits (QUESTIONS is then not read).
     #[arg(long)]
     pub(crate) names: bool,
+    /// Also score another pipeline's ranked lists for the same questions (JSON lines, see
+    /// docs/EVALUATION.md; `make peer` writes them): reported beside ingest's modes. When
+    /// the file lists the files that pipeline could read, the questions about them are
+    /// tagged `peer-readable` in every mode's table. Repeat for several.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ranked: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -76,10 +76,35 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
 pub(crate) fn reindex(common: &Common, args: &ReindexArgs) -> anyhow::Result<ExitCode> {
     let mut config = config(common, None)?;
     args.recipe.apply(&mut config.chunking);
-    let ingestor = Ingestor::open_for_reindex(config)
-        .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let tty = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now();
+    if args.multilingual {
+        let ingestor = open(common, None)?;
+        let report = ingestor.reindex_multilingual(&mut |read, embedded| {
+            if tty || last.elapsed() >= std::time::Duration::from_secs(10) {
+                last = std::time::Instant::now();
+                eprint!(
+                    "{}multilingual vectors: {embedded} embedded ({read} points read){}",
+                    if tty { "\r" } else { "" },
+                    if tty { "" } else { "\n" }
+                );
+            }
+        })?;
+        if tty {
+            eprintln!();
+        }
+        if common.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            println!(
+                "{} of {} chunks in other languages got their multilingual vector ({:.1} s embedding, {:.1} s in all)",
+                report.embedded, report.points, report.embed_seconds, report.seconds
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ingestor = Ingestor::open_for_reindex(config)
+        .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let report = ingestor.reindex(&mut |p| {
         if tty || last.elapsed() >= std::time::Duration::from_secs(10) {
             last = std::time::Instant::now();

@@ -4,11 +4,16 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ingest::eval::{evaluate, parse_questions, EvalOptions, ModeReport, Scores};
+use ingest::eval::{
+    evaluate, evaluate_ranked, parse_questions, EvalOptions, ModeReport, RankedLists, Scores,
+};
 use ingest::SearchMode;
 
 use crate::cli::{Common, EvalArgs};
 use crate::commands::{open, scope};
+
+/// The tag of the questions whose expected file a peer's ranked lists say it could read.
+const PEER_READABLE: &str = "peer-readable";
 
 pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.k > 0, "--k must be at least 1");
@@ -25,21 +30,40 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     };
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let questions = parse_questions(&text)?;
+    let mut questions = parse_questions(&text)?;
     anyhow::ensure!(
         !questions.is_empty(),
         "{} holds no questions",
         path.display()
     );
+    let mut peers = Vec::new();
+    for file in &args.ranked {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let name = file.file_stem().map_or_else(
+            || file.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        let lists = RankedLists::parse(&text, &name)?;
+        if lists.read.is_some() {
+            for q in questions.iter_mut().filter(|q| !q.is_absent()) {
+                if lists.can_read(q) && !q.tags.iter().any(|t| t == PEER_READABLE) {
+                    q.tags.push(PEER_READABLE.to_string());
+                }
+            }
+        }
+        peers.push(lists);
+    }
     let options = EvalOptions {
         k: args.k,
         limit: args.limit,
         min_score: args.min_score,
     };
-    let reports = modes
+    let mut reports = modes
         .iter()
         .map(|m| evaluate(&ingestor, &scope, &questions, *m, &options))
         .collect::<Result<Vec<_>, _>>()?;
+    reports.extend(peers.iter().map(|p| evaluate_ranked(&questions, p, args.k)));
     let mut out = std::io::stdout().lock();
     if common.json {
         serde_json::to_writer(&mut out, &reports)?;
@@ -145,7 +169,7 @@ fn print_reports(
         "p95 ms"
     )?;
     for r in reports {
-        row(out, r.mode.as_str(), &r.all, (r.p50_ms, r.p95_ms))?;
+        row(out, &r.label, &r.all, (r.p50_ms, r.p95_ms))?;
     }
     if first.all.absent_questions > 0 {
         writeln!(
@@ -156,16 +180,14 @@ fn print_reports(
             writeln!(
                 out,
                 "{:<18} {:>4} {:>9.3}",
-                r.mode.as_str(),
-                r.all.absent_questions,
-                r.all.absent_nothing
+                r.label, r.all.absent_questions, r.all.absent_nothing
             )?;
         }
     }
     // Per tag: recall@k / page recall@k of every mode side by side.
     write!(out, "\n{:<18} {:>4} {:>5}", "tag", "n", "pages")?;
     for r in reports {
-        write!(out, " {:>13}", r.mode.as_str())?;
+        write!(out, " {:>13}", r.label)?;
     }
     writeln!(out)?;
     for (tag, s) in &first.by_tag {
@@ -185,7 +207,7 @@ fn print_reports(
     }
     if misses {
         for r in reports {
-            writeln!(out, "\nmissed at {k}, {}:", r.mode)?;
+            writeln!(out, "\nmissed at {k}, {}:", r.label)?;
             for o in &r.outcomes {
                 if o.absent {
                     if o.hits > 0 {
