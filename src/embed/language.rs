@@ -11,7 +11,13 @@
 use whatlang::{Lang, Script};
 
 /// How sure the detector must be of another language (0..1; its "reliable" mark is 0.9).
-const MIN_CONFIDENCE: f64 = 0.5;
+/// At 0.5, code and index pages of English manuals were taken for Latin or French.
+const MIN_CONFIDENCE: f64 = 0.8;
+
+/// The share of a Latin-script text's tokens that must be words (letters only, with
+/// trailing punctuation): prose, not code, tables of numbers or index listings, which the
+/// detector assigns a language at random.
+const MIN_PROSE_SHARE: f64 = 0.7;
 
 /// English function words: a text in which at least [`ENGLISH_SHARE`] of the words are
 /// among them is English, whatever the detector says (it calls terse English German or
@@ -54,7 +60,7 @@ pub(crate) fn in_other_language(text: &str) -> bool {
         let latin = head.chars().filter(|c| c.is_ascii_alphabetic()).count();
         return letters >= MIN_WORDS && latin * 2 < letters;
     }
-    if info.confidence() < MIN_CONFIDENCE {
+    if info.confidence() < MIN_CONFIDENCE || prose_share(head) < MIN_PROSE_SHARE {
         return false;
     }
     let words: Vec<String> = head
@@ -70,6 +76,24 @@ pub(crate) fn in_other_language(text: &str) -> bool {
         .filter(|w| ENGLISH_WORDS.binary_search(&w.as_str()).is_ok())
         .count();
     (english as f64) < ENGLISH_SHARE * words.len() as f64
+}
+
+/// The share of `text`'s whitespace-separated tokens that are words: two letters or more
+/// (apostrophes and hyphens inside), punctuation around them allowed.
+fn prose_share(text: &str) -> f64 {
+    let (mut tokens, mut words) = (0usize, 0usize);
+    for t in text.split_whitespace() {
+        tokens += 1;
+        let t = t.trim_matches(|c: char| c.is_ascii_punctuation() || "«»¿¡“”‘’".contains(c));
+        words += usize::from(
+            t.chars().count() >= 2 && t.chars().all(|c| c.is_alphabetic() || "'’-".contains(c)),
+        );
+    }
+    if tokens == 0 {
+        0.0
+    } else {
+        words as f64 / tokens as f64
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +129,10 @@ mod tests {
             "fn main() { let x = vec![1, 2, 3]; println!(\"{:?}\", x.iter().sum::<i32>()); }",
             "1970 2.03 4.53\n1971 1.92 4.54\n1972 1.72 4.12\n1973 1.54 4.07",
             "glp_intopt mip_gap tm_lim presolve msg_lev",
+            "\\SetKwInput{Res}{R´esultat} \\SetKwInput{Entree}{Entr´ees} \\SetKwInput{Sortie}{Sorties} \
+             \\SetKw{KwA}{`a} \\SetKw{Retour}{retourner} \\SetKwBlock{Deb}{d´ebut}{fin}",
+            "curlyspace (option) . . . . . . 13, 50 curlystyle (option) . . . . . . 7, 14, 54 \
+             \\DeclareOption . . . . . 631, 633 \\define@key 3",
             "",
         ];
         for t in english {
