@@ -107,16 +107,50 @@ impl Ingestor {
             ));
         }
         let mut report = MultilingualReport::default();
-        // Only the points that need a vector are kept (their payloads and vectors), then
-        // embedded and written back a batch at a time.
-        let mut wanting = Vec::new();
+        // Only the points in another language are kept (their payloads and vectors), with
+        // every content's count of points, then the contents that are documents in another
+        // language (`other_language_chunks`) embedded and written back a batch at a time.
+        let mut flagged = Vec::new();
+        let mut per_content: std::collections::HashMap<(String, String), (usize, usize)> =
+            std::collections::HashMap::new();
         store.export_points(&mut |p| {
             report.points += 1;
+            let field = |k: &str| {
+                p.payload
+                    .get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let counts = per_content
+                .entry((field("scope_key"), field("content_hash")))
+                .or_default();
+            counts.1 += 1;
             let text = p.payload.get("text").and_then(|t| t.as_str()).unwrap_or("");
-            if p.multilingual.is_none() && crate::embed::language::in_other_language(text) {
-                wanting.push(p);
+            if crate::embed::language::in_other_language(text) {
+                counts.0 += 1;
+                if p.multilingual.is_none() {
+                    flagged.push(p);
+                }
             }
         })?;
+        let mut wanting: Vec<_> = flagged
+            .into_iter()
+            .filter(|p| {
+                let field = |k: &str| {
+                    p.payload
+                        .get(k)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                per_content
+                    .get(&(field("scope_key"), field("content_hash")))
+                    .is_some_and(|&(other, all)| {
+                        crate::embed::language::is_document_share(other, all)
+                    })
+            })
+            .collect();
         progress(report.points, 0);
         let mut embed_time = Duration::ZERO;
         for batch in wanting.chunks_mut(EMBED_CHUNKS) {
@@ -290,11 +324,17 @@ impl Ingestor {
                     chunk,
                     vector: vectors.next().unwrap_or_default(),
                     multilingual: None,
+                    other_language: false,
                     content_hash: p.hash.clone(),
                     locators: holders.locators.clone(),
                     tags: holders.tags.clone(),
                 })
                 .collect();
+            let texts: Vec<&str> = stored.iter().map(|c| c.chunk.text.as_str()).collect();
+            let flags = crate::embed::language::other_language_chunks(&texts);
+            for (c, other) in stored.iter_mut().zip(flags) {
+                c.other_language = other;
+            }
             self.add_multilingual_vectors(&mut stored)?;
             store.delete_content(&p.scope, &p.hash)?;
             if !stored.is_empty() {

@@ -268,17 +268,19 @@ impl Services {
         Ok(Some(e))
     }
 
-    /// Give every chunk of `chunks` in another language than English
-    /// ([`crate::embed::language`]) that lacks one its multilingual vector. Returns how many
-    /// were embedded. Nothing when [`Services::multilingual_on`] is off or no chunk is in
-    /// another language (the model is not even loaded).
+    /// Give every chunk of `chunks` marked [`StoredChunk::other_language`] that lacks one its
+    /// multilingual vector. Returns how many were embedded. Nothing when
+    /// [`Services::multilingual_on`] is off or no chunk is marked (the model is not even
+    /// loaded).
     pub(crate) fn add_multilingual_vectors(&self, chunks: &mut [StoredChunk]) -> Result<usize> {
         // The passage's own text, without its contextual header (which the payload does not
         // keep): an index given these vectors later (`ingest reindex --multilingual`) gets
         // the same ones.
         let texts: Vec<Option<&str>> = chunks
             .iter()
-            .map(|c| c.multilingual.is_none().then_some(c.chunk.text.as_str()))
+            .map(|c| {
+                (c.other_language && c.multilingual.is_none()).then_some(c.chunk.text.as_str())
+            })
             .collect();
         let vectors = self.multilingual_vectors(&texts)?;
         let mut n = 0;
@@ -291,9 +293,8 @@ impl Services {
         Ok(n)
     }
 
-    /// The multilingual vector of each text given that is in another language than English
-    /// ([`crate::embed::language`]); `None` for the others, and for all when
-    /// [`Services::multilingual_on`] is off (the model is loaded only when one is needed).
+    /// The multilingual vector of each text given (`None` for the others, and for all when
+    /// [`Services::multilingual_on`] is off); the model is loaded only when one is needed.
     pub(crate) fn multilingual_vectors(
         &self,
         texts: &[Option<&str>],
@@ -306,7 +307,6 @@ impl Services {
             .iter()
             .enumerate()
             .filter_map(|(i, t)| t.map(|t| (i, t)))
-            .filter(|(_, t)| crate::embed::language::in_other_language(t))
             .collect();
         if which.is_empty() {
             return Ok(out);

@@ -40,6 +40,30 @@ const MIN_WORDS: usize = 8;
 /// Bytes of a text looked at (a chunk is about 1 000; a card can be longer).
 const DETECT_BYTES: usize = 4096;
 
+/// The least share of a document's chunks in another language ([`in_other_language`]) that
+/// makes it a document in another language, whose chunks get multilingual vectors: a
+/// French quotation or a Latin-looking listing in an English manual is not one (an English
+/// corpus then loads no second model at all).
+const MIN_DOCUMENT_SHARE: f64 = 0.25;
+
+/// Which of a document's chunks (`texts`, all of them, its card too) get a multilingual
+/// vector: those in another language, when they are at least [`MIN_DOCUMENT_SHARE`] of
+/// the document's; none otherwise.
+pub(crate) fn other_language_chunks(texts: &[&str]) -> Vec<bool> {
+    let flags: Vec<bool> = texts.iter().map(|t| in_other_language(t)).collect();
+    let other = flags.iter().filter(|&&f| f).count();
+    if !is_document_share(other, texts.len()) {
+        return vec![false; texts.len()];
+    }
+    flags
+}
+
+/// Whether `other` chunks in another language of a document's `all` make it a document in
+/// another language ([`MIN_DOCUMENT_SHARE`]).
+pub(crate) fn is_document_share(other: usize, all: usize) -> bool {
+    other > 0 && other as f64 >= MIN_DOCUMENT_SHARE * all as f64
+}
+
 /// Whether `text` is in another language than English, sure enough to be worth a
 /// multilingual vector.
 pub(crate) fn in_other_language(text: &str) -> bool {
@@ -99,6 +123,20 @@ fn prose_share(text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_few_chunks_in_another_language_do_not_make_a_document_in_it() {
+        let german = "Gebrauchte Batterien und Akkus gehören in die rote Kiste im Labor, \
+                      niemals in den Restmüll. Die Kiste wird jeden ersten Montag abgeholt.";
+        let english = "Used batteries go into the red box in the laboratory, never into the \
+                       general waste. The box is collected on the first Monday of the month.";
+        assert_eq!(other_language_chunks(&[german, english]), [true, false]);
+        assert_eq!(
+            other_language_chunks(&[german, english, english, english, english]),
+            [false; 5]
+        );
+        assert!(other_language_chunks(&[]).is_empty());
+    }
 
     #[test]
     fn the_english_words_are_sorted_for_the_search() {

@@ -64,6 +64,10 @@ pub struct StoredChunk {
     /// (see [`MULTILINGUAL_VECTOR`]); `None` for English chunks and where the multilingual
     /// space is off.
     pub multilingual: Option<Vec<f32>>,
+    /// Whether the chunk is part of a document in another language than English and so
+    /// gets a multilingual vector ([`crate::embed::language::other_language_chunks`] decides,
+    /// document by document, before the chunks are batched).
+    pub other_language: bool,
     /// The content (blake3 of the file's bytes) the chunk was cut from.
     pub content_hash: String,
     /// Every file locator holding these bytes in this scope; the first is shown in results.
@@ -536,6 +540,7 @@ pub(crate) mod testing {
                     },
                     vector: unit(axis + i as usize),
                     multilingual: None,
+                    other_language: false,
                     content_hash: hash.to_string(),
                     locators: vec![locator.to_string()],
                     tags: Vec::new(),

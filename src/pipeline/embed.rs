@@ -156,11 +156,18 @@ impl<'r> EmbedStage<'r> {
                         chunk,
                         vector: Vec::new(),
                         multilingual: None,
+                        other_language: false,
                         content_hash: meta.hash.clone(),
                         locators: vec![meta.locator.clone()],
                         tags: meta.tags.clone(),
                     })
                     .collect();
+                // A document in another language: its chunks in it get a second vector.
+                let texts: Vec<&str> = stored.iter().map(|c| c.chunk.text.as_str()).collect();
+                let flags = crate::embed::language::other_language_chunks(&texts);
+                for (c, other) in stored.iter_mut().zip(flags) {
+                    c.other_language = other;
+                }
                 // Chunks an interrupted run embedded already keep their vectors.
                 let restored = self.checkpoints.restore(&meta.hash, &mut stored);
                 self.run.stage(&meta.locator, FileStage::Embedding);

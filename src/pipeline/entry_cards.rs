@@ -160,6 +160,7 @@ pub(super) fn write_entry_cards(
             .zip(chunks)
             .zip(vectors)
             .map(|((entry, chunk), vector)| StoredChunk {
+                other_language: crate::embed::language::in_other_language(&chunk.text),
                 chunk,
                 vector,
                 multilingual: None,

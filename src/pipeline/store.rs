@@ -303,6 +303,7 @@ mod tests {
             .map(|chunk| StoredChunk {
                 vector: model.embed(&[&chunk.embedding_text()]).unwrap().remove(0),
                 multilingual: None,
+                other_language: false,
                 chunk,
                 content_hash: meta.hash.clone(),
                 locators: vec![meta.locator.clone()],
