@@ -114,3 +114,17 @@ hostile-fixtures:
 bench-nodes: models postgres build
 	INGEST_BIN=$(BIN) bash benches/nodes/run.sh $(or $(UPLOADS),300) $(or $(CONC),12)
 
+
+## The LlamaIndex retrieval peer (scripts/peer/README.md): hybrid BM25 + dense (the same MiniLM
+## fp32 ONNX model) fused by reciprocal rank, 256-token chunks, archives unpacked by hand, in
+## .models/peer-venv (pinned, scripts/peer/requirements.lock). Builds its index of the corpus
+## into $(PEER_DIR) once (kept; 25-50 min on 2 cores for the dev corpus), then writes
+## $(PEER_DIR)/<set>.jsonl for each question set, for `ingest eval --ranked FILE.jsonl`.
+## CORPUS=DIR on the command line overrides the dev corpus (/tmp/dev/corpus).
+PEER_CORPUS ?= $(if $(filter command line environment,$(origin CORPUS)),$(CORPUS),/tmp/dev/corpus)
+PEER_DIR ?= /tmp/peer-index
+PEER_SETS := eval/dev.tsv eval/heldout.tsv eval/absent.tsv $(wildcard eval/large.tsv)
+.PHONY: peer
+peer: models
+	bash scripts/peer/setup.sh
+	nice -n 10 .models/peer-venv/bin/python scripts/peer/llamaindex_peer.py --corpus "$(PEER_CORPUS)" --work "$(PEER_DIR)" $(PEER_SETS)
