@@ -419,7 +419,7 @@ pub struct RankedLists {
 }
 
 /// The most bytes of a ranked-lists file read.
-const MAX_RANKED_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_RANKED_BYTES: usize = 64 * 1024 * 1024;
 
 impl RankedLists {
     /// Read the lists of `text` (see [`RankedLists`]); `source` names them when the file does

@@ -76,6 +76,18 @@ pub struct MultilingualReport {
     pub seconds: f64,
 }
 
+/// Which content of which scope an exported point belongs to (its payload's fields).
+fn content_of(p: &crate::ExportedPoint) -> (String, String) {
+    let field = |k: &str| {
+        p.payload
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("scope_key"), field("content_hash"))
+}
+
 /// One content waiting for its vectors.
 struct Pending {
     scope: Scope,
@@ -115,16 +127,7 @@ impl Ingestor {
             std::collections::HashMap::new();
         store.export_points(&mut |p| {
             report.points += 1;
-            let field = |k: &str| {
-                p.payload
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            let counts = per_content
-                .entry((field("scope_key"), field("content_hash")))
-                .or_default();
+            let counts = per_content.entry(content_of(&p)).or_default();
             counts.1 += 1;
             let text = p.payload.get("text").and_then(|t| t.as_str()).unwrap_or("");
             if crate::embed::language::in_other_language(text) {
@@ -137,15 +140,8 @@ impl Ingestor {
         let mut wanting: Vec<_> = flagged
             .into_iter()
             .filter(|p| {
-                let field = |k: &str| {
-                    p.payload
-                        .get(k)
-                        .and_then(|v| v.as_str())
-                        .unwrap_or_default()
-                        .to_string()
-                };
                 per_content
-                    .get(&(field("scope_key"), field("content_hash")))
+                    .get(&content_of(p))
                     .is_some_and(|&(other, all)| {
                         crate::embed::language::is_document_share(other, all)
                     })

@@ -38,6 +38,16 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     );
     let mut peers = Vec::new();
     for file in &args.ranked {
+        // Refused by its size before it is read (RankedLists::parse bounds it as well).
+        let size = std::fs::metadata(file)
+            .with_context(|| format!("reading {}", file.display()))?
+            .len();
+        anyhow::ensure!(
+            size <= ingest::eval::MAX_RANKED_BYTES as u64,
+            "{}: {size} bytes of ranked lists; at most {} are read",
+            file.display(),
+            ingest::eval::MAX_RANKED_BYTES
+        );
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let name = file.file_stem().map_or_else(
