@@ -491,6 +491,7 @@ impl Services {
             vector,
             text: (mode != SearchMode::Dense).then(|| query.to_string()),
             multilingual,
+            name: false,
         };
         let store = self.store()?;
         // A page's other chunks share its locator: fetched beyond `limit` so that, each
@@ -526,7 +527,8 @@ impl Services {
 
     /// The cards of the files `query` names by their name's (or title's) words
     /// ([`crate::index::name_match`]), best named first, at most
-    /// [`crate::index::name_match::MAX_NAMED`]: found by a keyword search of cards, each
+    /// [`crate::index::name_match::MAX_NAMED`]: found among the cards of files whose names
+    /// hold every word of the query and the cards a keyword search ranks first, each
     /// with the relevance it has among `hits` when it is there, else its word score (BM25,
     /// and for a search by meaning, the share of the query's words its name holds).
     #[allow(clippy::too_many_arguments)]
@@ -548,9 +550,22 @@ impl Services {
             kind: Some(ChunkKind::Card),
             ..filter.clone()
         };
+        // Candidates: the cards of files whose names hold every word of the query (however
+        // many other cards hold them in their folders or text), then the cards the query's
+        // words rank first (names that hold most of them, titles, subjects).
+        let wholly = SearchFilter {
+            name_words: words.iter().cloned().collect(),
+            ..cards.clone()
+        };
+        let by_name = IndexQuery::name(query);
+        let mut candidates = store.search(scope, &by_name, NAMED_CANDIDATES, 0, None, &wholly)?;
         let by_words = IndexQuery::keyword(query);
-        let mut named: Vec<((f32, f32), Hit)> = store
-            .search(scope, &by_words, NAMED_CANDIDATES, 0, None, &cards)?
+        for card in store.search(scope, &by_words, NAMED_CANDIDATES, 0, None, &cards)? {
+            if !candidates.iter().any(|c| c.chunk_id == card.chunk_id) {
+                candidates.push(card);
+            }
+        }
+        let mut named: Vec<((f32, f32), Hit)> = candidates
             .into_iter()
             .filter_map(|mut card| {
                 let share = name_match(&words, &card.locator, &card.text)?;

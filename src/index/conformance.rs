@@ -116,6 +116,7 @@ fn chunks_in_other_languages_are_found_in_the_multilingual_space_too() {
         vector: Some(unit(0)),
         text: None,
         multilingual: Some(unit(101)),
+        name: false,
     };
     let hits = store.search(&alice, &query, 3, 0, None, &all).unwrap();
     let found: Vec<&str> = hits.iter().map(|h| h.locator.as_str()).collect();
@@ -131,6 +132,7 @@ fn chunks_in_other_languages_are_found_in_the_multilingual_space_too() {
         vector: Some(unit(300)),
         text: None,
         multilingual: Some(unit(100)),
+        name: false,
     };
     let hits = store.search(&bob, &his, 3, 0, None, &all).unwrap();
     assert_eq!(
@@ -1090,6 +1092,30 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
             .search(&alice, &IndexQuery::keyword("CHF"), 10, 0, None, &pump)
             .unwrap()
             .is_empty());
+        // A name's words: the points of the files whose names hold every one of them.
+        let named = |words: &[&str]| {
+            let wholly = SearchFilter {
+                name_words: words.iter().map(|w| w.to_string()).collect(),
+                ..SearchFilter::default()
+            };
+            let query = IndexQuery::name(words.join(" "));
+            let hits = store.search(&alice, &query, 10, 0, None, &wholly).unwrap();
+            let mut found: Vec<String> = locators(&hits).into_iter().map(String::from).collect();
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(
+            named(&["iso", "4217"]),
+            [
+                "/d/iso-4217-currencies.csv#line=1",
+                "/d/iso-4217-currencies.csv#line=2"
+            ]
+        );
+        assert!(named(&["iso", "pump"]).is_empty());
+        assert!(
+            named(&["valve"]).is_empty(),
+            "a word of the text, not of the name"
+        );
 
         // Hybrid: the dense vector points at line 2 of the pump manual (axis 1), the words
         // at the franc. Both come back, the one first in both rankings on top with score 1.
@@ -1101,6 +1127,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
                         vector: Some(unit(axis)),
                         text: Some(text.into()),
                         multilingual: None,
+                        name: false,
                     },
                     3,
                     0,
@@ -1125,6 +1152,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
                     vector: Some(unit(1)),
                     text: Some("swiss franc valve".into()),
                     multilingual: None,
+                    name: false,
                 },
                 10,
                 0,
@@ -1149,6 +1177,7 @@ fn keyword_search_finds_rare_terms_file_names_and_sections_and_hybrid_fuses() {
                 vector: Some(unit(0)),
                 text: Some("valve franc".into()),
                 multilingual: None,
+                name: false,
             };
             store
                 .search(&alice, &query, limit, offset, None, &all)
@@ -1184,6 +1213,7 @@ fn qdrant_answers_as_the_embedded_shard_does() {
         vector: Some(unit(100)),
         text: Some(text.into()),
         multilingual: None,
+        name: false,
     };
     let queries = [
         IndexQuery::dense(unit(0)),

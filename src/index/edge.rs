@@ -489,8 +489,10 @@ impl IndexRead for EdgeIndex {
                 qdrant_edge::VectorInternal::Dense(v.to_vec()),
                 MULTILINGUAL_VECTOR,
             ))),
-            Ranking::Words(text) => {
-                let v = self.keywords.query(text);
+            Ranking::Words(text) | Ranking::Name(text) => {
+                let v = self
+                    .keywords
+                    .ranking(text, matches!(ranking, Ranking::Name(_)));
                 if v.indices.is_empty() {
                     return Ok(Vec::new());
                 }

@@ -21,6 +21,7 @@ pub enum Field {
     Tags,
     Kind,
     Names,
+    NameWords,
     PageIndex,
     SlideIndex,
 }
@@ -43,6 +44,7 @@ impl Field {
             Field::Tags => "tags",
             Field::Kind => "kind",
             Field::Names => "names",
+            Field::NameWords => "name_words",
             Field::PageIndex => "page_index",
             Field::SlideIndex => "slide_index",
         }

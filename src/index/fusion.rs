@@ -68,7 +68,13 @@ pub(super) fn search<S: IndexRead + ?Sized>(
             fused(store, (vector, multilingual), text, end, min_score, &filter)?
         }
         (Some(vector), None) => by_meaning(store, (vector, multilingual), end, min_score, &filter)?,
-        (None, Some(text)) => ranked(store, Ranking::Words(text), end, min_score, &filter)?,
+        (None, Some(text)) => {
+            let ranking = match query.name {
+                true => Ranking::Name(text),
+                false => Ranking::Words(text),
+            };
+            ranked(store, ranking, end, min_score, &filter)?
+        }
         (None, None) => Vec::new(),
     };
     Ok(hits.into_iter().take(end).skip(offset).collect())

@@ -162,6 +162,17 @@ impl Keywords {
         }
     }
 
+    /// The sparse vector a keyword ranking searches by: of a query ([`Keywords::query`]),
+    /// or, for a `name`'s words, English's analyser alone (no language guessed: a name's
+    /// few words are no sentence, and a guess drops language codes such as `de` as stop
+    /// words).
+    pub(crate) fn ranking(&self, text: &str, name: bool) -> SparseVector {
+        match name {
+            true => self.english.embed_query(text),
+            false => self.query(text),
+        }
+    }
+
     /// The sparse vector of a query: each distinct term once.
     pub(crate) fn query(&self, text: &str) -> SparseVector {
         match self.language(text, QUERY_CONFIDENCE) {

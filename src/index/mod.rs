@@ -269,6 +269,10 @@ pub struct IndexQuery {
     /// The question's embedding by the multilingual model, when the index holds chunks in
     /// other languages: ranks the [`MULTILINGUAL_VECTOR`] space beside `vector`'s.
     pub multilingual: Option<Vec<f32>>,
+    /// `text` is a name (a file's, or the words of one, as a user types it): its words are
+    /// matched as they are, in no guessed language — a name of three words is no sentence,
+    /// and a guess of Spanish drops `de` and `en` from `live manual de` as stop words.
+    pub name: bool,
 }
 
 impl IndexQuery {
@@ -278,6 +282,7 @@ impl IndexQuery {
             vector: Some(vector),
             text: None,
             multilingual: None,
+            name: false,
         }
     }
 
@@ -287,6 +292,15 @@ impl IndexQuery {
             vector: None,
             text: Some(text.into()),
             multilingual: None,
+            name: false,
+        }
+    }
+
+    /// Rank by the words of a name ([`IndexQuery::name`]).
+    pub fn name(text: impl Into<String>) -> Self {
+        IndexQuery {
+            name: true,
+            ..IndexQuery::keyword(text)
         }
     }
 }
@@ -326,6 +340,9 @@ pub struct SearchFilter {
     /// Only these points (by id), when not empty: a hybrid search looks up the cosine of
     /// the hits only its words found.
     pub ids: Vec<u64>,
+    /// Only chunks of files whose names (without extension) hold every one of these words
+    /// (as [`name_match::words`] splits them): the cards a name query names wholly.
+    pub name_words: Vec<String>,
 }
 
 /// One ranking of a search: by meaning (the query's embedding, cosine) or by words (the
@@ -337,6 +354,8 @@ pub enum Ranking<'a> {
     /// By the multilingual model's cosine, among the points that have a
     /// [`MULTILINGUAL_VECTOR`] (chunks in other languages than English).
     Multilingual(&'a [f32]),
+    /// By BM25, the text being a name's words ([`IndexQuery::name`]).
+    Name(&'a str),
 }
 
 /// The name of the second dense vector: chunks (and cards) in another language than English

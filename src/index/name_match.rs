@@ -42,6 +42,45 @@ pub(crate) fn words(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The name of the file at `locator` without its extension (of 1 to 5 characters): what a
+/// user types for it (`pump-manual_v2` for `/d/pump-manual_v2.pdf`, `README` for
+/// `a.zip!/README`).
+pub(crate) fn stem(locator: &str) -> &str {
+    let file = extractors::file_part(locator);
+    let name = file
+        .rsplit(['/', '!'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(file);
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && (1..=5).contains(&ext.len()) => stem,
+        _ => name,
+    }
+}
+
+/// The most distinct words of the names of the files holding one content that a point
+/// records ([`words_of_names`]).
+pub(crate) const MAX_NAME_WORDS: usize = 64;
+
+/// The [`words`] of the names (without extension) of the files at `locators`, each once, at
+/// most [`MAX_NAME_WORDS`]: what a point records so that the cards of every file a query's
+/// words name wholly are found by a filter, however many other cards hold the same words in
+/// their folders or text (`xhtml` for the `xhtml.css` of an EPUB among its hundred
+/// `.xhtml` chapters).
+pub(crate) fn words_of_names<'a>(locators: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for locator in locators {
+        for w in words(stem(locator)) {
+            if out.len() >= MAX_NAME_WORDS {
+                return out;
+            }
+            if !out.contains(&w) {
+                out.push(w);
+            }
+        }
+    }
+    out
+}
+
 /// A query's words when it may be a name: none for a long question.
 pub(crate) fn query_words(query: &str) -> Option<BTreeSet<String>> {
     let q = words(query);
@@ -57,16 +96,7 @@ pub(crate) fn name_match(
     locator: &str,
     card: &str,
 ) -> Option<(f32, f32)> {
-    let file = extractors::file_part(locator);
-    let name = file
-        .rsplit(['/', '!'])
-        .find(|s| !s.is_empty())
-        .unwrap_or(file);
-    let stem = match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && (1..=5).contains(&ext.len()) => stem,
-        _ => name,
-    };
-    let mut names = vec![words(stem)];
+    let mut names = vec![words(stem(locator))];
     for line in card.lines() {
         if let Some((key, value)) = line.split_once(": ") {
             if matches!(key.trim(), "title" | "subject") {
@@ -98,6 +128,26 @@ mod tests {
 
     fn named(query: &str, locator: &str, card: &str) -> Option<f32> {
         name_match(&query_words(query)?, locator, card).map(|(q, _)| q)
+    }
+
+    #[test]
+    fn a_point_records_the_words_of_its_files_names() {
+        assert_eq!(stem("/d/pump-manual_v2.pdf"), "pump-manual_v2");
+        assert_eq!(stem("a.zip!/pkg/README"), "README");
+        assert_eq!(stem("/m/live-manual.de.pdf#page=3"), "live-manual.de");
+        assert_eq!(stem("/d/archive.markdown"), "archive.markdown");
+        let locators = [
+            "/m/live-manual.de.pdf".to_string(),
+            "/n/Live_Manual-DE.txt".to_string(),
+            "/b/book.epub!/OEBPS/css/xhtml.css".to_string(),
+        ];
+        assert_eq!(
+            words_of_names(&locators),
+            ["de", "live", "manual", "xhtml"],
+            "lowercase, each once, without extensions and folders"
+        );
+        let many: Vec<String> = (0..200).map(|i| format!("/d/file-{i}.txt")).collect();
+        assert_eq!(words_of_names(&many).len(), MAX_NAME_WORDS);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! `content_type`, `kind` (`passage` or `card`), and its context: `label`, `page_index`, `section_id`, `sheet_name`,
 //! `slide_index`, and `section_path`: every ancestor of `section_id`), its content
 //! (`content_hash`, `locators`: the files holding it, the first shown in results, and
-//! `containers`: every folder, archive and file any of them lies in or is; `tags`: the user
-//! tags of those files, `key=value`) and its scope
+//! `containers`: every folder, archive and file any of them lies in or is; `names` and
+//! `name_words`: those files' names and their words; `tags`: the user tags of those files,
+//! `key=value`) and its scope
 //! (`scope_key`, `user_id`, `feature_instance_id`, `mandate_id`, `is_shared`, `workflow_id`).
 
 use serde_json::{json, Map, Value};
@@ -33,6 +34,7 @@ pub(super) const KEYWORD_FIELDS: &[&str] = &[
     "tags",
     "kind",
     "names",
+    "name_words",
 ];
 
 /// Fields with a bool index: the scope rule's and `gather_context`'s shared-or-not condition.
@@ -73,6 +75,7 @@ pub(super) fn of_chunk(scope: &Scope, scope_key: &str, c: &StoredChunk) -> Value
         "section_path": section_path(ctx.section_id.as_deref()),
         "containers": containers(&c.locators),
         "names": names(&c.locators),
+        "name_words": super::name_match::words_of_names(&c.locators),
         "scope_key": scope_key,
         "user_id": scope.user_id,
         "feature_instance_id": scope.feature_instance_id,
@@ -89,6 +92,10 @@ pub(super) fn holders_update(holders: &Holders) -> Map<String, Value> {
     payload.insert("locators".into(), json!(holders.locators));
     payload.insert("containers".into(), json!(containers(&holders.locators)));
     payload.insert("names".into(), json!(names(&holders.locators)));
+    payload.insert(
+        "name_words".into(),
+        json!(super::name_match::words_of_names(&holders.locators)),
+    );
     payload.insert("tags".into(), json!(holders.tags));
     payload
 }
@@ -102,10 +109,6 @@ pub(super) const MAX_CONTAINERS: usize = 256;
 /// ancestors'.
 const MAX_SECTION_LEVELS: usize = 16;
 
-/// Every locator in `locators` and every folder and container it lies in, without
-/// duplicates, in first-seen order (at most [`MAX_CONTAINERS`]): `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
-/// `/d/b.zip!/docs` and itself. A relative locator (an upload: `up.zip!/a.txt`) gives
-/// `up.zip` and itself. The root `/` is not listed.
 /// The names of the files holding a content, lowercase, each once: what an exact file-name
 /// search ([`SearchFilter::file_name`]) matches.
 pub(super) fn names(locators: &[String]) -> Vec<String> {
@@ -123,6 +126,10 @@ pub(super) fn names(locators: &[String]) -> Vec<String> {
     out
 }
 
+/// Every locator in `locators` and every folder and container it lies in, without
+/// duplicates, in first-seen order (at most [`MAX_CONTAINERS`]): `/d/b.zip!/docs/x.md` gives `/d`, `/d/b.zip`,
+/// `/d/b.zip!/docs` and itself. A relative locator (an upload: `up.zip!/a.txt`) gives
+/// `up.zip` and itself. The root `/` is not listed.
 pub(super) fn containers(locators: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -419,6 +426,9 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Filter {
     }
     if !filter.ids.is_empty() {
         must.push(Condition::HasId(filter.ids.clone()));
+    }
+    for word in &filter.name_words {
+        must.push(Condition::keyword(Field::NameWords, word));
     }
     out
 }

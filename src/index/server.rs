@@ -753,8 +753,10 @@ impl IndexRead for ServerIndex {
                     .query(Query::new_nearest(VectorInput::new_dense(v)))
                     .using(MULTILINGUAL_VECTOR)
             }
-            Ranking::Words(text) => {
-                let v = self.keywords.query(text);
+            Ranking::Words(text) | Ranking::Name(text) => {
+                let v = self
+                    .keywords
+                    .ranking(text, matches!(ranking, Ranking::Name(_)));
                 if v.indices.is_empty() {
                     return Ok(Vec::new());
                 }
@@ -1111,10 +1113,12 @@ mod tests {
             file_name: Some("Report.PDF".into()),
             shared: Some(false),
             ids: vec![7, 9],
+            name_words: vec!["report".into(), "q3".into()],
         };
         let f = to_filter(&payload::search_filter(&scope, &all));
         // scope + eight narrowing conditions + one per tag + the owner + shared or not + ids
-        assert_eq!(f.must.len(), 14);
+        // + one per name word
+        assert_eq!(f.must.len(), 16);
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()

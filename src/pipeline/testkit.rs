@@ -95,6 +95,7 @@ impl Bench {
             vector: None,
             text: Some(word.into()),
             multilingual: None,
+            name: false,
         };
         self.ing
             .store()

@@ -306,6 +306,7 @@ fn an_uploads_tags_find_its_unread_members_and_a_member_read_later() {
         vector: None,
         text: Some("lighthouse log".into()),
         multilingual: None,
+        name: false,
     };
     let store = b.ing.store().unwrap();
     let found: Vec<String> = store

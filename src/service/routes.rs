@@ -1032,6 +1032,7 @@ impl SearchFilters {
             tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
             owner_key: None,
             file_name: None,
+            name_words: Vec::new(),
             shared: None,
             ids: Vec::new(),
         })

@@ -119,7 +119,11 @@ fn names(
             writeln!(out, "  missed by name: {missed}")?;
         }
         for missed in &r.missed_by_words {
-            writeln!(out, "  missed by its words: {missed}")?;
+            let twins = match r.ambiguous_by_words.contains(missed) {
+                true => format!(" (the first {k} are files whose names have the same words)"),
+                false => String::new(),
+            };
+            writeln!(out, "  missed by its words: {missed}{twins}")?;
         }
     }
     // The same for every mode: said once.
