@@ -67,25 +67,30 @@ pub(crate) fn is_document_share(other: usize, all: usize) -> bool {
 /// Whether `text` is in another language than English, sure enough to be worth a
 /// multilingual vector.
 pub(crate) fn in_other_language(text: &str) -> bool {
+    other_language(text).is_some()
+}
+
+/// The language `text` is in when it is another than English, by [`in_other_language`]'s
+/// rule.
+pub(crate) fn other_language(text: &str) -> Option<Lang> {
     let mut end = text.len().min(DETECT_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     let head = text.get(..end).unwrap_or_default();
-    let Some(info) = whatlang::detect(head) else {
-        return false;
-    };
-    if info.lang() == Lang::Eng {
-        return false;
+    let info = whatlang::detect(head)?;
+    let lang = info.lang();
+    if lang == Lang::Eng {
+        return None;
     }
     // Another script than Latin is another language: its letters say so.
     if info.script() != Script::Latin {
         let letters = head.chars().filter(|c| c.is_alphabetic()).count();
         let latin = head.chars().filter(|c| c.is_ascii_alphabetic()).count();
-        return letters >= MIN_WORDS && latin * 2 < letters;
+        return (letters >= MIN_WORDS && latin * 2 < letters).then_some(lang);
     }
     if info.confidence() < MIN_CONFIDENCE || prose_share(head) < MIN_PROSE_SHARE {
-        return false;
+        return None;
     }
     let words: Vec<String> = head
         .split(|c: char| !c.is_alphabetic())
@@ -93,13 +98,53 @@ pub(crate) fn in_other_language(text: &str) -> bool {
         .map(str::to_lowercase)
         .collect();
     if words.len() < MIN_WORDS {
-        return false;
+        return None;
     }
     let english = words
         .iter()
         .filter(|w| ENGLISH_WORDS.binary_search(&w.as_str()).is_ok())
         .count();
-    (english as f64) < ENGLISH_SHARE * words.len() as f64
+    ((english as f64) < ENGLISH_SHARE * words.len() as f64).then_some(lang)
+}
+
+/// Languages an English question may name, as it writes them (capitalised: `polish` is a
+/// verb), by the detector's code.
+const NAMED_LANGUAGES: &[(&str, Lang)] = &[
+    ("Arabic", Lang::Ara),
+    ("Chinese", Lang::Cmn),
+    ("Czech", Lang::Ces),
+    ("Danish", Lang::Dan),
+    ("Dutch", Lang::Nld),
+    ("Finnish", Lang::Fin),
+    ("French", Lang::Fra),
+    ("German", Lang::Deu),
+    ("Greek", Lang::Ell),
+    ("Hebrew", Lang::Heb),
+    ("Hungarian", Lang::Hun),
+    ("Italian", Lang::Ita),
+    ("Japanese", Lang::Jpn),
+    ("Korean", Lang::Kor),
+    ("Norwegian", Lang::Nob),
+    ("Polish", Lang::Pol),
+    ("Portuguese", Lang::Por),
+    ("Romanian", Lang::Ron),
+    ("Russian", Lang::Rus),
+    ("Spanish", Lang::Spa),
+    ("Swedish", Lang::Swe),
+    ("Turkish", Lang::Tur),
+    ("Ukrainian", Lang::Ukr),
+];
+
+/// The one language other than English a question names (`According to the Polish edition
+/// of the manual…`, `the German slide deck`), if it names exactly one: what it asks for is
+/// written in it.
+pub(crate) fn named_language(question: &str) -> Option<Lang> {
+    let mut named = question
+        .split(|c: char| !c.is_alphabetic())
+        .filter_map(|w| NAMED_LANGUAGES.iter().find(|(name, _)| *name == w))
+        .map(|&(_, lang)| lang);
+    let first = named.next()?;
+    named.all(|l| l == first).then_some(first)
 }
 
 /// The share of `text`'s whitespace-separated tokens that are words: two letters or more
@@ -123,6 +168,38 @@ fn prose_share(text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_names_one_language_or_none() {
+        use whatlang::Lang;
+        assert_eq!(
+            named_language("According to the Polish edition, how are scripts indented?"),
+            Some(Lang::Pol)
+        );
+        assert_eq!(
+            named_language("Which English edition was the Spanish translation made from?"),
+            Some(Lang::Spa)
+        );
+        assert_eq!(named_language("the German slide deck"), Some(Lang::Deu));
+        // A verb, two languages, none.
+        assert_eq!(named_language("How do I polish the brass fittings?"), None);
+        assert_eq!(
+            named_language("Compare the German and the French editions"),
+            None
+        );
+        assert_eq!(named_language("How do I reset the pump?"), None);
+        assert_eq!(
+            other_language(
+                "Skrypty powinny być wcięte spacjami, a nie tabulatorami, i każda zmienna \
+                 używana przez live-build otrzymuje przedrostek LB_ w całym kodzie."
+            ),
+            Some(Lang::Pol)
+        );
+        assert_eq!(
+            other_language("Scripts should be indented with spaces and not with tabs at all."),
+            None
+        );
+    }
 
     #[test]
     fn a_few_chunks_in_another_language_do_not_make_a_document_in_it() {

@@ -115,4 +115,30 @@ fn an_english_question_finds_german_and_dutch_documents_by_default() {
             .is_some_and(|l| l.contains("stations.json")),
         "{hits:#?}"
     );
+    // With an English edition of the German notice beside it, a question finds the English
+    // one first, unless it asks for the German one by its language.
+    let english = sb.write(
+        "editions/waste-field-station.md",
+        b"# Waste separation at the field station\n\nGlass is collected in the green \
+          container next to the boathouse. Waste paper and cardboard go into the blue bin \
+          behind the kitchen.\n\n## Batteries and electronic waste\n\nUsed batteries and \
+          rechargeable cells belong in the red box in the lab, never in the residual waste. \
+          The box is collected by the municipality on the first Monday of every month. \
+          Broken chargers and cables go next to it into the grey bucket.\n",
+    );
+    let (lines, _, code) = sb.ingest(&[&english]);
+    assert_eq!(code, 0, "{lines:#?}");
+    let first_passage = |question: &str| {
+        let hits = sb.search_with(&["--kind", "passage", "--limit", "3"], question);
+        let first = hits
+            .first()
+            .and_then(|h| h["locator"].as_str())
+            .map(String::from);
+        (first.unwrap_or_default(), hits)
+    };
+    let (first, hits) = first_passage("Where do used batteries have to go at the field station?");
+    assert!(first.contains("waste-field-station.md"), "{hits:#?}");
+    let (first, hits) =
+        first_passage("According to the German notice, where do used batteries have to go?");
+    assert!(first.contains("abfall-feldstation.md"), "{hits:#?}");
 }
