@@ -607,8 +607,7 @@ pub fn evaluate_names(
         if !found(&search(name)?, locator) {
             missed.push(locator.clone());
         }
-        let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-        let words = crate::embed::card::name_words(if stem.is_empty() { name } else { stem });
+        let words = crate::embed::card::name_words(crate::index::name_match::stem(locator));
         if words.trim().is_empty() {
             continue;
         }

@@ -132,7 +132,6 @@ class Unpacker:
 
     def _unpack(self, kind: str, path: Path, locator: str):
         out = self._dir()
-        total = 0
         if kind == "gz":
             name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
             name = name or "data"
@@ -151,47 +150,38 @@ class Unpacker:
             return
         if kind == "zip":
             with zipfile.ZipFile(path) as z:
-                for info in z.infolist():
-                    if info.is_dir():
-                        continue
-                    parts = safe_member(info.filename)
-                    if parts is None:
-                        self.members_skipped.append(f"{locator}!/{info.filename} (unsafe name)")
-                        continue
-                    if info.file_size > MAX_MEMBER_BYTES or total + info.file_size > MAX_ARCHIVE_TOTAL:
-                        self.members_skipped.append(f"{locator}!/{info.filename} (too large)")
-                        continue
-                    dest = out.joinpath(*parts)
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    try:
-                        with z.open(info) as src, open(dest, "wb") as dst:
-                            shutil.copyfileobj(src, dst, 1 << 20)
-                    except Exception as e:  # encrypted, bad CRC, unsupported method
-                        dest.unlink(missing_ok=True)
-                        self.members_skipped.append(
-                            f"{locator}!/{info.filename} ({type(e).__name__}: {e})")
-                        continue
-                    total += info.file_size
-                    yield dest, "/".join(parts)
+                entries = [(i.filename, i.file_size, lambda i=i: z.open(i))
+                           for i in z.infolist() if not i.is_dir()]
+                yield from self._copy_members(entries, out, locator)
             return
         with tarfile.open(path, "r:*") as t:
-            for m in t:
-                if not m.isfile():
-                    continue
-                parts = safe_member(m.name)
-                if parts is None:
-                    self.members_skipped.append(f"{locator}!/{m.name} (unsafe name)")
-                    continue
-                if m.size > MAX_MEMBER_BYTES or total + m.size > MAX_ARCHIVE_TOTAL:
-                    self.members_skipped.append(f"{locator}!/{m.name} (too large)")
-                    continue
-                dest = out.joinpath(*parts)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                src = t.extractfile(m)
-                with src, open(dest, "wb") as dst:
+            entries = [(m.name, m.size, lambda m=m: t.extractfile(m))
+                       for m in t if m.isfile()]
+            yield from self._copy_members(entries, out, locator)
+
+    def _copy_members(self, entries, out: Path, locator: str):
+        """Copy each member (name, size, opener) of one archive into `out` under the size
+        limits, skipping (and recording) unsafe names, oversized and unreadable members."""
+        total = 0
+        for name, size, opener in entries:
+            parts = safe_member(name)
+            if parts is None:
+                self.members_skipped.append(f"{locator}!/{name} (unsafe name)")
+                continue
+            if size > MAX_MEMBER_BYTES or total + size > MAX_ARCHIVE_TOTAL:
+                self.members_skipped.append(f"{locator}!/{name} (too large)")
+                continue
+            dest = out.joinpath(*parts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with opener() as src, open(dest, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                total += m.size
-                yield dest, "/".join(parts)
+            except Exception as e:  # encrypted, bad CRC, unsupported method
+                dest.unlink(missing_ok=True)
+                self.members_skipped.append(f"{locator}!/{name} ({type(e).__name__}: {e})")
+                continue
+            total += size
+            yield dest, "/".join(parts)
 
 
 def corpus_files(corpus: Path):

@@ -498,10 +498,11 @@ fn in_named_language(text: &str, dense: &[Hit], keyword: &[Hit]) -> HashSet<Poin
     let Some(lang) = named_language(text) else {
         return HashSet::new();
     };
+    let mut seen = HashSet::new();
     dense
         .iter()
         .chain(keyword)
-        .filter(|h| other_language(&h.text) == Some(lang))
+        .filter(|h| seen.insert(point_of(h)) && other_language(&h.text) == Some(lang))
         .map(point_of)
         .collect()
 }
