@@ -1476,6 +1476,158 @@ def zip_duplicate_flood():
 
 
 # ---------------------------------------------------------------------------------------------
+# E-mail: MIME bombs, nesting, huge headers, bad encodings, a broken Outlook compound file
+# ---------------------------------------------------------------------------------------------
+
+
+def mail_head(subject, extra=""):
+    return (f"From: Harbour Office <office@brackwater.example>\r\nTo: crew@brackwater.example\r\n"
+            f"Subject: {subject}\r\nDate: Mon, 2 Mar 2026 09:00:00 +0000\r\n"
+            f"Message-ID: <{zlib.crc32(subject.encode())}@brackwater.example>\r\n{extra}"
+            f"MIME-Version: 1.0\r\n")
+
+
+def mail_mime_bomb():
+    fx = "mail-mime-bomb.eml"
+    parts = 30_000
+    body = [mail_head("Thirty thousand parts"),
+            "Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n"]
+    for i in range(parts):
+        body.append(f"--b\r\nContent-Type: text/plain\r\n\r\n{i}\r\n")
+    body.append("--b--\r\n")
+    data = "".join(body).encode()
+    write(fx, data,
+          "A message of 30 000 one-line MIME parts (a parser allocates per part)",
+          [line("", "skipped", "MIME boundary lines")],
+          [],
+          "Every part needs a boundary line: 30 001 lines starting with '--' are more than "
+          "twice the member limit (10 000) allows, so the message is refused by that count "
+          "before it is parsed at all (limit: file-count); its card says so.")
+
+
+def mail_nested_messages():
+    fx = "mail-nested-messages.eml"
+    levels = 40
+    sentences = [f"Forwarded note number {i} asks for the crane at berth {i + 3} to be checked."
+                 for i in range(levels)]
+    inner = ""
+    for i in reversed(range(levels)):
+        head = mail_head(f"Level {i}")
+        if inner:
+            inner = (head + "Content-Type: multipart/mixed; boundary=\"L%d\"\r\n\r\n" % i +
+                     f"--L{i}\r\nContent-Type: text/plain\r\n\r\n{sentences[i]}\r\n"
+                     f"--L{i}\r\nContent-Type: message/rfc822\r\n\r\n{inner}\r\n--L{i}--\r\n")
+        else:
+            inner = head + f"Content-Type: text/plain\r\n\r\n{sentences[i]}\r\n"
+    data = inner.encode()
+    # Depth limit 5: the top message (depth 0) and the nested ones at depths 1..4 are opened;
+    # the one at depth 5 is skipped.
+    ledger = [line("", "indexed"), line("!/message.txt", "indexed")]
+    loc = ""
+    for d in range(1, 5):
+        loc += f"!/Level {d}.eml"
+        ledger += [line(loc, "indexed"), line(loc + "!/message.txt", "indexed")]
+    ledger.append(line(loc + "!/Level 5.eml", "skipped", "depth"))
+    phrases = [phrase(fx, sentences[0], "!/message.txt")]
+    absent = [absent_phrase(fx, sentences[20], "")]
+    write(fx, data,
+          "A message forwarding a message forwarding … 40 levels deep (message/rfc822 parts)",
+          ledger, phrases,
+          "Each level is a multipart/mixed message with a text part and the next level as a "
+          "message/rfc822 part. Attached messages are members walked in turn, so the depth "
+          "limit (5) applies: levels 0-4 are read, level 5 is skipped and nothing below it "
+          "is read.", absent=absent)
+
+
+def mail_deep_multipart():
+    fx = "mail-deep-multipart.eml"
+    depth = 8_000
+    sentence = "The deepest part says the pilot ladder on the east quay needs new rungs."
+    out = [mail_head("Deep multipart")]
+    for d in range(depth):
+        out.append(f"Content-Type: multipart/mixed; boundary=\"d{d}\"\r\n\r\n--d{d}\r\n")
+    out.append(f"Content-Type: text/plain\r\n\r\n{sentence}\r\n")
+    for d in reversed(range(depth)):
+        out.append(f"--d{d}--\r\n")
+    data = "".join(out).encode()
+    write(fx, data,
+          "8 000 multipart levels nested in one message (a recursive parser overflows its stack)",
+          [line("", "indexed"), line("!/message.txt", "indexed")],
+          [],
+          "multipart/mixed inside multipart/mixed 8 000 times, 16 000 boundary lines (under "
+          "the 20 016 allowed); mail-parser keeps its own stack on the heap. Whether the "
+          "innermost text reaches the body is the parser's business; the process must end "
+          "normally with the message and its text line.")
+
+
+def mail_huge_headers():
+    fx = "mail-huge-headers.eml"
+    sentence = "The harbour master moved the weekly safety briefing to Thursday morning."
+    received = "".join(f"Received: from relay{i}.example by relay{i + 1}.example; Mon, 2 Mar 2026\r\n"
+                       for i in range(5_000))
+    subject = "Briefing " + "moved " * 100_000
+    data = (received + mail_head(subject.strip(), "X-Long: " + "y" * (1 << 20) + "\r\n") +
+            f"Content-Type: text/plain\r\n\r\n{sentence}\r\n").encode()
+    write(fx, data,
+          "5 000 Received headers, a 600 KB subject and a 1 MiB header line",
+          [line("", "indexed"), line("!/message.txt", "indexed")],
+          [phrase(fx, sentence, "!/message.txt")],
+          "Header values reach the mail's text and its ledger line bounded (300 characters "
+          "each); the body is read as usual.")
+
+
+def mail_bad_encodings():
+    fx = "mail-bad-encodings.eml"
+    sentence = "Despite the broken encodings the tide table for March was attached."
+    data = (mail_head("=?utf-8?B?!!!not-base64?= =?x-unknown?Q?=ZZ?= \xff\xfe tide",
+                      "Content-Type: multipart/mixed; boundary=\"e\"\r\n").encode("latin-1") +
+            b"\r\n--e\r\nContent-Type: text/plain; charset=no-such-charset\r\n"
+            b"Content-Transfer-Encoding: quoted-printable\r\n\r\n" +
+            sentence.encode() + b" =ZZ =\r\n=C3=\xff\r\n"
+            b"--e\r\nContent-Type: application/pdf; name=\"bad.pdf\"\r\n"
+            b"Content-Transfer-Encoding: base64\r\n\r\n!!!! this is not base64 at all ****\r\n"
+            b"--e\r\nContent-Type: text/plain; name=\"unknown.txt\"\r\n"
+            b"Content-Transfer-Encoding: x-unheard-of\r\n\r\nplain words in an unknown encoding\r\n"
+            b"--e--\r\n")
+    write(fx, data,
+          "Broken encoded-words, an unknown charset, bad quoted-printable, base64 that is not",
+          [line("", "indexed"), line("!/message.txt", "indexed"),
+           line("!/bad.pdf", "failed_or_indexed"), line("!/unknown.txt", "indexed")],
+          [phrase(fx, sentence, "!/message.txt")],
+          "What cannot be decoded is kept as it is or dropped by the decoder; each part is "
+          "one line, and the message's text is searchable.")
+
+
+def msg_broken_directory():
+    fx = "msg-broken-directory.msg"
+    # A compound file header whose directory chain loops on itself (FAT entry 1 -> 1).
+    header = bytearray(512)
+    header[0:8] = bytes.fromhex("D0CF11E0A1B11AE1")
+    struct.pack_into("<HHHHH", header, 24, 0x3E, 3, 0xFFFE, 9, 6)
+    struct.pack_into("<I", header, 44, 1)            # FAT sectors
+    struct.pack_into("<I", header, 48, 1)            # first directory sector
+    struct.pack_into("<I", header, 56, 4096)         # mini stream cutoff
+    struct.pack_into("<I", header, 60, 0xFFFFFFFE)   # first mini FAT sector: none
+    struct.pack_into("<I", header, 68, 0xFFFFFFFE)   # first DIFAT sector: none
+    struct.pack_into("<I", header, 76, 0)            # DIFAT[0]: the FAT is sector 0
+    for i in range(1, 109):
+        struct.pack_into("<I", header, 76 + 4 * i, 0xFFFFFFFF)
+    fat = bytearray(b"\xff" * 512)
+    struct.pack_into("<II", fat, 0, 0xFFFFFFFD, 1)   # sector 0: FAT; sector 1 -> 1 (a loop)
+    directory = bytearray(512)
+    name = "Root Entry".encode("utf-16-le")
+    directory[0:len(name)] = name
+    struct.pack_into("<HBB", directory, 64, len(name) + 2, 5, 1)
+    data = bytes(header + fat + directory)
+    write(fx, data,
+          "An Outlook .msg whose compound-file directory chain loops on itself",
+          [line("", "failed", "corrupt msg")],
+          [],
+          "The FAT says the directory's sector is followed by itself; the reader must notice "
+          "the loop and fail the file, not spin or allocate without end.")
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main():
@@ -1499,6 +1651,12 @@ def main():
     names_not_utf8()
     zip_deep_long_names()
     zip_duplicate_flood()
+    mail_mime_bomb()
+    mail_nested_messages()
+    mail_deep_multipart()
+    mail_huge_headers()
+    mail_bad_encodings()
+    msg_broken_directory()
     manifest = {"limits": "defaults", "fixtures": dict(sorted(FIXTURES.items()))}
     data = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     os.makedirs(os.path.dirname(MANIFEST), exist_ok=True)

@@ -10,6 +10,12 @@ pub enum ContainerKind {
     Zip,
     Tar,
     Gzip,
+    /// One e-mail message (RFC 5322 / MIME, `.eml`).
+    Mail,
+    /// A mailbox of messages, each after a `From ` line (`.mbox`).
+    Mbox,
+    /// An Outlook message (`.msg`, a compound file of MAPI properties).
+    Msg,
 }
 
 /// Text formats with their own extractor.
@@ -94,6 +100,11 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
                 FileKind::Document(DocumentKind::Xls),
                 "application/vnd.ms-excel",
             ),
+            // The unpacker also tells a message by its streams when the name does not.
+            "msg" => d(
+                FileKind::Container(ContainerKind::Msg),
+                "application/vnd.ms-outlook",
+            ),
             _ => d(FileKind::Other, "application/x-ole-storage"),
         };
     }
@@ -117,6 +128,13 @@ pub fn detect(head: &[u8], name: &str) -> Detected {
         return d(FileKind::Audio, "audio/mpeg");
     }
     if looks_like_text(head) {
+        match mail_kind(head, &ext) {
+            Some(ContainerKind::Mbox) => {
+                return d(FileKind::Container(ContainerKind::Mbox), "application/mbox")
+            }
+            Some(kind) => return d(FileKind::Container(kind), "message/rfc822"),
+            None => {}
+        }
         let kind = text_kind(head, &ext, name);
         let mime = match kind {
             TextKind::Plain => "text/plain",
@@ -388,6 +406,86 @@ fn starts_with_tag(head: &[u8], tag: &[u8]) -> bool {
     lower.windows(tag.len()).any(|w| w == tag)
 }
 
+/// Header names that only mail (and news) starts with: one of them and one more known header
+/// make a message; a `.eml`/`.mbox` name needs one known header.
+const MAIL_HEADERS: [&str; 7] = [
+    "from",
+    "received",
+    "message-id",
+    "mime-version",
+    "return-path",
+    "delivered-to",
+    "dkim-signature",
+];
+const OTHER_MAIL_HEADERS: [&str; 12] = [
+    "to",
+    "cc",
+    "subject",
+    "date",
+    "reply-to",
+    "in-reply-to",
+    "references",
+    "content-type",
+    "content-transfer-encoding",
+    "sender",
+    "x-mailer",
+    "thread-topic",
+];
+
+/// A message ([`ContainerKind::Mail`]) or a mailbox ([`ContainerKind::Mbox`]), told by the
+/// shape of the header block at the start of `head`: every line up to the first blank one a
+/// `Name: value` header or its continuation, with mail's own header names among them.
+fn mail_kind(head: &[u8], ext: &str) -> Option<ContainerKind> {
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let (kind, block) = match text.strip_prefix(b"From ") {
+        Some(rest) => {
+            let at = rest.iter().position(|&b| b == b'\n')?;
+            (ContainerKind::Mbox, rest.get(at + 1..)?)
+        }
+        None => (ContainerKind::Mail, text),
+    };
+    let named = matches!(ext, "eml" | "mbox" | "mbx" | "mail");
+    is_header_block(block, named).then_some(kind)
+}
+
+fn is_header_block(block: &[u8], named: bool) -> bool {
+    let mut lines = block.split(|&b| b == b'\n').peekable();
+    let (mut own, mut other, mut first) = (0, 0, true);
+    while let Some(line) = lines.next() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let cut_by_head = lines.peek().is_none();
+        if line.starts_with(b" ") || line.starts_with(b"\t") {
+            if first {
+                return false;
+            }
+            continue;
+        }
+        first = false;
+        let name = match line.iter().position(|&b| b == b':') {
+            Some(n) if (1..=76).contains(&n) => line.get(..n).unwrap_or_default(),
+            _ if cut_by_head => break,
+            _ => return false,
+        };
+        if !name.iter().all(|b| b.is_ascii_graphic()) {
+            return false;
+        }
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        if MAIL_HEADERS.contains(&name.as_str()) {
+            own += 1;
+        } else if OTHER_MAIL_HEADERS.contains(&name.as_str()) {
+            other += 1;
+        }
+    }
+    if named {
+        own + other >= 1
+    } else {
+        own >= 1 && own + other >= 2
+    }
+}
+
 fn text_kind(head: &[u8], ext: &str, name: &str) -> TextKind {
     if crate::man::is_man_page(&String::from_utf8_lossy(head), name) {
         return TextKind::Man;
@@ -492,6 +590,36 @@ mod tests {
             detect(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "x.txt").kind,
             FileKind::Image
         );
+    }
+
+    #[test]
+    fn mail_is_told_by_its_header_block() {
+        let mail = |head: &[u8], name: &str| match detect(head, name).kind {
+            FileKind::Container(k) => Some(k),
+            _ => None,
+        };
+        let eml = b"Return-Path: <a@x.org>\r\nReceived: from mx\r\n\tby y; Mon\r\nFrom: A <a@x.org>\r\nSubject: Hi\r\n\r\nbody";
+        assert_eq!(mail(eml, "noext"), Some(ContainerKind::Mail));
+        let mbox = b"From a@x.org Mon Jan  1 00:00:00 2024\nFrom: a@x.org\nTo: b@y.org\n\nhi\n";
+        assert_eq!(mail(mbox, "box"), Some(ContainerKind::Mbox));
+        // Needs mail's own headers unless the name says so.
+        assert_eq!(
+            mail(b"Subject: notes\nDate: today\n\ntext", "notes.txt"),
+            None
+        );
+        assert_eq!(
+            mail(b"Subject: notes\nDate: today\n\ntext", "notes.eml"),
+            Some(ContainerKind::Mail)
+        );
+        // Prose that starts like a header is not a message.
+        assert_eq!(
+            mail(b"From: the start\nthis is prose, not mail\n", "a"),
+            None
+        );
+        assert_eq!(mail(b"From here we go\nTo: x\n", "a"), None);
+        assert_eq!(mail(b"Package: x\nVersion: 1\n\n", "control"), None);
+        let ole = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0];
+        assert_eq!(mail(&ole, "note.msg"), Some(ContainerKind::Msg));
     }
 
     #[test]

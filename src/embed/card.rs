@@ -218,6 +218,10 @@ pub fn entry_card_text(facts: &EntryFacts<'_>) -> String {
     let mut lines = vec![kind];
     match facts.status {
         "container" => {
+            // A message's headers (from, to, subject, date) say what it is.
+            if let Some(head) = facts.reason.and_then(|r| r.strip_prefix("mail: ")) {
+                lines.push(head.to_string());
+            }
             let plural = if facts.member_count == 1 { "" } else { "s" };
             lines.push(format!("holds {} file{plural}", facts.member_count));
             if !facts.members.is_empty() {
@@ -253,7 +257,13 @@ pub fn entry_card_context(locator: &str) -> String {
 fn archive_kind(name: &str) -> &'static str {
     let name = name.to_ascii_lowercase();
     let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
-    if ends(&[".epub"]) {
+    if ends(&[".eml"]) {
+        "e-mail message"
+    } else if ends(&[".mbox", ".mbx"]) {
+        "mailbox"
+    } else if ends(&[".msg"]) {
+        "Outlook e-mail message"
+    } else if ends(&[".epub"]) {
         "EPUB e-book (archive)"
     } else if ends(&[
         ".zip", ".jar", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp",
@@ -498,6 +508,22 @@ mod tests {
             archive,
             "compressed tar archive, 999 bytes\nholds 5 files\ncontents: a.txt; b/c.pdf; and 3 more\n\
              2 of them not read (links, limits or failures)"
+        );
+        let members = ["message.txt".to_string(), "plan.pdf".to_string()];
+        let mail = entry_card_text(&EntryFacts {
+            locator: "/in/box.mbox!/0003 Site visit.eml",
+            status: "container",
+            reason: Some("mail: subject \"Site visit\"; from Erin <e@x.org>; 1 attachment"),
+            mime: None,
+            size: 0,
+            members: &members,
+            member_count: 2,
+            unread: 0,
+        });
+        assert_eq!(
+            mail,
+            "e-mail message\nsubject \"Site visit\"; from Erin <e@x.org>; 1 attachment\n\
+             holds 2 files\ncontents: message.txt; plan.pdf"
         );
         assert_eq!(
             entry_card_context("/in/x.zip!/Q3-Report_final.docx"),

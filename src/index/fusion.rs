@@ -349,7 +349,7 @@ fn fused<S: IndexRead + ?Sized>(
     let fused = if keyword.is_empty() {
         dense
     } else {
-        fuse_across(dense, keyword, &across, &asked)
+        fuse_across(dense, keyword, &across, &asked, lookup(text))
     };
     let missing: Vec<u64> = fused
         .iter()
@@ -445,14 +445,23 @@ fn with_neighbours(units: HashMap<Unit, f32>) -> HashMap<Unit, f32> {
 /// standout keeps its lead, a crowd of near-equal scores stays near-equal. Below 0 counts as
 /// 0. All equal (or one hit): each 0.5. The statistics come from a fixed number of hits, so
 /// a longer list (a later page) maps the same scores the same way.
-fn normalized(ranking: &[Hit]) -> Vec<f32> {
-    let head: Vec<f64> = ranking
+///
+/// With `absent_is_zero` (the keyword ranking of a [`lookup`] query, which lists every
+/// passage holding one of its words), a list shorter than [`FUSION_CANDIDATES`] is all the
+/// index holds of those words: the missing places count as scores of 0, so the few passages
+/// holding a rare word (a sender's name, a part number) stand out as far as they do instead
+/// of being a flat crowd of one or two.
+fn normalized(ranking: &[Hit], absent_is_zero: bool) -> Vec<f32> {
+    let mut head: Vec<f64> = ranking
         .get(..FUSION_CANDIDATES)
         .unwrap_or(ranking)
         .iter()
         .map(|h| f64::from(h.score))
         .filter(|s| s.is_finite())
         .collect();
+    if absent_is_zero && !head.is_empty() {
+        head.resize(FUSION_CANDIDATES, 0.0);
+    }
     let n = head.len().max(1) as f64;
     let mean = head.iter().sum::<f64>() / n;
     let variance = head.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
@@ -478,7 +487,17 @@ fn normalized(ranking: &[Hit]) -> Vec<f32> {
 /// id, so the same search always pages the same way.
 #[cfg(test)]
 pub(super) fn fuse(dense: Vec<Hit>, keyword: Vec<Hit>) -> Vec<Hit> {
-    fuse_across(dense, keyword, &HashSet::new(), &HashSet::new())
+    fuse_across(dense, keyword, &HashSet::new(), &HashSet::new(), false)
+}
+
+/// Words of a query, at most, that make it a lookup: a name, a sender, an identifier, whose
+/// words decide (a question's meaning is spread over many passages; a lookup's rare words are
+/// in few). Its keyword ranking is [`normalized`] with absent places as 0.
+const LOOKUP_WORDS: usize = 4;
+
+/// Whether `text` is a lookup ([`LOOKUP_WORDS`]).
+fn lookup(text: &str) -> bool {
+    text.split_whitespace().count() <= LOOKUP_WORDS
 }
 
 /// How much a page (or chunk) in the language a question names gains in the fusion, on its
@@ -517,13 +536,14 @@ fn fuse_across(
     keyword: Vec<Hit>,
     across: &HashSet<PointKey>,
     asked: &HashSet<PointKey>,
+    lookup: bool,
 ) -> Vec<Hit> {
     // Per chunk: its meaning share and its word share; per unit: its best chunk's in each.
     let mut chunks: HashMap<(String, u64), ([f32; 2], Hit)> = HashMap::new();
     let mut units: HashMap<Unit, [f32; 2]> = HashMap::new();
     let mut in_asked_language: HashSet<Unit> = HashSet::new();
     for (side, ranking) in [dense, keyword].into_iter().enumerate() {
-        let shares = normalized(&ranking);
+        let shares = normalized(&ranking, lookup && side == 1);
         for (hit, share) in ranking.into_iter().zip(shares) {
             let key = (hit.owner.key(), hit.chunk_id);
             // Meaning standing for words, for a passage the words cannot judge.
@@ -673,7 +693,13 @@ mod tests {
         // Not judged by words: its meaning share stands for both.
         let across = HashSet::from([(Scope::user("u").key(), 7)]);
         assert_eq!(
-            ids(&fuse_across(dense, keyword, &across, &HashSet::new()))[0],
+            ids(&fuse_across(
+                dense,
+                keyword,
+                &across,
+                &HashSet::new(),
+                false
+            ))[0],
             7
         );
     }
@@ -761,7 +787,7 @@ mod tests {
         ];
         assert_eq!(ids(&fuse(dense.clone(), keyword.clone()))[0], 1);
         let asked: HashSet<PointKey> = [point_of(&dense[1])].into();
-        let fused = fuse_across(dense, keyword, &HashSet::new(), &asked);
+        let fused = fuse_across(dense, keyword, &HashSet::new(), &asked, false);
         assert_eq!(ids(&fused), vec![2, 1, 3]);
     }
 
@@ -799,6 +825,30 @@ mod tests {
     }
 
     #[test]
+    fn a_lookups_rare_word_held_by_one_passage_outweighs_a_crowd_by_meaning() {
+        // A sender's name: by meaning a crowd of near-equal passages, by words one or two.
+        let dense: Vec<Hit> = (0..FUSION_CANDIDATES as u64)
+            .map(|i| hit(i, "crowd", None, 0.24 - i as f32 / 10_000.0))
+            .collect();
+        let none = HashSet::new();
+        let one = vec![hit(500, "mail", None, 21.4)];
+        let two = vec![hit(500, "mail", None, 21.4), hit(501, "card", None, 20.9)];
+        assert_eq!(
+            ids(&fuse_across(dense.clone(), one.clone(), &none, &none, true))[0],
+            500
+        );
+        let fused = fuse_across(dense.clone(), two.clone(), &none, &none, true);
+        assert_eq!(ids(&fused).get(..2), Some(&[500, 501][..]));
+        // A question's (not a lookup's) short list is a crowd of its own, as before.
+        assert_ne!(
+            ids(&fuse_across(dense.clone(), one, &none, &none, false))[0],
+            500
+        );
+        assert!(!lookup("Where do used batteries have to go?"));
+        assert!(lookup("Ottoline Quarrington"));
+    }
+
+    #[test]
     fn a_longer_list_maps_the_first_scores_alike() {
         // A later page asks for more candidates: the first ones keep their scores.
         let ranking = |n: u64| -> Vec<Hit> {
@@ -806,14 +856,14 @@ mod tests {
                 .map(|i| hit(i, "a", None, 1.0 - i as f32 / 1000.0))
                 .collect()
         };
-        let short = normalized(&ranking(FUSION_CANDIDATES as u64));
-        let long = normalized(&ranking(3 * FUSION_CANDIDATES as u64));
+        let short = normalized(&ranking(FUSION_CANDIDATES as u64), false);
+        let long = normalized(&ranking(3 * FUSION_CANDIDATES as u64), false);
         assert_eq!(short.as_slice(), long.get(..short.len()).unwrap());
         assert!(long.iter().all(|s| *s >= 0.0), "none below 0");
         // A score that is not a number counts as nothing and spoils no other.
         let mut odd = ranking(3);
         odd[1].score = f32::NAN;
-        let mapped = normalized(&odd);
+        let mapped = normalized(&odd, false);
         assert_eq!(mapped[1], 0.0);
         assert!(mapped[0] > 0.5 && mapped[2] < 0.5, "{mapped:?}");
     }

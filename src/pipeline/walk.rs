@@ -559,10 +559,11 @@ impl<'r> WalkStage<'r> {
                 locator,
                 members,
                 hash,
+                about,
             } => {
                 let loc = locator.to_string();
                 seen.push(loc.clone());
-                let reason = format!("archive: {members} members");
+                let reason = about.unwrap_or_else(|| format!("archive: {members} members"));
                 // The same archive as last time: its members said whether they changed.
                 let same = self.run.catalog.get(&loc).is_some_and(|e| {
                     e.status == EntryStatus::Container && e.hash.as_deref() == Some(&hash)

@@ -1,4 +1,5 @@
-//! Container unpacking: folders, ZIP, TAR, GZ (every member) and TAR.GZ/TGZ, nested, under one
+//! Container unpacking: folders, ZIP, TAR, GZ (every member) and TAR.GZ/TGZ, e-mail (a message
+//! with its attachments, a mailbox of messages, an Outlook message), nested, under one
 //! [`Budget`] per top-level tree.
 //!
 //! Nothing is ever written to disk: member names only become locator segments, never paths,
@@ -27,8 +28,9 @@
 //!
 //! The files: this one holds the budget ([`Budget`], [`Limit`], the decoders' meter), what a
 //! walk yields ([`Leaf`]) and the [`Unpacker`]'s dispatch (detect, recurse, read a member under
-//! the budget); `disk.rs` walks folders, `zip.rs`, `tar.rs` (with its header-record guard) and
-//! `gzip.rs` each walk one container format.
+//! the budget); `disk.rs` walks folders, `zip.rs`, `tar.rs` (with its header-record guard),
+//! `gzip.rs`, `mail.rs` (MIME messages and mailboxes) and `msg.rs` (Outlook) each walk one
+//! container format.
 
 // Internal: reachable from outside only through the hidden `testing` module.
 #![allow(missing_docs)]
@@ -45,6 +47,8 @@ use crate::config::Limits;
 mod disk;
 mod exclude;
 mod gzip;
+mod mail;
+mod msg;
 mod tar;
 mod zip;
 
@@ -137,6 +141,9 @@ pub enum Leaf {
         members: u64,
         /// blake3 of the container's bytes.
         hash: String,
+        /// What a message's headers say (from, to, subject, date…), or a mailbox's count;
+        /// `None` for an archive.
+        about: Option<String>,
     },
 }
 
@@ -280,6 +287,12 @@ impl<'a> Unpacker<'a> {
                 detected = document;
             }
         }
+        if detected.mime == "application/x-ole-storage" && msg::is_outlook_message(&source) {
+            detected = Detected {
+                kind: FileKind::Container(ContainerKind::Msg),
+                mime: "application/vnd.ms-outlook".into(),
+            };
+        }
         let FileKind::Container(kind) = detected.kind else {
             return self.leaf(source, locator, detected, sink);
         };
@@ -297,28 +310,22 @@ impl<'a> Unpacker<'a> {
             );
         }
         ancestors.push((hash, locator.to_string()));
+        let archive = |walked: Walked| walked.map(|members| (members, None));
         let walked = match kind {
-            ContainerKind::Zip => self.zip(&source, locator, ancestors, sink),
-            ContainerKind::Tar => source
-                .open()
-                .map_err(|e| e.to_string())
-                .and_then(|r| self.tar(r, locator, ancestors, sink)),
-            ContainerKind::Gzip => self.gzip(&source, locator, ancestors, sink),
+            ContainerKind::Zip => archive(self.zip(&source, locator, ancestors, sink)),
+            ContainerKind::Tar => archive(
+                source
+                    .open()
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| self.tar(r, locator, ancestors, sink)),
+            ),
+            ContainerKind::Gzip => archive(self.gzip(&source, locator, ancestors, sink)),
+            ContainerKind::Mail => self.eml(&source, locator, ancestors, sink),
+            ContainerKind::Mbox => self.mbox(&source, locator, ancestors, sink),
+            ContainerKind::Msg => self.msg(&source, locator, ancestors, sink),
         };
         ancestors.pop();
-        match walked {
-            Ok(members) => sink(Leaf::Container {
-                locator: locator.clone(),
-                members,
-                hash: hash.to_hex().to_string(),
-            }),
-            // A limit tripped while walking the container's own stream: the rest of it is
-            // skipped, under that limit's name.
-            Err(reason) => match reason.find("limit: ") {
-                Some(at) => skip(sink, reason.get(at..).unwrap_or(&reason).to_string()),
-                None => fail(sink, reason),
-            },
-        }
+        sink(container_leaf(locator, walked, hash));
     }
 
     fn leaf(
@@ -436,6 +443,28 @@ impl<'a> Unpacker<'a> {
     }
 }
 
+/// The leaf that ends a container's walk: the container with its members, or (the walk
+/// stopped) why: a limit tripped while walking the container's own stream skips the rest of
+/// it under that limit's name; anything else fails it.
+fn container_leaf(locator: &Locator, walked: mail::MailWalked, hash: blake3::Hash) -> Leaf {
+    let locator = locator.clone();
+    match walked {
+        Ok((members, about)) => Leaf::Container {
+            locator,
+            members,
+            hash: hash.to_hex().to_string(),
+            about,
+        },
+        Err(reason) => match reason.find("limit: ") {
+            Some(at) => Leaf::Skipped {
+                locator,
+                reason: reason.get(at..).unwrap_or(&reason).to_string(),
+            },
+            None => Leaf::Failed { locator, reason },
+        },
+    }
+}
+
 /// Bytes of a too-long member name kept in its shortened locator segment.
 const SHORT_NAME_BYTES: usize = 200;
 
@@ -514,6 +543,12 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&tar).unwrap();
         gz.finish().unwrap()
+    }
+
+    /// The locators of what [`collect`] found, in order, are `want`.
+    pub(super) fn assert_locators(got: &[(String, String)], want: &[&str]) {
+        let locators: Vec<&str> = got.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(locators, want, "{got:?}");
     }
 
     pub(super) fn collect(limits: &Limits, name: &str, bytes: Vec<u8>) -> Vec<(String, String)> {

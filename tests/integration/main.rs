@@ -22,6 +22,7 @@ mod hostile;
 mod isolation;
 mod languages;
 mod library;
+mod mail;
 mod mcp;
 mod ocr;
 mod privacy;

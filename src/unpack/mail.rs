@@ -1,0 +1,716 @@
+//! The mail walkers. A message is a container: its first member, `message.txt`, holds who
+//! wrote to whom and when (the headers that matter) and the body (plain text preferred, HTML
+//! converted, by `mail-parser`); every attachment follows as a member under its own name
+//! (inline images too, nested messages as `.eml` members walked in turn). What the headers
+//! say also becomes the message's line in the ledger (`mail: from …; subject …`), and so its
+//! card.
+//!
+//! - `.eml` (MIME): parsed by `mail-parser` from memory, after the file-size limit and a
+//!   count of MIME boundary lines that bounds the parts before any is parsed;
+//! - `.mbox`: split here, streaming, on `From ` lines (mboxrd `>From ` unescaped), with no
+//!   message read past the file-size limit (`mail-parser`'s own iterator buffers a message
+//!   whole, however long); each message is a member `NNNN subject.eml`;
+//! - `.msg` (Outlook): a compound file (`cfb`) of MAPI property streams; attachments are
+//!   their data streams, an attached Outlook message is walked as a nested container.
+//!
+//! Every member is charged to the tree's budget like an archive's, under the same names for
+//! the limits.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use extractors::{Detected, FileKind, Locator, TextKind};
+use mail_parser::{Address, MessageParser, MimeHeaders};
+
+use super::{read_at_most, Ancestors, Leaf, Limit, Source, Unpacker};
+
+/// The member holding a message's headers and body.
+pub(crate) const MESSAGE_TEXT: &str = "message.txt";
+/// Characters of one header value kept (a subject, one address list).
+const MAX_VALUE_CHARS: usize = 300;
+/// Addresses of one list named; the rest are counted.
+const MAX_ADDRESSES: usize = 20;
+/// Characters of a subject kept in a member name.
+const MAX_NAME_SUBJECT_CHARS: usize = 60;
+
+/// What a mail walker found: its direct members and the message's facts for its line.
+pub(crate) type MailWalked = Result<(u64, Option<String>), String>;
+
+/// The headers of a message that say what it is, bounded.
+#[derive(Debug, Default)]
+pub(super) struct MailHead {
+    pub(super) subject: Option<String>,
+    pub(super) from: Option<String>,
+    pub(super) to: Option<String>,
+    pub(super) cc: Option<String>,
+    pub(super) date: Option<String>,
+    pub(super) message_id: Option<String>,
+    pub(super) in_reply_to: Option<String>,
+    pub(super) thread: Option<String>,
+}
+
+impl MailHead {
+    fn fields(&self) -> [(&'static str, &Option<String>); 8] {
+        [
+            ("Subject", &self.subject),
+            ("From", &self.from),
+            ("To", &self.to),
+            ("Cc", &self.cc),
+            ("Date", &self.date),
+            ("Message-ID", &self.message_id),
+            ("In-Reply-To", &self.in_reply_to),
+            ("Thread", &self.thread),
+        ]
+    }
+
+    /// The ledger line's facts: `from …; to …; subject "…"; date …`.
+    fn summary(&self, attachments: usize) -> String {
+        let mut parts: Vec<String> = self
+            .fields()
+            .iter()
+            .filter_map(|(name, value)| {
+                let value = value.as_deref()?;
+                Some(match *name {
+                    "Subject" => format!("subject \"{value}\""),
+                    other => format!("{} {value}", other.to_ascii_lowercase()),
+                })
+            })
+            .collect();
+        let plural = if attachments == 1 { "" } else { "s" };
+        parts.push(format!("{attachments} attachment{plural}"));
+        format!("mail: {}", parts.join("; "))
+    }
+
+    /// `message.txt`: the headers as lines, the attachments' names, a blank line, the body.
+    fn text(&self, attachments: &[String], body: &str) -> Vec<u8> {
+        let mut out = String::new();
+        for (name, value) in self.fields() {
+            if let Some(value) = value {
+                out.push_str(&format!("{name}: {value}\n"));
+            }
+        }
+        if !attachments.is_empty() {
+            out.push_str(&format!("Attachments: {}\n", attachments.join(", ")));
+        }
+        out.push('\n');
+        out.push_str(body);
+        out.into_bytes()
+    }
+}
+
+/// `value` on one line, at most [`MAX_VALUE_CHARS`] characters (`…` says it was cut).
+pub(super) fn bounded(value: &str) -> Option<String> {
+    let one_line: String = value
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let trimmed = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if trimmed.is_empty() {
+        return None;
+    }
+    if trimmed.chars().count() <= MAX_VALUE_CHARS {
+        return Some(trimmed);
+    }
+    let mut cut: String = trimmed.chars().take(MAX_VALUE_CHARS).collect();
+    cut.push('…');
+    Some(cut)
+}
+
+/// An address list as `Name <addr>, …`, the first [`MAX_ADDRESSES`] named.
+fn addresses(list: Option<&Address<'_>>) -> Option<String> {
+    let list = list?;
+    let mut shown = Vec::new();
+    let mut total = 0usize;
+    for addr in list.iter() {
+        total += 1;
+        if shown.len() < MAX_ADDRESSES {
+            shown.push(match (addr.name(), addr.address()) {
+                (Some(name), Some(address)) => format!("{name} <{address}>"),
+                (Some(name), None) => name.to_string(),
+                (None, Some(address)) => address.to_string(),
+                (None, None) => continue,
+            });
+        }
+    }
+    if total > shown.len() && !shown.is_empty() {
+        shown.push(format!("and {} more", total - shown.len()));
+    }
+    bounded(&shown.join(", "))
+}
+
+/// A message's member name in a mailbox: its position and subject, `0007 Budget 2025.eml`.
+fn mailbox_member_name(position: u64, subject: Option<&str>) -> String {
+    let subject = subject.map(name_part).unwrap_or_default();
+    if subject.is_empty() {
+        format!("{position:04}.eml")
+    } else {
+        format!("{position:04} {subject}.eml")
+    }
+}
+
+/// A subject as part of a member name: one line, no `/` (a name, not folders), at most
+/// [`MAX_NAME_SUBJECT_CHARS`] characters.
+pub(super) fn name_part(subject: &str) -> String {
+    let cleaned: String = subject
+        .chars()
+        .map(|c| match c {
+            '/' | '\\' => '-',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    let words = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
+    words
+        .chars()
+        .take(MAX_NAME_SUBJECT_CHARS)
+        .collect::<String>()
+}
+
+/// An attachment's name: its own, or `part-N` with the extension its type suggests.
+fn attachment_name(given: Option<&str>, position: usize, mime: Option<(&str, &str)>) -> String {
+    if let Some(name) = given.map(str::trim).filter(|n| !n.is_empty()) {
+        return name.to_string();
+    }
+    let ext = match mime {
+        Some((t, s)) => extension_of(&t.to_ascii_lowercase(), &s.to_ascii_lowercase()),
+        None => "bin",
+    };
+    format!("part-{position}.{ext}")
+}
+
+fn extension_of(ctype: &str, subtype: &str) -> &'static str {
+    match (ctype, subtype) {
+        ("message", "rfc822" | "global") => "eml",
+        ("text", "html") => "html",
+        ("text", "csv") => "csv",
+        ("text", "markdown") => "md",
+        ("text", _) => "txt",
+        ("image", "png") => "png",
+        ("image", "jpeg" | "jpg") => "jpg",
+        ("image", "gif") => "gif",
+        ("image", "webp") => "webp",
+        ("image", "tiff") => "tif",
+        ("application", "pdf") => "pdf",
+        ("application", "zip") => "zip",
+        ("application", "gzip") => "gz",
+        ("application", "json") => "json",
+        ("application", "xml") => "xml",
+        _ => "bin",
+    }
+}
+
+/// One member a mail walker hands on: its name and what it holds.
+pub(super) struct MailMember {
+    pub(super) name: String,
+    pub(super) body: MemberBody,
+}
+
+/// What a mail's member holds.
+pub(super) enum MemberBody {
+    Bytes(Vec<u8>),
+    /// Not read, and why (a limit's name starts it).
+    Refused(String),
+    /// An Outlook message stored inside the same compound file, at this storage.
+    Embedded(PathBuf),
+}
+
+/// Walks an embedded message (a [`MemberBody::Embedded`]) at its locator.
+pub(super) type EmbeddedWalk<'w> =
+    dyn FnMut(&Path, &Locator, &mut Ancestors, &mut dyn FnMut(Leaf)) + 'w;
+
+impl Unpacker<'_> {
+    /// The whole of a mail's bytes, within the file-size limit.
+    fn mail_bytes<'s>(&self, source: &'s Source) -> Result<Cow<'s, [u8]>, String> {
+        let limit = self.limits.max_file_bytes;
+        let bytes = match source {
+            Source::Memory(b) => Cow::Borrowed(b.as_slice()),
+            Source::Disk(_) => {
+                let reader = source.open().map_err(|e| format!("cannot read: {e}"))?;
+                Cow::Owned(
+                    read_at_most(reader, limit + 1).map_err(|e| format!("cannot read: {e}"))?,
+                )
+            }
+        };
+        if bytes.len() as u64 > limit {
+            return Err(format!("limit: {}", Limit::FileSize.name()));
+        }
+        Ok(bytes)
+    }
+
+    /// A MIME message (`.eml`): `message.txt`, then every attachment.
+    pub(super) fn eml(
+        &self,
+        source: &Source,
+        locator: &Locator,
+        ancestors: &mut Ancestors,
+        sink: &mut dyn FnMut(Leaf),
+    ) -> MailWalked {
+        let raw = self.mail_bytes(source)?;
+        // Parts are bounded before parsing: each needs a boundary line (`--…`), and a part
+        // costs the parser memory whether or not it is ever a member.
+        let boundary_lines = raw
+            .split(|&b| b == b'\n')
+            .filter(|line| line.starts_with(b"--"))
+            .count() as u64;
+        let max_lines = self.limits.max_files.saturating_mul(2).saturating_add(16);
+        if boundary_lines > max_lines {
+            return Err(format!(
+                "limit: {} ({boundary_lines} MIME boundary lines; at most {max_lines})",
+                Limit::FileCount.name()
+            ));
+        }
+        let parser = MessageParser::default();
+        let message = parser
+            .parse(raw.as_ref())
+            .ok_or_else(|| "corrupt mail: no message headers".to_string())?;
+        let head = MailHead {
+            subject: message.subject().and_then(bounded),
+            from: addresses(message.from()),
+            to: addresses(message.to()),
+            cc: addresses(message.cc()),
+            date: message.date().map(|d| d.to_rfc3339()),
+            message_id: message.message_id().and_then(bounded),
+            in_reply_to: message.in_reply_to().as_text().and_then(bounded),
+            thread: message.thread_name().and_then(bounded),
+        };
+        let mut members = Vec::new();
+        for (i, part) in message.attachments().enumerate() {
+            let mime = part
+                .content_type()
+                .map(|ct| (ct.ctype(), ct.subtype().unwrap_or("")));
+            let given = part
+                .attachment_name()
+                .map(str::to_string)
+                .or_else(|| {
+                    let nested = part.message()?;
+                    Some(format!("{}.eml", name_part(nested.subject()?)))
+                })
+                .filter(|n| n != ".eml");
+            members.push(MailMember {
+                name: attachment_name(given.as_deref(), i + 1, mime),
+                body: MemberBody::Bytes(part.contents().to_vec()),
+            });
+        }
+        let mut body = String::new();
+        for i in 0..message.text_body_count() {
+            if let Some(text) = message.body_text(i) {
+                if !body.is_empty() {
+                    body.push_str("\n\n");
+                }
+                body.push_str(&text);
+            }
+        }
+        drop(message);
+        drop(raw);
+        self.mail_members(
+            head,
+            body,
+            members,
+            locator,
+            ancestors,
+            sink,
+            &mut |_, at, _, sink| {
+                sink(Leaf::Failed {
+                    locator: at.clone(),
+                    reason: "an embedded Outlook message outside a .msg".into(),
+                })
+            },
+        )
+    }
+
+    /// Report `message.txt` and the attachments of a message, in that order.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn mail_members(
+        &self,
+        head: MailHead,
+        body: String,
+        attachments: Vec<MailMember>,
+        locator: &Locator,
+        ancestors: &mut Ancestors,
+        sink: &mut dyn FnMut(Leaf),
+        embedded: &mut EmbeddedWalk<'_>,
+    ) -> MailWalked {
+        let names: Vec<String> = attachments.iter().map(|m| m.name.clone()).collect();
+        let summary = head.summary(attachments.len());
+        let text = MailMember {
+            name: MESSAGE_TEXT.to_string(),
+            body: MemberBody::Bytes(head.text(&names, &body)),
+        };
+        drop(body);
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut count = 0u64;
+        for member in std::iter::once(text).chain(attachments) {
+            self.take_member(count)?;
+            count += 1;
+            let (name, refused) = self.member_name(member.name);
+            let at = locator.member(name.clone());
+            if !seen.insert(name) {
+                sink(Leaf::Shadowed {
+                    locator: at,
+                    reason: format!(
+                        "duplicate name: part {count} has the same name as an earlier part"
+                    ),
+                });
+                continue;
+            }
+            if let Some(reason) = refused {
+                sink(Leaf::Skipped {
+                    locator: at,
+                    reason,
+                });
+                continue;
+            }
+            match member.body {
+                // Our own rendering is plain text, whatever its header lines look like.
+                MemberBody::Bytes(b) if count == 1 => match self.read_member(&mut Cursor::new(b)) {
+                    Ok(bytes) => sink(Leaf::File {
+                        locator: at,
+                        bytes,
+                        detected: Detected {
+                            kind: FileKind::Text(TextKind::Plain),
+                            mime: "text/plain".into(),
+                        },
+                    }),
+                    Err(reason) => self.member_done(at, Err(reason), ancestors, sink),
+                },
+                MemberBody::Bytes(b) => {
+                    let read = self.read_member(&mut Cursor::new(b));
+                    self.member_done(at, read, ancestors, sink);
+                }
+                MemberBody::Refused(reason) => self.member_done(at, Err(reason), ancestors, sink),
+                MemberBody::Embedded(path) => embedded(&path, &at, ancestors, sink),
+            }
+        }
+        Ok((count, Some(summary)))
+    }
+
+    /// A mailbox (`.mbox`): every message, split on its `From ` line, as a member.
+    pub(super) fn mbox(
+        &self,
+        source: &Source,
+        locator: &Locator,
+        ancestors: &mut Ancestors,
+        sink: &mut dyn FnMut(Leaf),
+    ) -> MailWalked {
+        let reader = source.open().map_err(|e| format!("cannot read: {e}"))?;
+        let mut split = MboxSplit::new(BufReader::new(reader), self.limits.max_file_bytes);
+        let mut count = 0u64;
+        while let Some(message) = split
+            .next_message()
+            .map_err(|e| format!("cannot read: {e}"))?
+        {
+            self.take_member(count)?;
+            count += 1;
+            let read = match message {
+                Ok(bytes) => {
+                    let subject = subject_of(&bytes);
+                    let name = mailbox_member_name(count, subject.as_deref());
+                    Ok((name, bytes))
+                }
+                Err(reason) => Err((mailbox_member_name(count, None), reason)),
+            };
+            match read {
+                Ok((name, bytes)) => {
+                    let (name, refused) = self.member_name(name);
+                    let at = locator.member(name);
+                    if let Some(reason) = refused {
+                        sink(Leaf::Skipped {
+                            locator: at,
+                            reason,
+                        });
+                        continue;
+                    }
+                    let read = self.read_member(&mut Cursor::new(bytes));
+                    self.member_done(at, read, ancestors, sink);
+                }
+                Err((name, reason)) => sink(Leaf::Skipped {
+                    locator: locator.member(name),
+                    reason,
+                }),
+            }
+        }
+        let plural = if count == 1 { "" } else { "s" };
+        Ok((count, Some(format!("mailbox: {count} message{plural}"))))
+    }
+}
+
+/// A message's subject, read from its header block only.
+fn subject_of(message: &[u8]) -> Option<String> {
+    let end = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .or_else(|| message.windows(2).position(|w| w == b"\n\n"))
+        .map_or(message.len(), |at| at + 2);
+    let headers = message.get(..end.min(64 * 1024))?;
+    let parsed = MessageParser::new()
+        .with_minimal_headers()
+        .parse_headers(headers)?;
+    parsed.subject().and_then(bounded)
+}
+
+/// Splits an mbox into messages as it reads: a line starting `From ` begins the next one;
+/// `>From ` (any number of `>`) loses one `>` (mboxrd). A message longer than `max` bytes is
+/// read past, not kept, and reported by its position.
+struct MboxSplit<R> {
+    reader: R,
+    max: u64,
+    /// The `From ` line that began the message to read next was consumed.
+    started: bool,
+    done: bool,
+}
+
+impl<R: BufRead> MboxSplit<R> {
+    fn new(reader: R, max: u64) -> Self {
+        MboxSplit {
+            reader,
+            max,
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The next message: its bytes, or (`Err`) why it was not kept. `None` at the end.
+    fn next_message(&mut self) -> std::io::Result<Option<Result<Vec<u8>, String>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut message = Vec::new();
+        let mut too_long = false;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            // A line is read at most `max + 1` bytes at a time: a file without newlines
+            // never sits in memory whole.
+            let n = (&mut self.reader)
+                .take(self.max.saturating_add(1))
+                .read_until(b'\n', &mut line)?;
+            if n == 0 {
+                self.done = true;
+                break;
+            }
+            if line.starts_with(b"From ") {
+                if self.started {
+                    break;
+                }
+                self.started = true;
+                continue;
+            }
+            if !self.started {
+                // Text before the first `From ` line belongs to no message.
+                continue;
+            }
+            if too_long {
+                continue;
+            }
+            let unescaped = match line.iter().position(|&b| b != b'>') {
+                Some(gt) if gt > 0 && line.get(gt..).is_some_and(|l| l.starts_with(b"From ")) => {
+                    line.get(1..).unwrap_or_default()
+                }
+                _ => line.as_slice(),
+            };
+            if message.len() as u64 + unescaped.len() as u64 > self.max {
+                too_long = true;
+                message = Vec::new();
+                continue;
+            }
+            message.extend_from_slice(unescaped);
+        }
+        if !self.started {
+            return Ok(None);
+        }
+        if too_long {
+            return Ok(Some(Err(format!("limit: {}", Limit::FileSize.name()))));
+        }
+        Ok(Some(Ok(message)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Limits;
+    use crate::testing::zip_of;
+    use crate::unpack::tests::{assert_locators, collect};
+
+    fn eml(subject: &str, attachments: &[(&str, &str, &[u8])]) -> Vec<u8> {
+        use base64::Engine;
+        let mut m = format!(
+            "From: Alice Example <alice@example.org>\r\nTo: bob@example.org\r\nSubject: {subject}\r\nDate: Mon, 2 Mar 2026 10:00:00 +0000\r\nMessage-ID: <{}@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello Bob, the figures are attached.\r\n",
+            subject.replace(' ', "-")
+        );
+        for (name, mime, data) in attachments {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(data);
+            m.push_str(&format!(
+                "--b1\r\nContent-Type: {mime}; name=\"{name}\"\r\nContent-Disposition: attachment; filename=\"{name}\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{encoded}\r\n"
+            ));
+        }
+        m.push_str("--b1--\r\n");
+        m.into_bytes()
+    }
+
+    #[test]
+    fn a_message_holds_its_text_and_its_attachments_recursively() {
+        let zip = zip_of(&[("inner.txt", b"zipped words")]);
+        let mail = eml(
+            "Quarterly figures",
+            &[
+                ("notes.txt", "text/plain", b"attached notes"),
+                ("pack.zip", "application/zip", &zip),
+            ],
+        );
+        let got = collect(&Limits::default(), "m.eml", mail);
+        assert_locators(
+            &got,
+            &[
+                "m.eml!/message.txt",
+                "m.eml!/notes.txt",
+                "m.eml!/pack.zip!/inner.txt",
+                "m.eml!/pack.zip",
+                "m.eml",
+            ],
+        );
+        let text = &got[0].1;
+        assert!(text.starts_with("Subject: Quarterly figures\nFrom: Alice Example <alice@example.org>\nTo: bob@example.org\nDate: 2026-03-02T10:00:00Z\nMessage-ID: Quarterly-figures@example.org\n"), "{text}");
+        assert!(
+            text.contains("Attachments: notes.txt, pack.zip\n\nHello Bob"),
+            "{text}"
+        );
+        assert_eq!(got[1].1, "attached notes");
+        assert_eq!(got[2].1, "zipped words");
+        assert_eq!(got[4].1, "archive: 3");
+    }
+
+    #[test]
+    fn a_nested_message_is_walked_and_an_html_body_is_converted() {
+        let inner = b"From: carol@example.org\r\nSubject: Original offer\r\nContent-Type: text/html\r\n\r\n<html><body><p>The <b>offer</b> stands.</p></body></html>\r\n";
+        let outer = format!(
+            "From: dave@example.org\r\nSubject: Fwd: offer\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"x\"\r\n\r\n--x\r\nContent-Type: text/plain\r\n\r\nSee below.\r\n--x\r\nContent-Type: message/rfc822\r\n\r\n{}\r\n--x--\r\n",
+            String::from_utf8_lossy(inner)
+        );
+        let got = collect(&Limits::default(), "f.eml", outer.into_bytes());
+        assert_locators(
+            &got,
+            &[
+                "f.eml!/message.txt",
+                "f.eml!/Original offer.eml!/message.txt",
+                "f.eml!/Original offer.eml",
+                "f.eml",
+            ],
+        );
+        assert!(got[1].1.contains("The offer stands."), "{}", got[1].1);
+        assert!(!got[1].1.contains("<b>"), "{}", got[1].1);
+    }
+
+    #[test]
+    fn a_mailbox_holds_its_messages_named_by_position_and_subject() {
+        let mut mbox = Vec::new();
+        for (i, subject) in ["First / hello", "Second"].iter().enumerate() {
+            mbox.extend_from_slice(b"From alice@example.org Mon Jan  1 00:00:00 2024\n");
+            mbox.extend_from_slice(
+                format!("From: alice@example.org\nSubject: {subject}\n\nbody {i}\n>From here on, quoted\n\n")
+                    .as_bytes(),
+            );
+        }
+        let got = collect(&Limits::default(), "box.mbox", mbox);
+        assert_locators(
+            &got,
+            &[
+                "box.mbox!/0001 First - hello.eml!/message.txt",
+                "box.mbox!/0001 First - hello.eml",
+                "box.mbox!/0002 Second.eml!/message.txt",
+                "box.mbox!/0002 Second.eml",
+                "box.mbox",
+            ],
+        );
+        assert!(
+            got[0].1.contains("body 0\nFrom here on, quoted"),
+            "{}",
+            got[0].1
+        );
+        assert_eq!(got[4].1, "archive: 2");
+    }
+
+    #[test]
+    fn hostile_mail_is_bounded() {
+        // A MIME bomb: more boundary lines than parts allowed, refused before parsing.
+        let limits = Limits {
+            max_files: 10,
+            ..Limits::default()
+        };
+        let mut bomb = b"From: a@x.org\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n".to_vec();
+        for _ in 0..100 {
+            bomb.extend_from_slice(b"--b\r\nContent-Type: text/plain\r\n\r\nx\r\n");
+        }
+        let got = collect(&limits, "bomb.eml", bomb);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0]
+                .1
+                .starts_with("skipped: limit: file-count (100 MIME boundary lines"),
+            "{got:?}"
+        );
+
+        // Deep multipart nesting: parsed without a stack overflow, its parts bounded.
+        let mut deep = b"From: a@x.org\r\nMIME-Version: 1.0\r\n".to_vec();
+        for d in 0..5_000 {
+            deep.extend_from_slice(
+                format!("Content-Type: multipart/mixed; boundary=\"b{d}\"\r\n\r\n--b{d}\r\n")
+                    .as_bytes(),
+            );
+        }
+        deep.extend_from_slice(b"Content-Type: text/plain\r\n\r\ndeepest\r\n");
+        let got = collect(&Limits::default(), "deep.eml", deep);
+        assert_eq!(got.last().unwrap().0, "deep.eml", "{got:?}");
+
+        // A huge header and bad encodings: a bounded, readable message.txt.
+        let mut huge = b"From: a@x.org\r\nSubject: =?utf-8?B?!!!notbase64?= ".to_vec();
+        huge.extend(std::iter::repeat_n(b'x', 2 << 20));
+        huge.extend_from_slice(b"\r\nTo: \xff\xfe bad bytes\r\nContent-Type: text/plain; charset=no-such-charset\r\n\r\n\xff\xfe body\r\n");
+        let got = collect(&Limits::default(), "huge.eml", huge);
+        assert_eq!(got[0].0, "huge.eml!/message.txt", "{got:?}");
+        let subject = got[0].1.lines().next().unwrap();
+        assert!(
+            subject.chars().count() < MAX_VALUE_CHARS + 20,
+            "{}",
+            subject.len()
+        );
+
+        // An mbox message past the file-size limit is read past; its neighbours stay.
+        let limits = Limits {
+            max_file_bytes: 1024,
+            ..Limits::default()
+        };
+        let mut mbox = b"From a Mon Jan  1 00:00:00 2024\nFrom: a@x.org\nSubject: big\n\n".to_vec();
+        mbox.extend(std::iter::repeat_n(b'y', 10_000));
+        mbox.extend_from_slice(
+            b"\nFrom b Mon Jan  1 00:00:00 2024\nFrom: b@x.org\nSubject: small\n\nok\n",
+        );
+        let got = collect(&limits, "b.mbox", mbox);
+        assert_eq!(
+            got[0],
+            (
+                "b.mbox!/0001.eml".into(),
+                "skipped: limit: file-size".into()
+            )
+        );
+        assert_eq!(got[1].0, "b.mbox!/0002 small.eml!/message.txt");
+    }
+
+    #[test]
+    fn member_names_are_bounded_and_never_empty() {
+        assert_eq!(
+            attachment_name(None, 3, Some(("image", "PNG"))),
+            "part-3.png"
+        );
+        assert_eq!(attachment_name(Some("  "), 1, None), "part-1.bin");
+        assert_eq!(mailbox_member_name(12, Some("a/b\tc")), "0012 a-b c.eml");
+        assert_eq!(
+            mailbox_member_name(1, Some(&"z".repeat(500)))
+                .chars()
+                .count(),
+            5 + 60 + 4
+        );
+    }
+}
