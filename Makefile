@@ -38,6 +38,8 @@ deps: ocr-tools postgres
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
 		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt
+	@test -x .venv-servers/bin/moto_server || { python3 -m venv .venv-servers \
+		&& .venv-servers/bin/python -m pip install -q -r tests/servers/requirements.txt; }
 
 build:
 	cargo build --release --locked

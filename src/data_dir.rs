@@ -14,6 +14,7 @@
 //!   run-in-progress               set while a run writes: the next start repairs
 //!   partial/                      vectors of contents being embedded (resume)
 //!   uploads/jobs|spool|kept/      the upload queue's records, bodies, kept archives
+//!   sources/spool/                objects of remote sources being read (sources/mod.rs)
 //!   workflows.sqlite, workflows/  workflow records, their legacy folders
 //!   daemon.sock                   `ingest watch`'s socket
 //! ```
@@ -128,6 +129,11 @@ impl DataDir {
     /// Upload bodies received and not yet ingested.
     pub fn upload_spool(&self) -> PathBuf {
         self.uploads().join("spool")
+    }
+
+    /// Objects of remote sources downloaded for one sync, each deleted once read.
+    pub fn source_spool(&self) -> PathBuf {
+        self.root.join("sources").join("spool")
     }
 
     /// Uploaded archives kept for on-demand extraction.

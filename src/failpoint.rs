@@ -27,6 +27,7 @@
 //!
 //! | site | place |
 //! |---|---|
+//! | `sources.download` | a remote source's object about to be downloaded (a sync killed there must converge on the next) |
 //! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 //! | `content.write` | a content index about to be written (`:error` tests that the file fails) |

@@ -64,6 +64,7 @@ mod run_slots;
 #[cfg(feature = "tokio")]
 pub mod service;
 mod services;
+mod sources;
 pub mod tools;
 mod unpack;
 mod uploads;
@@ -91,6 +92,7 @@ pub use progress::{ProgressSnapshot, RunProgress};
 pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use services::Services;
+pub use sources::{Provider, SourceError, SourceUrl};
 pub use tools::{AnsweredBy, ToolHost};
 pub use unpack::Exclusions;
 #[cfg(feature = "tokio")]

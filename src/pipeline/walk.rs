@@ -122,6 +122,7 @@ impl<'r> WalkStage<'r> {
                     }
                 }
                 Input::Path(path) => self.sync_path(&path, leaves, index),
+                Input::Remote(url) => self.sync_remote(&url, leaves, index),
                 Input::Member { archive, member } => self.member(&archive, &member, leaves),
                 Input::Upload {
                     name,
@@ -323,11 +324,8 @@ impl<'r> WalkStage<'r> {
             return; // an unfinished walk proves nothing about what is gone
         }
         let gone: Vec<CatalogEntry> = self
-            .run
-            .catalog
-            .top_level_under(&root)
+            .not_seen_under(&root, &seen)
             .into_iter()
-            .filter(|e| !seen.contains(&e.locator))
             .filter(|e| {
                 let path = e
                     .locator
@@ -350,9 +348,106 @@ impl<'r> WalkStage<'r> {
                 None,
             );
         }
+        self.remove_gone(gone, index);
+    }
+
+    /// Sync a remote source: list it, answer unchanged objects (same size and modification
+    /// time) from the catalog without downloading them, stream the others into the spool
+    /// and unpack them like files on disk, and forget what the listing no longer holds (only
+    /// after a complete listing). A source that cannot be opened or listed is one `failed`
+    /// line and removes nothing; an object that cannot be downloaded is one `failed` line and
+    /// keeps what the index held of it.
+    fn sync_remote(
+        &self,
+        url: &crate::sources::SourceUrl,
+        leaves: &Sender<Work>,
+        index: &Sender<IndexItem>,
+    ) {
+        let root = url.locator_root();
+        let fail = |reason: String| {
+            let at = Locator::root(root.clone()).to_string();
+            self.run
+                .report(&at, FileStatus::Failed, Some(reason), 0, None);
+        };
+        let spool = crate::data_dir::DataDir::at(&self.run.ing.config.data_dir).source_spool();
+        // What an earlier sync left there (it was killed) is of no use now.
+        let _ = std::fs::remove_dir_all(&spool);
+        if let Err(e) = crate::perms::create_dir(&spool) {
+            return fail(format!("cannot spool: {e}"));
+        }
+        let session = match crate::sources::RemoteSession::open(url) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("cannot open the source: {e}")),
+        };
+        let limits = &self.run.ing.config.limits;
+        let partition = self.run.ing.config.partition;
+        let mut seen: HashSet<String> = HashSet::new();
+        let listed = session.list(|object| {
+            if self.run.halted() {
+                return false;
+            }
+            let locator = Locator::root(url.locator_of(&object.path));
+            if partition.is_some_and(|p| !p.takes(&locator.to_string())) {
+                return true;
+            }
+            seen.insert(locator.to_string());
+            let loc = locator.to_string();
+            let known = self.run.catalog.get(&loc);
+            if let Some(e) = known.filter(|e| {
+                object.stamp != 0
+                    && e.size == object.size
+                    && e.mtime_ns == object.stamp
+                    && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
+            }) {
+                self.replay_unchanged(&e);
+                return true;
+            }
+            let file = spool.join(blake3::hash(loc.as_bytes()).to_hex().as_str());
+            crate::failpoint::hit("sources.download");
+            match session.download(&object.path, object.size, limits.max_total_bytes, &file) {
+                Ok(size) => {
+                    let f = crate::unpack::DiskFile {
+                        path: file.clone(),
+                        locator,
+                        size,
+                        mtime_ns: object.stamp,
+                    };
+                    self.expand_disk_file(f, limits, Vec::new(), leaves, index);
+                }
+                Err(e @ crate::sources::SourceError::TooLarge { .. }) => {
+                    self.record_unread(&locator, None, &[], FileStatus::Skipped, e.to_string());
+                }
+                Err(e) => {
+                    self.run
+                        .report(&loc, FileStatus::Failed, Some(e.to_string()), 0, None);
+                }
+            }
+            let _ = std::fs::remove_file(&file);
+            true
+        });
+        match listed {
+            Err(e) => return fail(e.to_string()),
+            Ok(false) => return, // stopped: what it did not reach is not gone
+            Ok(true) => {}
+        }
+        if self.run.halted() {
+            return;
+        }
+        let gone = self.not_seen_under(&root, &seen);
+        self.remove_gone(gone, index);
+    }
+
+    /// The top-level entries under `root` that a walk did not meet.
+    fn not_seen_under(&self, root: &str, seen: &HashSet<String>) -> Vec<CatalogEntry> {
+        let mut entries = self.run.catalog.top_level_under(root);
+        entries.retain(|e| !seen.contains(&e.locator));
+        entries
+    }
+
+    /// Remove `gone` entries (archives with their members) from the index.
+    fn remove_gone(&self, gone: Vec<CatalogEntry>, index: &Sender<IndexItem>) {
         for e in gone {
-            let members = self.run.catalog.members_of(&e.locator);
-            for m in members {
+            for m in self.run.catalog.members_of(&e.locator) {
                 self.run.send_removed(index, m.locator);
             }
             self.run.send_removed(index, e.locator);

@@ -31,6 +31,7 @@ mod robustness;
 mod scale_out;
 mod security;
 mod service;
+mod sources;
 mod terminal;
 mod tools;
 mod unpack_panic;

@@ -104,7 +104,9 @@ pub(crate) struct Common {
 #[derive(Args, Debug)]
 pub(crate) struct IngestArgs {
     /// Files, folders and archives to ingest (a folder is synced: files gone from it leave
-    /// the index).
+    /// the index), or remote sources synced the same way: s3://bucket/prefix,
+    /// sftp://[user@]host/path, ftp://host/path, webdav://host/path (webdavs:// for HTTPS);
+    /// credentials from the environment (docs/SOURCES.md).
     pub(crate) paths: Vec<PathBuf>,
     /// Mark ingested content as shared within the mandate.
     #[arg(long)]

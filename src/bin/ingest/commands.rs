@@ -304,7 +304,7 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
             }
         }
     };
-    let inputs = args.paths.iter().cloned().map(Input::Path).collect();
+    let inputs = inputs_of(&args.paths)?;
     // SIGINT or SIGTERM stops the run at the next batch (a second one ends the process):
     // what is stored stays, and the next run goes on from there, in the middle of a file too.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -597,4 +597,19 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     ingest::daemon::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's inputs: a path, or a remote source named by its URL (`s3://bucket/prefix`,
+/// `sftp://host/path`, `ftp://…`, `webdav://…`), refused here when it is not a valid one.
+fn inputs_of(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
+    paths
+        .iter()
+        .map(|p| match p.to_str() {
+            Some(text) if ingest::SourceUrl::looks_like_one(text) => text
+                .parse::<ingest::SourceUrl>()
+                .map(Input::Remote)
+                .map_err(|e| anyhow::anyhow!("{e}")),
+            _ => Ok(Input::Path(p.clone())),
+        })
+        .collect()
 }

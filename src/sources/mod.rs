@@ -1,0 +1,463 @@
+//! Remote sources: S3-compatible object storage, SFTP, FTP and WebDAV, read through Apache
+//! OpenDAL (one storage layer for every provider: listing with sizes, times and ETags, ranged
+//! streaming reads, retries with backoff and timeouts).
+//!
+//! A source is named by a URL ([`SourceUrl`]): `s3://bucket/prefix`, `sftp://host/path`,
+//! `ftp://host/path`, `webdav://host/path` (`webdavs://` for HTTPS). The URL never carries a
+//! secret: credentials come from the environment ([`Credentials`]), and the locators of what
+//! is read keep only the scheme, the bucket or host and the object's path
+//! (`s3://bucket/a/b.zip!/c.pdf#page=3`).
+//!
+//! A sync ([`RemoteSession`]) lists the source, and the pipeline compares each object's size
+//! and modification time with what the catalog holds: an unchanged object is not downloaded;
+//! a changed or new one is streamed into the spool under the size limit before anything reads
+//! it, then unpacked and extracted like a file on disk; what the listing no longer holds
+//! leaves the index. A listing that fails removes nothing.
+
+use std::io::Write;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use opendal::layers::{RetryLayer, TimeoutLayer};
+use opendal::Operator;
+
+/// Longest source URL accepted.
+const MAX_URL_BYTES: usize = 2048;
+/// Objects one sync lists, at most: past it the listing stops and nothing is removed.
+pub const MAX_LISTED_OBJECTS: usize = 1_000_000;
+/// Attempts per request before an object (or the listing) is given up for this sync.
+const ATTEMPTS: usize = 4;
+/// How long one request may take before it is retried.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a source could not be named, opened, listed or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The URL is not one this build reads.
+    #[error("not a source URL: {0}")]
+    Url(String),
+    /// The provider refused or failed (after retries).
+    #[error("{0}")]
+    Service(String),
+    /// The object is larger than the limit.
+    #[error("limit: total-bytes (an object of {size} bytes; at most {max})")]
+    TooLarge {
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The spool could not be written.
+    #[error("cannot spool: {0}")]
+    Spool(#[from] std::io::Error),
+}
+
+/// The providers a source URL may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// S3-compatible object storage (`s3://bucket/prefix`).
+    S3,
+    /// SFTP over SSH (`sftp://host/path`).
+    Sftp,
+    /// FTP (`ftp://host/path`).
+    Ftp,
+    /// WebDAV over HTTP (`webdav://host/path`) or HTTPS (`webdavs://`).
+    Webdav {
+        /// Over HTTPS.
+        tls: bool,
+    },
+}
+
+impl Provider {
+    fn scheme(self) -> &'static str {
+        match self {
+            Provider::S3 => "s3",
+            Provider::Sftp => "sftp",
+            Provider::Ftp => "ftp",
+            Provider::Webdav { tls: false } => "webdav",
+            Provider::Webdav { tls: true } => "webdavs",
+        }
+    }
+}
+
+/// A remote source: its provider, bucket or host, and the folder (prefix) it is rooted at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceUrl {
+    /// Which provider.
+    pub provider: Provider,
+    /// The bucket (S3) or `host[:port]`.
+    pub authority: String,
+    /// The folder or key prefix inside it, without leading or trailing `/` (may be empty).
+    pub root: String,
+    /// The user name given in the URL (`sftp://deploy@host/…`); never a password.
+    pub user: Option<String>,
+}
+
+impl SourceUrl {
+    /// Whether `text` names a remote source (`scheme://`), to be parsed as one rather than
+    /// taken for a path.
+    pub fn looks_like_one(text: &str) -> bool {
+        ["s3://", "sftp://", "ftp://", "webdav://", "webdavs://"]
+            .iter()
+            .any(|s| {
+                text.get(..s.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(s))
+            })
+    }
+
+    /// The locator root of the whole source: `s3://bucket/prefix`.
+    pub fn locator_root(&self) -> String {
+        self.locator_of("")
+    }
+
+    /// The locator of the object at `path` (relative to the source's root).
+    pub fn locator_of(&self, path: &str) -> String {
+        let mut out = format!("{}://{}", self.provider.scheme(), self.authority);
+        for part in [self.root.as_str(), path.trim_start_matches('/')] {
+            if !part.is_empty() {
+                out.push('/');
+                out.push_str(part);
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for SourceUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.locator_root())
+    }
+}
+
+impl FromStr for SourceUrl {
+    type Err = SourceError;
+
+    fn from_str(text: &str) -> Result<Self, SourceError> {
+        let bad = |why: &str| SourceError::Url(format!("{why} ({})", shown(text)));
+        if text.len() > MAX_URL_BYTES {
+            return Err(bad("longer than 2048 bytes"));
+        }
+        if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(bad("control characters or spaces"));
+        }
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let provider = match scheme.to_ascii_lowercase().as_str() {
+            "s3" => Provider::S3,
+            "sftp" => Provider::Sftp,
+            "ftp" => Provider::Ftp,
+            "webdav" => Provider::Webdav { tls: false },
+            "webdavs" => Provider::Webdav { tls: true },
+            _ => return Err(bad("the scheme is not s3, sftp, ftp, webdav or webdavs")),
+        };
+        if rest.contains(['?', '#']) {
+            return Err(bad("a query or fragment"));
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (user, host) = match authority.rsplit_once('@') {
+            Some((user, _)) if user.contains(':') => {
+                return Err(SourceError::Url(format!(
+                    "a password is never given in a URL: set it in the environment \
+                     ({scheme}://{}…)",
+                    authority.rsplit_once('@').map_or("", |(_, h)| h)
+                )))
+            }
+            Some((user, host)) => (Some(user.to_string()), host),
+            None => (None, authority),
+        };
+        if host.is_empty()
+            || !host.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']')
+            })
+        {
+            return Err(bad("no bucket or host, or one with other characters"));
+        }
+        if provider == Provider::S3 && user.is_some() {
+            return Err(bad("an S3 URL names a bucket, not a user"));
+        }
+        let root = path.trim_matches('/');
+        if root.split('/').any(|p| p == ".." || p == ".") {
+            return Err(bad("`.` or `..` in the path"));
+        }
+        Ok(SourceUrl {
+            provider,
+            authority: host.to_string(),
+            root: root.to_string(),
+            user,
+        })
+    }
+}
+
+/// The first 80 characters of a refused URL, for its message.
+fn shown(text: &str) -> String {
+    let head: String = text.chars().take(80).collect();
+    if head.len() < text.len() {
+        format!("{head}…")
+    } else {
+        head
+    }
+}
+
+/// Where a source's credentials come from: the environment, never the URL, a locator, a
+/// payload, a ledger line or a log.
+///
+/// | provider | variables |
+/// |---|---|
+/// | S3 | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` (else `AWS_DEFAULT_REGION`, else `us-east-1`), `AWS_ENDPOINT_URL` for another S3-compatible service |
+/// | SFTP | `INGEST_SFTP_KEY` (a private key file; else the SSH agent and `~/.ssh/config`), `INGEST_SFTP_KNOWN_HOSTS` (`strict`, the default, `add` or `accept`) |
+/// | FTP | `INGEST_FTP_USER`, `INGEST_FTP_PASSWORD` (else anonymous) |
+/// | WebDAV | `INGEST_WEBDAV_USER`, `INGEST_WEBDAV_PASSWORD` or `INGEST_WEBDAV_TOKEN` |
+pub struct Credentials;
+
+impl Credentials {
+    fn var(name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+/// One object a listing found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteObject {
+    /// Its path relative to the source's root.
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What tells a changed object from an unchanged one of the same size, kept in the
+    /// catalog where a file's modification time is: the modification time in ns, mixed with
+    /// the ETag when the service gives one (an S3 object rewritten within the same second
+    /// has another ETag). 0 when the service gives neither: then it is always read again.
+    pub stamp: u64,
+}
+
+/// [`RemoteObject::stamp`] of an object modified at `mtime_ns` with `etag`.
+fn change_stamp(mtime_ns: u64, etag: Option<&str>) -> u64 {
+    let Some(etag) = etag else {
+        return mtime_ns;
+    };
+    let mut h = blake3::Hasher::new();
+    h.update(&mtime_ns.to_le_bytes());
+    h.update(etag.as_bytes());
+    let bytes: [u8; 8] = h.finalize().as_bytes()[..8].try_into().unwrap_or([1; 8]);
+    // Positive as an i64 (catalogs store it signed), and never 0.
+    (u64::from_le_bytes(bytes) >> 1) | 1
+}
+
+/// An open source: the operator and the runtime its requests run on.
+pub struct RemoteSession {
+    op: Operator,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl RemoteSession {
+    /// Open `url` with the credentials of the environment (nothing is requested yet).
+    pub fn open(url: &SourceUrl) -> Result<RemoteSession, SourceError> {
+        let service = |e: opendal::Error| SourceError::Service(e.to_string());
+        // HTTPS (S3, WebDAV) with ring's primitives; a provider installed earlier stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        opendal_http_transport_reqwest::install_default();
+        let root = format!("/{}", url.root);
+        let op = match url.provider {
+            Provider::S3 => {
+                let mut b = opendal::services::S3::default()
+                    .bucket(&url.authority)
+                    .root(&root)
+                    .disable_config_load()
+                    .disable_ec2_metadata();
+                let region = Credentials::var("AWS_REGION")
+                    .or_else(|| Credentials::var("AWS_DEFAULT_REGION"))
+                    .unwrap_or_else(|| "us-east-1".into());
+                b = b.region(&region);
+                if let Some(endpoint) = Credentials::var("AWS_ENDPOINT_URL") {
+                    b = b.endpoint(&endpoint);
+                }
+                match (
+                    Credentials::var("AWS_ACCESS_KEY_ID"),
+                    Credentials::var("AWS_SECRET_ACCESS_KEY"),
+                ) {
+                    (Some(id), Some(secret)) => {
+                        b = b.access_key_id(&id).secret_access_key(&secret);
+                        if let Some(token) = Credentials::var("AWS_SESSION_TOKEN") {
+                            b = b.session_token(&token);
+                        }
+                    }
+                    _ => b = b.skip_signature(),
+                }
+                Operator::new(b).map_err(service)?
+            }
+            Provider::Sftp => {
+                let mut b = opendal::services::Sftp::default()
+                    .endpoint(&format!("ssh://{}", url.authority))
+                    .root(&root)
+                    .known_hosts_strategy(
+                        &Credentials::var("INGEST_SFTP_KNOWN_HOSTS").unwrap_or("strict".into()),
+                    );
+                if let Some(user) = &url.user {
+                    b = b.user(user);
+                }
+                if let Some(key) = Credentials::var("INGEST_SFTP_KEY") {
+                    b = b.key(&key);
+                }
+                Operator::new(b).map_err(service)?
+            }
+            Provider::Ftp => {
+                let mut b = opendal::services::Ftp::default()
+                    .endpoint(&format!("ftp://{}", url.authority))
+                    .root(&root);
+                let user = url
+                    .user
+                    .clone()
+                    .or_else(|| Credentials::var("INGEST_FTP_USER"));
+                if let Some(user) = user {
+                    b = b.user(&user);
+                }
+                if let Some(password) = Credentials::var("INGEST_FTP_PASSWORD") {
+                    b = b.password(&password);
+                }
+                Operator::new(b).map_err(service)?
+            }
+            Provider::Webdav { tls } => {
+                let scheme = if tls { "https" } else { "http" };
+                let mut b = opendal::services::Webdav::default()
+                    .endpoint(&format!("{scheme}://{}", url.authority))
+                    .root(&root);
+                let user = url
+                    .user
+                    .clone()
+                    .or_else(|| Credentials::var("INGEST_WEBDAV_USER"));
+                if let Some(user) = user {
+                    b = b.username(&user);
+                }
+                if let Some(password) = Credentials::var("INGEST_WEBDAV_PASSWORD") {
+                    b = b.password(&password);
+                }
+                if let Some(token) = Credentials::var("INGEST_WEBDAV_TOKEN") {
+                    b = b.token(&token);
+                }
+                Operator::new(b).map_err(service)?
+            }
+        };
+        let op = op
+            .layer(TimeoutLayer::new().with_timeout(REQUEST_TIMEOUT))
+            .layer(
+                RetryLayer::new()
+                    .with_max_times(ATTEMPTS - 1)
+                    .with_jitter()
+                    .with_min_delay(Duration::from_millis(200))
+                    .with_max_delay(Duration::from_secs(5)),
+            );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(RemoteSession { op, runtime })
+    }
+
+    /// List every file under the source's root (recursively), handing each to `found` until
+    /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed. `Ok(true)`: the listing is
+    /// complete (what it did not hold is gone); `Ok(false)`: it was stopped.
+    pub fn list(&self, mut found: impl FnMut(RemoteObject) -> bool) -> Result<bool, SourceError> {
+        use futures_util::TryStreamExt;
+        let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
+        // Each request is one `block_on`: `found` runs outside the runtime (it downloads).
+        let rt = &self.runtime;
+        let mut lister = rt
+            .block_on(async { self.op.lister_with("/").recursive(true).await })
+            .map_err(service)?;
+        let mut listed = 0usize;
+        {
+            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+                let meta = entry.metadata();
+                if !meta.is_file() {
+                    continue;
+                }
+                let path = entry.path().trim_start_matches('/').to_string();
+                // Some services list names only: ask for the rest.
+                let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
+                    rt.block_on(self.op.stat(entry.path())).map_err(service)?
+                } else {
+                    meta.clone()
+                };
+                listed += 1;
+                let mtime_ns = meta.last_modified().map_or(0, |t| {
+                    std::time::SystemTime::from(t)
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
+                });
+                let object = RemoteObject {
+                    path,
+                    size: meta.content_length(),
+                    stamp: change_stamp(mtime_ns, meta.etag()),
+                };
+                if !found(object) || listed >= MAX_LISTED_OBJECTS {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+    }
+
+    /// Stream the object at `path` into the file `to`, at most `max` bytes (refused before
+    /// the download when its listed `size` is larger, and cut off when more arrives).
+    pub fn download(&self, path: &str, size: u64, max: u64, to: &Path) -> Result<u64, SourceError> {
+        use futures_util::TryStreamExt;
+        if size > max {
+            return Err(SourceError::TooLarge { size, max });
+        }
+        let service = |e: opendal::Error| SourceError::Service(format!("cannot download: {e}"));
+        self.runtime.block_on(async {
+            let reader = self.op.reader(path).await.map_err(service)?;
+            let mut stream = reader.into_bytes_stream(..).await.map_err(service)?;
+            let mut file = crate::perms::create_file(to)
+                .map_err(|e| SourceError::Spool(std::io::Error::other(e.to_string())))?;
+            let mut written = 0u64;
+            while let Some(chunk) = stream
+                .try_next()
+                .await
+                .map_err(|e| SourceError::Service(format!("cannot download: {e}")))?
+            {
+                written += chunk.len() as u64;
+                if written > max {
+                    return Err(SourceError::TooLarge { size: written, max });
+                }
+                file.write_all(&chunk)?;
+            }
+            file.sync_data()?;
+            Ok(written)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_urls_name_a_provider_a_place_and_never_a_secret() {
+        let s3: SourceUrl = "s3://reports/2026/q1/".parse().unwrap();
+        assert_eq!(s3.provider, Provider::S3);
+        assert_eq!(s3.locator_root(), "s3://reports/2026/q1");
+        assert_eq!(s3.locator_of("a/b.zip"), "s3://reports/2026/q1/a/b.zip");
+        let sftp: SourceUrl = "sftp://deploy@files.example:2222/srv/docs".parse().unwrap();
+        assert_eq!(sftp.user.as_deref(), Some("deploy"));
+        assert_eq!(sftp.locator_root(), "sftp://files.example:2222/srv/docs");
+        let dav: SourceUrl = "webdavs://dav.example/team".parse().unwrap();
+        assert_eq!(dav.provider, Provider::Webdav { tls: true });
+        let bucket: SourceUrl = "s3://bucket".parse().unwrap();
+        assert_eq!(bucket.locator_of("x.pdf"), "s3://bucket/x.pdf");
+        for refused in [
+            "ftp://user:secret@host/x",
+            "http://host/x",
+            "s3://",
+            "s3://b/../etc",
+            "s3://b/x?versionId=1",
+            "sftp://host name/x",
+            "s3://user@bucket/x",
+        ] {
+            let e = refused.parse::<SourceUrl>().unwrap_err().to_string();
+            assert!(!e.contains("secret"), "{e}");
+        }
+        assert!(SourceUrl::looks_like_one("S3://b/x"));
+        assert!(!SourceUrl::looks_like_one("/data/s3://x"));
+        let long = format!("s3://b/{}", "x".repeat(3000));
+        assert!(long.parse::<SourceUrl>().is_err());
+    }
+}
