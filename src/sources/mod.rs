@@ -234,6 +234,9 @@ fn change_stamp(mtime_ns: u64, etag: Option<&str>) -> u64 {
     let Some(etag) = etag else {
         return mtime_ns;
     };
+    // Apache marks an ETag weak (`W/"…"`) while the file is less than a second old, then
+    // strong: the same validator either way.
+    let etag = etag.trim_start_matches("W/");
     let mut h = blake3::Hasher::new();
     h.update(&mtime_ns.to_le_bytes());
     h.update(etag.as_bytes());

@@ -1,5 +1,6 @@
 //! Remote sources against real servers on loopback: an S3 bucket served by moto's S3 server
-//! (`make deps` installs it into `.venv-servers/`; without it these tests say SKIPPED).
+//! (`make deps` installs it into `.venv-servers/`) and a WebDAV folder served by Apache with
+//! `mod_dav` (Debian `apache2`, installed by `make deps`); without one, its tests say SKIPPED.
 //! A source of 500 objects is synced, then 10 are changed, 5 deleted and 5 added: the second
 //! sync downloads exactly the 15 changed or new objects (counted in the server's access log),
 //! and the index equals a local ingest of the same tree; a sync killed mid-way converges on
@@ -15,106 +16,269 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// moto's S3 server on a loopback port, its access log in a file.
-struct S3Server {
+/// Which server a test syncs from.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    S3,
+    WebDav,
+}
+
+/// A storage server on a loopback port, its access log in a file: moto's S3 server, or
+/// Apache with `mod_dav` serving a folder of the sandbox.
+struct Server {
+    kind: Kind,
     child: Child,
     port: u16,
     log: PathBuf,
 }
 
-impl S3Server {
-    /// Start it, or `None` (after saying SKIPPED) when moto is not installed.
-    fn start(sb: &Sandbox) -> Option<S3Server> {
-        let local = repo_dir().join(".venv-servers/bin/moto_server");
-        let program = if local.exists() {
-            local
-        } else {
-            match which("moto_server") {
-                Some(p) => p,
-                None => {
+/// A free loopback port (bound, then let go for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    /// Start one, or `None` (after saying SKIPPED) when it is not installed.
+    fn start(kind: Kind, sb: &Sandbox) -> Option<Server> {
+        let port = free_port();
+        let server = match kind {
+            Kind::S3 => {
+                let local = repo_dir().join(".venv-servers/bin/moto_server");
+                let Some(program) = Some(local)
+                    .filter(|p| p.exists())
+                    .or_else(|| which("moto_server"))
+                else {
                     eprintln!("SKIPPED: moto_server not installed (make deps installs it)");
                     return None;
+                };
+                let log = sb.path("moto.log");
+                let child = Command::new(program)
+                    .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(std::fs::File::create(&log).unwrap())
+                    .spawn()
+                    .expect("start moto_server");
+                Server {
+                    kind,
+                    child,
+                    port,
+                    log,
+                }
+            }
+            Kind::WebDav => {
+                let Some(apache) = which("apache2") else {
+                    eprintln!("SKIPPED: apache2 not installed (make deps installs it)");
+                    return None;
+                };
+                let modules = PathBuf::from("/usr/lib/apache2/modules");
+                if !modules.join("mod_dav_fs.so").exists() {
+                    eprintln!("SKIPPED: Apache's mod_dav_fs is not installed");
+                    return None;
+                }
+                // Apache's workers run as www-data: its folders are theirs.
+                let Some((uid, gid)) = www_data() else {
+                    eprintln!("SKIPPED: no www-data user for Apache's workers");
+                    return None;
+                };
+                let root = sb.path("dav/root");
+                let run = sb.path("dav/run");
+                for d in [&root, &run] {
+                    std::fs::create_dir_all(d).unwrap();
+                }
+                for d in [
+                    sb.dir.path().to_path_buf(),
+                    sb.path("dav"),
+                    root.clone(),
+                    run.clone(),
+                ] {
+                    if let Err(e) = std::os::unix::fs::chown(&d, Some(uid), Some(gid)) {
+                        eprintln!("SKIPPED: cannot give Apache's workers their folders: {e}");
+                        return None;
+                    }
+                }
+                let log = run.join("access.log");
+                let conf = sb.path("dav/httpd.conf");
+                std::fs::write(
+                    &conf,
+                    format!(
+                        "ServerRoot /usr/lib/apache2\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\n\
+                         PidFile {run}/httpd.pid\nUser www-data\nGroup www-data\n\
+                         ErrorLog {run}/error.log\nLogFormat \"%r %>s\" plain\nCustomLog {log} plain\n\
+                         LoadModule mpm_event_module modules/mod_mpm_event.so\n\
+                         LoadModule authz_core_module modules/mod_authz_core.so\n\
+                         LoadModule dav_module modules/mod_dav.so\n\
+                         LoadModule dav_fs_module modules/mod_dav_fs.so\n\
+                         DavLockDB {run}/davlock\nDocumentRoot {root}\n\
+                         <Directory {root}>\n  Dav On\n  Require all granted\n</Directory>\n",
+                        run = run.display(),
+                        log = log.display(),
+                        root = root.display(),
+                    ),
+                )
+                .unwrap();
+                let child = Command::new(apache)
+                    .args(["-f", conf.to_str().unwrap(), "-DFOREGROUND"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start apache2");
+                Server {
+                    kind,
+                    child,
+                    port,
+                    log,
                 }
             }
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = sb.path("moto.log");
-        let child = Command::new(program)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start moto_server");
-        let server = S3Server { child, port, log };
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "moto did not start"
+                "the server did not start"
             );
             std::thread::sleep(Duration::from_millis(100));
+        }
+        if kind == Kind::S3 {
+            server.request("PUT", BUCKET, b"");
         }
         Some(server)
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}/{path}", self.port)
+    /// The source URL of the folder `docs` on this server.
+    fn source(&self) -> String {
+        match self.kind {
+            Kind::S3 => format!("s3://{BUCKET}/docs"),
+            Kind::WebDav => format!("webdav://127.0.0.1:{}/docs", self.port),
+        }
+    }
+
+    /// The path of `key` (`docs/…`) in requests.
+    fn path(&self, key: &str) -> String {
+        match self.kind {
+            Kind::S3 => format!("{BUCKET}/{key}"),
+            Kind::WebDav => key.to_string(),
+        }
     }
 
     /// moto checks no signatures, but an unsigned request is anonymous (refused to
     /// overwrite or delete an object): a request names its key id in the header.
     const AUTHORIZATION: &str = "AWS4-HMAC-SHA256 Credential=test-key-id/20260301/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0";
 
-    fn put(&self, path: &str, body: &[u8]) {
-        let r = ureq::put(&self.url(path))
+    fn request(&self, method: &str, path: &str, body: &[u8]) {
+        let url = format!("http://127.0.0.1:{}/{path}", self.port);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .allow_non_standard_methods(true)
+            .build()
+            .into();
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
             .header("Authorization", Self::AUTHORIZATION)
-            .send(body)
-            .expect("PUT");
-        assert!(r.status().is_success(), "PUT {path}: {}", r.status());
+            .body(body.to_vec())
+            .unwrap();
+        let r = agent.run(request).expect("request");
+        assert!(r.status().is_success(), "{method} {path}: {}", r.status());
     }
 
-    fn delete(&self, path: &str) {
-        let r = ureq::delete(&self.url(path))
-            .header("Authorization", Self::AUTHORIZATION)
-            .call()
-            .expect("DELETE");
-        assert!(r.status().is_success(), "DELETE {path}: {}", r.status());
+    fn put(&self, key: &str, body: &[u8]) {
+        if self.kind == Kind::WebDav {
+            // Each folder first (MKCOL answers 405 for one that exists).
+            let mut folder = String::new();
+            for part in key
+                .split('/')
+                .rev()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                folder.push_str(part);
+                folder.push('/');
+                let url = format!("http://127.0.0.1:{}/{folder}", self.port);
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .allow_non_standard_methods(true)
+                    .build()
+                    .into();
+                let mkcol = ureq::http::Request::builder()
+                    .method("MKCOL")
+                    .uri(&url)
+                    .body(Vec::new())
+                    .unwrap();
+                agent.run(mkcol).expect("MKCOL");
+            }
+        }
+        self.request("PUT", &self.path(key), body);
     }
 
-    /// Object downloads logged so far: `GET /bucket/key` requests (not listings).
-    fn downloads(&self, bucket: &str) -> Vec<String> {
+    fn delete(&self, key: &str) {
+        self.request("DELETE", &self.path(key), b"");
+    }
+
+    /// Object downloads logged so far: `GET` requests of objects (not listings).
+    fn downloads(&self) -> Vec<String> {
         let mut text = String::new();
         std::fs::File::open(&self.log)
             .unwrap()
             .read_to_string(&mut text)
             .unwrap();
-        let prefix = format!("\"GET /{bucket}/");
         text.lines()
             .filter_map(|l| {
-                let at = l.find(&prefix)?;
-                let rest = l.get(at + 5..)?;
-                let path = rest.split_whitespace().next()?;
-                (!path.contains('?')).then(|| path.to_string())
+                let at = l.find("GET /")?;
+                let path = l.get(at + 4..)?.split_whitespace().next()?;
+                (!path.contains('?') && !path.ends_with('/')).then(|| path.to_string())
             })
             .collect()
     }
+
+    /// The environment `ingest` reads the server's credentials from.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match self.kind {
+            Kind::S3 => vec![
+                (
+                    "AWS_ENDPOINT_URL",
+                    format!("http://127.0.0.1:{}", self.port),
+                ),
+                ("AWS_ACCESS_KEY_ID", "test-key-id".into()),
+                ("AWS_SECRET_ACCESS_KEY", SECRET.into()),
+                ("AWS_REGION", "us-east-1".into()),
+            ],
+            Kind::WebDav => vec![
+                ("INGEST_WEBDAV_USER", "crew".into()),
+                ("INGEST_WEBDAV_PASSWORD", SECRET.into()),
+            ],
+        }
+    }
 }
 
-impl Drop for S3Server {
+impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+/// The secret every test gives: never in a ledger line or the log.
+const SECRET: &str = "test-secret-never-shown";
+
+/// The uid and gid of `www-data`.
+fn www_data() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let line = passwd.lines().find(|l| l.starts_with("www-data:"))?;
+    let mut f = line.split(':').skip(2);
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
         .to_str()?
         .split(':')
+        .chain(["/usr/sbin", "/usr/bin"])
         .map(|d| PathBuf::from(d).join(program))
         .find(|p| p.exists())
 }
@@ -135,36 +299,33 @@ fn tree(version_of: impl Fn(u64) -> u64) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// `ingest` against the server, with the S3 credentials in the environment.
+/// `ingest --json SOURCE` with the server's credentials in the environment: the lines, the
+/// summary (null when killed) and the exit code. The secret appears in no line and no log.
 fn ingest_remote(
     sb: &Sandbox,
-    server: &S3Server,
-    source: &str,
+    server: &Server,
     extra_env: &[(&str, &str)],
 ) -> (Vec<Value>, Value, Option<i32>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ingest"));
-    cmd.args(["--json", source, "--data-dir"])
+    cmd.args(["--json", &server.source(), "--data-dir"])
         .arg(sb.data_dir())
-        .env(
-            "AWS_ENDPOINT_URL",
-            format!("http://127.0.0.1:{}", server.port),
-        )
-        .env("AWS_ACCESS_KEY_ID", "test-key-id")
-        .env("AWS_SECRET_ACCESS_KEY", "test-secret-never-shown")
-        .env("AWS_REGION", "us-east-1");
+        .env("RUST_LOG", "debug");
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("test-secret-never-shown"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "the log shows the secret");
     let mut lines = json_lines(&out);
     let summary = match lines.last() {
         Some(l) if l.get("summary").is_some() => lines.pop().unwrap()["summary"].clone(),
         _ => Value::Null,
     };
     for l in &lines {
-        assert!(!l.to_string().contains("test-secret"), "{l}");
+        assert!(!l.to_string().contains(SECRET), "{l}");
     }
     (lines, summary, out.status.code())
 }
@@ -189,19 +350,19 @@ fn indexed_files(sb: &Sandbox, root: &str) -> BTreeMap<String, (String, Value, V
         .collect()
 }
 
-#[test]
-fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
+/// 500 objects synced; 10 changed, 5 deleted, 5 added; synced again: exactly 15 downloads
+/// at the server, 5 removed, and the index equal to a local ingest of the same tree.
+fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     let sb = Sandbox::new();
-    let Some(server) = S3Server::start(&sb) else {
+    let Some(server) = Server::start(kind, &sb) else {
         return;
     };
-    server.put(BUCKET, b"");
     let first = tree(|_| 1);
     for (key, body) in &first {
-        server.put(&format!("{BUCKET}/{key}"), body);
+        server.put(key, body);
     }
-    let source = format!("s3://{BUCKET}/docs");
-    let (lines, summary, code) = ingest_remote(&sb, &server, &source, &[]);
+    let source = server.source();
+    let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
     assert_eq!(code, Some(0), "{summary}");
     assert_eq!(summary["failed"], 0, "{summary}");
     let top: Vec<&Value> = lines
@@ -209,35 +370,37 @@ fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
         .filter(|l| !l["locator"].as_str().unwrap().contains("!/"))
         .collect();
     assert_eq!(top.len() as u64, OBJECTS, "one line per object");
-    assert!(lines.iter().any(|l| l["locator"]
-        == format!("{source}/archive/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md")));
-    assert_eq!(server.downloads(BUCKET).len() as u64, OBJECTS);
+    let member = format!("{source}/archive/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md");
+    assert!(
+        lines.iter().any(|l| l["locator"] == member.as_str()),
+        "{member}"
+    );
+    assert_eq!(server.downloads().len() as u64, OBJECTS);
 
     // 10 changed, 5 deleted, 5 added.
     let changed: Vec<u64> = (0..10).map(|i| i * 37 % 499).collect();
     let deleted: Vec<u64> = (0..5).map(|i| 400 + i * 11).collect();
     let second = tree(|i| if changed.contains(&i) { 2 } else { 1 });
-    for i in &changed {
-        let key = format!("docs/part-{}/{i:03}.txt", i % 7);
-        server.put(&format!("{BUCKET}/{key}"), &second[&key]);
+    let key_of = |i: u64| format!("docs/part-{}/{i:03}.txt", i % 7);
+    for &i in &changed {
+        server.put(&key_of(i), &second[&key_of(i)]);
     }
     let mut expected = second.clone();
-    for i in &deleted {
-        let key = format!("docs/part-{}/{i:03}.txt", i % 7);
-        server.delete(&format!("{BUCKET}/{key}"));
-        expected.remove(&key);
+    for &i in &deleted {
+        server.delete(&key_of(i));
+        expected.remove(&key_of(i));
     }
     for n in 0..5u64 {
         let key = format!("docs/added/new-{n}.txt");
         let mut rng = Lcg(1000 + n);
         let body = document(1000 + n, 1, &mut rng).1.into_bytes();
-        server.put(&format!("{BUCKET}/{key}"), &body);
+        server.put(&key, &body);
         expected.insert(key, body);
     }
-    let before = server.downloads(BUCKET).len();
-    let (lines, summary, code) = ingest_remote(&sb, &server, &source, &[]);
+    let before = server.downloads().len();
+    let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
     assert_eq!(code, Some(0), "{summary}");
-    let downloaded = server.downloads(BUCKET);
+    let downloaded = server.downloads();
     assert_eq!(
         downloaded.len() - before,
         15,
@@ -246,18 +409,16 @@ fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
     );
     assert_eq!(summary["removed"], 5, "{summary}");
     let status_of = |key: &str| {
+        let at = format!("{source}/{}", key.trim_start_matches("docs/"));
         lines
             .iter()
-            .find(|l| l["locator"] == format!("{}/{}", source, key.trim_start_matches("docs/")))
+            .find(|l| l["locator"] == at.as_str())
             .map(|l| l["status"].as_str().unwrap().to_string())
     };
-    assert_eq!(status_of("docs/part-0/000.txt").as_deref(), Some("indexed"));
-    assert_eq!(
-        status_of("docs/part-1/001.txt").as_deref(),
-        Some("unchanged")
-    );
+    assert_eq!(status_of(&key_of(0)).as_deref(), Some("indexed"));
+    assert_eq!(status_of(&key_of(1)).as_deref(), Some("unchanged"));
 
-    // The same tree ingested from a local folder gives the same files, hashes and chunks.
+    // The same tree ingested from a local folder gives the same files, chunks and sizes.
     let local = Sandbox::new();
     for (key, body) in &expected {
         local.write(key, body);
@@ -274,26 +435,23 @@ fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
     assert_eq!(remote_files, local_files);
 }
 
-#[test]
-fn an_s3_sync_killed_while_downloading_converges_on_the_next() {
+/// A sync killed (SIGKILL) at its 25th download converges on the next; a third downloads
+/// nothing.
+fn a_killed_sync_converges_on_the_next(kind: Kind) {
     let sb = Sandbox::new();
-    let Some(server) = S3Server::start(&sb) else {
+    let Some(server) = Server::start(kind, &sb) else {
         return;
     };
-    server.put(BUCKET, b"");
-    let files = tree(|_| 1);
-    for (key, body) in files.iter().take(40) {
-        server.put(&format!("{BUCKET}/{key}"), body);
+    for (key, body) in tree(|_| 1).iter().take(40) {
+        server.put(key, body);
     }
-    let source = format!("s3://{BUCKET}/docs");
     let (_, _, code) = ingest_remote(
         &sb,
         &server,
-        &source,
         &[("INGEST_FAILPOINTS", "sources.download=25")],
     );
     assert_eq!(code, None, "killed by the failpoint");
-    let (lines, summary, code) = ingest_remote(&sb, &server, &source, &[]);
+    let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
     assert_eq!(code, Some(0), "{summary}");
     assert_eq!(summary["failed"], 0, "{summary}");
     let top = lines
@@ -301,10 +459,53 @@ fn an_s3_sync_killed_while_downloading_converges_on_the_next() {
         .filter(|l| !l["locator"].as_str().unwrap().contains("!/"))
         .count();
     assert_eq!(top, 40, "{lines:#?}");
-    // A third sync finds nothing to download.
-    let before = server.downloads(BUCKET).len();
-    let (_, summary, _) = ingest_remote(&sb, &server, &source, &[]);
-    assert_eq!(server.downloads(BUCKET).len(), before, "{summary}");
+    let before = server.downloads().len();
+    let (_, summary, _) = ingest_remote(&sb, &server, &[]);
+    assert_eq!(server.downloads().len(), before, "{summary}");
     assert_eq!(summary["indexed"], 0, "{summary}");
     assert_eq!(summary["unchanged"], summary["files"], "{summary}");
+}
+
+#[test]
+fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
+    syncs_only_what_changed_and_equals_a_local_ingest(Kind::S3);
+}
+
+#[test]
+fn a_webdav_source_syncs_only_what_changed_and_equals_a_local_ingest() {
+    syncs_only_what_changed_and_equals_a_local_ingest(Kind::WebDav);
+}
+
+#[test]
+fn an_s3_sync_killed_while_downloading_converges_on_the_next() {
+    a_killed_sync_converges_on_the_next(Kind::S3);
+}
+
+#[test]
+fn a_webdav_sync_killed_while_downloading_converges_on_the_next() {
+    a_killed_sync_converges_on_the_next(Kind::WebDav);
+}
+
+#[test]
+fn a_source_url_with_a_password_is_refused_and_an_empty_source_says_so() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["--json", "ftp://crew:hunter2@127.0.0.1/docs"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("never given in a URL") && !stderr.contains("hunter2"),
+        "{stderr}"
+    );
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    let (lines, _, code) = ingest_remote(&sb, &server, &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        lines[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("nothing at this source"),
+        "{lines:?}"
+    );
 }

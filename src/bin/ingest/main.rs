@@ -21,6 +21,16 @@ mod settings;
 
 use cli::{Cli, Command};
 
+/// Log targets that print secrets below info level (reqsign's credential providers print
+/// their keys at debug).
+const SECRET_LOGGING_TARGETS: [&str; 5] = [
+    "reqsign",
+    "reqsign_core",
+    "reqsign_aws_core",
+    "reqsign_aws_v4",
+    "opendal_service_s3",
+];
+
 fn main() -> ExitCode {
     // A worker process started by the pipeline to parse documents in isolation.
     ingest::run_worker_if_requested();
@@ -49,8 +59,15 @@ fn main() -> ExitCode {
         1 => "info,qdrant_edge=warn",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    // Whatever RUST_LOG asks: the request signers of remote sources print their credentials
+    // (secret keys included) at debug level, so they never log below info.
+    for quiet in SECRET_LOGGING_TARGETS {
+        if let Ok(directive) = format!("{quiet}=info").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
