@@ -21,15 +21,19 @@ use crate::util::*;
 enum Kind {
     S3,
     WebDav,
+    Sftp,
 }
 
-/// A storage server on a loopback port, its access log in a file: moto's S3 server, or
-/// Apache with `mod_dav` serving a folder of the sandbox.
+/// A storage server on a loopback port, its access log in a file: moto's S3 server, Apache
+/// with `mod_dav` or OpenSSH's `sshd` (its SFTP server logging each request) serving a
+/// folder of the sandbox.
 struct Server {
     kind: Kind,
     child: Child,
     port: u16,
     log: PathBuf,
+    /// The folder served (WebDAV, SFTP), where `docs/` is.
+    folder: PathBuf,
 }
 
 /// A free loopback port (bound, then let go for the server to take).
@@ -67,6 +71,75 @@ impl Server {
                     child,
                     port,
                     log,
+                    folder: PathBuf::new(),
+                }
+            }
+            Kind::Sftp => {
+                let sshd = PathBuf::from("/usr/sbin/sshd");
+                let sftp_server = PathBuf::from("/usr/lib/openssh/sftp-server");
+                if !sshd.exists() || !sftp_server.exists() || which("ssh-keygen").is_none() {
+                    eprintln!("SKIPPED: OpenSSH's sshd is not installed (make deps installs it)");
+                    return None;
+                }
+                if !is_root() {
+                    eprintln!("SKIPPED: sshd runs here as root only");
+                    return None;
+                }
+                let dir = sb.path("sftp");
+                let folder = dir.join("root");
+                std::fs::create_dir_all(&folder).unwrap();
+                std::fs::create_dir_all("/run/sshd").unwrap();
+                for key in ["host", "user"] {
+                    let out = Command::new("ssh-keygen")
+                        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                        .arg(dir.join(key))
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{out:?}");
+                }
+                std::fs::copy(dir.join("user.pub"), dir.join("authorized")).unwrap();
+                // The SFTP server, logging every request (`open … flags READ` is a download).
+                let log = dir.join("sftp.log");
+                let logged = dir.join("sftp-logged");
+                std::fs::write(
+                    &logged,
+                    format!(
+                        "#!/bin/sh\nexec {} -e -l INFO 2>>{}\n",
+                        sftp_server.display(),
+                        log.display()
+                    ),
+                )
+                .unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&logged, std::fs::Permissions::from_mode(0o755)).unwrap();
+                std::fs::write(&log, b"").unwrap();
+                let conf = dir.join("sshd.conf");
+                std::fs::write(
+                    &conf,
+                    format!(
+                        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\n\
+                         AuthorizedKeysFile {d}/authorized\nPermitRootLogin prohibit-password\n\
+                         PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                         StrictModes no\nPidFile {d}/sshd.pid\nSubsystem sftp {d}/sftp-logged\n",
+                        d = dir.display()
+                    ),
+                )
+                .unwrap();
+                let child = Command::new(sshd)
+                    .args(["-D", "-E"])
+                    .arg(dir.join("sshd.log"))
+                    .arg("-f")
+                    .arg(&conf)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start sshd");
+                Server {
+                    kind,
+                    child,
+                    port,
+                    log,
+                    folder,
                 }
             }
             Kind::WebDav => {
@@ -131,6 +204,7 @@ impl Server {
                     child,
                     port,
                     log,
+                    folder: root,
                 }
             }
         };
@@ -153,14 +227,24 @@ impl Server {
         match self.kind {
             Kind::S3 => format!("s3://{BUCKET}/docs"),
             Kind::WebDav => format!("webdav://127.0.0.1:{}/docs", self.port),
+            Kind::Sftp => format!(
+                "sftp://root@127.0.0.1:{}{}/docs",
+                self.port,
+                self.folder.display()
+            ),
         }
+    }
+
+    /// The locator root `source()` gives (no user in it).
+    fn locator_root(&self) -> String {
+        self.source().replacen("root@", "", 1)
     }
 
     /// The path of `key` (`docs/…`) in requests.
     fn path(&self, key: &str) -> String {
         match self.kind {
             Kind::S3 => format!("{BUCKET}/{key}"),
-            Kind::WebDav => key.to_string(),
+            Kind::WebDav | Kind::Sftp => key.to_string(),
         }
     }
 
@@ -186,6 +270,12 @@ impl Server {
     }
 
     fn put(&self, key: &str, body: &[u8]) {
+        if self.kind == Kind::Sftp {
+            let path = self.folder.join(key);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
+            return;
+        }
         if self.kind == Kind::WebDav {
             // Each folder first (MKCOL answers 405 for one that exists).
             let mut folder = String::new();
@@ -217,7 +307,10 @@ impl Server {
     }
 
     fn delete(&self, key: &str) {
-        self.request("DELETE", &self.path(key), b"");
+        match self.kind {
+            Kind::Sftp => std::fs::remove_file(self.folder.join(key)).unwrap(),
+            _ => self.request("DELETE", &self.path(key), b""),
+        }
     }
 
     /// Object downloads logged so far: `GET` requests of objects (not listings).
@@ -227,6 +320,13 @@ impl Server {
             .unwrap()
             .read_to_string(&mut text)
             .unwrap();
+        if self.kind == Kind::Sftp {
+            return text
+                .lines()
+                .filter(|l| l.starts_with("open ") && l.contains(" flags READ"))
+                .map(str::to_string)
+                .collect();
+        }
         text.lines()
             .filter_map(|l| {
                 let at = l.find("GET /")?;
@@ -252,6 +352,18 @@ impl Server {
                 ("INGEST_WEBDAV_USER", "crew".into()),
                 ("INGEST_WEBDAV_PASSWORD", SECRET.into()),
             ],
+            Kind::Sftp => vec![
+                (
+                    "INGEST_SFTP_KEY",
+                    self.folder
+                        .parent()
+                        .unwrap()
+                        .join("user")
+                        .display()
+                        .to_string(),
+                ),
+                ("INGEST_SFTP_KNOWN_HOSTS", "accept".into()),
+            ],
         }
     }
 }
@@ -265,6 +377,16 @@ impl Drop for Server {
 
 /// The secret every test gives: never in a ledger line or the log.
 const SECRET: &str = "test-secret-never-shown";
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(1).map(|uid| uid == "0")
+        })
+        .unwrap_or(false)
+}
 
 /// The uid and gid of `www-data`.
 fn www_data() -> Option<(u32, u32)> {
@@ -361,7 +483,7 @@ fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     for (key, body) in &first {
         server.put(key, body);
     }
-    let source = server.source();
+    let source = server.locator_root();
     let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
     assert_eq!(code, Some(0), "{summary}");
     assert_eq!(summary["failed"], 0, "{summary}");
@@ -474,6 +596,16 @@ fn an_s3_source_syncs_only_what_changed_and_equals_a_local_ingest() {
 #[test]
 fn a_webdav_source_syncs_only_what_changed_and_equals_a_local_ingest() {
     syncs_only_what_changed_and_equals_a_local_ingest(Kind::WebDav);
+}
+
+#[test]
+fn an_sftp_source_syncs_only_what_changed_and_equals_a_local_ingest() {
+    syncs_only_what_changed_and_equals_a_local_ingest(Kind::Sftp);
+}
+
+#[test]
+fn an_sftp_sync_killed_while_downloading_converges_on_the_next() {
+    a_killed_sync_converges_on_the_next(Kind::Sftp);
 }
 
 #[test]
