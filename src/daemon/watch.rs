@@ -41,6 +41,11 @@ pub struct WatchConfig {
     pub max_delay: Duration,
     /// Full rescan interval (a safety net behind notifications).
     pub rescan: Duration,
+    /// Remote sources to keep indexed (S3, SFTP, FTP, WebDAV): synced at the start, then
+    /// every `poll` (they send no notifications).
+    pub sources: Vec<crate::sources::SourceUrl>,
+    /// How often the remote sources are synced.
+    pub poll: Duration,
 }
 
 impl WatchConfig {
@@ -52,6 +57,8 @@ impl WatchConfig {
             debounce: Duration::from_millis(300),
             max_delay: Duration::from_secs(3),
             rescan: Duration::from_secs(600),
+            sources: Vec::new(),
+            poll: Duration::from_secs(300),
         }
     }
 }
@@ -66,6 +73,8 @@ pub enum SyncCause {
     Changes,
     /// The periodic full rescan.
     Rescan,
+    /// The periodic sync of the remote sources.
+    Poll,
     /// A full sync after one that failed.
     Retry,
 }
@@ -109,7 +118,7 @@ pub fn watch(
     on_file: &(dyn Fn(&FileReport) + Sync),
     on_sync: &mut dyn FnMut(SyncCause, &IngestReport),
 ) -> Result<()> {
-    if config.roots.is_empty() {
+    if config.roots.is_empty() && config.sources.is_empty() {
         return Err(Error::Config("nothing to watch".into()));
     }
     let roots: Vec<PathBuf> = config
@@ -130,9 +139,15 @@ pub fn watch(
             .map_err(|e| Error::Daemon(format!("watching {}: {e}", root.display())))?;
     }
     // Notifications are on before the first sync, so nothing slips between the two.
-    let sync = |paths: &[PathBuf]| {
+    // A full sync (start, rescan, retry) takes the remote sources too; changes only paths.
+    let sync = |paths: &[PathBuf], sources: &[crate::sources::SourceUrl]| {
         crate::failpoint::check("sync.start")?;
-        let inputs = paths.iter().cloned().map(Input::Path).collect();
+        let inputs = paths
+            .iter()
+            .cloned()
+            .map(Input::Path)
+            .chain(sources.iter().cloned().map(Input::Remote))
+            .collect();
         ingestor.ingest_until(inputs, &config.scope, on_file, stop)
     };
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
@@ -140,11 +155,17 @@ pub fn watch(
     // retry syncs every folder).
     let mut retry_at: Option<Instant> = None;
     let mut run = |cause: SyncCause, paths: &[PathBuf], retry_at: &mut Option<Instant>| {
+        let sources: &[crate::sources::SourceUrl] = match cause {
+            SyncCause::Start | SyncCause::Rescan | SyncCause::Retry | SyncCause::Poll => {
+                &config.sources
+            }
+            SyncCause::Changes => &[],
+        };
         let result = if cause == SyncCause::Retry {
             // A failed run leaves store and catalog as a crash would: reconcile them first.
-            ingestor.repair().and_then(|_| sync(paths))
+            ingestor.repair().and_then(|_| sync(paths, sources))
         } else {
-            sync(paths)
+            sync(paths, sources)
         };
         match result {
             Ok(report) => {
@@ -169,6 +190,7 @@ pub fn watch(
     let mut first_change: Option<Instant> = None;
     let mut last_change = Instant::now();
     let mut last_rescan = Instant::now();
+    let mut last_poll = Instant::now();
     let mut rescan_now = false;
     while !stop.load(Ordering::SeqCst) {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -212,7 +234,13 @@ pub fn watch(
             pending.clear();
             first_change = None;
             last_rescan = Instant::now();
+            last_poll = Instant::now();
             run(SyncCause::Rescan, &roots, &mut retry_at);
+            continue;
+        }
+        if !config.sources.is_empty() && last_poll.elapsed() >= config.poll {
+            last_poll = Instant::now();
+            run(SyncCause::Poll, &[], &mut retry_at);
             continue;
         }
         let due = first_change.is_some_and(|first| {

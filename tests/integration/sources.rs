@@ -641,3 +641,63 @@ fn a_source_url_with_a_password_is_refused_and_an_empty_source_says_so() {
         "{lines:?}"
     );
 }
+
+/// `ingest watch` with a remote source: synced at the start, then polled; an object added
+/// appears in the index and one deleted leaves it, with no notification from the server.
+#[test]
+fn a_watched_s3_source_is_polled() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    for (key, body) in tree(|_| 1).iter().skip(1).take(5) {
+        server.put(key, body);
+    }
+    let source = server.source();
+    let env: Vec<(&str, String)> = server.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let daemon = Daemon::start_with(&sb, &[], &[&source, "--poll-secs", "1"], &env);
+    let files = || {
+        let out = sb.run(&["files", "--json"]);
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| f["locator"].as_str().map(str::to_string))
+            .collect::<Vec<String>>()
+    };
+    let holds = |key: &str| {
+        let at = format!(
+            "{}/{}",
+            server.locator_root(),
+            key.trim_start_matches("docs/")
+        );
+        files().contains(&at)
+    };
+    let limit = Duration::from_secs(120);
+    assert!(
+        wait_for(limit, || files().len() == 5).is_some(),
+        "{:?}",
+        files()
+    );
+    let mut rng = Lcg(77);
+    server.put(
+        "docs/late/arrival.txt",
+        document(77, 1, &mut rng).1.as_bytes(),
+    );
+    assert!(
+        wait_for(limit, || holds("docs/late/arrival.txt")).is_some(),
+        "{:?}",
+        files()
+    );
+    let first = tree(|_| 1).keys().nth(1).unwrap().clone();
+    server.delete(&first);
+    assert!(
+        wait_for(limit, || !holds(&first)).is_some(),
+        "{:?}",
+        files()
+    );
+    let status = daemon.stop();
+    assert!(status.success(), "{status:?}");
+    let log = std::fs::read_to_string(sb.path("daemon.err")).unwrap();
+    assert!(!log.contains(SECRET), "the daemon's log shows the secret");
+}

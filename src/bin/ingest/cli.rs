@@ -335,7 +335,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: PathBuf,
     /// Also keep these folders (or files) indexed, as `ingest watch` does, in the scope of
-    /// --user/--feature-instance/--mandate (repeat for several).
+    /// --user/--feature-instance/--mandate (repeat for several); a remote source's URL is
+    /// synced every 300 s.
     #[arg(long, value_name = "FOLDER")]
     pub(crate) watch: Vec<PathBuf>,
     #[command(flatten)]
@@ -344,7 +345,8 @@ pub(crate) struct ServeArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct WatchArgs {
-    /// Folders (or files) to keep indexed.
+    /// Folders (or files) to keep indexed, and remote sources (s3://bucket/prefix,
+    /// sftp://host/path, ftp://…, webdav://…) synced every --poll-secs.
     #[arg(required = true)]
     pub(crate) folders: Vec<PathBuf>,
     /// Mark ingested content as shared within the mandate.
@@ -356,6 +358,9 @@ pub(crate) struct WatchArgs {
     /// Full rescan interval, in seconds (a safety net behind file notifications).
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub(crate) rescan_secs: u64,
+    /// How often remote sources are synced, in seconds (they send no notifications).
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub(crate) poll_secs: u64,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
 }

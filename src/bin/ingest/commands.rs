@@ -468,7 +468,7 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     let workflow = config.workflow.clone().unwrap_or_default();
     let (socket, ingestor) =
         hold_data_dir(common, &args.extract, &|c| workflow.apply(&mut c.workflow))?;
-    let roots = canonical_roots(&args.watch)?;
+    let (roots, sources) = watched(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
         "started_at": now_secs(),
@@ -485,8 +485,9 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     // The folders are synced on their own thread; it stops after the HTTP server.
     let stop_watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watch_scope = scope(common, false)?;
-    let watcher = (!roots.is_empty()).then(|| {
-        let config = WatchConfig::new(roots, watch_scope);
+    let watcher = (!roots.is_empty() || !sources.is_empty()).then(|| {
+        let mut config = WatchConfig::new(roots, watch_scope);
+        config.sources = sources;
         let (ingestor, stop) = (Arc::clone(&ingestor), Arc::clone(&stop_watching));
         std::thread::spawn(move || {
             let mut on_sync = record_sync(&state);
@@ -528,12 +529,21 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// The folders (or files) to watch, as absolute paths.
-fn canonical_roots(folders: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    folders
-        .iter()
-        .map(|f| std::fs::canonicalize(f).with_context(|| format!("watching {}", f.display())))
-        .collect()
+/// What to keep indexed: the folders (or files) to watch, as absolute paths, and the remote
+/// sources to poll.
+fn watched(folders: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, Vec<ingest::SourceUrl>)> {
+    let mut roots = Vec::new();
+    let mut sources = Vec::new();
+    for input in inputs_of(folders)? {
+        match input {
+            Input::Remote(url) => sources.push(url),
+            Input::Path(f) => roots.push(
+                std::fs::canonicalize(&f).with_context(|| format!("watching {}", f.display()))?,
+            ),
+            _ => {}
+        }
+    }
+    Ok((roots, sources))
 }
 
 /// What a daemon does after each sync: log it and put it into the status it answers with.
@@ -569,11 +579,13 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
     let (listener, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
-    let roots = canonical_roots(&args.folders)?;
+    let (roots, sources) = watched(&args.folders)?;
+    let remote: Vec<String> = sources.iter().map(ToString::to_string).collect();
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
         "started_at": now_secs(),
         "watching": roots,
+        "sources": remote,
         "syncs": 0,
         "last_sync": null,
     })));
@@ -585,7 +597,9 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     let mut config = WatchConfig::new(roots.clone(), scope(common, args.shared)?);
     config.debounce = std::time::Duration::from_millis(args.debounce_ms);
     config.rescan = std::time::Duration::from_secs(args.rescan_secs.max(1));
-    tracing::info!(folders = ?roots, data_dir = %common.data_dir.display(), "watching");
+    config.poll = std::time::Duration::from_secs(args.poll_secs.max(1));
+    config.sources = sources;
+    tracing::info!(folders = ?roots, sources = ?remote, data_dir = %common.data_dir.display(), "watching");
     let json = common.json;
     let paint = output::Paint::stdout(common.color);
     let observer = |r: &FileReport| {
