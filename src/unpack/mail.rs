@@ -18,7 +18,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Cursor, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use extractors::{Detected, FileKind, Locator, TextKind};
@@ -275,8 +275,7 @@ impl Unpacker<'_> {
             in_reply_to: message.in_reply_to().as_text().and_then(bounded),
             thread: message.thread_name().and_then(bounded),
         };
-        let mut members = Vec::new();
-        for (i, part) in message.attachments().enumerate() {
+        let name_of = |(i, part): (usize, &mail_parser::MessagePart<'_>)| {
             let mime = part
                 .content_type()
                 .map(|ct| (ct.ctype(), ct.subtype().unwrap_or("")));
@@ -288,11 +287,17 @@ impl Unpacker<'_> {
                     Some(format!("{}.eml", name_part(nested.subject()?)))
                 })
                 .filter(|n| n != ".eml");
-            members.push(MailMember {
-                name: attachment_name(given.as_deref(), i + 1, mime),
+            attachment_name(given.as_deref(), i + 1, mime)
+        };
+        let names: Vec<String> = message.attachments().enumerate().map(name_of).collect();
+        // One attachment's bytes copied at a time, as it is reported.
+        let members = message
+            .attachments()
+            .zip(names.clone())
+            .map(|(part, name)| MailMember {
+                name,
                 body: MemberBody::Bytes(part.contents().to_vec()),
             });
-        }
         let mut body = String::new();
         for i in 0..message.text_body_count() {
             if let Some(text) = message.body_text(i) {
@@ -302,11 +307,10 @@ impl Unpacker<'_> {
                 body.push_str(&text);
             }
         }
-        drop(message);
-        drop(raw);
         self.mail_members(
             head,
             body,
+            names,
             members,
             locator,
             ancestors,
@@ -326,14 +330,14 @@ impl Unpacker<'_> {
         &self,
         head: MailHead,
         body: String,
-        attachments: Vec<MailMember>,
+        names: Vec<String>,
+        attachments: impl Iterator<Item = MailMember>,
         locator: &Locator,
         ancestors: &mut Ancestors,
         sink: &mut dyn FnMut(Leaf),
         embedded: &mut EmbeddedWalk<'_>,
     ) -> MailWalked {
-        let names: Vec<String> = attachments.iter().map(|m| m.name.clone()).collect();
-        let summary = head.summary(attachments.len());
+        let summary = head.summary(names.len());
         let text = MailMember {
             name: MESSAGE_TEXT.to_string(),
             body: MemberBody::Bytes(head.text(&names, &body)),
@@ -364,7 +368,7 @@ impl Unpacker<'_> {
             }
             match member.body {
                 // Our own rendering is plain text, whatever its header lines look like.
-                MemberBody::Bytes(b) if count == 1 => match self.read_member(&mut Cursor::new(b)) {
+                MemberBody::Bytes(b) if count == 1 => match self.charge(b) {
                     Ok(bytes) => sink(Leaf::File {
                         locator: at,
                         bytes,
@@ -376,7 +380,7 @@ impl Unpacker<'_> {
                     Err(reason) => self.member_done(at, Err(reason), ancestors, sink),
                 },
                 MemberBody::Bytes(b) => {
-                    let read = self.read_member(&mut Cursor::new(b));
+                    let read = self.charge(b);
                     self.member_done(at, read, ancestors, sink);
                 }
                 MemberBody::Refused(reason) => self.member_done(at, Err(reason), ancestors, sink),
@@ -422,7 +426,7 @@ impl Unpacker<'_> {
                         });
                         continue;
                     }
-                    let read = self.read_member(&mut Cursor::new(bytes));
+                    let read = self.charge(bytes);
                     self.member_done(at, read, ancestors, sink);
                 }
                 Err((name, reason)) => sink(Leaf::Skipped {

@@ -427,6 +427,18 @@ impl<'a> Unpacker<'a> {
         Ok(out)
     }
 
+    /// Charge bytes already in memory (a mail's decoded part) to the budget, as
+    /// [`Unpacker::read_member`] charges what it reads, without copying them.
+    fn charge(&self, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+        self.budget
+            .take_bytes(bytes.len() as u64)
+            .map_err(|l| format!("limit: {}", l.name()))?;
+        if bytes.len() as u64 > self.limits.max_file_bytes {
+            return Err(format!("limit: {}", Limit::FileSize.name()));
+        }
+        Ok(bytes)
+    }
+
     /// Report a member read result: recurse into its bytes, or skip/fail it.
     fn member_done(
         &self,

@@ -142,10 +142,12 @@ impl Unpacker<'_> {
                             sink: &mut dyn FnMut(Leaf)| {
             self.embedded_msg(cf, path, member, parent_hash, ancestors, sink)
         };
+        let names = attachments.iter().map(|m| m.name.clone()).collect();
         self.mail_members(
             head,
             body,
-            attachments,
+            names,
+            attachments.into_iter(),
             locator,
             ancestors,
             sink,
