@@ -14,7 +14,7 @@
 //!   run-in-progress               set while a run writes: the next start repairs
 //!   partial/                      vectors of contents being embedded (resume)
 //!   uploads/jobs|spool|kept/      the upload queue's records, bodies, kept archives
-//!   sources/spool/                objects of remote sources being read (sources/mod.rs)
+//!   sources/spool/<pid>-<n>/      objects of remote sources being read, per sync (sources/mod.rs)
 //!   workflows.sqlite, workflows/  workflow records, their legacy folders
 //!   daemon.sock                   `ingest watch`'s socket
 //! ```

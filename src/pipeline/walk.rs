@@ -370,11 +370,10 @@ impl<'r> WalkStage<'r> {
                 .report(&at, FileStatus::Failed, Some(reason), 0, None);
         };
         let spool = crate::data_dir::DataDir::at(&self.run.ing.config.data_dir).source_spool();
-        // What an earlier sync left there (it was killed) is of no use now.
-        let _ = std::fs::remove_dir_all(&spool);
-        if let Err(e) = crate::perms::create_dir(&spool) {
-            return fail(format!("cannot spool: {e}"));
-        }
+        let spool = match crate::sources::SyncSpool::new(&spool) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("cannot spool: {e}")),
+        };
         let session = match crate::sources::RemoteSession::open(url) {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot open the source: {e}")),
@@ -402,7 +401,7 @@ impl<'r> WalkStage<'r> {
                 self.replay_unchanged(&e);
                 return true;
             }
-            let file = spool.join(blake3::hash(loc.as_bytes()).to_hex().as_str());
+            let file = spool.file_for(&loc);
             crate::failpoint::hit("sources.download");
             match session.download(&object.path, object.size, limits.max_total_bytes, &file) {
                 Ok(size) => {

@@ -215,6 +215,49 @@ impl Credentials {
     }
 }
 
+/// One sync's own folder in the spool (`<pid>-<n>`), removed when it is dropped: syncs of
+/// several scopes may run at once in one data directory. Folders of processes that are gone
+/// (killed mid-sync) are removed when the next one is made.
+pub struct SyncSpool {
+    dir: std::path::PathBuf,
+}
+
+impl SyncSpool {
+    /// A new folder under `spool`.
+    pub fn new(spool: &Path) -> std::io::Result<SyncSpool> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        std::fs::create_dir_all(spool)?;
+        for entry in std::fs::read_dir(spool)?.flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.split_once('-'))
+                .map(|(p, _)| p);
+            let alive = pid.is_some_and(|p| Path::new("/proc").join(p).exists());
+            if !alive {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = spool.join(format!("{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        Ok(SyncSpool { dir })
+    }
+
+    /// Where the object at `locator` is downloaded to (a hash: a name is never a path).
+    pub fn file_for(&self, locator: &str) -> std::path::PathBuf {
+        self.dir
+            .join(blake3::hash(locator.as_bytes()).to_hex().as_str())
+    }
+}
+
+impl Drop for SyncSpool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// One object a listing found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteObject {
