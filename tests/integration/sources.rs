@@ -48,8 +48,24 @@ fn free_port() -> u16 {
 impl Server {
     /// Start one, or `None` (after saying SKIPPED) when it is not installed.
     fn start(kind: Kind, sb: &Sandbox) -> Option<Server> {
-        let port = free_port();
-        let server = match kind {
+        // A port let go by `free_port` may be handed to a concurrent test's server too: the
+        // one that loses the race exits (address in use) while the port answers, so a server
+        // is kept only if it is still running once its port answers.
+        for _ in 0..10 {
+            let mut server = Self::start_on(kind, sb, free_port())?;
+            std::thread::sleep(Duration::from_millis(500));
+            if matches!(server.child.try_wait(), Ok(None)) {
+                if kind == Kind::S3 {
+                    server.request("PUT", BUCKET, b"");
+                }
+                return Some(server);
+            }
+        }
+        panic!("no free port for the server after 10 tries");
+    }
+
+    fn start_on(kind: Kind, sb: &Sandbox, port: u16) -> Option<Server> {
+        let mut server = match kind {
             Kind::S3 => {
                 let local = repo_dir().join(".venv-servers/bin/moto_server");
                 let Some(program) = Some(local)
@@ -210,14 +226,14 @@ impl Server {
         };
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if matches!(server.child.try_wait(), Ok(Some(_))) {
+                break; // it could not start (its port taken): the caller tries another
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(60),
                 "the server did not start"
             );
             std::thread::sleep(Duration::from_millis(100));
-        }
-        if kind == Kind::S3 {
-            server.request("PUT", BUCKET, b"");
         }
         Some(server)
     }
