@@ -389,15 +389,12 @@ impl<'r> WalkStage<'r> {
             if partition.is_some_and(|p| !p.takes(&locator.to_string())) {
                 return true;
             }
-            seen.insert(locator.to_string());
             let loc = locator.to_string();
+            seen.insert(loc.clone());
             let known = self.run.catalog.get(&loc);
-            if let Some(e) = known.filter(|e| {
-                object.stamp != 0
-                    && e.size == object.size
-                    && e.mtime_ns == object.stamp
-                    && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
-            }) {
+            if let Some(e) = known
+                .filter(|e| object.stamp != 0 && self.is_unchanged(e, object.size, object.stamp))
+            {
                 self.replay_unchanged(&e);
                 return true;
             }
@@ -424,10 +421,22 @@ impl<'r> WalkStage<'r> {
             let _ = std::fs::remove_file(&file);
             true
         });
-        match listed {
+        let listing = match listed {
             Err(e) => return fail(e.to_string()),
-            Ok(false) => return, // stopped: what it did not reach is not gone
-            Ok(true) => {}
+            Ok(listing) => listing,
+        };
+        if listing.long_paths > 0 {
+            let at = Locator::root(root.clone()).to_string();
+            let reason = format!(
+                "limit: name-length ({} objects with a path over {} bytes not read)",
+                listing.long_paths,
+                crate::sources::MAX_OBJECT_PATH_BYTES
+            );
+            self.run
+                .report(&at, FileStatus::Skipped, Some(reason), 0, None);
+        }
+        if !listing.complete {
+            return; // stopped: what it did not reach is not gone
         }
         if self.run.halted() {
             return;
@@ -470,11 +479,7 @@ impl<'r> WalkStage<'r> {
         }
         let loc = f.locator.to_string();
         let known = self.run.catalog.get(&loc);
-        if let Some(e) = known.filter(|e| {
-            e.size == f.size
-                && e.mtime_ns == f.mtime_ns
-                && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
-        }) {
+        if let Some(e) = known.filter(|e| self.is_unchanged(e, f.size, f.mtime_ns)) {
             self.replay_unchanged(&e);
             return;
         }
@@ -546,6 +551,15 @@ impl<'r> WalkStage<'r> {
         let reason = format!("unpacking panicked: {message}");
         self.record_unread(top, None, tags, FileStatus::Failed, reason);
         false
+    }
+
+    /// Whether the file `e` describes is still the same (size and modification time, a remote
+    /// object's change stamp) and need not be read, unless `--retry` asks for what it left
+    /// unindexed.
+    fn is_unchanged(&self, e: &CatalogEntry, size: u64, mtime_ns: u64) -> bool {
+        e.size == size
+            && e.mtime_ns == mtime_ns
+            && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
     }
 
     /// Whether `e` failed or was skipped, or is an archive with such a member.

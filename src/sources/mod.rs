@@ -26,6 +26,9 @@ use opendal::Operator;
 const MAX_URL_BYTES: usize = 2048;
 /// Objects one sync lists, at most: past it the listing stops and nothing is removed.
 pub const MAX_LISTED_OBJECTS: usize = 1_000_000;
+/// Longest object path (below the source's root) read; longer ones are counted, not kept
+/// (S3 keys are at most 1024 bytes; a hostile server could send any length).
+pub const MAX_OBJECT_PATH_BYTES: usize = 4096;
 /// Attempts per request before an object (or the listing) is given up for this sync.
 const ATTEMPTS: usize = 4;
 /// How long one request may take before it is retried.
@@ -283,9 +286,29 @@ fn change_stamp(mtime_ns: u64, etag: Option<&str>) -> u64 {
     let mut h = blake3::Hasher::new();
     h.update(&mtime_ns.to_le_bytes());
     h.update(etag.as_bytes());
-    let bytes: [u8; 8] = h.finalize().as_bytes()[..8].try_into().unwrap_or([1; 8]);
+    let bytes = h
+        .finalize()
+        .as_bytes()
+        .first_chunk::<8>()
+        .copied()
+        .unwrap_or([1; 8]);
     // Positive as an i64 (catalogs store it signed), and never 0.
     (u64::from_le_bytes(bytes) >> 1) | 1
+}
+
+/// What a listing went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listing {
+    /// It reached the end: what it did not hold is gone.
+    pub complete: bool,
+    /// Files left out for a path longer than [`MAX_OBJECT_PATH_BYTES`].
+    pub long_paths: u64,
+}
+
+/// The user name (the URL's, else `user_var`) and the password (`password_var`) of a source.
+fn login(url: &SourceUrl, user_var: &str, password_var: &str) -> (Option<String>, Option<String>) {
+    let user = url.user.clone().or_else(|| Credentials::var(user_var));
+    (user, Credentials::var(password_var))
 }
 
 /// An open source: the operator and the runtime its requests run on.
@@ -349,14 +372,11 @@ impl RemoteSession {
                 let mut b = opendal::services::Ftp::default()
                     .endpoint(&format!("ftp://{}", url.authority))
                     .root(&root);
-                let user = url
-                    .user
-                    .clone()
-                    .or_else(|| Credentials::var("INGEST_FTP_USER"));
+                let (user, password) = login(url, "INGEST_FTP_USER", "INGEST_FTP_PASSWORD");
                 if let Some(user) = user {
                     b = b.user(&user);
                 }
-                if let Some(password) = Credentials::var("INGEST_FTP_PASSWORD") {
+                if let Some(password) = password {
                     b = b.password(&password);
                 }
                 Operator::new(b).map_err(service)?
@@ -366,14 +386,11 @@ impl RemoteSession {
                 let mut b = opendal::services::Webdav::default()
                     .endpoint(&format!("{scheme}://{}", url.authority))
                     .root(&root);
-                let user = url
-                    .user
-                    .clone()
-                    .or_else(|| Credentials::var("INGEST_WEBDAV_USER"));
+                let (user, password) = login(url, "INGEST_WEBDAV_USER", "INGEST_WEBDAV_PASSWORD");
                 if let Some(user) = user {
                     b = b.username(&user);
                 }
-                if let Some(password) = Credentials::var("INGEST_WEBDAV_PASSWORD") {
+                if let Some(password) = password {
                     b = b.password(&password);
                 }
                 if let Some(token) = Credentials::var("INGEST_WEBDAV_TOKEN") {
@@ -398,9 +415,12 @@ impl RemoteSession {
     }
 
     /// List every file under the source's root (recursively), handing each to `found` until
-    /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed. `Ok(true)`: the listing is
-    /// complete (what it did not hold is gone); `Ok(false)`: it was stopped.
-    pub fn list(&self, mut found: impl FnMut(RemoteObject) -> bool) -> Result<bool, SourceError> {
+    /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed; files whose path is longer
+    /// than [`MAX_OBJECT_PATH_BYTES`] are only counted.
+    pub fn list(
+        &self,
+        mut found: impl FnMut(RemoteObject) -> bool,
+    ) -> Result<Listing, SourceError> {
         use futures_util::TryStreamExt;
         let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
         // Each request is one `block_on`: `found` runs outside the runtime (it downloads).
@@ -409,36 +429,43 @@ impl RemoteSession {
             .block_on(async { self.op.lister_with("/").recursive(true).await })
             .map_err(service)?;
         let mut listed = 0usize;
-        {
-            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
-                let meta = entry.metadata();
-                if !meta.is_file() {
-                    continue;
-                }
-                let path = entry.path().trim_start_matches('/').to_string();
-                // Some services list names only: ask for the rest.
-                let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
-                    rt.block_on(self.op.stat(entry.path())).map_err(service)?
-                } else {
-                    meta.clone()
-                };
-                listed += 1;
-                let mtime_ns = meta.last_modified().map_or(0, |t| {
-                    std::time::SystemTime::from(t)
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
-                });
-                let object = RemoteObject {
-                    path,
-                    size: meta.content_length(),
-                    stamp: change_stamp(mtime_ns, meta.etag()),
-                };
-                if !found(object) || listed >= MAX_LISTED_OBJECTS {
-                    return Ok(false);
-                }
+        let mut listing = Listing {
+            complete: false,
+            long_paths: 0,
+        };
+        while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+            let meta = entry.metadata();
+            if !meta.is_file() {
+                continue;
             }
-            Ok(true)
+            if entry.path().len() > MAX_OBJECT_PATH_BYTES {
+                listing.long_paths += 1;
+                continue;
+            }
+            let path = entry.path().trim_start_matches('/').to_string();
+            // Some services list names only: ask for the rest.
+            let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
+                rt.block_on(self.op.stat(entry.path())).map_err(service)?
+            } else {
+                meta.clone()
+            };
+            listed += 1;
+            let mtime_ns = meta.last_modified().map_or(0, |t| {
+                std::time::SystemTime::from(t)
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
+            });
+            let object = RemoteObject {
+                path,
+                size: meta.content_length(),
+                stamp: change_stamp(mtime_ns, meta.etag()),
+            };
+            if !found(object) || listed >= MAX_LISTED_OBJECTS {
+                return Ok(listing);
+            }
         }
+        listing.complete = true;
+        Ok(listing)
     }
 
     /// Stream the object at `path` into the file `to`, at most `max` bytes (refused before
@@ -505,5 +532,20 @@ mod tests {
         assert!(!SourceUrl::looks_like_one("/data/s3://x"));
         let long = format!("s3://b/{}", "x".repeat(3000));
         assert!(long.parse::<SourceUrl>().is_err());
+    }
+
+    #[test]
+    fn a_change_stamp_tells_changes_and_not_a_weak_etag() {
+        let t = 1_772_445_600_000_000_000;
+        let strong = change_stamp(t, Some("\"5-61a\""));
+        assert_eq!(change_stamp(t, Some("W/\"5-61a\"")), strong);
+        assert_ne!(change_stamp(t, Some("\"5-61b\"")), strong, "another ETag");
+        assert_ne!(
+            change_stamp(t + 1, Some("\"5-61a\"")),
+            strong,
+            "another time"
+        );
+        assert_eq!(change_stamp(t, None), t, "no ETag: the time");
+        assert!(strong != 0 && i64::try_from(strong).is_ok());
     }
 }

@@ -338,14 +338,24 @@ impl Unpacker<'_> {
         embedded: &mut EmbeddedWalk<'_>,
     ) -> MailWalked {
         let summary = head.summary(names.len());
-        let text = MailMember {
-            name: MESSAGE_TEXT.to_string(),
-            body: MemberBody::Bytes(head.text(&names, &body)),
-        };
+        // Our own rendering, plain text whatever its header lines look like: never detected.
+        self.take_member(0)?;
+        let at = locator.member(MESSAGE_TEXT);
+        match self.charge(head.text(&names, &body)) {
+            Ok(bytes) => sink(Leaf::File {
+                locator: at,
+                bytes,
+                detected: Detected {
+                    kind: FileKind::Text(TextKind::Plain),
+                    mime: "text/plain".into(),
+                },
+            }),
+            Err(reason) => self.member_done(at, Err(reason), ancestors, sink),
+        }
         drop(body);
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut count = 0u64;
-        for member in std::iter::once(text).chain(attachments) {
+        let mut seen: HashSet<String> = HashSet::from([MESSAGE_TEXT.to_string()]);
+        let mut count = 1u64;
+        for member in attachments {
             self.take_member(count)?;
             count += 1;
             let (name, refused) = self.member_name(member.name);
@@ -367,18 +377,6 @@ impl Unpacker<'_> {
                 continue;
             }
             match member.body {
-                // Our own rendering is plain text, whatever its header lines look like.
-                MemberBody::Bytes(b) if count == 1 => match self.charge(b) {
-                    Ok(bytes) => sink(Leaf::File {
-                        locator: at,
-                        bytes,
-                        detected: Detected {
-                            kind: FileKind::Text(TextKind::Plain),
-                            mime: "text/plain".into(),
-                        },
-                    }),
-                    Err(reason) => self.member_done(at, Err(reason), ancestors, sink),
-                },
                 MemberBody::Bytes(b) => {
                     let read = self.charge(b);
                     self.member_done(at, read, ancestors, sink);
@@ -463,6 +461,9 @@ struct MboxSplit<R> {
     /// The `From ` line that began the message to read next was consumed.
     started: bool,
     done: bool,
+    /// The last piece read ended a line (a line longer than `max` comes in pieces, and only
+    /// a line's start can begin a message).
+    at_line_start: bool,
 }
 
 impl<R: BufRead> MboxSplit<R> {
@@ -472,6 +473,7 @@ impl<R: BufRead> MboxSplit<R> {
             max,
             started: false,
             done: false,
+            at_line_start: true,
         }
     }
 
@@ -494,7 +496,8 @@ impl<R: BufRead> MboxSplit<R> {
                 self.done = true;
                 break;
             }
-            if line.starts_with(b"From ") {
+            let line_start = std::mem::replace(&mut self.at_line_start, line.ends_with(b"\n"));
+            if line_start && line.starts_with(b"From ") {
                 if self.started {
                     break;
                 }
@@ -509,7 +512,11 @@ impl<R: BufRead> MboxSplit<R> {
                 continue;
             }
             let unescaped = match line.iter().position(|&b| b != b'>') {
-                Some(gt) if gt > 0 && line.get(gt..).is_some_and(|l| l.starts_with(b"From ")) => {
+                Some(gt)
+                    if line_start
+                        && gt > 0
+                        && line.get(gt..).is_some_and(|l| l.starts_with(b"From ")) =>
+                {
                     line.get(1..).unwrap_or_default()
                 }
                 _ => line.as_slice(),
@@ -700,6 +707,30 @@ mod tests {
             )
         );
         assert_eq!(got[1].0, "b.mbox!/0002 small.eml!/message.txt");
+    }
+
+    #[test]
+    fn only_a_line_start_begins_a_mailbox_message() {
+        // A line longer than the limit is read in pieces; a piece that happens to start with
+        // `From ` is no message of its own.
+        let limits = Limits {
+            max_file_bytes: 16,
+            ..Limits::default()
+        };
+        let mut mbox = b"From a Mon\nSubject: long\n\n".to_vec();
+        // 17 bytes: one piece of `max + 1`, the next starting with `From `.
+        mbox.extend(std::iter::repeat_n(b'y', 17));
+        mbox.extend_from_slice(b"From fake here\nFrom b Mon\nSubject: b\n\nok\n");
+        let got = collect(&limits, "l.mbox", mbox);
+        assert_locators(
+            &got,
+            &[
+                "l.mbox!/0001.eml",
+                "l.mbox!/0002 b.eml!/message.txt",
+                "l.mbox!/0002 b.eml",
+                "l.mbox",
+            ],
+        );
     }
 
     #[test]

@@ -550,6 +550,18 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
         "shared-plan.md",
         format!("{phrase} Shared.\n").as_bytes(),
     );
+    // A mail: its headers reach its text and its card, its body a member of its own.
+    let mail_phrase = "The acme ferry charter offer stands until the end of May.";
+    let mail = format!(
+        "From: Ottilie Brandvold <o.brandvold@acme.example>\r\nTo: board@acme.example\r\n\
+         Subject: Acme ferry charter\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n\
+         {mail_phrase}\r\n"
+    );
+    uploaded(&acme, "offer.eml", mail.as_bytes());
+    assert!(
+        !acme.search(mail_phrase, 10).is_empty(),
+        "the owner finds the mail"
+    );
     // A file that fails has a card of its own, found by its name by its owner only.
     let (status, answer) = acme.upload("cipher-ledger.pdf", b"%PDF-1.7\nnot a PDF after all\n");
     assert_eq!(status, 202, "{answer}");
@@ -577,7 +589,24 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
     );
     let check_blind = |c: &Client| {
         assert!(c.search(phrase, 10).is_empty());
-        for name in ["plan.md", "shared-plan.md", "cipher-ledger.pdf"] {
+        assert!(c.search(mail_phrase, 10).is_empty());
+        for (tool_name, args) in [
+            (
+                "read_content_objects",
+                json!({ "locator": "offer.eml!/message.txt" }),
+            ),
+            ("browse_container", json!({ "locator": "offer.eml" })),
+        ] {
+            let (_, answer) = tool(c, tool_name, args);
+            assert!(answer["error"].is_string(), "{answer}");
+            assert!(!answer.to_string().contains("Brandvold"), "{answer}");
+        }
+        for name in [
+            "plan.md",
+            "shared-plan.md",
+            "cipher-ledger.pdf",
+            "offer.eml",
+        ] {
             let (_, read) = tool(c, "read_content_objects", json!({ "locator": name }));
             assert!(read["error"].is_string(), "{read}");
             assert_eq!(c.get(&format!("/v1/files/status?locator={name}")).0, 404);
@@ -587,6 +616,8 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
         assert!(!top.to_string().contains("plan.md"), "{top}");
         // Nor do the files' cards, asked for by kind or by exact name.
         for args in [
+            json!({ "query": "Ottilie Brandvold", "min_score": 0 }),
+            json!({ "query": "offer.eml", "kind": "card" }),
             json!({ "query": "plan.md", "kind": "card" }),
             json!({ "query": "shared-plan.md" }),
             json!({ "query": "cipher-ledger.pdf" }),
