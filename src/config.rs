@@ -187,6 +187,10 @@ pub struct Config {
     pub partition: Option<Partition>,
     /// The workflow layer's limits, time to live and `gather_context` defaults.
     pub workflow: WorkflowConfig,
+    /// Remote folders registered for scopes: what the agent's source tools
+    /// (`list_sources`, `browse_source`, `pull_source`, `search_documents` with `source`)
+    /// name, and what the daemons keep synced when marked `sync`.
+    pub sources: Vec<crate::RegisteredSource>,
 }
 
 /// Part `index` of `count` of the files (see [`Config::partition`]).
@@ -249,6 +253,7 @@ impl Default for Config {
             max_answer_chars: 100_000,
             ocr: extractors::OcrOptions::default(),
             workflow: WorkflowConfig::default(),
+            sources: Vec::new(),
         }
     }
 }
@@ -291,6 +296,7 @@ impl Config {
         if self.catalog.is_some() && self.server.is_none() {
             return bad("a shared catalog (postgres://) describes a shared store: give --store qdrant://… too (nodes with embedded shards would each hold part of what the catalog lists)");
         }
+        crate::sources::check_sources(&self.sources).map_err(Error::Config)?;
         if self.channel_capacity == 0 {
             return bad("channel_capacity must be at least 1");
         }

@@ -92,7 +92,10 @@ pub use progress::{ProgressSnapshot, RunProgress};
 pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use services::Services;
-pub use sources::{Provider, SourceError, SourceUrl};
+pub use sources::{
+    check_sources as sources_check, Credentials, Provider, RegisteredSource, Source, SourceError,
+    SourceUrl,
+};
 pub use tools::{AnsweredBy, ToolHost};
 pub use unpack::Exclusions;
 #[cfg(feature = "tokio")]

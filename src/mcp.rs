@@ -45,6 +45,7 @@ search_documents finds passages by meaning and by exact words (names, codes, opt
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
 extract_container_item extracts and indexes one archive member that was skipped (e.g. by a size limit), so it can then be read and searched.
+Remote sources (list_sources): browse_source lists a source's folder without indexing it, pull_source indexes a file or folder of it now, search_documents with `source` searches only what came from it.
 A file that is not yours says whose it is (`owner`, e.g. \"bob (shared)\"); when two files share a locator, answers list `other_owners` and the `owner` argument picks one.
 Workflow tools keep one agent run's data apart from the documents, named by `workflow` (an id you choose per run): store_tool_result keeps a large tool result whole and gives a handle and a preview; recall_tool_result reads any part of it back; remember keeps entities (key, value); store_summary keeps conversation summaries; gather_context fills a round's context from your documents, the workflow's entities, shared documents, its summary and tool results within max_chars; end_workflow deletes it all. Only that workflow of your scope sees its data.";
 
@@ -554,6 +555,34 @@ fn definition(name: &str) -> Option<Tool> {
                 .idempotent(true)
                 .open_world(false),
         ),
+        "list_sources" => (
+            "List the remote sources you may use",
+            LIST_SOURCES_DESCRIPTION,
+            input_schema::<tools::ListSourcesArgs>(),
+            read_only,
+        ),
+        "browse_source" => (
+            "Browse a folder of a remote source (without indexing)",
+            BROWSE_SOURCE_DESCRIPTION,
+            input_schema::<tools::BrowseSourceArgs>(),
+            // Reads the remote service, which may change between calls.
+            ToolAnnotations::new()
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
+        ),
+        "pull_source" => (
+            "Index a file or folder of a remote source now",
+            PULL_SOURCE_DESCRIPTION,
+            input_schema::<tools::PullSourceArgs>(),
+            // Adds what it downloads, removes what the service no longer holds there.
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(true),
+        ),
         "store_tool_result" => (
             "Store a tool result in a workflow",
             STORE_RESULT_DESCRIPTION,
@@ -607,7 +636,7 @@ const SEARCH_DESCRIPTION: &str = "\
 Find passages by meaning and exact words in the indexed documents (`mode`: hybrid by default, `keyword` for a name, code or option to match literally, `dense` for meaning only). Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
 Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (in the default hybrid mode relative to the best hit: 1 = the best, about 0.5 = found by one of meaning and words only, or middling by both), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
 Every file also has a card (kind \"card\": its name, folder, type, title, author, outline, sheets, a picture's size, a recording's length), so a file is found by its name or what it is, pictures and recordings without text too; kind \"card\" searches only cards (which files are about X?), kind \"passage\" only text inside files.
-Narrow with locator (a folder, an archive at any depth, or one file, without #fragment) and with content_type, kind, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
+Narrow with locator (a folder, an archive at any depth, or one file, without #fragment), source (a name from list_sources: only what was indexed from it) and with content_type, kind, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
 The answer is at most max_chars (default 4000); when hits were left out, call again with the same arguments plus the answer's cursor.";
 
 const BROWSE_DESCRIPTION: &str = "\
@@ -627,6 +656,15 @@ The answer is at most max_chars (default 4000); a longer section is cut in the m
 const EXTRACT_DESCRIPTION: &str = "\
 Extract and index one archive member now, typically one that browse_container shows as skipped (a size or count limit) or that was not listed. The locator names the member inside its archive(s): /data/outer.zip!/docs/big.pdf.
 It can take a while for large files. The answer is what browse_container shows for that member (a document's overview and outline, or an archive's members) plus `extracted` (status, chunks, reason). Afterwards the member can be read and searched. Calling it again on an indexed member changes nothing.";
+
+const LIST_SOURCES_DESCRIPTION: &str = "\
+The remote sources (S3 buckets, SFTP, FTP and WebDAV folders) registered for you: each with its name, provider, locator root (s3://bucket/prefix), how many of its files are indexed (indexed_files), whether it is kept in sync (synced), and whose it is when not yours. Use a name with browse_source, pull_source and search_documents' source argument. No source: only indexed documents can be read.";
+
+const BROWSE_SOURCE_DESCRIPTION: &str = "\
+List one folder of a source as the remote service holds it now, without downloading or indexing anything: folders (name ending in /) and files with size and `indexed` (indexed, changed since indexed, not indexed). `path` is a folder below the source's root (absent: the root); browse a folder entry's path to go down. Pages of at most 200 entries: call again with the same arguments plus cursor for the rest.";
+
+const PULL_SOURCE_DESCRIPTION: &str = "\
+Download and index one file or folder of a source now (path as browse_source shows it; absent: the whole source), so it can be searched and read at once: archives are unpacked, unchanged files are not downloaded again, files the service no longer holds there leave the index. At most 1000 files per call (pull subfolders for more). The answer counts what was read, indexed, unchanged, skipped and failed (with reasons) and says how to search it (search_documents with source, or the locator). It can take a while for large files.";
 
 const STORE_RESULT_DESCRIPTION: &str = "\
 Keep a tool's result whole in a workflow (one agent run, named by `workflow`) instead of putting all of it in the context: the answer is a handle (tr_3) plus a preview of the result's head and tail within max_chars ([N chars omitted] in the middle) and its size.

@@ -41,9 +41,10 @@ pub struct WatchConfig {
     pub max_delay: Duration,
     /// Full rescan interval (a safety net behind notifications).
     pub rescan: Duration,
-    /// Remote sources to keep indexed (S3, SFTP, FTP, WebDAV): synced at the start, then
-    /// every `poll` (they send no notifications).
-    pub sources: Vec<crate::sources::SourceUrl>,
+    /// Remote sources to keep indexed (S3, SFTP, FTP, WebDAV) in `scope`: synced at the
+    /// start, then every `poll` (they send no notifications). The registered sources marked
+    /// `sync` ([`crate::Config::sources`]) are polled alike, each in its own scope.
+    pub sources: Vec<crate::sources::Source>,
     /// How often the remote sources are synced.
     pub poll: Duration,
 }
@@ -118,7 +119,15 @@ pub fn watch(
     on_file: &(dyn Fn(&FileReport) + Sync),
     on_sync: &mut dyn FnMut(SyncCause, &IngestReport),
 ) -> Result<()> {
-    if config.roots.is_empty() && config.sources.is_empty() {
+    let registered: Vec<(crate::sources::Source, Scope)> = ingestor
+        .config()
+        .sources
+        .iter()
+        .filter(|s| s.sync)
+        .filter_map(|s| Some((s.source().ok()?, s.owner())))
+        .collect();
+    let polled = !config.sources.is_empty() || !registered.is_empty();
+    if config.roots.is_empty() && !polled {
         return Err(Error::Config("nothing to watch".into()));
     }
     let roots: Vec<PathBuf> = config
@@ -140,13 +149,13 @@ pub fn watch(
     }
     // Notifications are on before the first sync, so nothing slips between the two.
     // A full sync (start, rescan, retry) takes the remote sources too; changes only paths.
-    let sync = |paths: &[PathBuf], sources: &[crate::sources::SourceUrl]| {
+    let sync = |paths: &[PathBuf], sources: &[crate::sources::Source]| {
         crate::failpoint::check("sync.start")?;
         let inputs = paths
             .iter()
             .cloned()
             .map(Input::Path)
-            .chain(sources.iter().cloned().map(Input::Remote))
+            .chain(sources.iter().cloned().map(|s| Input::Remote(Box::new(s))))
             .collect();
         ingestor.ingest_until(inputs, &config.scope, on_file, stop)
     };
@@ -155,7 +164,7 @@ pub fn watch(
     // retry syncs every folder).
     let mut retry_at: Option<Instant> = None;
     let mut run = |cause: SyncCause, paths: &[PathBuf], retry_at: &mut Option<Instant>| {
-        let sources: &[crate::sources::SourceUrl] = match cause {
+        let sources: &[crate::sources::Source] = match cause {
             SyncCause::Start | SyncCause::Rescan | SyncCause::Retry | SyncCause::Poll => {
                 &config.sources
             }
@@ -167,6 +176,26 @@ pub fn watch(
         } else {
             sync(paths, sources)
         };
+        if cause != SyncCause::Changes {
+            // Registered sources, each in its own scope; a failed one waits for the next poll.
+            for (source, owner) in &registered {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                match ingestor.ingest_until(
+                    vec![Input::Remote(Box::new(source.clone()))],
+                    owner,
+                    on_file,
+                    stop,
+                ) {
+                    Ok(report) => on_sync(cause, &report),
+                    Err(e) => tracing::error!(
+                        source = %source.url,
+                        "registered source sync failed: {e}; trying again at the next poll"
+                    ),
+                }
+            }
+        }
         match result {
             Ok(report) => {
                 backoff.succeeded();
@@ -238,7 +267,7 @@ pub fn watch(
             run(SyncCause::Rescan, &roots, &mut retry_at);
             continue;
         }
-        if !config.sources.is_empty() && last_poll.elapsed() >= config.poll {
+        if polled && last_poll.elapsed() >= config.poll {
             last_poll = Instant::now();
             run(SyncCause::Poll, &[], &mut retry_at);
             continue;

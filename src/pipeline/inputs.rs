@@ -18,7 +18,7 @@ pub enum Input {
     /// A remote source (S3, SFTP, FTP, WebDAV), synced like a folder: unchanged objects
     /// (same size and modification time) are not downloaded, what it no longer holds leaves
     /// the index.
-    Remote(crate::sources::SourceUrl),
+    Remote(Box<crate::sources::Source>),
     /// One member of an archive on disk, read alone: what the agent's
     /// `extract_container_item` asks for. The archive is walked under the configured limits,
     /// except the member count (a member past `max_files` can be read this way); only

@@ -122,7 +122,7 @@ impl<'r> WalkStage<'r> {
                     }
                 }
                 Input::Path(path) => self.sync_path(&path, leaves, index),
-                Input::Remote(url) => self.sync_remote(&url, leaves, index),
+                Input::Remote(source) => self.sync_remote(&source, leaves, index),
                 Input::Member { archive, member } => self.member(&archive, &member, leaves),
                 Input::Upload {
                     name,
@@ -359,10 +359,11 @@ impl<'r> WalkStage<'r> {
     /// keeps what the index held of it.
     fn sync_remote(
         &self,
-        url: &crate::sources::SourceUrl,
+        source: &crate::sources::Source,
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
+        let url = &source.url;
         let root = url.locator_root();
         let fail = |reason: String| {
             let at = Locator::root(root.clone()).to_string();
@@ -374,14 +375,19 @@ impl<'r> WalkStage<'r> {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot spool: {e}")),
         };
-        let session = match crate::sources::RemoteSession::open(url) {
+        let session = match crate::sources::RemoteSession::open(source) {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot open the source: {e}")),
         };
         let limits = &self.run.ing.config.limits;
         let partition = self.run.ing.config.partition;
         let mut seen: HashSet<String> = HashSet::new();
-        let listed = session.list(|object| {
+        let mut objects = 0usize;
+        let mut sync_object = |object: crate::sources::RemoteObject| {
+            if source.max_objects.is_some_and(|max| objects >= max) {
+                return false;
+            }
+            objects += 1;
             if self.run.halted() {
                 return false;
             }
@@ -420,7 +426,36 @@ impl<'r> WalkStage<'r> {
             }
             let _ = std::fs::remove_file(&file);
             true
-        });
+        };
+        if let Some(path) = &source.file {
+            // One object pulled: nothing else is listed, and only it may be gone.
+            let locator = Locator::root(url.locator_of(path)).to_string();
+            match session.stat_file(path) {
+                Ok(Some(object)) => {
+                    sync_object(object);
+                }
+                Ok(None) => {
+                    let gone: Vec<CatalogEntry> =
+                        self.run.catalog.get(&locator).into_iter().collect();
+                    if gone.is_empty() {
+                        self.run.report(
+                            &locator,
+                            FileStatus::Failed,
+                            Some("no such object at this source".into()),
+                            0,
+                            None,
+                        );
+                    }
+                    self.remove_gone(gone, index);
+                }
+                Err(e) => {
+                    self.run
+                        .report(&locator, FileStatus::Failed, Some(e.to_string()), 0, None)
+                }
+            }
+            return;
+        }
+        let listed = session.list(sync_object);
         let listing = match listed {
             Err(e) => return fail(e.to_string()),
             Ok(listing) => listing,
@@ -436,6 +471,14 @@ impl<'r> WalkStage<'r> {
                 .report(&at, FileStatus::Skipped, Some(reason), 0, None);
         }
         if !listing.complete {
+            if let Some(max) = source.max_objects.filter(|_| !self.run.halted()) {
+                let at = Locator::root(root.clone()).to_string();
+                let reason = format!(
+                    "limit: files (stopped after {max} objects; pull its subfolders, or let the source sync)"
+                );
+                self.run
+                    .report(&at, FileStatus::Skipped, Some(reason), 0, None);
+            }
             return; // stopped: what it did not reach is not gone
         }
         if self.run.halted() {

@@ -22,6 +22,10 @@ use std::time::Duration;
 use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::Operator;
 
+mod registry;
+
+pub use registry::{check_sources, visible, RegisteredSource};
+
 /// Longest source URL accepted.
 const MAX_URL_BYTES: usize = 2048;
 /// Objects one sync lists, at most: past it the listing stops and nothing is removed.
@@ -201,20 +205,94 @@ fn shown(text: &str) -> String {
     }
 }
 
-/// Where a source's credentials come from: the environment, never the URL, a locator, a
-/// payload, a ledger line or a log.
+/// A source's credentials: those a registered source's configuration gives
+/// ([`crate::RegisteredSource`]), each else from the environment — never from the URL, and
+/// never written to a locator, a payload, a ledger line, a log or an answer (`Debug` shows
+/// only which are set).
 ///
-/// | provider | variables |
+/// | provider | fields (environment variables) |
 /// |---|---|
-/// | S3 | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` (else `AWS_DEFAULT_REGION`, else `us-east-1`), `AWS_ENDPOINT_URL` for another S3-compatible service |
-/// | SFTP | `INGEST_SFTP_KEY` (a private key file; else the SSH agent and `~/.ssh/config`), `INGEST_SFTP_KNOWN_HOSTS` (`strict`, the default, `add` or `accept`) |
-/// | FTP | `INGEST_FTP_USER`, `INGEST_FTP_PASSWORD` (else anonymous) |
-/// | WebDAV | `INGEST_WEBDAV_USER`, `INGEST_WEBDAV_PASSWORD` or `INGEST_WEBDAV_TOKEN` |
-pub struct Credentials;
+/// | S3 | `access_key_id` (`AWS_ACCESS_KEY_ID`), `secret_access_key` (`AWS_SECRET_ACCESS_KEY`), `session_token` (`AWS_SESSION_TOKEN`), `region` (`AWS_REGION`, else `AWS_DEFAULT_REGION`, else `us-east-1`), `endpoint` (`AWS_ENDPOINT_URL`) for another S3-compatible service |
+/// | SFTP | `key_file` (`INGEST_SFTP_KEY`: a private key file; else the SSH agent and `~/.ssh/config`), `known_hosts` (`INGEST_SFTP_KNOWN_HOSTS`: `strict`, the default, `add` or `accept`) |
+/// | FTP | `user` (`INGEST_FTP_USER`), `password` (`INGEST_FTP_PASSWORD`) (else anonymous) |
+/// | WebDAV | `user` (`INGEST_WEBDAV_USER`), `password` (`INGEST_WEBDAV_PASSWORD`) or `token` (`INGEST_WEBDAV_TOKEN`) |
+#[derive(Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// S3 access key id.
+    pub access_key_id: Option<String>,
+    /// S3 secret access key.
+    pub secret_access_key: Option<String>,
+    /// S3 session token.
+    pub session_token: Option<String>,
+    /// S3 region.
+    pub region: Option<String>,
+    /// S3-compatible endpoint (`http://127.0.0.1:9000`).
+    pub endpoint: Option<String>,
+    /// FTP or WebDAV user (SFTP: the URL's `user@`).
+    pub user: Option<String>,
+    /// FTP or WebDAV password.
+    pub password: Option<String>,
+    /// WebDAV bearer token.
+    pub token: Option<String>,
+    /// SFTP private key file.
+    pub key_file: Option<String>,
+    /// SFTP host key checking: `strict`, `add` or `accept`.
+    pub known_hosts: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "set" } else { "-" };
+        f.debug_struct("Credentials")
+            .field("access_key_id", &set(&self.access_key_id))
+            .field("secret_access_key", &set(&self.secret_access_key))
+            .field("session_token", &set(&self.session_token))
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint)
+            .field("user", &set(&self.user))
+            .field("password", &set(&self.password))
+            .field("token", &set(&self.token))
+            .field("key_file", &set(&self.key_file))
+            .field("known_hosts", &self.known_hosts)
+            .finish()
+    }
+}
 
 impl Credentials {
-    fn var(name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.is_empty())
+    /// `given` when set and not empty, else the environment variable `name`.
+    fn or_var(given: &Option<String>, name: &str) -> Option<String> {
+        given
+            .clone()
+            .filter(|v| !v.is_empty())
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+}
+
+/// What one sync reads: a source (its URL and credentials) and, for a pull of one object,
+/// that object only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// Where.
+    pub url: SourceUrl,
+    /// How to log in.
+    pub credentials: Credentials,
+    /// Only this object (a path below the URL's root), not the whole folder: nothing else
+    /// is listed, and nothing is removed unless this object is gone.
+    pub file: Option<String>,
+    /// Stop after this many objects (a pull's bound): the listing is then not complete, so
+    /// nothing is removed, and the source's line says where it stopped.
+    pub max_objects: Option<usize>,
+}
+
+impl From<SourceUrl> for Source {
+    fn from(url: SourceUrl) -> Source {
+        Source {
+            url,
+            credentials: Credentials::default(),
+            file: None,
+            max_objects: None,
+        }
     }
 }
 
@@ -296,6 +374,50 @@ fn change_stamp(mtime_ns: u64, etag: Option<&str>) -> u64 {
     (u64::from_le_bytes(bytes) >> 1) | 1
 }
 
+/// The [`RemoteObject`] at `path` with `meta`.
+fn object_of(path: &str, meta: &opendal::Metadata) -> RemoteObject {
+    let mtime_ns = meta.last_modified().map_or(0, |t| {
+        std::time::SystemTime::from(t)
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
+    });
+    RemoteObject {
+        path: path.trim_matches('/').to_string(),
+        size: meta.content_length(),
+        stamp: change_stamp(mtime_ns, meta.etag()),
+    }
+}
+
+/// Entries one folder listing reads, at most (a browse answers within a budget; past this
+/// the listing says it was cut).
+pub const MAX_BROWSED_ENTRIES: usize = 10_000;
+
+/// One entry of a folder: a file or a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FolderEntry {
+    /// Its name in the folder.
+    pub name: String,
+    /// Its path below the source's root.
+    pub path: String,
+    /// Whether it is a folder.
+    pub folder: bool,
+    /// A file's size as listed (0 when the service did not say).
+    pub size: u64,
+    /// A file's [`RemoteObject::stamp`] as listed (0 when the service did not say).
+    pub stamp: u64,
+}
+
+/// What [`RemoteSession::list_folder`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FolderListing {
+    /// The entries, sorted by name.
+    pub entries: Vec<FolderEntry>,
+    /// The folder held more than [`MAX_BROWSED_ENTRIES`].
+    pub truncated: bool,
+    /// Entries left out for a path longer than [`MAX_OBJECT_PATH_BYTES`].
+    pub long_paths: u64,
+}
+
 /// What a listing went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Listing {
@@ -305,10 +427,16 @@ pub struct Listing {
     pub long_paths: u64,
 }
 
-/// The user name (the URL's, else `user_var`) and the password (`password_var`) of a source.
-fn login(url: &SourceUrl, user_var: &str, password_var: &str) -> (Option<String>, Option<String>) {
-    let user = url.user.clone().or_else(|| Credentials::var(user_var));
-    (user, Credentials::var(password_var))
+/// The user name (the URL's, else the credentials', else `user_var`) and the password (the
+/// credentials', else `password_var`) of a source.
+fn login(source: &Source, user_var: &str, password_var: &str) -> (Option<String>, Option<String>) {
+    let c = &source.credentials;
+    let user = source
+        .url
+        .user
+        .clone()
+        .or_else(|| Credentials::or_var(&c.user, user_var));
+    (user, Credentials::or_var(&c.password, password_var))
 }
 
 /// An open source: the operator and the runtime its requests run on.
@@ -318,8 +446,11 @@ pub struct RemoteSession {
 }
 
 impl RemoteSession {
-    /// Open `url` with the credentials of the environment (nothing is requested yet).
-    pub fn open(url: &SourceUrl) -> Result<RemoteSession, SourceError> {
+    /// Open `source` with its credentials (else the environment's); nothing is requested yet.
+    pub fn open(source: &Source) -> Result<RemoteSession, SourceError> {
+        let url = &source.url;
+        let c = &source.credentials;
+        let var = Credentials::or_var;
         let service = |e: opendal::Error| SourceError::Service(e.to_string());
         // HTTPS (S3, WebDAV) with ring's primitives; a provider installed earlier stays.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -332,20 +463,20 @@ impl RemoteSession {
                     .root(&root)
                     .disable_config_load()
                     .disable_ec2_metadata();
-                let region = Credentials::var("AWS_REGION")
-                    .or_else(|| Credentials::var("AWS_DEFAULT_REGION"))
+                let region = var(&c.region, "AWS_REGION")
+                    .or_else(|| var(&None, "AWS_DEFAULT_REGION"))
                     .unwrap_or_else(|| "us-east-1".into());
                 b = b.region(&region);
-                if let Some(endpoint) = Credentials::var("AWS_ENDPOINT_URL") {
+                if let Some(endpoint) = var(&c.endpoint, "AWS_ENDPOINT_URL") {
                     b = b.endpoint(&endpoint);
                 }
                 match (
-                    Credentials::var("AWS_ACCESS_KEY_ID"),
-                    Credentials::var("AWS_SECRET_ACCESS_KEY"),
+                    var(&c.access_key_id, "AWS_ACCESS_KEY_ID"),
+                    var(&c.secret_access_key, "AWS_SECRET_ACCESS_KEY"),
                 ) {
                     (Some(id), Some(secret)) => {
                         b = b.access_key_id(&id).secret_access_key(&secret);
-                        if let Some(token) = Credentials::var("AWS_SESSION_TOKEN") {
+                        if let Some(token) = var(&c.session_token, "AWS_SESSION_TOKEN") {
                             b = b.session_token(&token);
                         }
                     }
@@ -358,12 +489,12 @@ impl RemoteSession {
                     .endpoint(&format!("ssh://{}", url.authority))
                     .root(&root)
                     .known_hosts_strategy(
-                        &Credentials::var("INGEST_SFTP_KNOWN_HOSTS").unwrap_or("strict".into()),
+                        &var(&c.known_hosts, "INGEST_SFTP_KNOWN_HOSTS").unwrap_or("strict".into()),
                     );
                 if let Some(user) = &url.user {
                     b = b.user(user);
                 }
-                if let Some(key) = Credentials::var("INGEST_SFTP_KEY") {
+                if let Some(key) = var(&c.key_file, "INGEST_SFTP_KEY") {
                     b = b.key(&key);
                 }
                 Operator::new(b).map_err(service)?
@@ -372,7 +503,7 @@ impl RemoteSession {
                 let mut b = opendal::services::Ftp::default()
                     .endpoint(&format!("ftp://{}", url.authority))
                     .root(&root);
-                let (user, password) = login(url, "INGEST_FTP_USER", "INGEST_FTP_PASSWORD");
+                let (user, password) = login(source, "INGEST_FTP_USER", "INGEST_FTP_PASSWORD");
                 if let Some(user) = user {
                     b = b.user(&user);
                 }
@@ -386,14 +517,15 @@ impl RemoteSession {
                 let mut b = opendal::services::Webdav::default()
                     .endpoint(&format!("{scheme}://{}", url.authority))
                     .root(&root);
-                let (user, password) = login(url, "INGEST_WEBDAV_USER", "INGEST_WEBDAV_PASSWORD");
+                let (user, password) =
+                    login(source, "INGEST_WEBDAV_USER", "INGEST_WEBDAV_PASSWORD");
                 if let Some(user) = user {
                     b = b.username(&user);
                 }
                 if let Some(password) = password {
                     b = b.password(&password);
                 }
-                if let Some(token) = Credentials::var("INGEST_WEBDAV_TOKEN") {
+                if let Some(token) = var(&c.token, "INGEST_WEBDAV_TOKEN") {
                     b = b.token(&token);
                 }
                 Operator::new(b).map_err(service)?
@@ -442,7 +574,6 @@ impl RemoteSession {
                 listing.long_paths += 1;
                 continue;
             }
-            let path = entry.path().trim_start_matches('/').to_string();
             // Some services list names only: ask for the rest.
             let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
                 rt.block_on(self.op.stat(entry.path())).map_err(service)?
@@ -450,21 +581,87 @@ impl RemoteSession {
                 meta.clone()
             };
             listed += 1;
-            let mtime_ns = meta.last_modified().map_or(0, |t| {
-                std::time::SystemTime::from(t)
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
-            });
-            let object = RemoteObject {
-                path,
-                size: meta.content_length(),
-                stamp: change_stamp(mtime_ns, meta.etag()),
-            };
-            if !found(object) || listed >= MAX_LISTED_OBJECTS {
+            if !found(object_of(entry.path(), &meta)) || listed >= MAX_LISTED_OBJECTS {
                 return Ok(listing);
             }
         }
         listing.complete = true;
+        Ok(listing)
+    }
+
+    /// The object at `path` (below the root), or `None` when there is none; a folder there is
+    /// an error.
+    pub fn stat_file(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
+        match self.runtime.block_on(self.op.stat(path)) {
+            Ok(meta) if meta.is_file() => Ok(Some(object_of(path, &meta))),
+            Ok(_) => Err(SourceError::Service(format!("{path} is a folder"))),
+            Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(SourceError::Service(format!("cannot read {path}: {e}"))),
+        }
+    }
+
+    /// Whether `path` (below the root; empty: the root) is a folder: `Some(true)`, a file:
+    /// `Some(false)`, or nothing at all: `None`.
+    pub fn kind_of(&self, path: &str) -> Result<Option<bool>, SourceError> {
+        let path = path.trim_matches('/');
+        if path.is_empty() {
+            return Ok(Some(true));
+        }
+        match self.stat_file(path) {
+            Ok(Some(_)) => return Ok(Some(false)),
+            Ok(None) | Err(SourceError::Service(_)) => {}
+            Err(e) => return Err(e),
+        }
+        match self.runtime.block_on(self.op.stat(&format!("{path}/"))) {
+            Ok(meta) if meta.is_dir() => Ok(Some(true)),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(SourceError::Service(format!("cannot read {path}: {e}"))),
+        }
+    }
+
+    /// The entries of the folder `path` (below the root; empty: the root), not recursively,
+    /// sorted by name: at most [`MAX_BROWSED_ENTRIES`] are read from the service.
+    pub fn list_folder(&self, path: &str) -> Result<FolderListing, SourceError> {
+        use futures_util::TryStreamExt;
+        let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
+        let rt = &self.runtime;
+        let dir = match path.trim_matches('/') {
+            "" => "/".to_string(),
+            p => format!("{p}/"),
+        };
+        let mut lister = rt.block_on(self.op.lister(&dir)).map_err(service)?;
+        let mut listing = FolderListing::default();
+        while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+            let name = entry
+                .path()
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            // The folder itself (some services list it first), and names past the bound.
+            if name.is_empty() || entry.path().trim_matches('/') == dir.trim_matches('/') {
+                continue;
+            }
+            if entry.path().len() > MAX_OBJECT_PATH_BYTES {
+                listing.long_paths += 1;
+                continue;
+            }
+            if listing.entries.len() >= MAX_BROWSED_ENTRIES {
+                listing.truncated = true;
+                break;
+            }
+            let meta = entry.metadata();
+            let object = object_of(entry.path(), meta);
+            listing.entries.push(FolderEntry {
+                name: name.to_string(),
+                folder: meta.is_dir(),
+                size: object.size,
+                stamp: object.stamp,
+                path: object.path,
+            });
+        }
+        listing.entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(listing)
     }
 

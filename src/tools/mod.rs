@@ -36,6 +36,9 @@ pub const TOOL_NAMES: &[&str] = &[
     "read_content_objects",
     "read_section",
     "extract_container_item",
+    "list_sources",
+    "browse_source",
+    "pull_source",
     "store_tool_result",
     "recall_tool_result",
     "remember",
@@ -71,6 +74,10 @@ pub struct SearchArgs {
     /// `browse_container` or an earlier hit shows it (no `#fragment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
+    /// Search only what was indexed from this source (a `name` from `list_sources`); with
+    /// `locator`, that locator must lie inside the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Only this owner's files (an `owner` an earlier answer showed): when two files you
     /// may read have the same locator (yours and one a colleague shared), or to search one
     /// colleague's shared files.
@@ -203,6 +210,50 @@ pub struct ExtractArgs {
     pub cursor: Option<String>,
 }
 
+/// Arguments of `list_sources`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSourcesArgs {
+    /// Budget of the answer in chars (default 4000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    /// The `cursor` of the previous answer, to continue it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `browse_source`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrowseSourceArgs {
+    /// The source's `name` from `list_sources`.
+    pub source: String,
+    /// A folder below the source's root (`reports/2026`); empty or absent: its root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Budget of the answer in chars (default 4000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    /// The `cursor` of the previous answer, to continue it (repeat the other arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `pull_source`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PullSourceArgs {
+    /// The source's `name` from `list_sources`.
+    pub source: String,
+    /// A file or folder below the source's root, as `browse_source` shows it; empty or
+    /// absent: the whole source (at most 1000 objects per pull).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Budget of the answer in chars (default 4000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
 /// One tool call: the tool's name and its arguments, as the socket and the faces pass it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "tool", content = "args", rename_all = "snake_case")]
@@ -217,6 +268,12 @@ pub enum ToolCall {
     ReadSection(SectionArgs),
     /// Extract and index one archive member now.
     ExtractContainerItem(ExtractArgs),
+    /// The registered sources the caller may use.
+    ListSources(ListSourcesArgs),
+    /// One folder of a source, without indexing it.
+    BrowseSource(BrowseSourceArgs),
+    /// Index one object or folder of a source now.
+    PullSource(PullSourceArgs),
     /// Keep a tool result whole in a workflow; a handle and a preview.
     StoreToolResult(StoreResultArgs),
     /// Read a stored tool result back, page by page.
@@ -240,6 +297,9 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => a.max_chars,
             ToolCall::ReadSection(a) => a.max_chars,
             ToolCall::ExtractContainerItem(a) => a.max_chars,
+            ToolCall::ListSources(a) => a.max_chars,
+            ToolCall::BrowseSource(a) => a.max_chars,
+            ToolCall::PullSource(a) => a.max_chars,
             ToolCall::StoreToolResult(a) => a.max_chars,
             ToolCall::RecallToolResult(a) => a.max_chars,
             ToolCall::Remember(a) => a.max_chars,
@@ -257,6 +317,9 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => &mut a.max_chars,
             ToolCall::ReadSection(a) => &mut a.max_chars,
             ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
+            ToolCall::ListSources(a) => &mut a.max_chars,
+            ToolCall::BrowseSource(a) => &mut a.max_chars,
+            ToolCall::PullSource(a) => &mut a.max_chars,
             ToolCall::StoreToolResult(a) => &mut a.max_chars,
             ToolCall::RecallToolResult(a) => &mut a.max_chars,
             ToolCall::Remember(a) => &mut a.max_chars,
@@ -292,6 +355,9 @@ impl ToolCall {
             "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
             "read_section" => ToolCall::ReadSection(parse(name, args)?),
             "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
+            "list_sources" => ToolCall::ListSources(parse(name, args)?),
+            "browse_source" => ToolCall::BrowseSource(parse(name, args)?),
+            "pull_source" => ToolCall::PullSource(parse(name, args)?),
             "store_tool_result" => ToolCall::StoreToolResult(parse(name, args)?),
             "recall_tool_result" => ToolCall::RecallToolResult(parse(name, args)?),
             "remember" => ToolCall::Remember(parse(name, args)?),
@@ -330,6 +396,9 @@ impl ToolCall {
             ToolCall::ReadContentObjects(_) => "read_content_objects",
             ToolCall::ReadSection(_) => "read_section",
             ToolCall::ExtractContainerItem(_) => "extract_container_item",
+            ToolCall::ListSources(_) => "list_sources",
+            ToolCall::BrowseSource(_) => "browse_source",
+            ToolCall::PullSource(_) => "pull_source",
             ToolCall::StoreToolResult(_) => "store_tool_result",
             ToolCall::RecallToolResult(_) => "recall_tool_result",
             ToolCall::Remember(_) => "remember",
@@ -412,6 +481,9 @@ pub fn call_until(
             ToolCall::ExtractContainerItem(a) => {
                 extract::extract_container_item(ingestor, scope, a, budget, stop)
             }
+            ToolCall::ListSources(a) => sources::list_sources(ingestor, scope, a, budget),
+            ToolCall::BrowseSource(a) => sources::browse_source(ingestor, scope, a, budget),
+            ToolCall::PullSource(a) => sources::pull_source(ingestor, scope, a, budget, stop),
             ToolCall::StoreToolResult(a) => {
                 workflow::store_tool_result(ingestor, scope, a, budget, stop)
             }
@@ -533,12 +605,14 @@ mod read;
 mod search;
 mod section;
 mod snippet;
+mod sources;
 pub(crate) mod view;
 mod workflow;
 
 pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::{parse_pages, parse_range, parse_type};
+pub use sources::PULL_MAX_OBJECTS;
 pub use workflow::{
     EndArgs, GatherArgs, RawJson, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs,
 };

@@ -41,6 +41,26 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
         }
         f.locator_prefix = Some(loc);
     }
+    if let Some(name) = &args.source {
+        // The source's own files: its scope's key, under its root.
+        let registered = super::sources::find(ingestor, view.reader(), name)?;
+        let url = registered.source_url().map_err(ToolError::Invalid)?;
+        let root = url.locator_root();
+        if let Some(loc) = &f.locator_prefix {
+            let inside = loc == &root
+                || loc
+                    .strip_prefix(root.as_str())
+                    .is_some_and(|r| r.starts_with('/') || r.starts_with("!/"));
+            if !inside {
+                return Err(ToolError::Invalid(format!(
+                    "locator {loc} is not inside source {name} ({root})"
+                )));
+            }
+        } else {
+            f.locator_prefix = Some(root);
+        }
+        f.owner_key = Some(registered.owner().key());
+    }
     if let Some(label) = &args.owner {
         // The view holds that owner's files only: its key narrows the points alike.
         let owner = view

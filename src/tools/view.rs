@@ -69,6 +69,11 @@ pub(crate) fn note_owner(
 }
 
 impl View {
+    /// Whose view it is.
+    pub fn reader(&self) -> &Scope {
+        &self.reader
+    }
+
     /// What `scope` may read now; only `owner`'s files when a call names one.
     pub fn of(ingestor: &Ingestor, scope: &Scope, owner: Option<&str>) -> View {
         View::in_catalog(ingestor.catalog(), scope, owner)

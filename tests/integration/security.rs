@@ -531,6 +531,16 @@ fn qdrant_security_a_mandate_is_a_wall_for_every_face_on_two_nodes() {
 /// Uploads of a key of mandate `acme` to the first node, then keys of user `alice` in
 /// mandate `globex` and without a mandate ask every node: they see nothing.
 fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
+    // A remote source registered for acme (never contacted here: what is checked is who
+    // sees it). Each test runs in a process of its own (nextest): the nodes inherit this.
+    let registry = sb.write(
+        "user-config.toml",
+        b"[[source]]\nname = \"acme-plans\"\nurl = \"s3://acme-plans/board\"\nuser = \"alice\"\n\
+          mandate = \"acme\"\nshared = true\n[source.credentials]\nsecret_access_key = \"acme-s3-secret\"\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&registry, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::env::set_var("INGEST_CONFIG", &registry);
     config(
         sb,
         "",
@@ -587,7 +597,28 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
         found_by_owner,
         "the failed file's card is found by its owner"
     );
+    let (_, listed) = tool(&acme, "list_sources", json!({}));
+    assert_eq!(listed["sources"][0]["name"], "acme-plans", "{listed}");
+    assert!(!listed.to_string().contains("acme-s3-secret"), "{listed}");
     let check_blind = |c: &Client| {
+        // No source of another mandate: not listed, and named, answered as a made-up one.
+        let (_, listed) = tool(c, "list_sources", json!({}));
+        assert_eq!(listed["sources"], json!([]), "{listed}");
+        for (tool_name, args) in [
+            ("browse_source", json!({})),
+            ("pull_source", json!({ "path": "q1.pdf" })),
+            ("search_documents", json!({ "query": "warehouse" })),
+        ] {
+            let answer = |name: &str| {
+                let mut a = args.clone();
+                a["source"] = json!(name);
+                let (status, answer) = tool(c, tool_name, a);
+                (status, answer.to_string().replace(name, "NAME"))
+            };
+            let real = answer("acme-plans");
+            assert_eq!(real, answer("zz-made-up"), "{tool_name}");
+            assert!(real.1.contains("no such source"), "{real:?}");
+        }
         assert!(c.search(phrase, 10).is_empty());
         assert!(c.search(mail_phrase, 10).is_empty());
         for (tool_name, args) in [

@@ -717,3 +717,136 @@ fn a_watched_s3_source_is_polled() {
     let log = std::fs::read_to_string(sb.path("daemon.err")).unwrap();
     assert!(!log.contains(SECRET), "the daemon's log shows the secret");
 }
+
+/// The agent's source tools through the official Python MCP client
+/// (tests/mcp/sources_mcp.py): sources registered in the config file (credentials there
+/// only, the file owner-only), listed, browsed page by page without indexing, pulled (one
+/// file, then a folder) and searched within; a user of the same mandate sees only the
+/// shared source, and a key of another mandate sees no source and no byte of one. The CLI's
+/// `ingest source` face answers the same, and a config file others may read is refused.
+#[test]
+fn the_agent_lists_browses_pulls_and_searches_a_registered_source() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    let py = repo_dir().join(".venv-test/bin/python");
+    if !py.exists() {
+        eprintln!("SKIPPED: .venv-test is missing (make deps creates it)");
+        return;
+    }
+    let mut rng = Lcg(5);
+    for prefix in ["alice", "shared"] {
+        for i in 0..24u64 {
+            let (_, text) = document(i, 1, &mut rng);
+            server.put(&format!("{prefix}/docs/{i:02}.txt"), text.as_bytes());
+        }
+    }
+    server.put(
+        "alice/docs/reports/keeper.txt",
+        b"Harbour log, week 12.\n\nThe keeper's brass anemometer logbook records gusts of 41 knots \
+          on the north pier, and the tide gauge was recalibrated on Thursday.\n",
+    );
+    let endpoint = format!("http://127.0.0.1:{}", server.port);
+    let source = |name: &str, prefix: &str, user: &str, shared: bool| {
+        format!(
+            "[[source]]\nname = \"{name}\"\nurl = \"s3://{BUCKET}/{prefix}\"\nuser = \"{user}\"\n\
+             mandate = \"acme\"\nshared = {shared}\n[source.credentials]\n\
+             access_key_id = \"test-key-id\"\nsecret_access_key = \"{SECRET}\"\n\
+             region = \"us-east-1\"\nendpoint = \"{endpoint}\"\n"
+        )
+    };
+    let config = sb.write(
+        "config.toml",
+        format!(
+            "{}\n{}",
+            source("alice-docs", "alice", "alice", false),
+            source("acme-shared", "shared", "alice", true)
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(sb.data_dir())
+            .env("INGEST_CONFIG", &config)
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .output()
+            .unwrap()
+    };
+    // Readable by others while it holds a secret: refused, the secret not shown.
+    let out = cli(&["source", "list", "--user", "alice", "--mandate", "acme"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("chmod 600") && !stderr.contains(SECRET),
+        "{stderr}"
+    );
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = cli(&[
+        "--json",
+        "source",
+        "list",
+        "--user",
+        "alice",
+        "--mandate",
+        "acme",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["sources"].as_array().unwrap().len(), 2, "{listed}");
+    let out = cli(&[
+        "--json",
+        "source",
+        "browse",
+        "alice-docs",
+        "docs/reports",
+        "--user",
+        "alice",
+        "--mandate",
+        "acme",
+    ]);
+    let browsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(browsed["entries"][0]["name"], "keeper.txt", "{browsed}");
+    assert_eq!(browsed["entries"][0]["indexed"], "not indexed", "{browsed}");
+    // The agent, through the official MCP client.
+    let out = Command::new(&py)
+        .arg(repo_dir().join("tests/mcp/sources_mcp.py"))
+        .arg(env!("CARGO_BIN_EXE_ingest"))
+        .arg(sb.data_dir())
+        .arg(&config)
+        .arg(SECRET)
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .output()
+        .unwrap();
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert!(out.status.success(), "sources_mcp.py: {:?}", out.status);
+    assert!(
+        !stderr.contains(SECRET),
+        "the server's log shows the secret"
+    );
+    // The pulled files are in alice's scope, from the source, nowhere else.
+    let out = cli(&["--json", "files", "--user", "alice", "--mandate", "acme"]);
+    let files: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(files.len() >= 25, "{files:?}");
+    assert!(files.iter().all(|f| f["locator"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("s3://{BUCKET}/alice/docs/"))));
+    let out = cli(&[
+        "--json",
+        "files",
+        "--user",
+        "mallory",
+        "--mandate",
+        "globex",
+    ]);
+    let none: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(none.is_empty(), "{none:?}");
+}

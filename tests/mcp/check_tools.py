@@ -65,13 +65,18 @@ MAX_CALLS_PLANNED = 600
 CALL_TIMEOUT_S = 300
 
 TOOLS = {
-    "search_documents": ["query", "limit", "min_score", "mode", "locator", "owner", "content_type",
+    "search_documents": ["query", "limit", "min_score", "mode", "locator", "source", "owner",
+                         "content_type",
                          "kind", "pages", "section", "sheet", "slide", "max_chars", "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
                              "slide", "max_chars", "cursor"],
     "read_section": ["locator", "owner", "section", "max_chars", "cursor"],
     "extract_container_item": ["locator", "max_chars", "cursor"],
+    # The source tools (tests/mcp/sources_mcp.py plays them).
+    "list_sources": ["max_chars", "cursor"],
+    "browse_source": ["source", "path", "max_chars", "cursor"],
+    "pull_source": ["source", "path", "max_chars"],
     # The workflow tools (tests/mcp/workflow.py plays them).
     "store_tool_result": ["workflow", "tool", "content", "args", "extract_entities", "max_chars"],
     "recall_tool_result": ["workflow", "handle", "lines", "max_chars", "cursor"],
@@ -82,6 +87,7 @@ TOOLS = {
 }
 REQUIRED = {"search_documents": {"query"}, "read_content_objects": {"locator"},
             "read_section": {"locator", "section"}, "extract_container_item": {"locator"},
+            "browse_source": {"source"}, "pull_source": {"source"},
             "store_tool_result": {"workflow", "tool", "content"},
             "recall_tool_result": {"workflow", "handle"},
             "remember": {"workflow", "key", "value"}, "store_summary": {"workflow", "text"},

@@ -31,6 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 TOOLS = {
     "browse_container",
     "extract_container_item",
+    "list_sources",
+    "browse_source",
+    "pull_source",
     "read_content_objects",
     "read_section",
     "search_documents",

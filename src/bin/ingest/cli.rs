@@ -229,6 +229,11 @@ pub(crate) enum Command {
     /// Extract and index one archive member now, e.g. one skipped by a limit (the agent's
     /// `extract_container_item` tool).
     Extract(ExtractItemArgs),
+    /// Remote sources registered in the config file (`[[source]]`, docs/SOURCES.md): list
+    /// them, browse a folder without indexing it, pull a file or folder into the index now
+    /// (the agent's list_sources, browse_source and pull_source tools).
+    #[command(subcommand)]
+    Source(SourceCommand),
     /// Call any agent tool by name with its JSON arguments, as MCP and HTTP do; the
     /// workflow tools (store_tool_result, recall_tool_result, remember, store_summary,
     /// gather_context, end_workflow) are reached this way. The answer is the tool's JSON.
@@ -386,6 +391,9 @@ pub(crate) struct SearchArgs {
     /// ~/…) or a locator.
     #[arg(short, long)]
     pub(crate) locator: Option<String>,
+    /// Only what was indexed from this registered source (`ingest source list`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) source: Option<String>,
     /// Only objects of this type: text, image, videostream, audiostream, other.
     #[arg(short = 't', long = "type", value_name = "TYPE")]
     pub(crate) content_type: Option<String>,
@@ -497,6 +505,40 @@ pub(crate) struct ExtractItemArgs {
     pub(crate) budget: Budget,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
+}
+
+/// `ingest source …`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum SourceCommand {
+    /// The registered sources this scope may use, with how many of their files are indexed.
+    #[command(visible_alias = "ls")]
+    List {
+        #[command(flatten)]
+        budget: Budget,
+    },
+    /// One folder of a source as the service holds it now (nothing is downloaded): files
+    /// with size and whether they are indexed, changed since, or not indexed.
+    Browse {
+        /// The source's name.
+        name: String,
+        /// A folder below the source's root; none: its root.
+        path: Option<String>,
+        #[command(flatten)]
+        budget: Budget,
+    },
+    /// Download and index one file or folder of a source now (at most 1000 files per call),
+    /// into the source's scope.
+    Pull {
+        /// The source's name.
+        name: String,
+        /// A file or folder below the source's root; none: the whole source.
+        path: Option<String>,
+        /// Largest answer, in chars.
+        #[arg(long, value_name = "N")]
+        max_chars: Option<usize>,
+        #[command(flatten)]
+        extract: ExtractArgs,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -42,9 +42,11 @@ pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Re
 pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Config> {
     let mut config = Config::new(&common.data_dir);
     config.server = common.store.as_deref().map(str::parse).transpose()?;
+    let settings = crate::settings::Settings::load()?;
+    config.sources = settings.sources.clone();
     let catalog = match &common.catalog {
         Some(url) => Some(url.clone()),
-        None => crate::settings::Settings::load()?.catalog,
+        None => settings.catalog.clone(),
     };
     config.catalog = catalog.as_deref().map(str::parse).transpose()?;
     config.model_dir = common.model_dir.clone();
@@ -59,7 +61,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
         args.recipe.apply(&mut config.chunking);
         config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
         let cwd = std::env::current_dir().context("the working directory")?;
-        config.exclusions = crate::settings::Settings::load()?.exclusions(&args.walk, &cwd);
+        config.exclusions = settings.exclusions(&args.walk, &cwd);
         config.exclusions.check().map_err(Usage)?;
         let iso = &mut config.isolation;
         iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
@@ -531,12 +533,12 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
 
 /// What to keep indexed: the folders (or files) to watch, as absolute paths, and the remote
 /// sources to poll.
-fn watched(folders: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, Vec<ingest::SourceUrl>)> {
+fn watched(folders: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, Vec<ingest::Source>)> {
     let mut roots = Vec::new();
     let mut sources = Vec::new();
     for input in inputs_of(folders)? {
         match input {
-            Input::Remote(url) => sources.push(url),
+            Input::Remote(source) => sources.push(*source),
             Input::Path(f) => roots.push(
                 std::fs::canonicalize(&f).with_context(|| format!("watching {}", f.display()))?,
             ),
@@ -580,7 +582,7 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
     use std::sync::{Arc, Mutex};
     let (listener, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
     let (roots, sources) = watched(&args.folders)?;
-    let remote: Vec<String> = sources.iter().map(ToString::to_string).collect();
+    let remote: Vec<String> = sources.iter().map(|s| s.url.to_string()).collect();
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
         "started_at": now_secs(),
@@ -621,7 +623,7 @@ fn inputs_of(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
         .map(|p| match p.to_str() {
             Some(text) if ingest::SourceUrl::looks_like_one(text) => text
                 .parse::<ingest::SourceUrl>()
-                .map(Input::Remote)
+                .map(|url| Input::Remote(Box::new(url.into())))
                 .map_err(|e| anyhow::anyhow!("{e}")),
             _ => Ok(Input::Path(p.clone())),
         })

@@ -12,7 +12,8 @@ use ingest::tools::{self, ToolCall};
 use ingest::{Scope, ToolHost};
 
 use crate::cli::{
-    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs, ToolArgs,
+    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs,
+    SourceCommand, ToolArgs,
 };
 use crate::commands::{config, scope};
 use crate::exit::{self, Usage};
@@ -35,6 +36,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         min_score: args.min_score,
         mode: Some(args.mode),
         locator: args.locator.as_deref().map(locator).transpose()?,
+        source: args.source.clone(),
         owner: args.owner.clone(),
         content_type: args.content_type.clone(),
         kind: args.kind.clone(),
@@ -98,6 +100,43 @@ pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result
     });
     let host = ToolHost::new(config(common, Some(&args.extract))?);
     run(common, &call, host, args.shared)
+}
+
+/// `source list|browse|pull`: the source tools.
+pub(crate) fn source(common: &Common, command: &SourceCommand) -> anyhow::Result<ExitCode> {
+    let (call, extract) = match command {
+        SourceCommand::List { budget } => (
+            ToolCall::ListSources(tools::ListSourcesArgs {
+                max_chars: budget.max_chars,
+                cursor: budget.cursor.clone(),
+            }),
+            None,
+        ),
+        SourceCommand::Browse { name, path, budget } => (
+            ToolCall::BrowseSource(tools::BrowseSourceArgs {
+                source: name.clone(),
+                path: path.clone(),
+                max_chars: budget.max_chars,
+                cursor: budget.cursor.clone(),
+            }),
+            None,
+        ),
+        SourceCommand::Pull {
+            name,
+            path,
+            max_chars,
+            extract,
+        } => (
+            ToolCall::PullSource(tools::PullSourceArgs {
+                source: name.clone(),
+                path: path.clone(),
+                max_chars: *max_chars,
+            }),
+            Some(extract),
+        ),
+    };
+    let host = ToolHost::new(config(common, extract)?);
+    run(common, &call, host, false)
 }
 
 /// What a locator's `#fragment` (copied from a search hit: `#page=3`, `#sheet=Q3&rows=1-40`,

@@ -128,6 +128,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(Command::ReadSection(args)) => faces::read_section(&cli.common, args),
         Some(Command::Extract(args)) => faces::extract(&cli.common, args),
         Some(Command::Tool(args)) => faces::tool(&cli.common, args),
+        Some(Command::Source(command)) => faces::source(&cli.common, command),
         Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),

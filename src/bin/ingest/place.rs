@@ -105,7 +105,10 @@ pub(crate) fn settle(cli: &mut Cli) -> anyhow::Result<()> {
     cli.common.data_dir = path;
     cli.common.data_dir_origin = origin;
     let reads = match &cli.command {
-        None | Some(Command::Watch(_) | Command::Serve(_) | Command::Import(_)) => false,
+        None
+        | Some(Command::Watch(_) | Command::Serve(_) | Command::Import(_) | Command::Source(_)) => {
+            false
+        }
         Some(Command::Tool(args)) => reads_documents(&args.name),
         // Checked by `faces::mcp` once its arguments are.
         Some(Command::Mcp(_)) => false,

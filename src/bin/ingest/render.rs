@@ -40,6 +40,10 @@ pub(crate) fn answer(
         document(out, answer)?;
     } else if answer.get("objects").is_some() {
         objects(out, answer)?;
+    } else if answer.get("sources").is_some() {
+        sources(out, answer)?;
+    } else if answer.get("entries").is_some() {
+        source_entries(out, answer)?;
     } else if matches!(call, ToolCall::ReadSection(_)) || answer.get("section").is_some() {
         section(out, answer)?;
     } else {
@@ -102,6 +106,61 @@ fn hits(out: &mut impl Write, answer: &Value, paint: &Paint) -> anyhow::Result<(
             )?,
             None => writeln!(out, "no hits")?,
         }
+    }
+    Ok(())
+}
+
+fn sources(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
+    let sources = field(answer, "/sources")
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    if sources.is_empty() {
+        writeln!(out, "{}", text(answer, "/note").unwrap_or("no sources"))?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<20} {:<8} {:>7} {:<6}  LOCATOR",
+        "NAME", "PROVIDER", "INDEXED", "SYNCED"
+    )?;
+    for s in sources {
+        let owner = text(s, "/owner")
+            .map(|o| format!("  ({o})"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:<20} {:<8} {:>7} {:<6}  {}{owner}",
+            text(s, "/name").unwrap_or("?"),
+            text(s, "/provider").unwrap_or("?"),
+            number(s, "/indexed_files").unwrap_or(0),
+            if field(s, "/synced").as_bool() == Some(true) {
+                "yes"
+            } else {
+                "no"
+            },
+            text(s, "/locator").unwrap_or("?"),
+        )?;
+    }
+    Ok(())
+}
+
+fn source_entries(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
+    let entries = field(answer, "/entries")
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    writeln!(out, "{}", text(answer, "/locator").unwrap_or("?"))?;
+    if let Some(note) = text(answer, "/note").or(text(answer, "/truncated")) {
+        writeln!(out, "{note}")?;
+    }
+    for e in entries {
+        let size = number(e, "/size").map_or("-".into(), human_size);
+        writeln!(
+            out,
+            "{:>10}  {:<22}  {}",
+            size,
+            text(e, "/indexed").unwrap_or(""),
+            text(e, "/name").unwrap_or("?")
+        )?;
     }
     Ok(())
 }

@@ -6,7 +6,19 @@
 //! exclude = ["node_modules/", "target/", "*.log"]   # as --exclude, before the flags'
 //! include = []                                      # as --include
 //! catalog = "postgres://ingest:PASSWORD@db/kb"     # as --catalog (keep the file owner-only)
+//!
+//! [[source]]                                        # a remote folder registered for a scope
+//! name = "team-reports"
+//! url = "s3://reports/2026"
+//! mandate = "acme"
+//! user = "alice"
+//! shared = true
+//! sync = true                                       # polled by `ingest watch` / `serve`
+//! credentials = { access_key_id = "…", secret_access_key = "…" }  # else the environment
 //! ```
+//!
+//! A file that gives a source's secret must be readable by its owner only (as SSH asks of
+//! a key): otherwise it is refused.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,6 +42,10 @@ pub(crate) struct Settings {
     /// The shared catalog, when `--catalog` and `INGEST_CATALOG` do not say.
     #[serde(default)]
     pub catalog: Option<String>,
+    /// Remote folders registered for scopes (`[[source]]`): what the agent's source tools
+    /// name and the daemons keep synced (docs/SOURCES.md).
+    #[serde(default, rename = "source")]
+    pub sources: Vec<ingest::RegisteredSource>,
 }
 
 /// Where the file is looked for.
@@ -68,7 +84,35 @@ impl Settings {
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
             .with_context(|| format!("reading {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("{}", path.display()))
+        let settings: Settings =
+            toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+        ingest::sources_check(&settings.sources)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let secret = settings.sources.iter().any(|s| {
+            let c = &s.credentials;
+            [
+                &c.secret_access_key,
+                &c.session_token,
+                &c.password,
+                &c.token,
+            ]
+            .iter()
+            .any(|v| v.is_some())
+        });
+        if secret {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .permissions()
+                .mode();
+            anyhow::ensure!(
+                mode & 0o077 == 0,
+                "{}: it holds a source's secret but others may read it (mode {:o}): chmod 600 it",
+                path.display(),
+                mode & 0o777
+            );
+        }
+        Ok(settings)
     }
 
     /// The walk's exclusions: this file's lists, then the flags', globs with a `/` anchored
