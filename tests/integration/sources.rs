@@ -1,6 +1,7 @@
 //! Remote sources against real servers on loopback: an S3 bucket served by moto's S3 server
-//! (`make deps` installs it into `.venv-servers/`) and a WebDAV folder served by Apache with
-//! `mod_dav` (Debian `apache2`, installed by `make deps`); without one, its tests say SKIPPED.
+//! (`make deps` installs it into `.venv-servers/`), a WebDAV folder served by Apache with
+//! `mod_dav` (Debian `apache2`), a folder over SFTP (OpenSSH's `sshd`) and over FTP
+//! (`vsftpd`), all installed by `make deps`; without one, its tests say SKIPPED.
 //! A source of 500 objects is synced, then 10 are changed, 5 deleted and 5 added: the second
 //! sync downloads exactly the 15 changed or new objects (counted in the server's access log),
 //! and the index equals a local ingest of the same tree; a sync killed mid-way converges on
@@ -22,6 +23,7 @@ enum Kind {
     S3,
     WebDav,
     Sftp,
+    Ftp,
 }
 
 /// A storage server on a loopback port, its access log in a file: moto's S3 server, Apache
@@ -158,6 +160,54 @@ impl Server {
                     folder,
                 }
             }
+            Kind::Ftp => {
+                let vsftpd = PathBuf::from("/usr/sbin/vsftpd");
+                if !vsftpd.exists() {
+                    eprintln!("SKIPPED: vsftpd is not installed (make deps installs it)");
+                    return None;
+                }
+                if !is_root() {
+                    eprintln!("SKIPPED: vsftpd runs here as root only");
+                    return None;
+                }
+                let dir = sb.path("ftp");
+                let folder = dir.join("root");
+                for d in [&folder, &dir.join("empty")] {
+                    std::fs::create_dir_all(d).unwrap();
+                }
+                // Anonymous, read-only, chrooted into the folder; every transfer logged
+                // (`OK DOWNLOAD: … "/docs/…"`).
+                let log = dir.join("vsftpd.log");
+                let conf = dir.join("vsftpd.conf");
+                std::fs::write(
+                    &conf,
+                    format!(
+                        "listen=YES\nlisten_ipv6=NO\nlisten_address=127.0.0.1\nlisten_port={port}\n\
+                         background=NO\nanonymous_enable=YES\nno_anon_password=YES\n\
+                         anon_root={root}\nlocal_enable=NO\nwrite_enable=NO\npasv_enable=YES\n\
+                         pasv_address=127.0.0.1\nsecure_chroot_dir={empty}\nxferlog_enable=YES\n\
+                         xferlog_std_format=NO\nvsftpd_log_file={log}\nseccomp_sandbox=NO\n",
+                        root = folder.display(),
+                        empty = dir.join("empty").display(),
+                        log = log.display(),
+                    ),
+                )
+                .unwrap();
+                std::fs::write(&log, b"").unwrap();
+                let child = Command::new(vsftpd)
+                    .arg(&conf)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start vsftpd");
+                Server {
+                    kind,
+                    child,
+                    port,
+                    log,
+                    folder,
+                }
+            }
             Kind::WebDav => {
                 let Some(apache) = which("apache2") else {
                     eprintln!("SKIPPED: apache2 not installed (make deps installs it)");
@@ -243,6 +293,7 @@ impl Server {
         match self.kind {
             Kind::S3 => format!("s3://{BUCKET}/docs"),
             Kind::WebDav => format!("webdav://127.0.0.1:{}/docs", self.port),
+            Kind::Ftp => format!("ftp://127.0.0.1:{}/docs", self.port),
             Kind::Sftp => format!(
                 "sftp://root@127.0.0.1:{}{}/docs",
                 self.port,
@@ -260,7 +311,7 @@ impl Server {
     fn path(&self, key: &str) -> String {
         match self.kind {
             Kind::S3 => format!("{BUCKET}/{key}"),
-            Kind::WebDav | Kind::Sftp => key.to_string(),
+            Kind::WebDav | Kind::Sftp | Kind::Ftp => key.to_string(),
         }
     }
 
@@ -286,7 +337,7 @@ impl Server {
     }
 
     fn put(&self, key: &str, body: &[u8]) {
-        if self.kind == Kind::Sftp {
+        if matches!(self.kind, Kind::Sftp | Kind::Ftp) {
             let path = self.folder.join(key);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, body).unwrap();
@@ -324,7 +375,7 @@ impl Server {
 
     fn delete(&self, key: &str) {
         match self.kind {
-            Kind::Sftp => std::fs::remove_file(self.folder.join(key)).unwrap(),
+            Kind::Sftp | Kind::Ftp => std::fs::remove_file(self.folder.join(key)).unwrap(),
             _ => self.request("DELETE", &self.path(key), b""),
         }
     }
@@ -340,6 +391,13 @@ impl Server {
             return text
                 .lines()
                 .filter(|l| l.starts_with("open ") && l.contains(" flags READ"))
+                .map(str::to_string)
+                .collect();
+        }
+        if self.kind == Kind::Ftp {
+            return text
+                .lines()
+                .filter(|l| l.contains("OK DOWNLOAD"))
                 .map(str::to_string)
                 .collect();
         }
@@ -363,6 +421,10 @@ impl Server {
                 ("AWS_ACCESS_KEY_ID", "test-key-id".into()),
                 ("AWS_SECRET_ACCESS_KEY", SECRET.into()),
                 ("AWS_REGION", "us-east-1".into()),
+            ],
+            Kind::Ftp => vec![
+                ("INGEST_FTP_USER", "anonymous".into()),
+                ("INGEST_FTP_PASSWORD", SECRET.into()),
             ],
             Kind::WebDav => vec![
                 ("INGEST_WEBDAV_USER", "crew".into()),
@@ -617,6 +679,16 @@ fn a_webdav_source_syncs_only_what_changed_and_equals_a_local_ingest() {
 #[test]
 fn an_sftp_source_syncs_only_what_changed_and_equals_a_local_ingest() {
     syncs_only_what_changed_and_equals_a_local_ingest(Kind::Sftp);
+}
+
+#[test]
+fn an_ftp_source_syncs_only_what_changed_and_equals_a_local_ingest() {
+    syncs_only_what_changed_and_equals_a_local_ingest(Kind::Ftp);
+}
+
+#[test]
+fn an_ftp_sync_killed_while_downloading_converges_on_the_next() {
+    a_killed_sync_converges_on_the_next(Kind::Ftp);
 }
 
 #[test]
