@@ -34,8 +34,8 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
-## Apache with mod_dav (Debian `apache2`), OpenSSH's server (`openssh-server`) and `vsftpd`
-## for the WebDAV, SFTP and FTP source tests: each starts its own server on a loopback port with a
+## Apache with mod_dav (Debian `apache2`), OpenSSH's server (`openssh-server`), `vsftpd` and
+## Dovecot (`dovecot-imapd`) for the WebDAV, SFTP, FTP and IMAP source tests: each starts its own server on a loopback port with a
 ## configuration of its own. Skipped when installed.
 servers:
 	@test -x /usr/sbin/apache2 \
@@ -44,6 +44,8 @@ servers:
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; }
 	@test -x /usr/sbin/vsftpd \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq vsftpd >/dev/null; }
+	@test -x /usr/sbin/dovecot \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dovecot-imapd >/dev/null; }
 
 deps: ocr-tools postgres servers
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test

@@ -817,11 +817,16 @@ mod tests {
                     | "read_section"
                     | "recall_tool_result"
                     | "gather_context"
+                    | "list_sources"
+                    | "browse_source"
             );
             assert_eq!(a.read_only_hint, Some(reads), "{name}");
-            assert_eq!(a.open_world_hint, Some(false));
-            // Only the tools that delete or replace what was stored are destructive.
-            let destructive = matches!(*name, "end_workflow" | "remember");
+            // Only the source tools reach a service outside the index.
+            let open = matches!(*name, "browse_source" | "pull_source");
+            assert_eq!(a.open_world_hint, Some(open), "{name}");
+            // Only the tools that delete or replace what was stored are destructive (a pull
+            // removes what the service no longer holds there).
+            let destructive = matches!(*name, "end_workflow" | "remember" | "pull_source");
             assert_eq!(a.destructive_hint, Some(destructive), "{name}");
         }
         let search = definition("search_documents").unwrap();

@@ -1,6 +1,7 @@
 //! Remote sources: S3-compatible object storage, SFTP, FTP and WebDAV, read through Apache
 //! OpenDAL (one storage layer for every provider: listing with sizes, times and ETags, ranged
-//! streaming reads, retries with backoff and timeouts).
+//! streaming reads, retries with backoff and timeouts), and IMAP mailboxes through async-imap
+//! (`imap.rs`: OpenDAL has no IMAP service).
 //!
 //! A source is named by a URL ([`SourceUrl`]): `s3://bucket/prefix`, `sftp://host/path`,
 //! `ftp://host/path`, `webdav://host/path` (`webdavs://` for HTTPS). The URL never carries a
@@ -22,6 +23,7 @@ use std::time::Duration;
 use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::Operator;
 
+mod imap;
 mod registry;
 
 pub use registry::{check_sources, visible, RegisteredSource};
@@ -74,6 +76,11 @@ pub enum Provider {
         /// Over HTTPS.
         tls: bool,
     },
+    /// An IMAP mailbox (`imap://user@host/INBOX`), over TLS with `imaps://`.
+    Imap {
+        /// Over TLS.
+        tls: bool,
+    },
 }
 
 impl Provider {
@@ -84,6 +91,8 @@ impl Provider {
             Provider::Ftp => "ftp",
             Provider::Webdav { tls: false } => "webdav",
             Provider::Webdav { tls: true } => "webdavs",
+            Provider::Imap { tls: false } => "imap",
+            Provider::Imap { tls: true } => "imaps",
         }
     }
 }
@@ -105,12 +114,20 @@ impl SourceUrl {
     /// Whether `text` names a remote source (`scheme://`), to be parsed as one rather than
     /// taken for a path.
     pub fn looks_like_one(text: &str) -> bool {
-        ["s3://", "sftp://", "ftp://", "webdav://", "webdavs://"]
-            .iter()
-            .any(|s| {
-                text.get(..s.len())
-                    .is_some_and(|p| p.eq_ignore_ascii_case(s))
-            })
+        [
+            "s3://",
+            "sftp://",
+            "ftp://",
+            "webdav://",
+            "webdavs://",
+            "imap://",
+            "imaps://",
+        ]
+        .iter()
+        .any(|s| {
+            text.get(..s.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(s))
+        })
     }
 
     /// The locator root of the whole source: `s3://bucket/prefix`.
@@ -155,7 +172,13 @@ impl FromStr for SourceUrl {
             "ftp" => Provider::Ftp,
             "webdav" => Provider::Webdav { tls: false },
             "webdavs" => Provider::Webdav { tls: true },
-            _ => return Err(bad("the scheme is not s3, sftp, ftp, webdav or webdavs")),
+            "imap" => Provider::Imap { tls: false },
+            "imaps" => Provider::Imap { tls: true },
+            _ => {
+                return Err(bad(
+                    "the scheme is not s3, sftp, ftp, webdav, webdavs, imap or imaps",
+                ))
+            }
         };
         if rest.contains(['?', '#']) {
             return Err(bad("a query or fragment"));
@@ -216,6 +239,7 @@ fn shown(text: &str) -> String {
 /// | SFTP | `key_file` (`INGEST_SFTP_KEY`: a private key file; else the SSH agent and `~/.ssh/config`), `known_hosts` (`INGEST_SFTP_KNOWN_HOSTS`: `strict`, the default, `add` or `accept`) |
 /// | FTP | `user` (`INGEST_FTP_USER`), `password` (`INGEST_FTP_PASSWORD`) (else anonymous) |
 /// | WebDAV | `user` (`INGEST_WEBDAV_USER`), `password` (`INGEST_WEBDAV_PASSWORD`) or `token` (`INGEST_WEBDAV_TOKEN`) |
+/// | IMAP | `user` (`INGEST_IMAP_USER`; the URL's first), `password` (`INGEST_IMAP_PASSWORD`) |
 #[derive(Clone, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
@@ -439,21 +463,44 @@ fn login(source: &Source, user_var: &str, password_var: &str) -> (Option<String>
     (user, Credentials::or_var(&c.password, password_var))
 }
 
-/// An open source: the operator and the runtime its requests run on.
+/// An open source: the service's client and the runtime its requests run on.
 pub struct RemoteSession {
-    op: Operator,
+    backend: Backend,
     runtime: tokio::runtime::Runtime,
+}
+
+/// What a session talks to.
+enum Backend {
+    /// Object storage and file servers, through OpenDAL.
+    Dal(Operator),
+    /// One IMAP mailbox, through async-imap.
+    Imap(std::sync::Mutex<imap::Mailbox>),
+}
+
+/// The error of a session whose backend does not do what was asked (never expected).
+fn not_this_backend() -> SourceError {
+    SourceError::Service("this provider cannot do that".into())
 }
 
 impl RemoteSession {
     /// Open `source` with its credentials (else the environment's); nothing is requested yet.
     pub fn open(source: &Source) -> Result<RemoteSession, SourceError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        // TLS (S3, WebDAV, IMAP) with ring's primitives; a provider installed earlier stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if let Provider::Imap { tls } = source.url.provider {
+            let mailbox = runtime.block_on(imap::Mailbox::open(source, tls))?;
+            return Ok(RemoteSession {
+                backend: Backend::Imap(std::sync::Mutex::new(mailbox)),
+                runtime,
+            });
+        }
         let url = &source.url;
         let c = &source.credentials;
         let var = Credentials::or_var;
         let service = |e: opendal::Error| SourceError::Service(e.to_string());
-        // HTTPS (S3, WebDAV) with ring's primitives; a provider installed earlier stays.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         opendal_http_transport_reqwest::install_default();
         let root = format!("/{}", url.root);
         let op = match url.provider {
@@ -530,6 +577,7 @@ impl RemoteSession {
                 }
                 Operator::new(b).map_err(service)?
             }
+            Provider::Imap { .. } => return Err(not_this_backend()),
         };
         let op = op
             .layer(TimeoutLayer::new().with_timeout(REQUEST_TIMEOUT))
@@ -540,10 +588,26 @@ impl RemoteSession {
                     .with_min_delay(Duration::from_millis(200))
                     .with_max_delay(Duration::from_secs(5)),
             );
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        Ok(RemoteSession { op, runtime })
+        Ok(RemoteSession {
+            backend: Backend::Dal(op),
+            runtime,
+        })
+    }
+
+    /// The IMAP mailbox, when this session is one.
+    fn mailbox(&self) -> Option<std::sync::MutexGuard<'_, imap::Mailbox>> {
+        match &self.backend {
+            Backend::Imap(m) => Some(m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
+            Backend::Dal(_) => None,
+        }
+    }
+
+    /// The OpenDAL operator, when this session is one.
+    fn op(&self) -> Result<&Operator, SourceError> {
+        match &self.backend {
+            Backend::Dal(op) => Ok(op),
+            Backend::Imap(_) => Err(not_this_backend()),
+        }
     }
 
     /// List every file under the source's root (recursively), handing each to `found` until
@@ -554,11 +618,29 @@ impl RemoteSession {
         mut found: impl FnMut(RemoteObject) -> bool,
     ) -> Result<Listing, SourceError> {
         use futures_util::TryStreamExt;
+        if let Some(mut mailbox) = self.mailbox() {
+            // The whole listing first: `found` fetches messages on the same connection.
+            let objects = self.runtime.block_on(mailbox.list())?;
+            drop(mailbox);
+            for object in objects {
+                if !found(object) {
+                    return Ok(Listing {
+                        complete: false,
+                        long_paths: 0,
+                    });
+                }
+            }
+            return Ok(Listing {
+                complete: true,
+                long_paths: 0,
+            });
+        }
+        let op = self.op()?;
         let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
         // Each request is one `block_on`: `found` runs outside the runtime (it downloads).
         let rt = &self.runtime;
         let mut lister = rt
-            .block_on(async { self.op.lister_with("/").recursive(true).await })
+            .block_on(async { op.lister_with("/").recursive(true).await })
             .map_err(service)?;
         let mut listed = 0usize;
         let mut listing = Listing {
@@ -576,7 +658,7 @@ impl RemoteSession {
             }
             // Some services list names only: ask for the rest.
             let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
-                rt.block_on(self.op.stat(entry.path())).map_err(service)?
+                rt.block_on(op.stat(entry.path())).map_err(service)?
             } else {
                 meta.clone()
             };
@@ -592,7 +674,10 @@ impl RemoteSession {
     /// The object at `path` (below the root), or `None` when there is none; a folder there is
     /// an error.
     pub fn stat_file(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
-        match self.runtime.block_on(self.op.stat(path)) {
+        if let Some(mut mailbox) = self.mailbox() {
+            return self.runtime.block_on(mailbox.stat(path));
+        }
+        match self.runtime.block_on(self.op()?.stat(path)) {
             Ok(meta) if meta.is_file() => Ok(Some(object_of(path, &meta))),
             Ok(_) => Err(SourceError::Service(format!("{path} is a folder"))),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
@@ -607,12 +692,16 @@ impl RemoteSession {
         if path.is_empty() {
             return Ok(Some(true));
         }
+        if self.mailbox().is_some() {
+            // A mailbox has no folders: a message, or nothing.
+            return Ok(self.stat_file(path)?.map(|_| false));
+        }
         match self.stat_file(path) {
             Ok(Some(_)) => return Ok(Some(false)),
             Ok(None) | Err(SourceError::Service(_)) => {}
             Err(e) => return Err(e),
         }
-        match self.runtime.block_on(self.op.stat(&format!("{path}/"))) {
+        match self.runtime.block_on(self.op()?.stat(&format!("{path}/"))) {
             Ok(meta) if meta.is_dir() => Ok(Some(true)),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
@@ -624,13 +713,20 @@ impl RemoteSession {
     /// sorted by name: at most [`MAX_BROWSED_ENTRIES`] are read from the service.
     pub fn list_folder(&self, path: &str) -> Result<FolderListing, SourceError> {
         use futures_util::TryStreamExt;
+        if let Some(mut mailbox) = self.mailbox() {
+            if !path.trim_matches('/').is_empty() {
+                return Ok(FolderListing::default());
+            }
+            return self.runtime.block_on(mailbox.folder());
+        }
+        let op = self.op()?;
         let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
         let rt = &self.runtime;
         let dir = match path.trim_matches('/') {
             "" => "/".to_string(),
             p => format!("{p}/"),
         };
-        let mut lister = rt.block_on(self.op.lister(&dir)).map_err(service)?;
+        let mut lister = rt.block_on(op.lister(&dir)).map_err(service)?;
         let mut listing = FolderListing::default();
         while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
             let name = entry
@@ -672,9 +768,13 @@ impl RemoteSession {
         if size > max {
             return Err(SourceError::TooLarge { size, max });
         }
+        if let Some(mut mailbox) = self.mailbox() {
+            return self.runtime.block_on(mailbox.download(path, size, max, to));
+        }
+        let op = self.op()?;
         let service = |e: opendal::Error| SourceError::Service(format!("cannot download: {e}"));
         self.runtime.block_on(async {
-            let reader = self.op.reader(path).await.map_err(service)?;
+            let reader = op.reader(path).await.map_err(service)?;
             let mut stream = reader.into_bytes_stream(..).await.map_err(service)?;
             let mut file = crate::perms::create_file(to)
                 .map_err(|e| SourceError::Spool(std::io::Error::other(e.to_string())))?;

@@ -141,7 +141,7 @@ fn addresses(list: Option<&Address<'_>>) -> Option<String> {
 }
 
 /// A message's member name in a mailbox: its position and subject, `0007 Budget 2025.eml`.
-fn mailbox_member_name(position: u64, subject: Option<&str>) -> String {
+pub(crate) fn mailbox_member_name(position: u64, subject: Option<&str>) -> String {
     let subject = subject.map(name_part).unwrap_or_default();
     if subject.is_empty() {
         format!("{position:04}.eml")
@@ -533,6 +533,13 @@ impl<R: BufRead> MboxSplit<R> {
         }
         if too_long {
             return Ok(Some(Err(format!("limit: {}", Limit::FileSize.name()))));
+        }
+        // The blank line before the next `From ` line separates messages: it is the
+        // format's, not the message's (an IMAP server sends the message without it).
+        if message.ends_with(b"\r\n\r\n") {
+            message.truncate(message.len() - 2);
+        } else if message.ends_with(b"\n\n") {
+            message.truncate(message.len() - 1);
         }
         Ok(Some(Ok(message)))
     }

@@ -55,6 +55,7 @@ mod zip;
 use self::zip::office_package;
 pub use disk::{is_hidden, mtime_ns, DiskEntry, DiskFile, DiskWalk, WalkOptions};
 pub use exclude::{Exclusions, MAX_GLOBS};
+pub(crate) use mail::mailbox_member_name;
 
 /// Which limit a member ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

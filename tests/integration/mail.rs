@@ -230,3 +230,307 @@ fn a_mailbox_of_a_thousand_mails_is_walked_to_every_attachment() {
         "{listing}"
     );
 }
+
+/// A Dovecot IMAP server on a loopback port serving `inbox` (an mbox) as alice's INBOX
+/// (password [`IMAP_PASSWORD`]), logging each session's body fetches; `None` (after saying
+/// SKIPPED) where Dovecot is not installed or cannot run.
+struct Imap {
+    child: std::process::Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+const IMAP_PASSWORD: &str = "imap-secret-never-shown";
+
+impl Imap {
+    fn start(sb: &Sandbox, inbox: &[u8]) -> Option<Imap> {
+        let dovecot = std::path::PathBuf::from("/usr/sbin/dovecot");
+        if !dovecot.exists() {
+            eprintln!("SKIPPED: Dovecot is not installed (make deps installs dovecot-imapd)");
+            return None;
+        }
+        let root = std::fs::read_to_string("/proc/self/status")
+            .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0")));
+        if !root {
+            eprintln!("SKIPPED: Dovecot runs here as root only");
+            return None;
+        }
+        // The mail is read as `nobody` (Dovecot never reads mail as root).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = sb.path("dovecot");
+        let home = dir.join("home/alice");
+        for d in [&home, &dir.join("run"), &dir.join("state")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(home.join("inbox.mbox"), inbox).unwrap();
+        for p in [dir.join("home"), home.clone(), home.join("inbox.mbox")] {
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+        std::fs::write(
+            dir.join("passwd"),
+            format!("alice:{{PLAIN}}{IMAP_PASSWORD}\n"),
+        )
+        .unwrap();
+        let log = dir.join("dovecot.log");
+        for _ in 0..10 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let conf = dir.join("dovecot.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {log}\n\
+                     info_log_path = {log}\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\n\
+                     disable_plaintext_auth = no\nauth_mechanisms = plain\n\
+                     passdb {{\n driver = passwd-file\n args = scheme=PLAIN username_format=%u {d}/passwd\n}}\n\
+                     userdb {{\n driver = static\n args = uid=65534 gid=65534 home={d}/home/%u\n}}\n\
+                     mail_location = mbox:~/mail:INBOX=~/inbox.mbox\n\
+                     imap_logout_format = fetch_body=%{{fetch_body_count}}\n\
+                     service imap-login {{\n inet_listener imap {{\n  address = 127.0.0.1\n  port = {port}\n }}\n\
+                      inet_listener imaps {{\n  port = 0\n }}\n}}\n",
+                    d = dir.display(),
+                    log = log.display(),
+                ),
+            )
+            .unwrap();
+            let _ = std::fs::remove_file(dir.join("run/master.pid"));
+            let mut child = std::process::Command::new(&dovecot)
+                .arg("-F")
+                .arg("-c")
+                .arg(&conf)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start dovecot");
+            let up = wait_for(std::time::Duration::from_secs(30), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    || !matches!(child.try_wait(), Ok(None))
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if up.is_some() && matches!(child.try_wait(), Ok(None)) {
+                return Some(Imap { child, port, log });
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!(
+            "Dovecot did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    fn url(&self) -> String {
+        format!("imap://alice@127.0.0.1:{}/INBOX", self.port)
+    }
+
+    /// Message bodies fetched by the sessions that ended so far.
+    fn bodies_fetched(&self) -> u64 {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split("fetch_body=").nth(1)?.trim().parse::<u64>().ok())
+            .sum()
+    }
+
+    /// Flag the message `uid` deleted and expunge it (a plain IMAP session over TCP).
+    fn expunge(&self, uid: u64) {
+        use std::io::{BufRead, BufReader, Write};
+        let stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        for (tag, command) in [
+            ("a1", format!("LOGIN alice {IMAP_PASSWORD}")),
+            ("a2", "SELECT INBOX".into()),
+            ("a3", format!("UID STORE {uid} +FLAGS (\\Deleted)")),
+            ("a4", "EXPUNGE".into()),
+            ("a5", "LOGOUT".into()),
+        ] {
+            write!(writer, "{tag} {command}\r\n").unwrap();
+            loop {
+                line.clear();
+                assert!(
+                    reader.read_line(&mut line).unwrap() > 0,
+                    "{command}: closed"
+                );
+                if line.starts_with(tag) {
+                    assert!(line.starts_with(&format!("{tag} OK")), "{command}: {line}");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Imap {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a ledger line says of one file: status, chunks, content hash, whether a container.
+type Line = (String, u64, String, bool);
+
+/// The ledger lines below `prefix`, keyed by what follows it.
+fn below(lines: &[Value], prefix: &str) -> std::collections::BTreeMap<String, Line> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let rest = l["locator"].as_str()?.strip_prefix(prefix)?;
+            Some((
+                rest.to_string(),
+                (
+                    l["status"].as_str().unwrap_or_default().to_string(),
+                    l["chunks"].as_u64().unwrap_or(0),
+                    l["hash"].as_str().unwrap_or_default().to_string(),
+                    l["archive"].as_bool().unwrap_or(false),
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// A mailbox through IMAP (Dovecot on loopback) gives the same files, chunks and content
+/// hashes as the same mails read from an mbox file; a second sync fetches no message body;
+/// an expunged mail (with its attachments) leaves the index at the next sync.
+#[test]
+fn an_imap_mailbox_gives_the_points_of_its_mbox_and_expunged_mail_leaves() {
+    const IMAP_MAILS: u64 = 40;
+    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
+    let zip = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
+    let mut rng = Lcg(11);
+    let mut mbox = String::new();
+    for i in 1..=IMAP_MAILS {
+        let (key, text) = document(i, 1, &mut rng);
+        let mut attachments = Vec::new();
+        if i % 10 == 1 {
+            attachments.push(Attachment {
+                name: format!("survey-{i}.pdf"),
+                mime: "application/pdf",
+                bytes: pdf.clone(),
+            });
+        }
+        if i % 10 == 5 {
+            attachments.push(Attachment {
+                name: format!("bundle-{i}.zip"),
+                mime: "application/zip",
+                bytes: zip.clone(),
+            });
+        }
+        if i == 7 {
+            let inner = message(
+                "Quay Master <quay@brackwater.example>",
+                "Original request",
+                i,
+                "The original request asked for a second mooring buoy.",
+                &[],
+            );
+            attachments.push(Attachment {
+                name: "request.eml".into(),
+                mime: "message/rfc822",
+                bytes: inner.into_bytes(),
+            });
+        }
+        let subject = key.trim_end_matches('.');
+        // IMAP sends lines ending in CRLF (a server turns a bare LF into one): a mail as
+        // sent over SMTP.
+        let text = text.replace('\n', "\r\n");
+        mbox.push_str(&format!(
+            "From clerk{i}@brackwater.example Mon Mar  2 09:00:00 2026\r\n"
+        ));
+        mbox.push_str(&message(
+            &format!("Clerk {i} <clerk{i}@brackwater.example>"),
+            subject,
+            i,
+            &text,
+            &attachments,
+        ));
+        mbox.push_str("\r\n");
+    }
+    // The mbox file, read from disk.
+    let local = Sandbox::new();
+    let path = local.write("box.mbox", mbox.as_bytes());
+    let (local_lines, summary, code) = local.ingest(&[&path]);
+    assert_eq!(code, 0, "{summary}");
+    let canonical = std::fs::canonicalize(&path).unwrap();
+    let from_file = below(&local_lines, &format!("{}!/", canonical.display()));
+    assert!(from_file.len() as u64 > IMAP_MAILS * 2, "{from_file:?}");
+
+    // The same mails through IMAP.
+    let sb = Sandbox::new();
+    let Some(imap) = Imap::start(&sb, mbox.as_bytes()) else {
+        return;
+    };
+    let sync = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["--json", &imap.url(), "--data-dir"])
+            .arg(sb.data_dir())
+            .env("INGEST_IMAP_PASSWORD", IMAP_PASSWORD)
+            .env("RUST_LOG", "debug")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !stderr.contains(IMAP_PASSWORD),
+            "the log shows the password"
+        );
+        let mut lines = json_lines(&out);
+        let summary = lines.pop().expect("a summary")["summary"].clone();
+        assert!(
+            !serde_json::to_string(&lines)
+                .unwrap()
+                .contains(IMAP_PASSWORD),
+            "a ledger line shows the password"
+        );
+        (lines, summary, out.status.code(), stderr)
+    };
+    let (lines, summary, code, stderr) = sync();
+    assert_eq!(code, Some(0), "{summary} {stderr}");
+    let root = format!("imap://127.0.0.1:{}/INBOX/", imap.port);
+    let from_imap = below(&lines, &root);
+    assert_eq!(
+        from_imap.keys().collect::<Vec<_>>(),
+        from_file.keys().collect::<Vec<_>>(),
+        "the same mails and attachments"
+    );
+    // Every mail and every file read from it (texts, attachments, their members) has the
+    // same status, chunks and content: the same points.
+    for (key, line) in &from_file {
+        assert_eq!(&from_imap[key], line, "{key}: another file through IMAP");
+    }
+    let leaves = from_file.values().filter(|l| !l.3).count();
+    assert!(leaves as u64 > IMAP_MAILS, "{leaves}");
+    let fetched = imap.bodies_fetched();
+    assert_eq!(fetched, IMAP_MAILS, "one body fetch per mail");
+
+    // Unchanged: nothing fetched again. Mail 7 (with its attached message) expunged: gone.
+    imap.expunge(7);
+    let (lines, summary, code, _) = sync();
+    assert_eq!(code, Some(0), "{summary}");
+    assert_eq!(
+        imap.bodies_fetched(),
+        fetched,
+        "an unchanged mail is not fetched again"
+    );
+    assert_eq!(summary["indexed"], 0, "{summary}");
+    let seventh: Vec<&String> = from_imap.keys().filter(|k| k.starts_with("0007")).collect();
+    assert!(seventh.len() >= 3, "{seventh:?}");
+    assert_eq!(summary["removed"], seventh.len() as u64, "{summary}");
+    let removed = below(&lines, &root);
+    for key in &seventh {
+        assert_eq!(removed[*key].0, "removed", "{key}");
+    }
+    let out = sb.run(&["files", "--json"]);
+    let files: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(files.iter().all(|f| !f["locator"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{root}0007"))));
+    assert_eq!(files.len(), from_imap.len() - seventh.len());
+}

@@ -180,6 +180,10 @@ pub(crate) fn locator_for(typed: &str, cwd: &Path, home: Option<&Path>) -> Strin
     if typed.is_empty() {
         return String::new();
     }
+    // A remote source's locator (`s3://bucket/a.pdf`, `imap://host/INBOX/0042 x.eml!/…`).
+    if ingest::SourceUrl::looks_like_one(typed) {
+        return typed.to_string();
+    }
     // A path that exists as typed is a path, whatever it holds (`#`, `!/`, `%`).
     let whole = absolute(typed, cwd, home);
     if std::fs::symlink_metadata(&whole).is_ok() {
@@ -291,6 +295,13 @@ mod tests {
             format!("{r}/docs/a.zip!/in/b.pdf#page=2")
         );
         assert_eq!(at(&format!("{r}/docs/a.zip")), format!("{r}/docs/a.zip"));
+        // A remote source's locator is one as typed.
+        for remote in [
+            "s3://b/x/a.zip!/c.pdf#page=3",
+            "imap://h:143/INBOX/0042 Budget.eml",
+        ] {
+            assert_eq!(at(remote), remote);
+        }
         // A name with a locator's special characters is escaped as ingesting escaped it.
         assert_eq!(at("docs/50% #1.txt"), format!("{r}/docs/50%25 %231.txt"));
         // Gone from disk: absolute, the rest as typed; a locator stays as it is.
