@@ -128,7 +128,9 @@ pub fn watch(
         .collect();
     let polled = !config.sources.is_empty() || !registered.is_empty();
     if config.roots.is_empty() && !polled {
-        return Err(Error::Config("nothing to watch".into()));
+        return Err(Error::Config(
+            "nothing to watch: give folders or source URLs, or register sources with `sync = true` in the config file".into(),
+        ));
     }
     let roots: Vec<PathBuf> = config
         .roots

@@ -922,3 +922,71 @@ fn the_agent_lists_browses_pulls_and_searches_a_registered_source() {
     let none: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert!(none.is_empty(), "{none:?}");
 }
+
+/// `ingest watch` without folders keeps the registered sources marked `sync` indexed, each
+/// in its own scope: what the source holds appears for its owner (and a later object at the
+/// next poll), and nothing for the command's own scope.
+#[test]
+fn a_registered_source_marked_sync_is_polled_in_its_scope() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    for (key, body) in tree(|_| 1).iter().skip(1).take(3) {
+        server.put(key, body);
+    }
+    let config = sb.write(
+        "config.toml",
+        format!(
+            "[[source]]\nname = \"team\"\nurl = \"s3://{BUCKET}/docs\"\nuser = \"alice\"\n\
+             mandate = \"acme\"\nsync = true\n[source.credentials]\naccess_key_id = \"test-key-id\"\n\
+             secret_access_key = \"{SECRET}\"\nendpoint = \"http://127.0.0.1:{}\"\n",
+            server.port
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config_var = config.display().to_string();
+    let daemon = Daemon::start_with(
+        &sb,
+        &[],
+        &["--poll-secs", "1"],
+        &[("INGEST_CONFIG", &config_var)],
+    );
+    let files = |scope: &[&str]| {
+        let mut args = vec!["files", "--json"];
+        args.extend(scope);
+        let out = sb.run(&args);
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| f["locator"].as_str().map(str::to_string))
+            .collect::<Vec<String>>()
+    };
+    let alice = ["--user", "alice", "--mandate", "acme"];
+    let limit = Duration::from_secs(120);
+    assert!(
+        wait_for(limit, || files(&alice).len() == 3).is_some(),
+        "{:?}",
+        files(&alice)
+    );
+    let mut rng = Lcg(78);
+    server.put(
+        "docs/late/arrival.txt",
+        document(78, 1, &mut rng).1.as_bytes(),
+    );
+    assert!(
+        wait_for(limit, || files(&alice).len() == 4).is_some(),
+        "{:?}",
+        files(&alice)
+    );
+    assert!(
+        files(&[]).is_empty(),
+        "the command's own scope holds nothing"
+    );
+    let status = daemon.stop();
+    assert!(status.success(), "{status:?}");
+    let log = std::fs::read_to_string(sb.path("daemon.err")).unwrap();
+    assert!(!log.contains(SECRET), "the daemon's log shows the secret");
+}

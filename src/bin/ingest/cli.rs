@@ -351,8 +351,8 @@ pub(crate) struct ServeArgs {
 #[derive(Args, Debug)]
 pub(crate) struct WatchArgs {
     /// Folders (or files) to keep indexed, and remote sources (s3://bucket/prefix,
-    /// sftp://host/path, ftp://…, webdav://…) synced every --poll-secs.
-    #[arg(required = true)]
+    /// sftp://host/path, ftp://…, webdav://…, imap://user@host/INBOX) synced every
+    /// --poll-secs. None: only the sources registered with `sync = true` in the config file.
     pub(crate) folders: Vec<PathBuf>,
     /// Mark ingested content as shared within the mandate.
     #[arg(long)]

@@ -487,7 +487,8 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
     // The folders are synced on their own thread; it stops after the HTTP server.
     let stop_watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watch_scope = scope(common, false)?;
-    let watcher = (!roots.is_empty() || !sources.is_empty()).then(|| {
+    let registered = ingestor.config().sources.iter().any(|s| s.sync);
+    let watcher = (!roots.is_empty() || !sources.is_empty() || registered).then(|| {
         let mut config = WatchConfig::new(roots, watch_scope);
         config.sources = sources;
         let (ingestor, stop) = (Arc::clone(&ingestor), Arc::clone(&stop_watching));
