@@ -115,7 +115,7 @@ pub(crate) fn list_sources(
             Some(Value::Object(m))
         })
         .collect();
-    let full = FullResult::of(items.iter().map(|_| ""));
+    let full = FullResult::of(items.iter().filter_map(|i| i["name"].as_str()));
     let mut base = Map::new();
     if items.is_empty() {
         base.insert("sources".into(), json!([]));
@@ -207,6 +207,12 @@ pub(crate) fn browse_source(
     let first = start.item.min(total);
     let mut shown: Vec<Value> = Vec::new();
     let mut end = first;
+    // The answer without entries, with its `size` (a few digits more once entries are in).
+    let mut used = {
+        let mut a = base.clone();
+        a.insert("entries".into(), json!([]));
+        super::budget::json_len(&Value::Object(a)) + 16
+    };
     while end < total && end - first < BROWSE_PAGE {
         let Some(e) = listing.entries.get(end) else {
             break;
@@ -225,46 +231,50 @@ pub(crate) fn browse_source(
                 json!(index_state(ingestor, &owner, &locator, e.size, e.stamp)),
             );
         }
-        let mut next = shown.clone();
-        next.push(Value::Object(m));
-        let mut answer = base.clone();
-        answer.insert("entries".into(), Value::Array(next.clone()));
-        if end + 1 < total {
-            // Room for the cursor and `more` (their real lengths, near enough).
-            answer.insert("cursor".into(), json!("x".repeat(24)));
-            answer.insert("more".into(), json!("x".repeat(60)));
-        }
-        if !budget.fits(&answer) {
+        // The entry is kept if the answer still fits with it (and, when more follow, with
+        // room for the cursor and `more`: their real lengths, near enough).
+        let entry_len = super::budget::json_len(&Value::Object(m.clone())) + 1;
+        let room = if end + 1 < total { 24 + 60 + 20 } else { 0 };
+        if used + entry_len + room > budget.max {
             break;
         }
-        shown = next;
+        used += entry_len;
+        shown.push(Value::Object(m));
         end += 1;
+    }
+    let answer_of = |shown: &[Value]| {
+        let end = first + shown.len();
+        let mut answer = base.clone();
+        answer.insert("entries".into(), Value::Array(shown.to_vec()));
+        if end < total {
+            let next = Position {
+                item: end,
+                from: 0,
+                to: None,
+            };
+            answer.insert(
+                "cursor".into(),
+                json!(cursor::encode(BROWSE_TAG, &digest, next)),
+            );
+            answer.insert(
+                "more".into(),
+                json!(format!(
+                    "{}-{end} of {total} shown; call again with this cursor for the rest",
+                    first + 1
+                )),
+            );
+        }
+        answer
+    };
+    // The estimate above is near: settle exactly, dropping entries while it does not fit.
+    while shown.len() > 1 && !budget.fits(&answer_of(&shown)) {
+        shown.pop();
     }
     if shown.is_empty() {
         return Err(budget.too_small());
     }
-    let mut answer = base;
-    answer.insert("entries".into(), Value::Array(shown));
-    if end < total {
-        let next = Position {
-            item: end,
-            from: 0,
-            to: None,
-        };
-        answer.insert(
-            "cursor".into(),
-            json!(cursor::encode(BROWSE_TAG, &digest, next)),
-        );
-        answer.insert(
-            "more".into(),
-            json!(format!(
-                "{}-{end} of {total} shown; call again with this cursor for the rest",
-                first + 1
-            )),
-        );
-    }
     Ok(Finished {
-        text: budget.finish(&answer)?,
+        text: budget.finish(&answer_of(&shown))?,
         full,
     })
 }
@@ -343,21 +353,20 @@ pub(crate) fn pull_source(
             full,
         });
     }
-    // As many problems as fit; the count says how many there were.
+    // As many problems as fit (found by bisection); the count says how many there were.
     base.insert("problem_count".into(), json!(problems.len()));
-    let mut keep = problems.len();
-    loop {
+    let with = |keep: usize| {
         let mut a = base.clone();
         a.insert(
             "problems".into(),
             Value::Array(problems.get(..keep).unwrap_or(&[]).to_vec()),
         );
-        if budget.fits(&a) || keep == 0 {
-            return Ok(Finished {
-                text: budget.finish(&a)?,
-                full,
-            });
-        }
-        keep -= 1;
-    }
+        a
+    };
+    let keep =
+        super::budget::largest_fitting(0, problems.len(), |k| budget.fits(&with(k))).unwrap_or(0);
+    Ok(Finished {
+        text: budget.finish(&with(keep))?,
+        full,
+    })
 }

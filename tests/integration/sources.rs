@@ -884,6 +884,25 @@ fn the_agent_lists_browses_pulls_and_searches_a_registered_source() {
     let browsed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(browsed["entries"][0]["name"], "keeper.txt", "{browsed}");
     assert_eq!(browsed["entries"][0]["indexed"], "not indexed", "{browsed}");
+    // Hostile paths: refused with a reason, before any request to the server.
+    let long = "a/".repeat(3000);
+    for path in ["../etc", "docs/./x", "docs//x", long.as_str()] {
+        let out = cli(&[
+            "--json",
+            "source",
+            "browse",
+            "alice-docs",
+            path,
+            "--user",
+            "alice",
+            "--mandate",
+            "acme",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "{path}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("below the source's root"), "{stderr}");
+        assert!(stderr.len() < 1000, "the refusal echoes a bounded path");
+    }
     // The agent, through the official MCP client.
     let out = Command::new(&py)
         .arg(repo_dir().join("tests/mcp/sources_mcp.py"))
