@@ -583,9 +583,21 @@ fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     let second = tree(|i| if changed.contains(&i) { 2 } else { 1 });
     let key_of = |i: u64| format!("docs/part-{}/{i:03}.txt", i % 7);
     for &i in &changed {
-        server.put(&key_of(i), &second[&key_of(i)]);
+        let mut body = second[&key_of(i)].clone();
+        // FTP gives times to the minute and no ETag (docs/SOURCES.md): a change of the same
+        // size within that minute cannot be seen there, so its changes differ in size.
+        if kind == Kind::Ftp && body.len() == first[&key_of(i)].len() {
+            body.push(b'\n');
+        }
+        server.put(&key_of(i), &body);
     }
     let mut expected = second.clone();
+    if kind == Kind::Ftp {
+        for &i in &changed {
+            let body = std::fs::read(server.folder.join(key_of(i))).unwrap();
+            expected.insert(key_of(i), body);
+        }
+    }
     for &i in &deleted {
         server.delete(&key_of(i));
         expected.remove(&key_of(i));
