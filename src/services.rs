@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::embed::{find_model_dir, load_tokenizer, ChunkKind, Chunker, Embedder};
 use crate::error::{Error, Result};
 use crate::index::{
-    Catalog, CatalogStats, EdgeIndex, Hit, IndexQuery, LastRun, PgCatalog, SearchFilter,
+    Catalog, CatalogStats, EdgeIndex, HeldUnder, Hit, IndexQuery, LastRun, PgCatalog, SearchFilter,
     SearchMode, ServerIndex, SqliteCatalog, StoredChunk, VectorIndex,
 };
 use crate::lock;
@@ -494,6 +494,19 @@ impl Services {
             name: false,
         };
         let store = self.store()?;
+        // Under a locator, the contents held there by more files than their points name are
+        // let through by the catalog's word, and each hit names its file there.
+        let held = filter
+            .locator_prefix
+            .as_deref()
+            .map(|prefix| self.held_under(scope, filter, prefix));
+        let filter = &match &held {
+            Some(h) if !h.unnamed.is_empty() => SearchFilter {
+                unnamed_under: h.unnamed.clone(),
+                ..filter.clone()
+            },
+            _ => filter.clone(),
+        };
         // A page's other chunks share its locator: fetched beyond `limit` so that, each
         // locator once, `limit` hits are still there.
         let wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
@@ -518,11 +531,27 @@ impl Services {
                 hits.splice(0..0, first);
             }
         }
+        if let Some(held) = &held {
+            hits.iter_mut().for_each(|h| held.repoint(h));
+        }
         // No locator twice in one answer: the first (best) hit of each stands for it.
         let mut seen = std::collections::HashSet::new();
         hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// What the catalog holds under the locator `prefix` of a search by `scope` narrowed by
+    /// `filter` ([`HeldUnder`]): of every owner whose files `scope` may read and the filter
+    /// keeps.
+    fn held_under(&self, scope: &Scope, filter: &SearchFilter, prefix: &str) -> HeldUnder {
+        let catalog = self.catalog();
+        let mut owners = crate::access::readable_owners(catalog.scopes(), scope, None);
+        owners.retain(|o| {
+            filter.owner_key.as_ref().is_none_or(|k| *k == o.key())
+                && filter.shared.is_none_or(|s| s == o.is_shared)
+        });
+        HeldUnder::find(catalog, &owners, prefix)
     }
 
     /// The cards of the files `query` names by their name's (or title's) words

@@ -641,6 +641,27 @@ pub fn catalog_conformance(c: &dyn Catalog) {
     assert_eq!(c.locators_with_hash(&a, "h").len(), MAX_HOLDERS + 11);
     assert!(c.holders(&b, "h").locators.is_empty());
 
+    // Contents under a prefix that other files hold too: `h` (in /z only) and `h2` (in /y
+    // and /z), not a content held once, not another scope's; at most `max`, in hash order.
+    let extra = [
+        ("/z/single.txt", "h1"),
+        ("/y/one.txt", "h2"),
+        ("/z/two.txt", "h2"),
+    ];
+    for (loc, hash) in extra {
+        c.put(&a, entry(loc, hash, None));
+    }
+    assert_eq!(c.repeated_under(&a, "/z", 10), ["h", "h2"]);
+    assert_eq!(c.repeated_under(&a, "/z/bundle.zip!/", 10), ["h"]);
+    assert_eq!(c.repeated_under(&a, "/y", 10), ["h2"]);
+    assert_eq!(c.repeated_under(&a, "/z", 1), ["h"]);
+    assert!(c.repeated_under(&a, "/z/single", 10).is_empty());
+    assert!(c.repeated_under(&a, "/z", 0).is_empty());
+    assert!(c.repeated_under(&b, "/z", 10).is_empty());
+    for (loc, _) in extra {
+        c.remove(&a, loc);
+    }
+
     // Members, prefixes (a neighbour whose name continues the archive's), unicode names.
     for (loc, parent) in [
         ("/m/a.zip", None),

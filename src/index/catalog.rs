@@ -903,6 +903,31 @@ impl Db {
         )
     }
 
+    /// The contents held by indexed entries of `scope` whose locator starts with `prefix`
+    /// that another indexed entry of `scope` holds too (at most `max`, in hash order): the
+    /// contents whose points may not name the files under `prefix` ([`Catalog::repeated_under`]).
+    pub fn repeated_under(&self, scope: &Scope, prefix: &str, max: usize) -> Vec<String> {
+        let Some(id) = self.scope_id(scope) else {
+            return Vec::new();
+        };
+        self.query_strings(
+            "SELECT e.hash FROM entries e
+             WHERE e.scope = ?1 AND e.status = 'indexed' AND e.hash IS NOT NULL
+               AND e.locator >= ?2 AND e.locator < CAST(?3 AS TEXT)
+               AND substr(e.locator, 1, length(?2)) = ?2
+             GROUP BY e.hash
+             HAVING (SELECT count(*) FROM entries f
+                     WHERE f.scope = ?1 AND f.hash = e.hash AND f.status = 'indexed') > 1
+             ORDER BY e.hash LIMIT ?4",
+            params![
+                id,
+                prefix,
+                prefix_end(prefix),
+                i64::try_from(max).unwrap_or(i64::MAX)
+            ],
+        )
+    }
+
     /// The files of `scope` holding content `hash` as its points name them: the first
     /// [`MAX_HOLDERS`] (every one stays in the catalog), and the union of all their tags (at
     /// most [`MAX_HOLDER_TAGS`] and [`MAX_HOLDER_TAG_BYTES`]). A payload's size never grows
@@ -1418,6 +1443,12 @@ pub trait Catalog: Send + Sync {
     /// the same content on every run and every machine.
     fn holders(&self, scope: &Scope, hash: &str) -> Holders;
 
+    /// The contents held by indexed entries of `scope` whose locator starts with `prefix`
+    /// that another indexed entry of `scope` holds too, at most `max`, in hash order: the
+    /// only contents whose points may not name their files under `prefix` (a point names
+    /// the first [`MAX_HOLDERS`] files), found with the cost of the entries under `prefix`.
+    fn repeated_under(&self, scope: &Scope, prefix: &str, max: usize) -> Vec<String>;
+
     /// The scopes with entries.
     fn scopes(&self) -> Vec<Scope>;
 
@@ -1571,6 +1602,10 @@ impl Catalog for SqliteCatalog {
 
     fn locators_with_hash(&self, scope: &Scope, hash: &str) -> Vec<String> {
         self.db().locators_with_hash(scope, hash)
+    }
+
+    fn repeated_under(&self, scope: &Scope, prefix: &str, max: usize) -> Vec<String> {
+        self.db().repeated_under(scope, prefix, max)
     }
 
     fn holders(&self, scope: &Scope, hash: &str) -> Holders {

@@ -823,6 +823,23 @@ impl Catalog for PgCatalog {
         )
     }
 
+    fn repeated_under(&self, scope: &Scope, prefix: &str, max: usize) -> Vec<String> {
+        let key = scope.key();
+        let end = prefix_end(prefix);
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        self.strings(
+            "SELECT e.hash FROM ingest_entries e
+             WHERE e.scope = $1 AND e.status = 'indexed' AND e.hash IS NOT NULL
+               AND e.locator >= $2 AND ($3::text IS NULL OR e.locator < $3)
+               AND starts_with(e.locator, $2)
+             GROUP BY e.hash
+             HAVING (SELECT count(*) FROM ingest_entries f
+                     WHERE f.scope = $1 AND f.hash = e.hash AND f.status = 'indexed') > 1
+             ORDER BY e.hash LIMIT $4",
+            &[&key, &prefix, &end, &max],
+        )
+    }
+
     fn holders(&self, scope: &Scope, hash: &str) -> Holders {
         bounded_holders(
             self.locators_with_hash(scope, hash),

@@ -707,6 +707,32 @@ fn a_locator_prefix_matches_whole_folders_archives_and_files_only() {
         );
         assert!(found(&*store, &alice, prefix("/d/a/bobs.txt")).is_empty());
         assert!(found(&*store, &Scope::user("carol"), prefix("/d")).is_empty());
+        // A content the catalog holds under a locator its points do not name passes by its
+        // scope and hash, in that scope only: Alice's PDF under `/m`, Bob's not.
+        let unnamed = |scope: &Scope, hash: &str| SearchFilter {
+            unnamed_under: vec![(scope.key(), hash.to_string())],
+            ..prefix("/m")
+        };
+        assert!(found(&*store, &alice, prefix("/m")).is_empty());
+        assert_eq!(
+            found(&*store, &alice, unnamed(&alice, "hpdf")),
+            ["/d/p.pdf"]
+        );
+        assert!(found(&*store, &bob, unnamed(&alice, "hpdf")).is_empty());
+        let bobs_pdf = found(&*store, &alice, unnamed(&bob, "hpdf"));
+        assert!(bobs_pdf.is_empty(), "another scope's point: {bobs_pdf:?}");
+        // Both alternatives at once: named under `/d/a`, and the PDF by the catalog.
+        let both = SearchFilter {
+            unnamed_under: vec![
+                (alice.key(), "hpdf".into()),
+                (alice.key(), "nothing".into()),
+            ],
+            ..prefix("/d/a")
+        };
+        assert_eq!(
+            found(&*store, &alice, both),
+            ["/d/a/pic.png", "/d/a/x.txt", "/d/p.pdf"]
+        );
     }
 }
 

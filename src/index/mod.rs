@@ -24,6 +24,7 @@ mod conformance;
 mod edge;
 pub mod filter;
 mod fusion;
+mod held_under;
 mod keywords;
 pub(crate) mod name_match;
 pub(crate) mod objects;
@@ -46,6 +47,7 @@ pub use catalog_pg::{CatalogUrl, PgCatalog};
 pub(crate) use catalog_pg::{PgResult, PgSession};
 pub use edge::EdgeIndex;
 pub(crate) use fusion::BM25_PER_RELEVANCE;
+pub(crate) use held_under::HeldUnder;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
 pub use server::{ServerConfig, ServerIndex};
@@ -314,6 +316,10 @@ pub struct SearchFilter {
     /// only: `/d/a` covers `/d/a/x.txt`, not `/d/ab.txt`. A trailing `/` or `!/` is ignored;
     /// an empty prefix (or `/`) narrows nothing. A content held by several files matches when any of them is under it.
     pub locator_prefix: Option<String>,
+    /// Contents (scope key, content hash) that `locator_prefix` lets through although their
+    /// points do not name a file under it: held there by more files than a point names
+    /// ([`HeldUnder`], from the catalog). Empty: the points' own `containers` decide.
+    pub unnamed_under: Vec<(String, String)>,
     /// Only objects of this type.
     pub content_type: Option<extractors::ContentType>,
     /// Only file cards, or only passages (`None`: both).

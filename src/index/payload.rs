@@ -193,6 +193,31 @@ pub(super) fn derived_update(locators: &[String], section: Option<&str>) -> Map<
     payload
 }
 
+/// Condition: a point of a file at or under `key` (a [`container_key`]): its `containers`
+/// list `key`, or it is one of the `unnamed` contents (scope key, content hash) the catalog
+/// holds there.
+fn under_locator(key: &str, unnamed: &[(String, String)]) -> Condition {
+    let named = Condition::keyword(Field::Containers, key);
+    if unnamed.is_empty() {
+        return named;
+    }
+    let mut by_scope: std::collections::BTreeMap<&str, Vec<Condition>> = Default::default();
+    for (scope_key, hash) in unnamed {
+        by_scope
+            .entry(scope_key)
+            .or_default()
+            .push(Condition::keyword(Field::ContentHash, hash.as_str()));
+    }
+    let mut any = vec![named];
+    any.extend(by_scope.into_iter().map(|(scope_key, hashes)| {
+        Condition::All(Filter::all(vec![
+            Condition::keyword(Field::ScopeKey, scope_key),
+            Condition::All(Filter::any(hashes)),
+        ]))
+    }));
+    Condition::All(Filter::any(any))
+}
+
 /// A locator prefix as [`containers`] lists it: without a trailing `/` or `!/`.
 pub(super) fn container_key(prefix: &str) -> &str {
     let p = prefix.trim_end_matches('/');
@@ -383,7 +408,7 @@ pub(super) fn search_filter(scope: &Scope, filter: &SearchFilter) -> Filter {
     if let Some(prefix) = &filter.locator_prefix {
         let key = container_key(prefix);
         if !key.is_empty() {
-            must.push(Condition::keyword(Field::Containers, key));
+            must.push(under_locator(key, &filter.unnamed_under));
         }
     }
     if let Some(t) = filter.content_type {

@@ -1114,11 +1114,18 @@ mod tests {
             shared: Some(false),
             ids: vec![7, 9],
             name_words: vec!["report".into(), "q3".into()],
+            unnamed_under: vec![(scope.key(), "h1".into()), (scope.key(), "h2".into())],
         };
         let f = to_filter(&payload::search_filter(&scope, &all));
         // scope + eight narrowing conditions + one per tag + the owner + shared or not + ids
         // + one per name word
         assert_eq!(f.must.len(), 16);
+        // The locator: named in `containers`, or one of this scope's two unnamed contents.
+        let under = &f.must[1];
+        assert!(
+            matches!(&under.condition_one_of, Some(qdrant::condition::ConditionOneOf::Filter(inner)) if inner.should.len() == 2),
+            "the locator's two alternatives: {under:?}"
+        );
         let passages = SearchFilter {
             kind: Some(crate::embed::ChunkKind::Passage),
             ..SearchFilter::default()

@@ -1035,6 +1035,7 @@ impl SearchFilters {
             name_words: Vec::new(),
             shared: None,
             ids: Vec::new(),
+            unnamed_under: Vec::new(),
         })
     }
 }

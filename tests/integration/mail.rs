@@ -251,8 +251,8 @@ fn a_mailbox_of_a_thousand_mails_is_walked_to_every_attachment() {
         assert!(!a.is_error, "{call:?}: {}", a.text);
         serde_json::from_str(&a.text).unwrap()
     };
-    // Known gap (docs/SOURCES.md): content held by many files is found under a bounded list
-    // of them; the copies past it are counted here, and only such copies may miss.
+    // Identical attachments (the same PDF in 100 mails) are one point per scope, naming a
+    // bounded list of its files: each copy is still found within itself, named there.
     let mut unsearchable: Vec<String> = Vec::new();
     for attachment in &attachments {
         let (mail, name) = attachment.rsplit_once("!/").unwrap();
@@ -280,29 +280,23 @@ fn a_mailbox_of_a_thousand_mails_is_walked_to_every_attachment() {
                 ..Default::default()
             },
         ));
-        // Identical attachments (the same PDF in 100 mails) are one hit naming other copies
-        // in `also_in`.
-        let hit = &found["hits"][0];
-        let named = std::iter::once(&hit["locator"])
-            .chain(hit["also_in"].as_array().into_iter().flatten())
-            .filter_map(Value::as_str)
-            .any(|p| p.starts_with(*attachment));
+        let named = found["hits"][0]["locator"]
+            .as_str()
+            .is_some_and(|l| l.starts_with(*attachment));
         if !named {
-            unsearchable.push(attachment.to_string());
+            unsearchable.push(format!("{attachment}: {found}"));
         }
     }
     println!(
-        "every attachment browseable ({}); searchable within itself: {} of them, {} copies of \
-         shared content not",
+        "every attachment browseable ({}) and found within itself, named there ({})",
         attachments.len(),
         attachments.len() - unsearchable.len(),
-        unsearchable.len()
     );
     assert!(
-        unsearchable.iter().all(|a| a.contains("!/survey-")
-            || a.contains("!/handbook-")
-            || a.contains("!/bundle-")),
-        "unique content not found within itself: {unsearchable:?}"
+        unsearchable.is_empty(),
+        "{} attachments not found within themselves: {:?}",
+        unsearchable.len(),
+        &unsearchable[..unsearchable.len().min(3)]
     );
 }
 
