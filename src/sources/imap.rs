@@ -27,6 +27,25 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one command (a listing, a message) may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The mailbox a source URL's path names, as IMAP names it on the wire: the path
+/// percent-decoded as UTF-8 (`Sent%20Items`, `Entw%C3%BCrfe`, as RFC 5092 writes mailbox
+/// names in URLs), then in modified UTF-7 (RFC 3501 5.1.3: `Entw&APw-rfe`); `INBOX` when empty.
+/// The crate `utf7-imap` encodes (the only one on crates.io; small and no longer changed).
+fn mailbox_name(path: &str) -> Result<String, SourceError> {
+    if path.is_empty() {
+        return Ok("INBOX".into());
+    }
+    let name = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .map_err(|_| SourceError::Url(format!("mailbox {path}: not UTF-8 once percent-decoded")))?;
+    if name.chars().any(char::is_control) {
+        return Err(SourceError::Url(format!(
+            "mailbox {path}: control characters once percent-decoded"
+        )));
+    }
+    Ok(utf7_imap::encode_utf7_imap(name.into_owned()))
+}
+
 /// A connection, plain or TLS.
 pub(super) trait Stream:
     tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug
@@ -83,11 +102,7 @@ impl Mailbox {
                 )
             })?;
         let password = Credentials::or_var(&c.password, "INGEST_IMAP_PASSWORD").unwrap_or_default();
-        let mailbox = if url.root.is_empty() {
-            "INBOX".to_string()
-        } else {
-            url.root.clone()
-        };
+        let mailbox = mailbox_name(&url.root)?;
         timed(CONNECT_TIMEOUT, "cannot connect", async {
             let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
                 .await
@@ -287,5 +302,23 @@ mod tests {
         assert_eq!(uid_of("0000.eml"), None);
         assert_eq!(decoded_subject(b"=?utf-8?q?Gr=C3=BC=C3=9Fe?="), "Grüße");
         assert_eq!(decoded_subject(b"Plain subject"), "Plain subject");
+    }
+
+    #[test]
+    fn a_mailbox_path_is_percent_decoded_and_sent_in_modified_utf7() {
+        assert_eq!(mailbox_name("").unwrap(), "INBOX");
+        assert_eq!(mailbox_name("Archive/2026").unwrap(), "Archive/2026");
+        assert_eq!(mailbox_name("Sent%20Items").unwrap(), "Sent Items");
+        assert_eq!(mailbox_name("Entw%C3%BCrfe").unwrap(), "Entw&APw-rfe");
+        assert_eq!(mailbox_name("Q%26A").unwrap(), "Q&-A");
+        assert_eq!(
+            mailbox_name(
+                "%D0%9E%D1%82%D0%BF%D1%80%D0%B0%D0%B2%D0%BB%D0%B5%D0%BD%D0%BD%D1%8B%D0%B5"
+            )
+            .unwrap(),
+            "&BB4EQgQ,BEAEMAQyBDsENQQ9BD0ESwQ1-"
+        );
+        assert!(mailbox_name("%FF%FE").is_err());
+        assert!(mailbox_name("a%0Ab").is_err());
     }
 }

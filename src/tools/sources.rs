@@ -292,6 +292,19 @@ pub(crate) fn pull_source(
     let path = clean_path(args.path.as_deref())?;
     let mut source = registered.source().map_err(ToolError::Invalid)?;
     let owner = registered.owner();
+    // Counted like an upload: the scope pulled into holds at most `max_scope_files`.
+    let quota = ingestor
+        .config()
+        .max_scope_files
+        .map(|max| (ingestor.catalog().len_of(&owner), max));
+    if let Some((held, max)) = quota.filter(|(held, max)| held >= max) {
+        return Err(ToolError::Invalid(format!(
+            "source {}'s files hold {held} entries (files and archive members) of at most \
+             {max} one scope may hold: nothing pulled; delete some first",
+            registered.name
+        )));
+    }
+    let room = quota.map_or(usize::MAX, |(held, max)| max - held);
     let session = session_of(&source)?;
     let kind = session
         .kind_of(&path)
@@ -315,7 +328,7 @@ pub(crate) fn pull_source(
                     .collect::<Vec<_>>()
                     .join("/");
             }
-            source.max_objects = Some(PULL_MAX_OBJECTS);
+            source.max_objects = Some(PULL_MAX_OBJECTS.min(room));
         }
     }
     tracing::info!(source = %registered.name, locator = %locator, "pulling from a source");
@@ -331,6 +344,15 @@ pub(crate) fn pull_source(
                "duplicate": s.duplicate, "skipped": s.skipped, "failed": s.failed,
                "removed": s.removed}),
     );
+    if let Some((held, max)) = quota.filter(|_| room < PULL_MAX_OBJECTS) {
+        base.insert(
+            "quota".into(),
+            json!(format!(
+                "the source's files held {held} entries of at most {max} one scope may hold: \
+                 this pull read at most {room} objects"
+            )),
+        );
+    }
     let searchable = s.indexed + s.unchanged + s.duplicate > 0;
     base.insert(
         "searchable".into(),

@@ -56,8 +56,14 @@ fn message(
 }
 
 /// The mailbox: mail `i` carries a PDF when `i % 10 == 1`, a DOCX at 3, a ZIP at 5 and an
-/// attached message when `i % 50 == 7`.
+/// attached message when `i % 50 == 7`; lines end in LF (as mail saved by a Unix mail client).
 fn mailbox() -> Vec<u8> {
+    mailbox_ending(false)
+}
+
+/// [`mailbox`], with lines ending in CRLF when `crlf` (as an IMAP server sends every line).
+fn mailbox_ending(crlf: bool) -> Vec<u8> {
+    let eol = if crlf { "\r\n" } else { "\n" };
     let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
     let docx = std::fs::read(fixtures().join("formats/field-handbook.docx")).unwrap();
     let zip = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
@@ -109,11 +115,12 @@ fn mailbox() -> Vec<u8> {
                 key.trim_end_matches('.').to_string(),
             )
         };
+        let text = text.replace('\n', eol);
         mbox.push_str(&format!(
-            "From clerk{i}@brackwater.example Mon Mar  2 09:00:00 2026\n"
+            "From clerk{i}@brackwater.example Mon Mar  2 09:00:00 2026{eol}"
         ));
-        mbox.push_str(&message(&from, &subject, i, &text, &attachments).replace("\r\n", "\n"));
-        mbox.push('\n');
+        mbox.push_str(&message(&from, &subject, i, &text, &attachments).replace("\r\n", eol));
+        mbox.push_str(eol);
     }
     mbox.into_bytes()
 }
@@ -311,8 +318,20 @@ struct Imap {
 
 const IMAP_PASSWORD: &str = "imap-secret-never-shown";
 
+/// A certificate and its key (PEM files) for Dovecot's IMAPS listener.
+struct Tls {
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+}
+
 impl Imap {
     fn start(sb: &Sandbox, inbox: &[u8]) -> Option<Imap> {
+        Self::start_with(sb, inbox, None)
+    }
+
+    /// [`Imap::start`]; with `tls`, the port is an IMAPS listener (TLS from the first byte)
+    /// and plain IMAP is off.
+    fn start_with(sb: &Sandbox, inbox: &[u8], tls: Option<&Tls>) -> Option<Imap> {
         let dovecot = std::path::PathBuf::from("/usr/sbin/dovecot");
         if !dovecot.exists() {
             eprintln!("SKIPPED: Dovecot is not installed (make deps installs dovecot-imapd)");
@@ -349,18 +368,30 @@ impl Imap {
                 .unwrap()
                 .port();
             let conf = dir.join("dovecot.conf");
+            let (ssl, plain_port, tls_port) = match tls {
+                Some(t) => (
+                    format!(
+                        "ssl = required\nssl_cert = <{}\nssl_key = <{}\n",
+                        t.cert.display(),
+                        t.key.display()
+                    ),
+                    0,
+                    port,
+                ),
+                None => ("ssl = no\n".to_string(), port, 0),
+            };
             std::fs::write(
                 &conf,
                 format!(
                     "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {log}\n\
-                     info_log_path = {log}\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\n\
+                     info_log_path = {log}\nprotocols = imap\nlisten = 127.0.0.1\n{ssl}\
                      disable_plaintext_auth = no\nauth_mechanisms = plain\n\
                      passdb {{\n driver = passwd-file\n args = scheme=PLAIN username_format=%u {d}/passwd\n}}\n\
                      userdb {{\n driver = static\n args = uid=65534 gid=65534 home={d}/home/%u\n}}\n\
                      mail_location = mbox:~/mail:INBOX=~/inbox.mbox\n\
                      imap_logout_format = fetch_body=%{{fetch_body_count}}\n\
-                     service imap-login {{\n inet_listener imap {{\n  address = 127.0.0.1\n  port = {port}\n }}\n\
-                      inet_listener imaps {{\n  port = 0\n }}\n}}\n",
+                     service imap-login {{\n inet_listener imap {{\n  address = 127.0.0.1\n  port = {plain_port}\n }}\n\
+                      inet_listener imaps {{\n  address = 127.0.0.1\n  port = {tls_port}\n }}\n}}\n",
                     d = dir.display(),
                     log = log.display(),
                 ),
@@ -470,70 +501,21 @@ fn below(lines: &[Value], prefix: &str) -> std::collections::BTreeMap<String, Li
 /// an expunged mail (with its attachments) leaves the index at the next sync.
 #[test]
 fn an_imap_mailbox_gives_the_points_of_its_mbox_and_expunged_mail_leaves() {
-    const IMAP_MAILS: u64 = 40;
-    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
-    let zip = std::fs::read(fixtures().join("archives/bundle.zip")).unwrap();
-    let mut rng = Lcg(11);
-    let mut mbox = String::new();
-    for i in 1..=IMAP_MAILS {
-        let (key, text) = document(i, 1, &mut rng);
-        let mut attachments = Vec::new();
-        if i % 10 == 1 {
-            attachments.push(Attachment {
-                name: format!("survey-{i}.pdf"),
-                mime: "application/pdf",
-                bytes: pdf.clone(),
-            });
-        }
-        if i % 10 == 5 {
-            attachments.push(Attachment {
-                name: format!("bundle-{i}.zip"),
-                mime: "application/zip",
-                bytes: zip.clone(),
-            });
-        }
-        if i == 7 {
-            let inner = message(
-                "Quay Master <quay@brackwater.example>",
-                "Original request",
-                i,
-                "The original request asked for a second mooring buoy.",
-                &[],
-            );
-            attachments.push(Attachment {
-                name: "request.eml".into(),
-                mime: "message/rfc822",
-                bytes: inner.into_bytes(),
-            });
-        }
-        let subject = key.trim_end_matches('.');
-        // IMAP sends lines ending in CRLF (a server turns a bare LF into one): a mail as
-        // sent over SMTP.
-        let text = text.replace('\n', "\r\n");
-        mbox.push_str(&format!(
-            "From clerk{i}@brackwater.example Mon Mar  2 09:00:00 2026\r\n"
-        ));
-        mbox.push_str(&message(
-            &format!("Clerk {i} <clerk{i}@brackwater.example>"),
-            subject,
-            i,
-            &text,
-            &attachments,
-        ));
-        mbox.push_str("\r\n");
-    }
+    // The 1 000 mails of the mailbox test, lines ending in CRLF: IMAP sends every line so
+    // (a server turns a bare LF into one), as a mail sent over SMTP is.
+    let mbox = mailbox_ending(true);
     // The mbox file, read from disk.
     let local = Sandbox::new();
-    let path = local.write("box.mbox", mbox.as_bytes());
+    let path = local.write("box.mbox", &mbox);
     let (local_lines, summary, code) = local.ingest(&[&path]);
     assert_eq!(code, 0, "{summary}");
     let canonical = std::fs::canonicalize(&path).unwrap();
     let from_file = below(&local_lines, &format!("{}!/", canonical.display()));
-    assert!(from_file.len() as u64 > IMAP_MAILS * 2, "{from_file:?}");
+    assert!(from_file.len() as u64 > MAILS * 2, "{}", from_file.len());
 
     // The same mails through IMAP.
     let sb = Sandbox::new();
-    let Some(imap) = Imap::start(&sb, mbox.as_bytes()) else {
+    let Some(imap) = Imap::start(&sb, &mbox) else {
         return;
     };
     let sync = || {
@@ -574,9 +556,15 @@ fn an_imap_mailbox_gives_the_points_of_its_mbox_and_expunged_mail_leaves() {
         assert_eq!(&from_imap[key], line, "{key}: another file through IMAP");
     }
     let leaves = from_file.values().filter(|l| !l.3).count();
-    assert!(leaves as u64 > IMAP_MAILS, "{leaves}");
+    assert!(leaves as u64 > MAILS, "{leaves}");
     let fetched = imap.bodies_fetched();
-    assert_eq!(fetched, IMAP_MAILS, "one body fetch per mail");
+    assert_eq!(fetched, MAILS, "one body fetch per mail");
+    println!(
+        "{} mails through IMAP: {} files (mails, texts, attachments, members) with the lines \
+         of the mbox read from disk; {fetched} bodies fetched",
+        MAILS,
+        from_imap.len()
+    );
 
     // Unchanged: nothing fetched again. Mail 7 (with its attached message) expunged: gone.
     imap.expunge(7);
@@ -602,4 +590,218 @@ fn an_imap_mailbox_gives_the_points_of_its_mbox_and_expunged_mail_leaves() {
         .unwrap()
         .starts_with(&format!("{root}0007"))));
     assert_eq!(files.len(), from_imap.len() - seventh.len());
+
+    // A mailbox whose name holds a space and a non-ASCII letter, given percent-encoded in
+    // the URL (Dovecot stores it under its modified UTF-7 name).
+    let mail_dir = sb.path("dovecot/home/alice/mail");
+    std::fs::create_dir_all(&mail_dir).unwrap();
+    let drafts = mail_dir.join("Sent Items Entw&APw-rfe");
+    let two = two_mails(
+        |i| format!("Draft {i} about the slipway"),
+        |i| format!("Slipway {i} needs new rails before the spring tides."),
+    );
+    std::fs::write(&drafts, two).unwrap();
+    for p in [&mail_dir, &drafts] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let url = format!(
+        "imap://alice@127.0.0.1:{}/Sent%20Items%20Entw%C3%BCrfe",
+        imap.port
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", &url, "--data-dir"])
+        .arg(sb.data_dir())
+        .env("INGEST_IMAP_PASSWORD", IMAP_PASSWORD)
+        .output()
+        .unwrap();
+    let mut lines = json_lines(&out);
+    let summary = lines.pop().expect("a summary")["summary"].clone();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    // The locator keeps the URL as written (its `%` escaped as a locator escapes it).
+    let drafts_root = format!(
+        "imap://127.0.0.1:{}/Sent%2520Items%2520Entw%25C3%25BCrfe/",
+        imap.port
+    );
+    let read = below(&lines, &drafts_root);
+    for name in [
+        "0001 Draft 1 about the slipway.eml",
+        "0002 Draft 2 about the slipway.eml",
+    ] {
+        let text = format!("{name}!/message.txt");
+        assert_eq!(
+            read.get(&text).map(|l| l.0.as_str()),
+            Some("indexed"),
+            "{text}: {lines:?}"
+        );
+    }
+}
+
+/// An mbox (CRLF lines, as IMAP sends them) of two plain mails, subject and body of mail
+/// `i` (1, 2) as given.
+fn two_mails(subject: impl Fn(u64) -> String, body: impl Fn(u64) -> String) -> String {
+    let mut mbox = String::new();
+    for i in 1..=2u64 {
+        mbox.push_str("From clerk@brackwater.example Mon Mar  2 09:00:00 2026\r\n");
+        mbox.push_str(&message(
+            "Clerk <clerk@brackwater.example>",
+            &subject(i),
+            i,
+            &body(i),
+            &[],
+        ));
+        mbox.push_str("\r\n");
+    }
+    mbox
+}
+
+/// Run `openssl` with `args` in `dir`; whether it succeeded.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An authority's certificate `name.pem` and key `name.key` in `dir`.
+fn authority(dir: &std::path::Path, name: &str) {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    assert!(openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    ));
+}
+
+/// `imaps://` over TLS (Dovecot's IMAPS listener, a certificate for 127.0.0.1 signed by a
+/// test authority): trusted through `SSL_CERT_FILE`, the mailbox is read; signed by an
+/// authority the client does not trust, the connection is refused with a reason naming the
+/// certificate, and no mail is read.
+#[test]
+fn an_imaps_mailbox_is_read_over_tls_and_an_untrusted_certificate_is_refused() {
+    let sb = Sandbox::new();
+    let tls_dir = sb.path("tls");
+    std::fs::create_dir_all(&tls_dir).unwrap();
+    if !openssl(&tls_dir, &["version"]) {
+        eprintln!("SKIPPED: openssl is not installed (it makes the test's certificates)");
+        return;
+    }
+    authority(&tls_dir, "test-ca");
+    authority(&tls_dir, "other-ca");
+    std::fs::write(
+        tls_dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    assert!(openssl(
+        &tls_dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ));
+    assert!(openssl(
+        &tls_dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "test-ca.pem",
+            "-CAkey",
+            "test-ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    ));
+    let inbox = two_mails(
+        |i| format!("Encrypted note {i}"),
+        |i| format!("Note {i}: the breakwater lights were tested over a TLS connection."),
+    );
+    let tls = Tls {
+        cert: tls_dir.join("server.pem"),
+        key: tls_dir.join("server.key"),
+    };
+    let Some(imap) = Imap::start_with(&sb, inbox.as_bytes(), Some(&tls)) else {
+        return;
+    };
+    let url = format!("imaps://alice@127.0.0.1:{}/INBOX", imap.port);
+    let sync = |authority: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["--json", &url, "--data-dir"])
+            .arg(sb.data_dir())
+            .env("INGEST_IMAP_PASSWORD", IMAP_PASSWORD)
+            .env("SSL_CERT_FILE", tls_dir.join(authority))
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, text)
+    };
+    let (out, text) = sync("other-ca.pem");
+    assert!(!out.status.success(), "{text}");
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+    assert!(!text.contains(IMAP_PASSWORD), "{text}");
+    assert_eq!(
+        imap.bodies_fetched(),
+        0,
+        "no mail read over an untrusted connection"
+    );
+
+    let (out, text) = sync("test-ca.pem");
+    assert!(out.status.success(), "{text}");
+    let lines = json_lines(&out);
+    let root = format!("imaps://127.0.0.1:{}/INBOX/", imap.port);
+    let read = below(&lines, &root);
+    for i in 1..=2 {
+        let text = format!("{i:04} Encrypted note {i}.eml!/message.txt");
+        assert_eq!(
+            read.get(&text).map(|l| l.0.as_str()),
+            Some("indexed"),
+            "{text}: {read:?}"
+        );
+    }
+    assert_eq!(imap.bodies_fetched(), 2);
 }

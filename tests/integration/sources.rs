@@ -645,6 +645,42 @@ fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     let local_files = indexed_files(&local, &local_root);
     assert_eq!(remote_files.len(), local_files.len());
     assert_eq!(remote_files, local_files);
+
+    // 3 renamed (the same bytes under a new name, the old one gone): each read once to learn
+    // its content, found by its hash and not embedded again; the old names leave.
+    for i in [3u64, 4, 5] {
+        let body = expected.remove(&key_of(i)).unwrap();
+        let new_key = format!("docs/renamed/r-{i:03}.txt");
+        server.put(&new_key, &body);
+        server.delete(&key_of(i));
+        expected.insert(new_key, body);
+    }
+    let before = server.downloads().len();
+    let (_, summary, code) = ingest_remote(&sb, &server, &[]);
+    assert_eq!(code, Some(0), "{summary}");
+    assert_eq!(server.downloads().len() - before, 3, "the renamed objects");
+    assert_eq!(summary["removed"], 3, "{summary}");
+    assert_eq!(
+        summary["chunks_embedded"], 0,
+        "a renamed object is not embedded again: {summary}"
+    );
+    let renamed: Vec<String> = indexed_files(&sb, &format!("{source}/"))
+        .into_keys()
+        .filter(|k| {
+            ["r-00", "/003.txt", "/004.txt", "/005.txt"]
+                .iter()
+                .any(|p| k.contains(p))
+        })
+        .collect();
+    assert_eq!(
+        renamed,
+        [
+            "renamed/r-003.txt",
+            "renamed/r-004.txt",
+            "renamed/r-005.txt"
+        ],
+        "the new names, not the old"
+    );
 }
 
 /// A sync killed (SIGKILL) at its 25th download converges on the next; a third downloads
@@ -1020,4 +1056,72 @@ fn a_registered_source_marked_sync_is_polled_in_its_scope() {
     assert!(status.success(), "{status:?}");
     let log = std::fs::read_to_string(sb.path("daemon.err")).unwrap();
     assert!(!log.contains(SECRET), "the daemon's log shows the secret");
+}
+
+/// A pull through `ingest serve` is counted against the scope's `max_files_per_key` as an
+/// upload is: a folder pull reads at most the room left (and says so), and a pull into a
+/// full scope is refused before anything is downloaded.
+#[test]
+fn a_pull_through_the_service_counts_against_the_scopes_quota() {
+    use crate::service::{Client, Service, ALICE};
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    let mut rng = Lcg(9);
+    for i in 0..12u64 {
+        let (_, text) = document(i, 1, &mut rng);
+        server.put(&format!("alice/docs/{i:02}.txt"), text.as_bytes());
+    }
+    let registry = sb.write(
+        "user-config.toml",
+        format!(
+            "[[source]]\nname = \"alice-docs\"\nurl = \"s3://{BUCKET}/alice\"\nuser = \"alice\"\n\
+             [source.credentials]\naccess_key_id = \"test-key-id\"\nsecret_access_key = \
+             \"{SECRET}\"\nregion = \"us-east-1\"\nendpoint = \"http://127.0.0.1:{}\"\n",
+            server.port
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&registry, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        sb.path("ingest.toml"),
+        format!("max_files_per_key = 5\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\n"),
+    )
+    .unwrap();
+    let registry = registry.to_string_lossy().to_string();
+    let service = Service::start_config_env(&sb, &[], &[("INGEST_CONFIG", &registry)]);
+    let alice = Client::new(&service, Some(ALICE));
+    let pull = || {
+        let args = serde_json::json!({ "source": "alice-docs", "path": "docs" });
+        alice.post(
+            "/v1/tools/pull_source",
+            "application/json",
+            args.to_string().as_bytes(),
+        )
+    };
+    let before = server.downloads().len();
+    let (status, answer) = pull();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["files"]["indexed"], 5, "{answer}");
+    assert!(
+        answer["quota"]
+            .as_str()
+            .is_some_and(|q| q.contains("at most 5")),
+        "{answer}"
+    );
+    let pulled = server.downloads().len() - before;
+    assert!(pulled <= 5, "{pulled} objects downloaded for a room of 5");
+    // Full: refused, nothing downloaded.
+    let (status, answer) = pull();
+    assert_eq!(status, 200, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(error.contains("nothing pulled"), "{answer}");
+    assert_eq!(
+        server.downloads().len() - before,
+        pulled,
+        "a refused pull downloads"
+    );
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
 }

@@ -468,8 +468,12 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         .or(config.listen)
         .context("no address to listen on: give --listen ADDR or `listen` in the config")?;
     let workflow = config.workflow.clone().unwrap_or_default();
-    let (socket, ingestor) =
-        hold_data_dir(common, &args.extract, &|c| workflow.apply(&mut c.workflow))?;
+    let max_scope_files = config.uploads().max_files_per_scope;
+    let (socket, ingestor) = hold_data_dir(common, &args.extract, &|c| {
+        workflow.apply(&mut c.workflow);
+        // A pull through the service is counted as its uploads are.
+        c.max_scope_files = Some(max_scope_files);
+    })?;
     let (roots, sources) = watched(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
