@@ -40,7 +40,8 @@ use crate::tools::{self, error_answer, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, 
 pub const INSTRUCTIONS: &str = "\
 These tools read the documents indexed for you: folders, archives at any depth (zip, tar.gz), PDFs, office files, spreadsheets, slides, text.
 Structure first: browse_container without a locator lists the top level; browse a folder or archive to see its members, a file to see its outline (section ids such as s12, page ranges, sheets, slides).
-Then read only what you need: read_section for one section, read_content_objects with pages, section, sheet + rows or slide for exact places.
+Then read only what you need: read_section for one section, read_content_objects with pages, section, sheet + rows or slide for exact places, or with around (a hit's locator) for a hit and its neighbours.
+Before citing a passage, verify_quote checks that the quoted words are in the file and says on which page.
 search_documents finds passages by meaning and by exact words (names, codes, options: `mode` hybrid by default); narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
@@ -543,6 +544,12 @@ fn definition(name: &str) -> Option<Tool> {
             input_schema::<tools::SectionArgs>(),
             read_only,
         ),
+        "verify_quote" => (
+            "Check a quote against its file",
+            QUOTE_DESCRIPTION,
+            input_schema::<tools::QuoteArgs>(),
+            read_only,
+        ),
         "extract_container_item" => (
             "Extract and index an archive member",
             EXTRACT_DESCRIPTION,
@@ -647,7 +654,13 @@ Then use read_section or read_content_objects for exactly the part you need. Lon
 const READ_DESCRIPTION: &str = "\
 Read the content objects of one file (text blocks, tables, image and media entries) in document order, each with its exact locator (page, sheet and rows, slide, lines) to cite.
 Select what you need with the filters: pages (\"47\" or \"40-47\", 1-based physical pages), section (an id from browse_container), content_type (text, image, videostream, audiostream, other), sheet and rows (\"1-50\"), slide. Without filters you get the file from its beginning.
+To read around a search hit, give around: the hit's locator (report.pdf#page=12). You get the object holding it (hit: true) with before objects ahead and after objects behind (default 2 each; unit \"chars\" counts chars of text instead), and earlier / later: the arguments that read on in either direction.
 The answer is at most max_chars (default 4000): a text too long is cut in the middle (head[N chars omitted]tail, with offset, end and omitted char ranges). Call again with the same arguments plus the answer's cursor to get exactly what was left out, then the next objects.";
+
+const QUOTE_DESCRIPTION: &str = "\
+Check that a quote you want to cite really is in a file, before you cite it: whether it occurs (white space, line breaks, hyphens split across lines, ligatures, typographic quotes and case are not held against it), on which page(s) or at which locators, and the exact sentence around each place.
+When it does not occur, found is false and closest is the most similar passage of the file with a score (1 = identical): cite that passage's words instead, or do not cite. A changed word, number or letter is not the quote.
+Give the file's locator (from a search hit, without the #fragment) and the quote (at most 4000 chars). The answer is at most max_chars (default 4000); match_count says how many places hold the quote when not all fit.";
 
 const SECTION_DESCRIPTION: &str = "\
 Read the whole text of one section of a file: its objects' texts joined by blank lines, with the section's title and pages. Take the section id (s12) from browse_container's outline of that file.
@@ -815,6 +828,7 @@ mod tests {
                     | "browse_container"
                     | "read_content_objects"
                     | "read_section"
+                    | "verify_quote"
                     | "recall_tool_result"
                     | "gather_context"
                     | "list_sources"

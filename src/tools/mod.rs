@@ -24,6 +24,7 @@ use crate::ingestor::Ingestor;
 pub const DEFAULT_MAX_CHARS: usize = 4000;
 
 pub use crate::config::MIN_MAX_CHARS;
+pub use quote::MAX_QUOTE_CHARS;
 
 /// What a search answers when no hit reaches its `min_score` (the model's relevance floor
 /// when the call gives none): nothing in the scope is about the query.
@@ -35,6 +36,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "browse_container",
     "read_content_objects",
     "read_section",
+    "verify_quote",
     "extract_container_item",
     "list_sources",
     "browse_source",
@@ -166,12 +168,48 @@ pub struct ReadArgs {
     /// Only this 1-based slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slide: Option<u32>,
+    /// Read around this place instead: a search hit's locator (`report.pdf#page=12`,
+    /// `notes.md#line=40-52`) or its fragment alone. The answer is the object holding it
+    /// (`hit: true`) with `before` objects ahead of it and `after` behind it, in document
+    /// order (the other filters still apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around: Option<String>,
+    /// With `around`: how much to read before the hit (default 2; at most 100 objects or
+    /// 100 000 chars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<usize>,
+    /// With `around`: how much to read after the hit (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<usize>,
+    /// With `around`: what `before` and `after` count, `objects` (the default) or `chars`
+    /// (whole objects until that many chars of text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     /// Budget of the answer in chars (default 4000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,
     /// The `cursor` of the previous answer, to continue it (repeat the other arguments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+}
+
+/// Arguments of `verify_quote`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuoteArgs {
+    /// The file the quote is said to come from (no `#fragment`).
+    pub locator: String,
+    /// The quoted words as they are to be cited (at most 4000 chars). White space, line
+    /// breaks, hyphens, ligatures, typographic quotes and case need not match.
+    pub quote: String,
+    /// Whose file, when two files you may read have the same locator (yours and one a
+    /// colleague shared): the `owner` an earlier answer showed. Without it a locator means
+    /// your own file first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Budget of the answer in chars (default 4000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
 }
 
 /// Arguments of `read_section`.
@@ -266,6 +304,8 @@ pub enum ToolCall {
     ReadContentObjects(ReadArgs),
     /// The text of one section.
     ReadSection(SectionArgs),
+    /// Whether a quote occurs in a file, where and in which sentence.
+    VerifyQuote(QuoteArgs),
     /// Extract and index one archive member now.
     ExtractContainerItem(ExtractArgs),
     /// The registered sources the caller may use.
@@ -296,6 +336,7 @@ impl ToolCall {
             ToolCall::BrowseContainer(a) => a.max_chars,
             ToolCall::ReadContentObjects(a) => a.max_chars,
             ToolCall::ReadSection(a) => a.max_chars,
+            ToolCall::VerifyQuote(a) => a.max_chars,
             ToolCall::ExtractContainerItem(a) => a.max_chars,
             ToolCall::ListSources(a) => a.max_chars,
             ToolCall::BrowseSource(a) => a.max_chars,
@@ -316,6 +357,7 @@ impl ToolCall {
             ToolCall::BrowseContainer(a) => &mut a.max_chars,
             ToolCall::ReadContentObjects(a) => &mut a.max_chars,
             ToolCall::ReadSection(a) => &mut a.max_chars,
+            ToolCall::VerifyQuote(a) => &mut a.max_chars,
             ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
             ToolCall::ListSources(a) => &mut a.max_chars,
             ToolCall::BrowseSource(a) => &mut a.max_chars,
@@ -354,6 +396,7 @@ impl ToolCall {
             "browse_container" => ToolCall::BrowseContainer(parse(name, args)?),
             "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
             "read_section" => ToolCall::ReadSection(parse(name, args)?),
+            "verify_quote" => ToolCall::VerifyQuote(parse(name, args)?),
             "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
             "list_sources" => ToolCall::ListSources(parse(name, args)?),
             "browse_source" => ToolCall::BrowseSource(parse(name, args)?),
@@ -395,6 +438,7 @@ impl ToolCall {
             ToolCall::BrowseContainer(_) => "browse_container",
             ToolCall::ReadContentObjects(_) => "read_content_objects",
             ToolCall::ReadSection(_) => "read_section",
+            ToolCall::VerifyQuote(_) => "verify_quote",
             ToolCall::ExtractContainerItem(_) => "extract_container_item",
             ToolCall::ListSources(_) => "list_sources",
             ToolCall::BrowseSource(_) => "browse_source",
@@ -478,6 +522,7 @@ pub fn call_until(
                 read::read_content_objects(ingestor, scope, a, budget)
             }
             ToolCall::ReadSection(a) => section::read_section(ingestor, scope, a, budget),
+            ToolCall::VerifyQuote(a) => quote::verify_quote(ingestor, scope, a, budget),
             ToolCall::ExtractContainerItem(a) => {
                 extract::extract_container_item(ingestor, scope, a, budget, stop)
             }
@@ -601,6 +646,7 @@ mod extract;
 mod files;
 mod host;
 mod paging;
+mod quote;
 mod read;
 mod search;
 mod section;

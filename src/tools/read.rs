@@ -88,6 +88,157 @@ impl Filter {
     }
 }
 
+/// The objects `before` and `after` read around a hit by default, and the most they may ask.
+const DEFAULT_AROUND_OBJECTS: usize = 2;
+const DEFAULT_AROUND_CHARS: usize = 2000;
+const MAX_AROUND_OBJECTS: usize = 100;
+const MAX_AROUND_CHARS: usize = 100_000;
+
+/// What an `around` read asks: the hit's place and how far to read on each side.
+struct Around {
+    at: extractors::Fragment,
+    before: usize,
+    after: usize,
+    /// `before` and `after` count chars of text (whole objects), not objects.
+    by_chars: bool,
+}
+
+impl Around {
+    /// The `around` arguments of a read of the file at `file`, checked; `None` without them.
+    fn of(args: &ReadArgs, file: &str) -> Result<Option<Around>, ToolError> {
+        let Some(around) = args.around.as_deref().map(str::trim) else {
+            if args.before.is_some() || args.after.is_some() || args.unit.is_some() {
+                return Err(ToolError::Invalid(
+                    "before, after and unit go with around: the locator of a search hit to \
+                     read around"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let shown: String = around.chars().take(200).collect();
+        let (at_file, fragment) = around.split_once('#').unwrap_or(("", around));
+        if !at_file.is_empty() && view::normalize(at_file) != file {
+            return Err(ToolError::Invalid(format!(
+                "around {shown:?} is in another file than {file}: give that hit's own file as locator"
+            )));
+        }
+        let at: extractors::Fragment = fragment.parse().map_err(|e| {
+            ToolError::Invalid(format!(
+                "around {shown:?}: {e}; give a search hit's locator such as report.pdf#page=12"
+            ))
+        })?;
+        if at.is_empty() {
+            return Err(ToolError::Invalid(
+                "around needs a place: a search hit's locator with its #fragment (page=, line=, \
+                 rows=, slide=, para=)"
+                    .into(),
+            ));
+        }
+        let (by_chars, default, max) = match args.unit.as_deref().map(str::trim) {
+            None | Some("objects") => (false, DEFAULT_AROUND_OBJECTS, MAX_AROUND_OBJECTS),
+            Some("chars") => (true, DEFAULT_AROUND_CHARS, MAX_AROUND_CHARS),
+            Some(other) => {
+                let other: String = other.chars().take(40).collect();
+                return Err(ToolError::Invalid(format!(
+                    "unit must be objects or chars, not {other:?}"
+                )));
+            }
+        };
+        for (name, n) in [("before", args.before), ("after", args.after)] {
+            if n.is_some_and(|n| n > max) {
+                return Err(ToolError::Invalid(format!(
+                    "{name} may be at most {max} {}",
+                    if by_chars { "chars" } else { "objects" }
+                )));
+            }
+        }
+        Ok(Some(Around {
+            at,
+            before: args.before.unwrap_or(default),
+            after: args.after.unwrap_or(default),
+            by_chars,
+        }))
+    }
+
+    /// The window of `selected` (indexes into `objects`) around the first object holding the
+    /// hit: its first and last position in `selected`, and the hit's; `None` when no
+    /// selected object holds it.
+    fn window(
+        &self,
+        selected: &[usize],
+        objects: &[PackedObject],
+    ) -> Option<(usize, usize, usize)> {
+        let hit = first_holder(&self.at, selected, objects)?;
+        let chars = |pos: usize| {
+            selected
+                .get(pos)
+                .and_then(|&i| objects.get(i))
+                .map_or(0, |o| usize::try_from(o.chars).unwrap_or(usize::MAX))
+        };
+        let last_pos = selected.len().saturating_sub(1);
+        if !self.by_chars {
+            return Some((
+                hit.saturating_sub(self.before),
+                hit.saturating_add(self.after).min(last_pos),
+                hit,
+            ));
+        }
+        let (mut first, mut taken) = (hit, 0usize);
+        while first > 0 && taken < self.before {
+            first -= 1;
+            taken = taken.saturating_add(chars(first));
+        }
+        let (mut last, mut taken) = (hit, 0usize);
+        while last < last_pos && taken < self.after {
+            last += 1;
+            taken = taken.saturating_add(chars(last));
+        }
+        Some((first, last, hit))
+    }
+}
+
+/// Whether object `o` holds the place `at`: the same page, slide and sheet where `at` names
+/// them, and lines, rows or paragraphs overlapping its.
+fn holds(at: &extractors::Fragment, o: &PackedObject) -> bool {
+    let of = o
+        .fragment
+        .parse::<extractors::Fragment>()
+        .unwrap_or_default();
+    let overlap = |hit: Option<(u64, u64)>, obj: Option<(u64, u64)>| {
+        hit.is_none_or(|(a, b)| obj.is_some_and(|(x, y)| x <= b && a <= y))
+    };
+    at.page.is_none_or(|p| o.page == Some(p))
+        && at.slide.is_none_or(|s| o.slide == Some(s))
+        && at
+            .sheet
+            .as_ref()
+            .is_none_or(|s| o.sheet.as_deref() == Some(s.as_str()))
+        && overlap(at.lines, of.lines)
+        && overlap(at.rows, of.rows)
+        && overlap(at.paras, of.paras)
+}
+
+/// The position in `selected` (indexes into `objects`) of the first object holding `at`.
+fn first_holder(
+    at: &extractors::Fragment,
+    selected: &[usize],
+    objects: &[PackedObject],
+) -> Option<usize> {
+    selected
+        .iter()
+        .position(|&i| objects.get(i).is_some_and(|o| holds(at, o)))
+}
+
+/// The locator of object `o` of the file at `file` (the file's when it has no fragment).
+pub(super) fn object_locator(file: &str, o: &PackedObject) -> String {
+    if o.fragment.is_empty() {
+        file.to_string()
+    } else {
+        format!("{file}#{}", o.fragment)
+    }
+}
+
 /// The JSON fields of object `o` (number `n` in the selection) of the file at `file`; in
 /// compact form (`level` 1) only its number and fragment (`at`), at `level` 2 its number.
 fn object_fields(n: usize, file: &str, o: &PackedObject, level: u8) -> Map<String, Value> {
@@ -99,12 +250,7 @@ fn object_fields(n: usize, file: &str, o: &PackedObject, level: u8) -> Map<Strin
         }
         return m;
     }
-    let locator = if o.fragment.is_empty() {
-        file.to_string()
-    } else {
-        format!("{file}#{}", o.fragment)
-    };
-    m.insert("locator".into(), json!(locator));
+    m.insert("locator".into(), json!(object_locator(file, o)));
     m.insert("type".into(), json!(o.content_type.as_str()));
     if let Some(l) = &o.label {
         m.insert("label".into(), json!(l));
@@ -152,14 +298,68 @@ pub(crate) fn read_content_objects(
         rows,
         slide: args.slide,
     };
+    let file = doc.entry.locator.clone();
+    let around = Around::of(args, &file)?;
     let mut pack = view::pack(ingestor, &doc.hash)?;
-    let selected: Vec<usize> = (0..pack.objects.len())
+    let mut selected: Vec<usize> = (0..pack.objects.len())
         .filter(|&i| pack.objects.get(i).is_some_and(|o| filter.matches(o)))
         .collect();
-    let file = doc.entry.locator.clone();
     let mut base = Map::new();
     base.insert("locator".into(), json!(file));
     doc.note_owner(&mut base, scope);
+    // Around a hit: the window of the selection around the object holding it, and how to
+    // read on either way.
+    let mut hit_at = None;
+    if let Some(around) = &around {
+        let (first, last, hit) =
+            around.window(&selected, &pack.objects).ok_or_else(|| {
+                ToolError::Invalid(format!(
+                "no object of {file} holds {} (with these filters): browse_container shows its \
+                 pages, sections, sheets and slides",
+                args.around.as_deref().unwrap_or_default().chars().take(200).collect::<String>()
+            ))
+            })?;
+        // How to read on either way: the arguments of the next window. A place means the
+        // first object holding it, which may lie inside this window (objects sharing a
+        // page), so the counts are set for the next window to reach beyond this one.
+        let place_at = |pos: usize| -> Option<(String, usize)> {
+            let o = selected
+                .get(pos)
+                .and_then(|&i| pack.objects.get(i))
+                .filter(|o| !o.fragment.is_empty())?;
+            let at = o.fragment.parse::<extractors::Fragment>().ok()?;
+            let holder = first_holder(&at, &selected, &pack.objects)?;
+            Some((object_locator(&file, o), holder))
+        };
+        let step = |n: usize| {
+            if around.by_chars {
+                DEFAULT_AROUND_OBJECTS
+            } else {
+                n.max(1)
+            }
+        };
+        if let Some((l, holder, pos)) = (0..first)
+            .rev()
+            .find_map(|pos| place_at(pos).map(|(l, h)| (l, h, pos)))
+        {
+            base.insert(
+                "earlier".into(),
+                json!({"around": l, "before": step(around.before),
+                       "after": (pos - holder).min(MAX_AROUND_OBJECTS), "unit": "objects"}),
+            );
+        }
+        if let Some((l, holder, pos)) =
+            (last + 1..selected.len()).find_map(|pos| place_at(pos).map(|(l, h)| (l, h, pos)))
+        {
+            let after = (pos - holder + step(around.after) - 1).min(MAX_AROUND_OBJECTS);
+            base.insert(
+                "later".into(),
+                json!({"around": l, "before": 0, "after": after, "unit": "objects"}),
+            );
+        }
+        selected = selected.get(first..=last).unwrap_or_default().to_vec();
+        hit_at = Some(hit - first);
+    }
     base.insert("total".into(), json!(selected.len()));
     if selected.is_empty() {
         base.insert("objects".into(), json!([]));
@@ -211,11 +411,14 @@ pub(crate) fn read_content_objects(
         fill(&ctx, &base, start, &mut |n| {
             let i = selected.get(n).copied().unwrap_or(usize::MAX);
             let text = pack.text(i)?;
-            let fields = pack
+            let mut fields = pack
                 .objects
                 .get(i)
                 .map(|o| object_fields(n, &file, o, level))
                 .unwrap_or_default();
+            if hit_at == Some(n) {
+                fields.insert("hit".into(), Value::Bool(true));
+            }
             Ok(TextItem {
                 fields,
                 chars: text.chars().collect(),

@@ -572,6 +572,15 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
         !acme.search(mail_phrase, 10).is_empty(),
         "the owner finds the mail"
     );
+    let (_, checked) = tool(
+        &acme,
+        "verify_quote",
+        json!({ "locator": "offer.eml!/message.txt", "quote": mail_phrase }),
+    );
+    assert_eq!(
+        checked["found"], true,
+        "the owner's quote is found: {checked}"
+    );
     // A file that fails has a card of its own, found by its name by its owner only.
     let (status, answer) = acme.upload("cipher-ledger.pdf", b"%PDF-1.7\nnot a PDF after all\n");
     assert_eq!(status, 202, "{answer}");
@@ -625,6 +634,14 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
             (
                 "read_content_objects",
                 json!({ "locator": "offer.eml!/message.txt" }),
+            ),
+            (
+                "read_content_objects",
+                json!({ "locator": "offer.eml!/message.txt", "around": "line=1", "after": 5 }),
+            ),
+            (
+                "verify_quote",
+                json!({ "locator": "offer.eml!/message.txt", "quote": mail_phrase }),
             ),
             ("browse_container", json!({ "locator": "offer.eml" })),
         ] {

@@ -317,6 +317,27 @@ fn another_scopes_locators_read_exactly_like_missing_ones() {
         ),
         (
             Box::new(|l: &str| {
+                ToolCall::ReadContentObjects(ReadArgs {
+                    locator: l.into(),
+                    around: Some(format!("{l}#line=1")),
+                    before: Some(1),
+                    ..ReadArgs::default()
+                })
+            }),
+            "read around",
+        ),
+        (
+            Box::new(|l: &str| {
+                ToolCall::VerifyQuote(ingest::tools::QuoteArgs {
+                    locator: l.into(),
+                    quote: "the zebra budget is 42 crowns".into(),
+                    ..Default::default()
+                })
+            }),
+            "verify quote",
+        ),
+        (
+            Box::new(|l: &str| {
                 ToolCall::ReadSection(SectionArgs {
                     locator: l.into(),
                     section: "s1".into(),
@@ -548,4 +569,408 @@ fn a_budget_under_the_minimum_is_refused_within_it() {
     assert!(a.is_error, "{}", a.text);
     assert!(a.text.len() <= 120, "{}", a.text);
     assert!(a.text.contains("at least 200"), "{}", a.text);
+}
+
+/// `read_content_objects` with `around`: a call.
+fn around(
+    doc: &str,
+    at: &str,
+    before: Option<usize>,
+    after: Option<usize>,
+    max: usize,
+) -> (Value, bool) {
+    call(
+        &alice(),
+        ToolCall::ReadContentObjects(ReadArgs {
+            locator: doc.into(),
+            around: Some(at.into()),
+            before,
+            after,
+            max_chars: Some(max),
+            ..ReadArgs::default()
+        }),
+        max,
+    )
+}
+
+/// Whether the object at fragment `object` holds the place `at` (both `key=value&…`): every
+/// key of `at` is the object's too, its number or range overlapping, its name the same.
+fn holds(object: &str, at: &str) -> bool {
+    let range = |v: &str| -> Option<(u64, u64)> {
+        let (a, b) = v.split_once('-').unwrap_or((v, v));
+        Some((a.parse().ok()?, b.parse().ok()?))
+    };
+    at.split('&').all(|part| {
+        let (key, want) = part.split_once('=').unwrap_or((part, ""));
+        object.split('&').any(|o| {
+            let (k, have) = o.split_once('=').unwrap_or((o, ""));
+            k == key
+                && match (range(want), range(have)) {
+                    (Some((a, b)), Some((x, y))) => x <= b && a <= y,
+                    _ => want == have,
+                }
+        })
+    })
+}
+
+/// Reading around a place gives the first object holding it (marked `hit`) with its
+/// neighbours in document order, exactly as a whole read shows them; `earlier` and `later`
+/// read on both ways to the file's first and last object; a search hit's own locator works;
+/// every answer within its budget; nonsense is refused with a reason.
+#[test]
+fn reading_around_a_hit_gives_its_neighbours_both_ways() {
+    let f = fixture();
+    let mut checked = 0;
+    for doc in &f.documents {
+        let (whole, err) = call(
+            &alice(),
+            ToolCall::ReadContentObjects(ReadArgs {
+                locator: doc.clone(),
+                max_chars: Some(100_000),
+                ..ReadArgs::default()
+            }),
+            100_000,
+        );
+        assert!(!err, "{whole}");
+        let all = whole["objects"].as_array().unwrap().clone();
+        if all.len() < 3 || whole.get("cursor").is_some() {
+            continue;
+        }
+        let locator = |o: &Value| o["locator"].as_str().unwrap().to_string();
+        let middle = all.len() / 2;
+        let at = locator(&all[middle]);
+        if !at.contains('#') {
+            continue;
+        }
+        // The first object holding that place (a page holds several; ranges overlap).
+        let fragment_of = |l: &str| {
+            l.split_once('#')
+                .map(|(_, f)| f.to_string())
+                .unwrap_or_default()
+        };
+        let hit = all
+            .iter()
+            .position(|o| holds(&fragment_of(&locator(o)), &fragment_of(&at)))
+            .unwrap();
+        let (v, err) = around(doc, &at, Some(1), Some(1), 100_000);
+        assert!(!err, "{v}");
+        let got = v["objects"].as_array().unwrap();
+        let want = &all[hit.saturating_sub(1)..=(hit + 1).min(all.len() - 1)];
+        assert_eq!(got.len(), want.len(), "{doc} around {at}: {v}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!(
+                (g["locator"].clone(), g["text"].clone()),
+                (w["locator"].clone(), w["text"].clone())
+            );
+        }
+        let marked: Vec<&Value> = got.iter().filter(|o| o["hit"] == true).collect();
+        assert_eq!(marked.len(), 1, "{v}");
+        assert_eq!(marked[0]["text"], all[hit]["text"]);
+        // The fragment alone means the same place.
+        let fragment = at.split_once('#').unwrap().1;
+        let (alone, _) = around(doc, fragment, Some(1), Some(1), 100_000);
+        assert_eq!(alone["objects"], v["objects"]);
+        // Read on both ways, one object at a time, to both ends of the file.
+        for (way, first) in [("earlier", true), ("later", false)] {
+            let mut answer = v.clone();
+            let mut steps = 0;
+            let mut seen: Vec<Value> = v["objects"].as_array().unwrap().clone();
+            while let Some(next) = answer.get(way).cloned() {
+                let (a, err) = call(
+                    &alice(),
+                    ToolCall::ReadContentObjects(ReadArgs {
+                        locator: doc.clone(),
+                        around: next["around"].as_str().map(str::to_string),
+                        before: next["before"].as_u64().map(|n| n as usize),
+                        after: next["after"].as_u64().map(|n| n as usize),
+                        unit: next["unit"].as_str().map(str::to_string),
+                        max_chars: Some(100_000),
+                        ..ReadArgs::default()
+                    }),
+                    100_000,
+                );
+                assert!(!err, "{a}");
+                // Each step reaches objects not seen yet.
+                let objects = a["objects"].as_array().unwrap();
+                let new = objects
+                    .iter()
+                    .filter(|o| {
+                        !seen
+                            .iter()
+                            .any(|s| s["locator"] == o["locator"] && s["text"] == o["text"])
+                    })
+                    .count();
+                assert!(new > 0, "{way} from {next}: nothing new in {a}");
+                seen.extend(objects.iter().cloned());
+                answer = a;
+                steps += 1;
+                assert!(steps < 10_000, "{way} never ends");
+            }
+            let objects = answer["objects"].as_array().unwrap();
+            let end = if first {
+                &objects[0]
+            } else {
+                objects.last().unwrap()
+            };
+            let want = if first { &all[0] } else { all.last().unwrap() };
+            assert_eq!(locator(end), locator(want), "{doc}: {way} ends elsewhere");
+        }
+        // Counted in chars: whole objects until that many chars on each side.
+        let (c, err) = call(
+            &alice(),
+            ToolCall::ReadContentObjects(ReadArgs {
+                locator: doc.clone(),
+                around: Some(at.clone()),
+                before: Some(1),
+                after: Some(1),
+                unit: Some("chars".into()),
+                max_chars: Some(100_000),
+                ..ReadArgs::default()
+            }),
+            100_000,
+        );
+        assert!(!err, "{c}");
+        // The hit lies mid-file: at least one object on each side, the hit between them.
+        let objects = c["objects"].as_array().unwrap();
+        let at_hit = objects
+            .iter()
+            .position(|o| o["hit"] == true)
+            .expect("the hit");
+        assert_eq!(at_hit >= 1, hit >= 1, "{c}");
+        assert_eq!(at_hit + 1 < objects.len(), hit + 1 < all.len(), "{c}");
+        // Within any budget.
+        for &max in BUDGETS {
+            let (a, _) = around(doc, &at, Some(2), Some(2), max);
+            assert!(a.is_object());
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} documents");
+
+    // A search hit's own locator.
+    let hits = tools::call(
+        &f.ingestor,
+        &alice(),
+        &ToolCall::SearchDocuments(SearchArgs {
+            query: "lighthouse keeper".into(),
+            limit: Some(3),
+            kind: Some("passage".into()),
+            ..SearchArgs::default()
+        }),
+    );
+    let hits: Value = serde_json::from_str(&hits.text).unwrap();
+    let hit = hits["hits"][0]["locator"].as_str().unwrap().to_string();
+    let (file, _) = hit.split_once('#').expect("a hit with a fragment");
+    let (v, err) = around(file, &hit, None, None, 4000);
+    assert!(!err, "{hit}: {v}");
+    assert_eq!(
+        v["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["hit"] == true)
+            .count(),
+        1,
+        "{v}"
+    );
+
+    // Refused, with a reason: another file, no place, a place not there, too far, unknown
+    // unit, before without around.
+    let doc = &f.documents[0];
+    for (at, before, why) in [
+        ("/elsewhere/other.md#line=1", None, "another file"),
+        ("", None, "a place"),
+        ("page=99999", None, "holds"),
+        ("page=1", Some(101), "at most 100"),
+    ] {
+        let (v, err) = around(doc, at, before, None, 4000);
+        assert!(err, "{at}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(why), "{at}: {v}");
+    }
+    let refused = |args: ReadArgs| {
+        let (v, err) = call(&alice(), ToolCall::ReadContentObjects(args), 4000);
+        assert!(err, "{v}");
+        v["error"].as_str().unwrap().to_string()
+    };
+    assert!(refused(ReadArgs {
+        locator: doc.clone(),
+        before: Some(2),
+        ..ReadArgs::default()
+    })
+    .contains("go with around"));
+    assert!(refused(ReadArgs {
+        locator: doc.clone(),
+        around: Some("page=1".into()),
+        unit: Some("pages".into()),
+        ..ReadArgs::default()
+    })
+    .contains("objects or chars"));
+}
+
+/// `verify_quote` of `quote` in `doc`.
+fn verify(doc: &str, quote: &str, max: usize) -> Value {
+    let (v, err) = call(
+        &alice(),
+        ToolCall::VerifyQuote(ingest::tools::QuoteArgs {
+            locator: doc.into(),
+            quote: quote.into(),
+            max_chars: Some(max),
+            ..Default::default()
+        }),
+        max,
+    );
+    assert!(!err, "{v}");
+    v
+}
+
+/// A quote as copied from a rendered page: some spaces are line breaks, a long word is
+/// hyphenated across a line's end, `fi` is a ligature and apostrophes are typographic.
+fn as_copied_from_a_page(quote: &str) -> String {
+    let mut out = String::new();
+    let mut hyphenated = false;
+    for (i, word) in quote.split(' ').enumerate() {
+        if i > 0 {
+            out.push(if i % 3 == 0 { '\n' } else { ' ' });
+        }
+        let letters: Vec<char> = word.chars().collect();
+        if !hyphenated && letters.len() >= 8 && letters.iter().all(|c| c.is_alphabetic()) {
+            let (a, b) = letters.split_at(letters.len() / 2);
+            out.extend(a);
+            out.push_str("-\n");
+            out.extend(b);
+            hyphenated = true;
+        } else {
+            out.push_str(word);
+        }
+    }
+    out.replacen("fi", "\u{fb01}", 1).replace('\'', "\u{2019}")
+}
+
+/// 100 quotes taken from the fixtures' texts are found where they were taken, as copied
+/// from a page (line breaks, hyphens across lines, ligatures, typographic apostrophes); the
+/// same 100 with one word changed are not found, and the closest passage named is the
+/// place they were taken from.
+#[test]
+fn verify_quote_finds_100_quotes_as_copied_and_rejects_100_altered() {
+    let f = fixture();
+    let mut rng = crate::util::Lcg(17);
+    // (file, object locator, quote), spread over the documents.
+    let mut quotes: Vec<(String, String, String)> = Vec::new();
+    let mut texts: Vec<(String, String, String)> = Vec::new();
+    for doc in &f.documents {
+        let (whole, _) = call(
+            &alice(),
+            ToolCall::ReadContentObjects(ReadArgs {
+                locator: doc.clone(),
+                content_type: Some("text".into()),
+                max_chars: Some(100_000),
+                ..ReadArgs::default()
+            }),
+            100_000,
+        );
+        for o in whole["objects"].as_array().into_iter().flatten() {
+            if o.get("offset").is_some() {
+                continue;
+            }
+            let text = o["text"].as_str().unwrap_or_default();
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if words.len() >= 8 {
+                texts.push((
+                    doc.clone(),
+                    o["locator"].as_str().unwrap().to_string(),
+                    words.join(" "),
+                ));
+            }
+        }
+    }
+    assert!(texts.len() >= 20, "only {} texts", texts.len());
+    let mut round = 0;
+    while quotes.len() < 100 && round < 50 {
+        for (doc, at, text) in &texts {
+            if quotes.len() == 100 {
+                break;
+            }
+            let words: Vec<&str> = text.split(' ').collect();
+            let len = 6 + rng.below(8) as usize;
+            let start = rng.below(words.len().saturating_sub(len).max(1) as u64) as usize;
+            let span = words[start..(start + len).min(words.len())].join(" ");
+            let wordy = span
+                .split(' ')
+                .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+                .count();
+            if wordy >= 4 && !quotes.iter().any(|q| q.2 == span) {
+                quotes.push((doc.clone(), at.clone(), span));
+            }
+        }
+        round += 1;
+    }
+    assert_eq!(quotes.len(), 100);
+    let (mut found, mut rejected) = (0, 0);
+    for (doc, at, quote) in &quotes {
+        let copied = as_copied_from_a_page(quote);
+        let v = verify(doc, &copied, 20_000);
+        assert_eq!(v["found"], true, "{copied:?} in {doc}: {v}");
+        let places: Vec<&str> = v["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["locator"].as_str())
+            .collect();
+        assert!(
+            places.contains(&at.as_str()),
+            "{copied:?}: {at} not in {places:?}"
+        );
+        found += 1;
+        // One word changed: the longest, its letters reversed (or one more letter).
+        let longest = quote.split(' ').max_by_key(|w| w.chars().count()).unwrap();
+        let reversed: String = longest.chars().rev().collect();
+        let changed = if reversed.to_lowercase() != longest.to_lowercase() {
+            reversed
+        } else {
+            format!("{longest}x")
+        };
+        let altered = quote.replacen(longest, &changed, 1);
+        let v = verify(doc, &as_copied_from_a_page(&altered), 20_000);
+        assert_eq!(v["found"], false, "{altered:?} in {doc}: {v}");
+        let closest = &v["closest"];
+        let score = closest["score"].as_f64().unwrap();
+        assert!((0.5..1.0).contains(&score), "{altered:?}: {v}");
+        assert_eq!(closest["locator"], at.as_str(), "{altered:?}: {v}");
+        rejected += 1;
+    }
+    println!("verify_quote: {found} of 100 quotes found where taken, {rejected} of 100 altered ones rejected");
+    // Every answer within its budget, the smallest too.
+    let (doc, _, quote) = &quotes[0];
+    for &max in BUDGETS {
+        let (v, err) = call(
+            &alice(),
+            ToolCall::VerifyQuote(ingest::tools::QuoteArgs {
+                locator: doc.clone(),
+                quote: quote.clone(),
+                max_chars: Some(max),
+                ..Default::default()
+            }),
+            max,
+        );
+        assert!(
+            v["found"] == true || (err && v["error"].as_str().unwrap().contains("too small")),
+            "{max}: {v}"
+        );
+    }
+    // Nothing to look for, or too long: refused with a reason.
+    for (quote, why) in [
+        (" - ", "no words"),
+        (&"word ".repeat(1000)[..], "at most 4000"),
+    ] {
+        let (v, err) = call(
+            &alice(),
+            ToolCall::VerifyQuote(ingest::tools::QuoteArgs {
+                locator: doc.clone(),
+                quote: quote.into(),
+                ..Default::default()
+            }),
+            4000,
+        );
+        assert!(err && v["error"].as_str().unwrap().contains(why), "{v}");
+    }
 }

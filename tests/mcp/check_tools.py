@@ -70,8 +70,9 @@ TOOLS = {
                          "kind", "pages", "section", "sheet", "slide", "max_chars", "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
-                             "slide", "max_chars", "cursor"],
+                             "slide", "around", "before", "after", "unit", "max_chars", "cursor"],
     "read_section": ["locator", "owner", "section", "max_chars", "cursor"],
+    "verify_quote": ["locator", "quote", "owner", "max_chars"],
     "extract_container_item": ["locator", "max_chars", "cursor"],
     # The source tools (tests/mcp/sources_mcp.py plays them).
     "list_sources": ["max_chars", "cursor"],
@@ -87,6 +88,7 @@ TOOLS = {
 }
 REQUIRED = {"search_documents": {"query"}, "read_content_objects": {"locator"},
             "read_section": {"locator", "section"}, "extract_container_item": {"locator"},
+            "verify_quote": {"locator", "quote"},
             "browse_source": {"source"}, "pull_source": {"source"},
             "store_tool_result": {"workflow", "tool", "content"},
             "recall_tool_result": {"workflow", "handle"},

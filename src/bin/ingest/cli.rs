@@ -226,6 +226,10 @@ pub(crate) enum Command {
     Read(ReadArgs),
     /// Read the text of one section (the agent's `read_section` tool).
     ReadSection(ReadSectionArgs),
+    /// Check that a quote occurs in a file: where, and the sentence around it; else the
+    /// closest passage with a score (the agent's `verify_quote` tool). Exits 1 when the
+    /// quote is not there.
+    VerifyQuote(VerifyQuoteArgs),
     /// Extract and index one archive member now, e.g. one skipped by a limit (the agent's
     /// `extract_container_item` tool).
     Extract(ExtractItemArgs),
@@ -471,12 +475,42 @@ pub(crate) struct ReadArgs {
     /// Only this 1-based slide.
     #[arg(long)]
     pub(crate) slide: Option<u32>,
+    /// Read around the locator's #fragment (a search hit's place) instead of only it: the
+    /// object holding it (marked hit) with --before and --after objects on either side.
+    #[arg(long)]
+    pub(crate) around: bool,
+    /// With --around: objects before the hit (default 2), or chars with --chars.
+    #[arg(long, value_name = "N", requires = "around")]
+    pub(crate) before: Option<usize>,
+    /// With --around: objects after the hit (default 2), or chars with --chars.
+    #[arg(long, value_name = "N", requires = "around")]
+    pub(crate) after: Option<usize>,
+    /// With --around: --before and --after count chars of text (whole objects; default
+    /// 2000), not objects.
+    #[arg(long, requires = "around")]
+    pub(crate) chars: bool,
     /// Whose file, when two you may read share a locator: an `owner` an earlier answer
     /// showed (e.g. "bob (shared)").
     #[arg(long)]
     pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct VerifyQuoteArgs {
+    /// The file: a path as typed (relative, ~/…) or a locator (a #fragment is ignored).
+    pub(crate) locator: String,
+    /// The quoted words (white space, line breaks, hyphens, ligatures and case need not
+    /// match); `-` reads them from stdin.
+    pub(crate) quote: String,
+    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
+    /// showed (e.g. "bob (shared)").
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
+    /// Budget of the answer in chars (default 4000).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_chars: Option<usize>,
 }
 
 #[derive(Args, Debug)]

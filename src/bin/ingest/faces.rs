@@ -13,7 +13,7 @@ use ingest::{Scope, ToolHost};
 
 use crate::cli::{
     BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs,
-    SourceCommand, ToolArgs,
+    SourceCommand, ToolArgs, VerifyQuoteArgs,
 };
 use crate::commands::{config, scope};
 use crate::exit::{self, Usage};
@@ -73,11 +73,48 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
         sheet: args.sheet.clone(),
         rows: args.rows.clone(),
         slide: args.slide,
+        around: None,
+        before: args.before,
+        after: args.after,
+        unit: args.chars.then(|| "chars".to_string()),
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     };
-    read_fragment(fragment, &mut read)?;
+    if args.around {
+        if fragment.is_empty() {
+            return Err(Usage(
+                "--around reads around a place: give the search hit's locator with its \
+                 #fragment (report.pdf#page=12)"
+                    .into(),
+            )
+            .into());
+        }
+        read.around = Some(fragment.to_string());
+    } else {
+        read_fragment(fragment, &mut read)?;
+    }
     let call = ToolCall::ReadContentObjects(read);
+    run(common, &call, ToolHost::new(config(common, None)?), false)
+}
+
+pub(crate) fn verify_quote(common: &Common, args: &VerifyQuoteArgs) -> anyhow::Result<ExitCode> {
+    let quote = if args.quote == "-" {
+        use std::io::Read;
+        let mut text = String::new();
+        std::io::stdin()
+            .take(tools::MAX_QUOTE_CHARS as u64 * 4 + 1)
+            .read_to_string(&mut text)
+            .context("reading the quote from stdin")?;
+        text
+    } else {
+        args.quote.clone()
+    };
+    let call = ToolCall::VerifyQuote(tools::QuoteArgs {
+        locator: extractors::file_part(&locator(&args.locator)?).to_string(),
+        quote,
+        owner: args.owner.clone(),
+        max_chars: args.max_chars,
+    });
     run(common, &call, ToolHost::new(config(common, None)?), false)
 }
 
@@ -265,11 +302,12 @@ fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow
             &crate::output::Paint::stdout(common.color),
         )?;
     }
-    let nothing = matches!(call, ToolCall::SearchDocuments(_))
+    let nothing = (matches!(call, ToolCall::SearchDocuments(_))
         && value
             .get("hits")
             .and_then(serde_json::Value::as_array)
-            .is_some_and(Vec::is_empty);
+            .is_some_and(Vec::is_empty))
+        || (matches!(call, ToolCall::VerifyQuote(_)) && value.get("found") == Some(&false.into()));
     Ok(if nothing {
         ExitCode::from(exit::NOTHING_FOUND)
     } else {

@@ -44,6 +44,8 @@ pub(crate) fn answer(
         sources(out, answer)?;
     } else if answer.get("entries").is_some() {
         source_entries(out, answer)?;
+    } else if matches!(call, ToolCall::VerifyQuote(_)) {
+        quote(out, answer)?;
     } else if matches!(call, ToolCall::ReadSection(_)) || answer.get("section").is_some() {
         section(out, answer)?;
     } else {
@@ -57,6 +59,43 @@ pub(crate) fn answer(
             writeln!(out)?;
         }
         writeln!(out, "continue: {}", continue_with(cursor))?;
+    }
+    Ok(())
+}
+
+/// A `verify_quote` answer: each place with its sentence, or the closest passage.
+fn quote(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
+    if answer.get("found") == Some(&Value::Bool(true)) {
+        let places = field(answer, "/matches")
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        writeln!(
+            out,
+            "found {} time(s) in {}",
+            field(answer, "/match_count"),
+            text(answer, "/locator").unwrap_or_default()
+        )?;
+        for m in places {
+            writeln!(out, "\n{}", text(m, "/locator").unwrap_or_default())?;
+            if let Some(s) = text(m, "/sentence") {
+                writeln!(out, "  {s}")?;
+            }
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "not found in {}",
+        text(answer, "/locator").unwrap_or_default()
+    )?;
+    if let Some(c) = answer.get("closest") {
+        writeln!(
+            out,
+            "closest ({}, score {}):\n  {}",
+            text(c, "/locator").unwrap_or_default(),
+            field(c, "/score"),
+            text(c, "/text").unwrap_or_default()
+        )?;
     }
     Ok(())
 }

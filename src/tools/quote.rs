@@ -1,0 +1,468 @@
+//! `verify_quote`: whether a quote occurs in one file, where (each object and page holding
+//! it) and in which sentence; else the closest passage with a score.
+//!
+//! Both the quote and the file's text are compared in one canonical form, so that what
+//! copying from a page changes does not count: compatibility characters are folded (`ﬁ` is
+//! `fi`), typographic quotes and dashes are plain, case is ignored, every run of white space
+//! is one space, and hyphens are left out (a word hyphenated at a line's end, `expres-\nsion`,
+//! is the word; `well-known` and `well-\nknown` are the same). Nothing else is forgiven: a
+//! changed word, number or letter is not the quote, and the answer then names the closest
+//! passage with its similarity instead.
+
+use extractors::{ContentType, Scope};
+use serde_json::{json, Map, Value};
+use unicode_normalization::UnicodeNormalization;
+
+use super::budget::{largest_fitting, Budget};
+use super::view;
+use super::{Finished, FullResult, QuoteArgs, ToolError};
+use crate::ingestor::Ingestor;
+
+/// The longest quote checked, in chars.
+pub const MAX_QUOTE_CHARS: usize = 4000;
+/// The most matches looked for (the answer counts them up to this).
+const MAX_MATCHES: usize = 100;
+/// Chars of context on each side of a match, at most, within its sentence.
+const MAX_CONTEXT_CHARS: usize = 300;
+/// Windows whose words are compared closely when the quote is not found.
+const CANDIDATE_WINDOWS: usize = 5;
+
+/// A text in canonical form, each char remembering where it came from.
+#[derive(Default)]
+struct Canonical {
+    text: String,
+    /// For each char of `text`: the index of the char it came from in the original.
+    from: Vec<u32>,
+}
+
+/// One char as the canonical form has it (`None`: left out; white space is handled apart).
+fn fold(c: char, out: &mut String) {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' | '`' => out.push('\''),
+        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' => out.push('"'),
+        // Hyphens and dashes of every kind, and the soft hyphen, are left out.
+        '-' | '\u{ad}' | '\u{2010}'..='\u{2015}' | '\u{2212}' => {}
+        c => {
+            for n in c.nfkc() {
+                out.extend(n.to_lowercase());
+            }
+        }
+    }
+}
+
+impl Canonical {
+    /// `original` (a sequence of chars) in canonical form.
+    fn of(original: impl Iterator<Item = char>) -> Canonical {
+        let mut out = Canonical::default();
+        // White space since the last char kept: none, some, or some with a line break.
+        let (mut space, mut line_break) = (false, false);
+        // A hyphen left out right after a word: a line break after it joins the word.
+        let mut hyphenated = false;
+        let mut buf = String::new();
+        for (i, c) in original.enumerate() {
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            if c.is_whitespace() {
+                space = !out.text.is_empty();
+                line_break |= c == '\n';
+                continue;
+            }
+            buf.clear();
+            fold(c, &mut buf);
+            if buf.is_empty() {
+                hyphenated |= !space && !out.text.is_empty();
+                continue;
+            }
+            if space && !(hyphenated && line_break) {
+                out.text.push(' ');
+                out.from.push(at);
+            }
+            (space, line_break, hyphenated) = (false, false, false);
+            for f in buf.chars() {
+                out.text.push(f);
+                out.from.push(at);
+            }
+        }
+        out
+    }
+}
+
+/// A file's text objects joined in document order (a blank line between two), and where
+/// each starts (in chars).
+struct Joined {
+    chars: Vec<char>,
+    /// (first char, object index in the pack) of each text object.
+    starts: Vec<(usize, usize)>,
+}
+
+impl Joined {
+    /// The object holding joined char `at`.
+    fn object_at(&self, at: usize) -> usize {
+        let k = self.starts.partition_point(|(start, _)| *start <= at);
+        self.starts
+            .get(k.saturating_sub(1))
+            .map_or(0, |(_, object)| *object)
+    }
+
+    /// The sentence around joined chars `[a, b)`: back to the end of the previous sentence
+    /// and on to the end of this one, at most [`MAX_CONTEXT_CHARS`] each way (`…` where cut),
+    /// never past the objects holding `a` and `b`.
+    fn sentence(&self, a: usize, b: usize) -> String {
+        let ends = |c: char| matches!(c, '.' | '!' | '?' | '\n');
+        let object_start = self
+            .starts
+            .get(
+                self.starts
+                    .partition_point(|(s, _)| *s <= a)
+                    .saturating_sub(1),
+            )
+            .map_or(0, |(s, _)| *s);
+        let mut start = a;
+        while start > object_start && a - start < MAX_CONTEXT_CHARS {
+            let prev = self.chars.get(start - 1).copied().unwrap_or('.');
+            if ends(prev) && start < a {
+                break;
+            }
+            start -= 1;
+        }
+        let object_end = self
+            .starts
+            .get(self.starts.partition_point(|(s, _)| *s < b))
+            .map_or(self.chars.len(), |(s, _)| s.saturating_sub(2));
+        let mut end = b;
+        let closed = b > 0 && self.chars.get(b - 1).is_some_and(|c| ends(*c));
+        while !closed && end < object_end && end - b < MAX_CONTEXT_CHARS {
+            let c = self.chars.get(end).copied().unwrap_or('.');
+            end += 1;
+            if ends(c) {
+                break;
+            }
+        }
+        let mut s = String::new();
+        if start > object_start && !self.chars.get(start - 1).is_some_and(|c| ends(*c)) {
+            s.push('…');
+        }
+        s.extend(self.chars.get(start..end).unwrap_or_default());
+        let s = s.trim().to_string();
+        if end < object_end && !self.chars.get(end - 1).is_some_and(|c| ends(*c)) {
+            format!("{s}…")
+        } else {
+            s
+        }
+    }
+}
+
+/// The words of canonical text `t` with the char index each starts at.
+fn words(t: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut chars = 0usize;
+    for w in t.split(' ') {
+        out.push((chars, w));
+        chars += w.chars().count() + 1;
+    }
+    out
+}
+
+/// The passage of `doc` closest to `quote` (both canonical): among the windows of the
+/// quote's word count holding most of its words, the one nearest by edit distance. Its
+/// first and last canonical char and its similarity (0–1).
+fn closest(doc: &str, quote: &str) -> Option<(usize, usize, f64)> {
+    use std::collections::HashMap;
+    let doc_words = words(doc);
+    let quote_words = words(quote);
+    let m = quote_words.len();
+    if doc_words.is_empty() || m == 0 {
+        return None;
+    }
+    let mut want: HashMap<&str, i64> = HashMap::new();
+    for (_, w) in &quote_words {
+        *want.entry(w).or_default() += 1;
+    }
+    // Sliding counts: how many of the quote's words each window of m words holds.
+    let mut have: HashMap<&str, i64> = HashMap::new();
+    let mut shared = 0i64;
+    let mut best: Vec<(i64, usize)> = Vec::new();
+    for (i, (_, w)) in doc_words.iter().enumerate() {
+        let n = have.entry(w).or_default();
+        *n += 1;
+        if *n <= want.get(w).copied().unwrap_or(0) {
+            shared += 1;
+        }
+        if i >= m {
+            let Some(&(_, gone)) = doc_words.get(i - m) else {
+                continue;
+            };
+            let n = have.entry(gone).or_default();
+            if *n <= want.get(gone).copied().unwrap_or(0) {
+                shared -= 1;
+            }
+            *n -= 1;
+        }
+        if i + 1 >= m.min(doc_words.len()) {
+            let start = (i + 1).saturating_sub(m);
+            best.push((shared, start));
+        }
+    }
+    best.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    best.dedup_by_key(|(_, start)| *start);
+    let doc_chars: Vec<char> = doc.chars().collect();
+    best.into_iter()
+        .take(CANDIDATE_WINDOWS)
+        .filter_map(|(_, start)| {
+            let (a, _) = doc_words.get(start)?;
+            let last = (start + m).min(doc_words.len()) - 1;
+            let (b, w) = doc_words.get(last)?;
+            let end = b + w.chars().count();
+            let window: String = doc_chars.get(*a..end)?.iter().collect();
+            Some((*a, end, strsim::normalized_levenshtein(&window, quote)))
+        })
+        .max_by(|x, y| x.2.total_cmp(&y.2).then(y.0.cmp(&x.0)))
+}
+
+/// Answer a `verify_quote` call.
+pub(crate) fn verify_quote(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    args: &QuoteArgs,
+    budget: Budget,
+) -> Result<Finished, ToolError> {
+    let quote_chars = args.quote.chars().count();
+    if quote_chars > MAX_QUOTE_CHARS {
+        return Err(ToolError::Invalid(format!(
+            "quote is {quote_chars} chars: at most {MAX_QUOTE_CHARS}; check a shorter part"
+        )));
+    }
+    let quote = Canonical::of(args.quote.chars());
+    if quote.text.chars().filter(|c| c.is_alphanumeric()).count() < 2 {
+        return Err(ToolError::Invalid(
+            "quote has no words to look for: give the quoted words".into(),
+        ));
+    }
+    let doc = view::document(ingestor, scope, &args.locator, args.owner.as_deref())?;
+    let mut pack = view::pack(ingestor, &doc.hash)?;
+    let file = doc.entry.locator.clone();
+    let mut joined = Joined {
+        chars: Vec::new(),
+        starts: Vec::new(),
+    };
+    for i in 0..pack.objects.len() {
+        if pack.objects.get(i).map(|o| o.content_type) != Some(ContentType::Text) {
+            continue;
+        }
+        let text = pack.text(i)?;
+        if !joined.chars.is_empty() {
+            joined.chars.extend(['\n', '\n']);
+        }
+        joined.starts.push((joined.chars.len(), i));
+        joined.chars.extend(text.chars());
+    }
+    let canonical = Canonical::of(joined.chars.iter().copied());
+    let mut base = Map::new();
+    base.insert("locator".into(), json!(file));
+    doc.note_owner(&mut base, scope);
+    base.insert("quote_chars".into(), json!(quote_chars));
+    let place = |a: usize, b: usize| -> Map<String, Value> {
+        let object = joined.object_at(a);
+        let mut m = Map::new();
+        if let Some(o) = pack.objects.get(object) {
+            m.insert(
+                "locator".into(),
+                json!(super::read::object_locator(&file, o)),
+            );
+            if let Some(p) = o.page {
+                m.insert("page".into(), json!(p));
+            }
+            let last = joined.object_at(b.saturating_sub(1));
+            if let Some(p) = pack.objects.get(last).and_then(|o| o.page) {
+                if Some(p) != o.page {
+                    m.insert("to_page".into(), json!(p));
+                }
+            }
+        }
+        m
+    };
+    // Canonical chars → joined chars, for a match's place and sentence.
+    let original = |canonical_char: usize| -> usize {
+        canonical
+            .from
+            .get(canonical_char)
+            .map_or(joined.chars.len(), |&i| i as usize)
+    };
+    let mut matches: Vec<Value> = Vec::new();
+    let mut chars_before = 0usize;
+    let mut last_byte = 0usize;
+    for (byte, _) in canonical.text.match_indices(quote.text.as_str()) {
+        if matches.len() == MAX_MATCHES {
+            break;
+        }
+        chars_before += canonical
+            .text
+            .get(last_byte..byte)
+            .map_or(0, |s| s.chars().count());
+        last_byte = byte;
+        let a = original(chars_before);
+        let b = original(chars_before + quote.text.chars().count() - 1) + 1;
+        let mut m = place(a, b);
+        m.insert("sentence".into(), json!(joined.sentence(a, b)));
+        matches.push(Value::Object(m));
+    }
+    let full = FullResult::of(matches.iter().filter_map(|m| m["locator"].as_str()));
+    if matches.is_empty() {
+        base.insert("found".into(), json!(false));
+        match closest(&canonical.text, &quote.text) {
+            Some((a, b, score)) => {
+                let (a, b) = (original(a), original(b.saturating_sub(1)) + 1);
+                let mut m = place(a, b);
+                m.insert("score".into(), json!((score * 1000.0).round() / 1000.0));
+                let text: String = joined.chars.get(a..b).unwrap_or_default().iter().collect();
+                let text: String = text.chars().take(MAX_QUOTE_CHARS + 100).collect();
+                m.insert("text".into(), json!(text));
+                base.insert("closest".into(), Value::Object(m));
+                base.insert(
+                    "note".into(),
+                    json!("the quote is not in this file as given (white space, line-break hyphens, ligatures, typographic quotes and case aside); closest is the most similar passage (score 1 is identical)"),
+                );
+            }
+            None => {
+                base.insert(
+                    "note".into(),
+                    json!("this file has no text to compare with"),
+                );
+            }
+        }
+        // The closest passage is cut to fit when it must.
+        let closest_text: Option<Vec<char>> = base
+            .get("closest")
+            .and_then(|c| c.get("text"))
+            .and_then(Value::as_str)
+            .map(|t| t.chars().collect());
+        if let Some(chars) = closest_text.filter(|_| !budget.fits(&base)) {
+            let with = |k: usize| {
+                let mut b = base.clone();
+                if let Some(Value::Object(c)) = b.get_mut("closest") {
+                    c.insert("text".into(), json!(cut(&chars, k)));
+                }
+                b
+            };
+            let keep = largest_fitting(0, chars.len(), |k| budget.fits(&with(k))).unwrap_or(0);
+            base = with(keep);
+        }
+        return Ok(Finished {
+            text: budget.finish(&base)?,
+            full,
+        });
+    }
+    base.insert("found".into(), json!(true));
+    base.insert("match_count".into(), json!(matches.len()));
+    if matches.len() == MAX_MATCHES {
+        base.insert(
+            "note".into(),
+            json!(format!("counted up to {MAX_MATCHES} matches")),
+        );
+    }
+    let with = |keep: usize| {
+        let mut a = base.clone();
+        a.insert(
+            "matches".into(),
+            Value::Array(matches.get(..keep).unwrap_or(&[]).to_vec()),
+        );
+        a
+    };
+    let keep = largest_fitting(1, matches.len(), |k| budget.fits(&with(k))).unwrap_or(0);
+    let answer = if keep > 0 {
+        with(keep)
+    } else {
+        // Not even one match with its sentence: the places only.
+        let mut a = base.clone();
+        let places: Vec<Value> = matches
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                if let Value::Object(o) = &mut m {
+                    o.remove("sentence");
+                }
+                m
+            })
+            .collect();
+        let fit = largest_fitting(0, places.len(), |k| {
+            let mut b = a.clone();
+            b.insert(
+                "matches".into(),
+                Value::Array(places.get(..k).unwrap_or_default().to_vec()),
+            );
+            budget.fits(&b)
+        })
+        .unwrap_or(0);
+        a.insert(
+            "matches".into(),
+            Value::Array(places.get(..fit).unwrap_or_default().to_vec()),
+        );
+        a
+    };
+    Ok(Finished {
+        text: budget.finish(&answer)?,
+        full,
+    })
+}
+
+/// The first `keep` chars of `chars`, with `…` when cut.
+fn cut(chars: &[char], keep: usize) -> String {
+    let mut s: String = chars.iter().take(keep).collect();
+    if keep < chars.len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(s: &str) -> String {
+        Canonical::of(s.chars()).text
+    }
+
+    #[test]
+    fn copying_from_a_page_changes_nothing_that_counts() {
+        assert_eq!(canon("The  ﬁrst\nexpres-\nsion"), "the first expression");
+        assert_eq!(canon("well-known"), canon("well-\nknown"));
+        assert_eq!(
+            canon("“Quoted” — it’s"),
+            "\"quoted\"  it's".replace("  ", " ")
+        );
+        assert_eq!(canon("  lead and trail \n"), "lead and trail");
+        assert_ne!(canon("42 knots"), canon("41 knots"));
+    }
+
+    #[test]
+    fn the_canonical_form_remembers_every_chars_origin() {
+        let c = Canonical::of("a  ﬁ-\nb".chars());
+        assert_eq!(c.text, "a fib");
+        assert_eq!(c.from, [0, 3, 3, 3, 6]);
+    }
+
+    #[test]
+    fn the_closest_passage_is_the_altered_one() {
+        let doc = canon(
+            "The tide gauge sits on the north pier. The keeper logs gusts of 41 knots on Thursday.",
+        );
+        let quote = canon("The keeper logs gusts of 44 knots on Thursday.");
+        let (a, b, score) = closest(&doc, &quote).unwrap();
+        let found: String = doc.chars().skip(a).take(b - a).collect();
+        assert_eq!(found, "the keeper logs gusts of 41 knots on thursday.");
+        assert!(score > 0.9 && score < 1.0, "{score}");
+    }
+
+    #[test]
+    fn a_sentence_is_cut_at_its_ends_and_its_object() {
+        let text = "First one. The second sentence holds the quote here. Third.";
+        let joined = Joined {
+            chars: text.chars().collect(),
+            starts: vec![(0, 0)],
+        };
+        let a = text.find("holds").unwrap();
+        assert_eq!(
+            joined.sentence(a, a + 5),
+            "The second sentence holds the quote here."
+        );
+    }
+}
