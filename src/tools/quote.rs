@@ -119,7 +119,7 @@ impl Joined {
         let mut start = a;
         while start > object_start && a - start < MAX_CONTEXT_CHARS {
             let prev = self.chars.get(start - 1).copied().unwrap_or('.');
-            if ends(prev) && start < a {
+            if ends(prev) {
                 break;
             }
             start -= 1;

@@ -363,6 +363,9 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         if let Some(meta) = o.get("meta") {
             about.push(meta.to_string());
         }
+        if o.get("hit") == Some(&Value::Bool(true)) {
+            about.push("the hit".into());
+        }
         writeln!(
             out,
             "\n── [{}] {}  ({})",
@@ -372,6 +375,20 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         )?;
         if let Some(t) = text(o, "/text").filter(|t| !t.is_empty()) {
             writeln!(out, "{t}")?;
+        }
+    }
+    // Around a hit: the commands that read on either way.
+    for way in ["earlier", "later"] {
+        if let Some(next) = answer.get(way) {
+            writeln!(
+                out,
+                "\n{way}: ingest read '{}' --around --before {} --after {}",
+                text(next, "/around")
+                    .unwrap_or_default()
+                    .replace('\'', "'\\''"),
+                field(next, "/before"),
+                field(next, "/after")
+            )?;
         }
     }
     Ok(())
