@@ -36,6 +36,7 @@ TOOLS = {
     "pull_source",
     "read_content_objects",
     "read_section",
+    "verify_quote",
     "search_documents",
     "store_tool_result",
     "recall_tool_result",
