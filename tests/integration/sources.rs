@@ -448,7 +448,20 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM first: Apache stops its worker processes itself (a SIGKILL of the parent
+        // left them running); whatever has not ended in 10 s is killed.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let ended = wait_for(Duration::from_secs(10), || {
+            matches!(self.child.try_wait(), Ok(Some(_)))
+        });
+        if ended.is_none() {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
