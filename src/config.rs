@@ -191,8 +191,8 @@ pub struct Config {
     /// (`list_sources`, `browse_source`, `pull_source`, `search_documents` with `source`)
     /// name, and what the daemons keep synced when marked `sync`.
     pub sources: Vec<crate::RegisteredSource>,
-    /// The most entries (files and archive members) a scope may hold for `pull_source` to
-    /// add to it: a pull into a scope holding as many is refused, and a folder pull reads
+    /// The most entries (files and archive members) the owner of a source may hold, shared or
+    /// not, for `pull_source` to add to its scope: a pull for an owner holding as many is refused, and a folder pull reads
     /// at most the room left. `None` (the default): a pull's own bound only. `ingest serve`
     /// sets its `max_files_per_key`, the bound its uploads have.
     pub max_scope_files: Option<usize>,

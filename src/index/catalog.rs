@@ -1505,6 +1505,20 @@ pub trait Catalog: Send + Sync {
     /// How many entries (files, archives, members) `scope` holds.
     fn len_of(&self, scope: &Scope) -> usize;
 
+    /// How many entries the owner of `scope` holds, shared or not: what a per-caller quota
+    /// (`max_files_per_key`) counts, for uploads and pulls alike.
+    fn len_of_owner(&self, scope: &Scope) -> usize {
+        [false, true]
+            .into_iter()
+            .map(|is_shared| {
+                self.len_of(&Scope {
+                    is_shared,
+                    ..scope.clone()
+                })
+            })
+            .sum()
+    }
+
     /// Whether `scope` holds `locator` or anything under `locator!/`.
     fn holds(&self, scope: &Scope, locator: &str) -> bool;
 

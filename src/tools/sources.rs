@@ -292,11 +292,12 @@ pub(crate) fn pull_source(
     let path = clean_path(args.path.as_deref())?;
     let mut source = registered.source().map_err(ToolError::Invalid)?;
     let owner = registered.owner();
-    // Counted like an upload: the scope pulled into holds at most `max_scope_files`.
+    // Counted like an upload: the source's owner holds at most `max_scope_files` entries,
+    // shared or not.
     let quota = ingestor
         .config()
         .max_scope_files
-        .map(|max| (ingestor.catalog().len_of(&owner), max));
+        .map(|max| (ingestor.catalog().len_of_owner(&owner), max));
     if let Some((held, max)) = quota.filter(|(held, max)| held >= max) {
         return Err(ToolError::Invalid(format!(
             "source {}'s files hold {held} entries (files and archive members) of at most \

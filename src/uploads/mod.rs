@@ -455,16 +455,7 @@ impl Uploads {
         })
         .map_err(Error::Scope)?;
         let principal = principal_key(scope);
-        let held = {
-            let catalog = shared.ing.catalog();
-            catalog.len_of(&Scope {
-                is_shared: false,
-                ..scope.clone()
-            }) + catalog.len_of(&Scope {
-                is_shared: true,
-                ..scope.clone()
-            })
-        };
+        let held = shared.ing.catalog().len_of_owner(scope);
         if held >= shared.config.max_files_per_scope {
             shared.metrics.refused("quota");
             return Err(Error::Quota(format!(

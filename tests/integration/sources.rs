@@ -1071,9 +1071,10 @@ fn a_registered_source_marked_sync_is_polled_in_its_scope() {
     assert!(!log.contains(SECRET), "the daemon's log shows the secret");
 }
 
-/// A pull through `ingest serve` is counted against the scope's `max_files_per_key` as an
-/// upload is: a folder pull reads at most the room left (and says so), and a pull into a
-/// full scope is refused before anything is downloaded.
+/// A pull through `ingest serve` is counted against the owner's `max_files_per_key` as an
+/// upload is, its private and shared entries together: after 2 private uploads, a pull of a
+/// shared source reads at most the 3 left (and says so), and a pull for a full owner is
+/// refused before anything is downloaded.
 #[test]
 fn a_pull_through_the_service_counts_against_the_scopes_quota() {
     use crate::service::{Client, Service, ALICE};
@@ -1090,6 +1091,7 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
         "user-config.toml",
         format!(
             "[[source]]\nname = \"alice-docs\"\nurl = \"s3://{BUCKET}/alice\"\nuser = \"alice\"\n\
+             mandate = \"acme\"\nshared = true\n\
              [source.credentials]\naccess_key_id = \"test-key-id\"\nsecret_access_key = \
              \"{SECRET}\"\nregion = \"us-east-1\"\nendpoint = \"http://127.0.0.1:{}\"\n",
             server.port
@@ -1100,7 +1102,10 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
     std::fs::set_permissions(&registry, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(
         sb.path("ingest.toml"),
-        format!("max_files_per_key = 5\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\n"),
+        format!(
+            "max_files_per_key = 5\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\n\
+             mandate = \"acme\"\n"
+        ),
     )
     .unwrap();
     let registry = registry.to_string_lossy().to_string();
@@ -1114,10 +1119,17 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
             args.to_string().as_bytes(),
         )
     };
+    for name in ["private-1.md", "private-2.md"] {
+        let (status, job) =
+            alice.upload(name, format!("A private note named {name}.\n").as_bytes());
+        assert_eq!(status, 202, "{job}");
+        let ended = alice.wait_job(&crate::service::job_of(&job));
+        assert_eq!(ended["state"], "indexed", "{ended}");
+    }
     let before = server.downloads().len();
     let (status, answer) = pull();
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["files"]["indexed"], 5, "{answer}");
+    assert_eq!(answer["files"]["indexed"], 3, "{answer}");
     assert!(
         answer["quota"]
             .as_str()
@@ -1125,7 +1137,7 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
         "{answer}"
     );
     let pulled = server.downloads().len() - before;
-    assert!(pulled <= 5, "{pulled} objects downloaded for a room of 5");
+    assert!(pulled <= 3, "{pulled} objects downloaded for a room of 3");
     // Full: refused, nothing downloaded.
     let (status, answer) = pull();
     assert_eq!(status, 200, "{answer}");
