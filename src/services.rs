@@ -500,12 +500,16 @@ impl Services {
             .locator_prefix
             .as_deref()
             .map(|prefix| self.held_under(scope, filter, prefix));
-        let filter = &match &held {
-            Some(h) if !h.unnamed.is_empty() => SearchFilter {
-                unnamed_under: h.unnamed.clone(),
-                ..filter.clone()
-            },
-            _ => filter.clone(),
+        let extended;
+        let filter = match &held {
+            Some(h) if !h.unnamed.is_empty() => {
+                extended = SearchFilter {
+                    unnamed_under: h.unnamed.clone(),
+                    ..filter.clone()
+                };
+                &extended
+            }
+            _ => filter,
         };
         // A page's other chunks share its locator: fetched beyond `limit` so that, each
         // locator once, `limit` hits are still there.

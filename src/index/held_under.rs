@@ -21,6 +21,8 @@ pub(crate) const MAX_REPEATED_UNDER: usize = 4096;
 /// What the catalog says of the contents held under one locator by more than one file.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct HeldUnder {
+    /// The locator as `containers` lists it ([`container_key`]).
+    key: String,
     /// The contents (scope key, content hash) held under the locator whose points'
     /// `containers` do not list it: a search lets them through by these.
     pub unnamed: Vec<(String, String)>,
@@ -41,7 +43,10 @@ impl HeldUnder {
     /// [`super::SearchFilter::locator_prefix`] gives it) for each of `owners`.
     pub(crate) fn find(catalog: &dyn Catalog, owners: &[Scope], prefix: &str) -> HeldUnder {
         let key = container_key(prefix);
-        let mut out = HeldUnder::default();
+        let mut out = HeldUnder {
+            key: key.to_string(),
+            ..HeldUnder::default()
+        };
         if key.is_empty() {
             return out;
         }
@@ -79,13 +84,13 @@ impl HeldUnder {
     /// Point `hit` at the file under the locator holding its content, when the file it
     /// names lies elsewhere: the file it named moves to the front of `also_in`.
     pub(crate) fn repoint(&self, hit: &mut Hit) {
+        let (file, fragment) = extractors::split_fragment(&hit.locator);
+        if is_under(file, &self.key) {
+            return;
+        }
         let Some(shown) = self.shown.get(&(hit.owner.key(), hit.content_hash.clone())) else {
             return;
         };
-        let (file, fragment) = extractors::split_fragment(&hit.locator);
-        if file == shown {
-            return;
-        }
         let file = file.to_string();
         let was_listed = hit.also_in.len();
         hit.also_in.retain(|l| l != shown);
@@ -143,7 +148,10 @@ mod tests {
 
     #[test]
     fn a_hit_is_repointed_to_the_file_under_the_locator_keeping_its_fragment() {
-        let mut held = HeldUnder::default();
+        let mut held = HeldUnder {
+            key: "/m".into(),
+            ..HeldUnder::default()
+        };
         let key = (Scope::user("alice").key(), "h".to_string());
         held.shown
             .insert(key, "/m/box.mbox!/0090 x.eml!/a.pdf".into());
@@ -167,5 +175,8 @@ mod tests {
         other.content_hash = "other".into();
         held.repoint(&mut other);
         assert_eq!(other.locator, "/f/b.pdf");
+        let mut inside = hit("/m/box.mbox!/0007 y.eml!/a.pdf#page=2", &[], 0);
+        held.repoint(&mut inside);
+        assert_eq!(inside.locator, "/m/box.mbox!/0007 y.eml!/a.pdf#page=2");
     }
 }

@@ -20,6 +20,9 @@ use crate::ingestor::Ingestor;
 
 /// The longest quote checked, in chars.
 pub const MAX_QUOTE_CHARS: usize = 4000;
+/// The most chars of text a file may hold for a quote to be checked in it (about 8 000
+/// pages of prose): what one call holds in memory is about 10 bytes per char.
+const MAX_VERIFIED_CHARS: u64 = 16_000_000;
 /// The most matches looked for (the answer counts them up to this).
 const MAX_MATCHES: usize = 100;
 /// Chars of context on each side of a match, at most, within its sentence.
@@ -151,69 +154,71 @@ impl Joined {
     }
 }
 
-/// The words of canonical text `t` with the char index each starts at.
-fn words(t: &str) -> Vec<(usize, &str)> {
+/// A word of a canonical text: the char and the byte it starts at, and the word.
+type Word<'a> = (usize, usize, &'a str);
+
+/// The words of canonical text `t` (split at its single spaces).
+fn words(t: &str) -> Vec<Word<'_>> {
     let mut out = Vec::new();
-    let mut chars = 0usize;
+    let (mut chars, mut bytes) = (0usize, 0usize);
     for w in t.split(' ') {
-        out.push((chars, w));
+        out.push((chars, bytes, w));
         chars += w.chars().count() + 1;
+        bytes += w.len() + 1;
     }
     out
 }
 
 /// The passage of `doc` closest to `quote` (both canonical): among the windows of the
-/// quote's word count holding most of its words, the one nearest by edit distance. Its
-/// first and last canonical char and its similarity (0–1).
+/// quote's word count holding most of its words (a sliding count, keeping the best
+/// [`CANDIDATE_WINDOWS`]), the one nearest by edit distance. Its first and last canonical
+/// char and its similarity (0–1).
 fn closest(doc: &str, quote: &str) -> Option<(usize, usize, f64)> {
     use std::collections::HashMap;
     let doc_words = words(doc);
-    let quote_words = words(quote);
-    let m = quote_words.len();
+    let m = words(quote).len();
     if doc_words.is_empty() || m == 0 {
         return None;
     }
     let mut want: HashMap<&str, i64> = HashMap::new();
-    for (_, w) in &quote_words {
+    for w in quote.split(' ') {
         *want.entry(w).or_default() += 1;
     }
-    // Sliding counts: how many of the quote's words each window of m words holds.
     let mut have: HashMap<&str, i64> = HashMap::new();
     let mut shared = 0i64;
-    let mut best: Vec<(i64, usize)> = Vec::new();
-    for (i, (_, w)) in doc_words.iter().enumerate() {
+    // (words of the quote held, first word), best first.
+    let mut best: Vec<(i64, usize)> = Vec::with_capacity(CANDIDATE_WINDOWS + 1);
+    for (i, &(_, _, w)) in doc_words.iter().enumerate() {
         let n = have.entry(w).or_default();
         *n += 1;
         if *n <= want.get(w).copied().unwrap_or(0) {
             shared += 1;
         }
-        if i >= m {
-            let Some(&(_, gone)) = doc_words.get(i - m) else {
-                continue;
-            };
+        if let Some(&(_, _, gone)) = i.checked_sub(m).and_then(|g| doc_words.get(g)) {
             let n = have.entry(gone).or_default();
             if *n <= want.get(gone).copied().unwrap_or(0) {
                 shared -= 1;
             }
             *n -= 1;
         }
-        if i + 1 >= m.min(doc_words.len()) {
-            let start = (i + 1).saturating_sub(m);
-            best.push((shared, start));
+        if i + 1 >= m.min(doc_words.len())
+            && best
+                .last()
+                .is_none_or(|b| shared > b.0 || best.len() < CANDIDATE_WINDOWS)
+        {
+            let at = best.partition_point(|b| b.0 >= shared);
+            best.insert(at, (shared, (i + 1).saturating_sub(m)));
+            best.truncate(CANDIDATE_WINDOWS);
         }
     }
-    best.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    best.dedup_by_key(|(_, start)| *start);
-    let doc_chars: Vec<char> = doc.chars().collect();
     best.into_iter()
-        .take(CANDIDATE_WINDOWS)
         .filter_map(|(_, start)| {
-            let (a, _) = doc_words.get(start)?;
+            let &(a, a_byte, _) = doc_words.get(start)?;
             let last = (start + m).min(doc_words.len()) - 1;
-            let (b, w) = doc_words.get(last)?;
+            let &(b, b_byte, w) = doc_words.get(last)?;
+            let window = doc.get(a_byte..b_byte + w.len())?;
             let end = b + w.chars().count();
-            let window: String = doc_chars.get(*a..end)?.iter().collect();
-            Some((*a, end, strsim::normalized_levenshtein(&window, quote)))
+            Some((a, end, strsim::normalized_levenshtein(window, quote)))
         })
         .max_by(|x, y| x.2.total_cmp(&y.2).then(y.0.cmp(&x.0)))
 }
@@ -240,6 +245,20 @@ pub(crate) fn verify_quote(
     let doc = view::document(ingestor, scope, &args.locator, args.owner.as_deref())?;
     let mut pack = view::pack(ingestor, &doc.hash)?;
     let file = doc.entry.locator.clone();
+    // Bounded before any text is read: the file's text, as the pack's directory counts it.
+    let text_chars: u64 = pack
+        .objects
+        .iter()
+        .filter(|o| o.content_type == ContentType::Text)
+        .map(|o| o.chars)
+        .sum();
+    if text_chars > MAX_VERIFIED_CHARS {
+        return Err(ToolError::Invalid(format!(
+            "{file} holds {text_chars} chars of text: quotes are checked in files of at most \
+             {MAX_VERIFIED_CHARS}; search_documents with this locator and the quote's words \
+             finds its page, read_content_objects shows it"
+        )));
+    }
     let mut joined = Joined {
         chars: Vec::new(),
         starts: Vec::new(),

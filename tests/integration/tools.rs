@@ -579,6 +579,16 @@ fn around(
     after: Option<usize>,
     max: usize,
 ) -> (Value, bool) {
+    around_in(doc, at, (before, after, None), max)
+}
+
+/// [`around`] with `before`, `after` and `unit`.
+fn around_in(
+    doc: &str,
+    at: &str,
+    (before, after, unit): (Option<usize>, Option<usize>, Option<&str>),
+    max: usize,
+) -> (Value, bool) {
     call(
         &alice(),
         ToolCall::ReadContentObjects(ReadArgs {
@@ -586,6 +596,7 @@ fn around(
             around: Some(at.into()),
             before,
             after,
+            unit: unit.map(str::to_string),
             max_chars: Some(max),
             ..ReadArgs::default()
         }),
@@ -676,17 +687,11 @@ fn reading_around_a_hit_gives_its_neighbours_both_ways() {
             let mut steps = 0;
             let mut seen: Vec<Value> = v["objects"].as_array().unwrap().clone();
             while let Some(next) = answer.get(way).cloned() {
-                let (a, err) = call(
-                    &alice(),
-                    ToolCall::ReadContentObjects(ReadArgs {
-                        locator: doc.clone(),
-                        around: next["around"].as_str().map(str::to_string),
-                        before: next["before"].as_u64().map(|n| n as usize),
-                        after: next["after"].as_u64().map(|n| n as usize),
-                        unit: next["unit"].as_str().map(str::to_string),
-                        max_chars: Some(100_000),
-                        ..ReadArgs::default()
-                    }),
+                let count = |k: &str| next[k].as_u64().map(|n| n as usize);
+                let (a, err) = around_in(
+                    doc,
+                    next["around"].as_str().unwrap(),
+                    (count("before"), count("after"), next["unit"].as_str()),
                     100_000,
                 );
                 assert!(!err, "{a}");
@@ -716,19 +721,7 @@ fn reading_around_a_hit_gives_its_neighbours_both_ways() {
             assert_eq!(locator(end), locator(want), "{doc}: {way} ends elsewhere");
         }
         // Counted in chars: whole objects until that many chars on each side.
-        let (c, err) = call(
-            &alice(),
-            ToolCall::ReadContentObjects(ReadArgs {
-                locator: doc.clone(),
-                around: Some(at.clone()),
-                before: Some(1),
-                after: Some(1),
-                unit: Some("chars".into()),
-                max_chars: Some(100_000),
-                ..ReadArgs::default()
-            }),
-            100_000,
-        );
+        let (c, err) = around_in(doc, &at, (Some(1), Some(1), Some("chars")), 100_000);
         assert!(!err, "{c}");
         // The hit lies mid-file: at least one object on each side, the hit between them.
         let objects = c["objects"].as_array().unwrap();
