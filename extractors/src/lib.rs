@@ -24,6 +24,7 @@ mod other;
 mod package;
 mod pdf;
 mod pdfium;
+mod positions;
 pub mod properties;
 mod sheets;
 mod slides;
@@ -48,6 +49,7 @@ pub use ocr::{ExtractOptions, OcrError, OcrOptions};
 pub use pdf::{
     extract_pdf, pdf_page_texts, prescan_pdf, roman, OutlineEntry, PageTextResult, PdfScan,
 };
+pub use positions::{LineBox, Positions};
 
 use serde::{Deserialize, Serialize};
 

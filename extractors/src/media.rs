@@ -82,7 +82,14 @@ impl Extractor for Media {
         );
         if let Some(t) = ocr {
             let meta = t.metadata(&input.options.ocr);
+            let first = sink.objects.len();
             sink.push(ContentType::Text, t.text, place, meta);
+            let mut aligner = crate::positions::Aligner::new(&t.boxes);
+            for o in sink.objects.get_mut(first..).unwrap_or_default() {
+                let lines = aligner.lines(&o.data);
+                o.positions =
+                    crate::positions::of_lines(lines, crate::positions::PIXELS, t.image_size);
+            }
         }
         if mime == "image/svg+xml" {
             // Titles, descriptions and labels of a drawing are text worth finding.

@@ -104,6 +104,11 @@ pub struct ContentObject {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// 0-based position of the object in its file.
     pub sequence: u32,
+    /// Where the object is on its page or picture: line boxes of PDF text (PDFium) and OCR
+    /// text (tesseract), an image's box on its page. Kept apart from `metadata`: read only
+    /// when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions: Option<crate::positions::Positions>,
 }
 
 /// Where a file is in the pipeline.

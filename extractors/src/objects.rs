@@ -174,6 +174,7 @@ impl<'a> ObjectSink<'a> {
             context_ref,
             metadata,
             sequence,
+            positions: None,
         });
     }
 }

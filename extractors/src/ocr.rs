@@ -149,9 +149,31 @@ pub(crate) struct OcrText {
     pub seconds: f64,
     /// What tesseract read: `picture`, `page JPEG` (a scan's own JPEG), `rendered page`.
     pub input: &'static str,
+    /// Tesseract's words with their boxes in the picture's pixels (origin top-left).
+    pub boxes: Vec<crate::positions::Word>,
+    /// The picture's width and height in pixels, as tesseract saw it.
+    pub image_size: Option<[f32; 2]>,
 }
 
 impl OcrText {
+    /// The words' boxes on a page of `size` (PDF points, origin bottom-left) that the
+    /// picture covers whole.
+    pub fn words_on_page(&self, size: [f32; 2]) -> Vec<crate::positions::Word> {
+        let Some([w, h]) = self.image_size.filter(|s| s[0] > 0.0 && s[1] > 0.0) else {
+            return Vec::new();
+        };
+        let (sx, sy) = (size[0] / w, size[1] / h);
+        self.boxes
+            .iter()
+            .map(|word| crate::positions::Word {
+                counted: word.counted,
+                bbox: word.bbox.map(|[x0, y0, x1, y1]| {
+                    [x0 * sx, size[1] - y1 * sy, x1 * sx, size[1] - y0 * sy]
+                }),
+            })
+            .collect()
+    }
+
     /// Metadata of the text object holding this text.
     pub fn metadata(&self, opts: &OcrOptions) -> serde_json::Value {
         let mut m = serde_json::json!({
@@ -323,7 +345,9 @@ impl<'a> OcrSession<'a> {
         let txt = out.with_extension("txt");
         let tsv = out.with_extension("tsv");
         let text = read_limited(&txt, 4 * 1024 * 1024);
-        let confidence = read_limited(&tsv, 16 * 1024 * 1024).and_then(|t| mean_confidence(&t));
+        let tsv_text = read_limited(&tsv, 16 * 1024 * 1024);
+        let confidence = tsv_text.as_deref().and_then(mean_confidence);
+        let (image_size, boxes) = tsv_text.as_deref().map(word_boxes).unwrap_or_default();
         let _ = std::fs::remove_file(&txt);
         let _ = std::fs::remove_file(&tsv);
         let text = tidy(&text.unwrap_or_default());
@@ -341,6 +365,8 @@ impl<'a> OcrSession<'a> {
             } else {
                 "picture"
             },
+            boxes,
+            image_size,
         }))
     }
 }
@@ -425,6 +451,40 @@ fn read_limited(path: &Path, max: u64) -> Option<String> {
     let mut bytes = Vec::new();
     std::io::copy(&mut File::open(path).ok()?.take(max), &mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The picture's size (the level 1 row) and the words with their boxes (level 5 rows, pixels,
+/// origin top-left) in tesseract's TSV output.
+fn word_boxes(tsv: &str) -> (Option<[f32; 2]>, Vec<crate::positions::Word>) {
+    let mut size = None;
+    let mut words = Vec::new();
+    for line in tsv.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let number = |i: usize| cols.get(i).and_then(|v| v.trim().parse::<f32>().ok());
+        let (Some(level), Some(l), Some(t), Some(w), Some(h)) =
+            (cols.first(), number(6), number(7), number(8), number(9))
+        else {
+            continue;
+        };
+        match *level {
+            "1" if size.is_none() => size = Some([w, h]),
+            "5" => {
+                let text = cols.get(11).copied().unwrap_or("");
+                let counted = text
+                    .chars()
+                    .filter(|c| crate::positions::counted(*c))
+                    .count();
+                if counted > 0 {
+                    words.push(crate::positions::Word {
+                        counted: u32::try_from(counted).unwrap_or(u32::MAX),
+                        bbox: Some([l, t, l + w, t + h]),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    (size, words)
 }
 
 /// Mean confidence of the words in tesseract's TSV output (level 5 rows), one decimal.

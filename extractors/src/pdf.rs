@@ -23,6 +23,7 @@ use serde_json::json;
 use crate::model::{ContentType, PageInfo, Structure, StructureNode};
 use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
 use crate::ocr::{OcrSession, OcrText};
+use crate::positions::PDF_POINTS;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment, Locator};
 
 pub(crate) struct Pdf;
@@ -811,6 +812,8 @@ const PDF_EXTRACT: &str = "pdf-extract";
 /// Page texts and the engine that read them.
 struct PageTexts {
     texts: Vec<PageTextResult>,
+    /// Where PDFium placed each page's words and pictures (empty for pdf-extract).
+    geometry: HashMap<u32, crate::pdfium::PageGeometry>,
     engine: &'static str,
     /// Why PDFium was not used although it was configured.
     pdfium_error: Option<String>,
@@ -830,9 +833,10 @@ fn page_texts(
             Ok(doc.page_texts(*range.start()..=(*range.end()).min(page_count)))
         });
         match read {
-            Ok(texts) => {
+            Ok((texts, geometry)) => {
                 return Ok(PageTexts {
                     texts,
+                    geometry,
                     engine: PDFIUM,
                     pdfium_error: None,
                 })
@@ -842,6 +846,7 @@ fn page_texts(
     }
     Ok(PageTexts {
         texts: pdf_page_texts(input.bytes, range)?,
+        geometry: HashMap::new(),
         engine: PDF_EXTRACT,
         pdfium_error,
     })
@@ -857,6 +862,7 @@ pub fn extract_pdf(
     let range = range.unwrap_or(1..=scan.page_count.max(1));
     let PageTexts {
         texts,
+        geometry,
         engine,
         pdfium_error,
     } = page_texts(input, range.clone(), scan.page_count)?;
@@ -898,6 +904,14 @@ pub fn extract_pdf(
             .filter_map(|(_, t)| t.as_ref().ok().map(String::as_str)),
     );
     for (page, text) in texts {
+        let page_geometry = geometry.get(&page);
+        let page_size = page_geometry.map(|g| g.size).or_else(|| {
+            scan.page_sizes
+                .get((page as usize).saturating_sub(1))
+                .copied()
+                .flatten()
+                .map(|(w, h)| [w as f32, h as f32])
+        });
         match text {
             Ok(t) if !t.is_empty() => {
                 let (t, joins) = crate::hyphen::join_hyphens(&t, &vocabulary);
@@ -906,12 +920,29 @@ pub fn extract_pdf(
                 } else {
                     json!({ "text_source": engine, "hyphen_joins": joins })
                 };
-                sink.push(ContentType::Text, t, page_place(page, &scan), meta)
+                let first = sink.objects.len();
+                sink.push(ContentType::Text, t, page_place(page, &scan), meta);
+                if let Some(g) = page_geometry {
+                    place_lines(
+                        sink.objects.get_mut(first..).unwrap_or_default(),
+                        &g.words,
+                        PDF_POINTS,
+                        Some(g.size),
+                    );
+                }
             }
             Ok(_) => {
                 if let Some(t) = ocr.texts.remove(&page) {
                     let meta = t.metadata(&input.options.ocr);
+                    let words = page_size.map(|s| t.words_on_page(s)).unwrap_or_default();
+                    let first = sink.objects.len();
                     sink.push(ContentType::Text, t.text, page_place(page, &scan), meta);
+                    place_lines(
+                        sink.objects.get_mut(first..).unwrap_or_default(),
+                        &words,
+                        PDF_POINTS,
+                        page_size,
+                    );
                 }
             }
             Err(reason) => {
@@ -927,12 +958,17 @@ pub fn extract_pdf(
                 }
             }
         }
-        for (w, h) in scan
+        let images = scan
             .page_images
             .get((page as usize).saturating_sub(1))
-            .into_iter()
-            .flatten()
-        {
+            .map_or(&[][..], Vec::as_slice);
+        // PDFium's image objects are this page's pictures when it counts as many (lopdf lists
+        // the page's image resources; a form XObject's pictures are not PDFium's top level).
+        let image_boxes = page_geometry
+            .map(|g| g.images.as_slice())
+            .filter(|b| b.len() == images.len())
+            .unwrap_or(&[]);
+        for (i, (w, h)) in images.iter().enumerate() {
             let info = scan.pages.get((page as usize).saturating_sub(1));
             let scanned = info.is_some_and(|p| p.text_bytes == 0);
             let status = ocr
@@ -945,6 +981,15 @@ pub fn extract_pdf(
                 page_place(page, &scan),
                 json!({ "width": w, "height": h, "scanned_page": scanned, "ocr": status }),
             );
+            if let (Some(b), Some(o)) = (image_boxes.get(i), sink.objects.last_mut()) {
+                o.positions = Some(crate::positions::Positions {
+                    unit: PDF_POINTS.0.into(),
+                    origin: PDF_POINTS.1.into(),
+                    page_size: page_size.map(|s| s.map(f64::from)),
+                    bbox: Some(crate::positions::round_box(*b)),
+                    lines: Vec::new(),
+                });
+            }
         }
     }
     if !failed_pages.is_empty() {
@@ -1014,6 +1059,23 @@ pub fn extract_pdf(
             properties: scan.properties,
         },
     })
+}
+
+/// Give `objects` (the consecutive pieces of one page's text) the boxes of their lines.
+fn place_lines(
+    objects: &mut [crate::ContentObject],
+    words: &[crate::positions::Word],
+    system: (&str, &str),
+    page_size: Option<[f32; 2]>,
+) {
+    if words.is_empty() {
+        return;
+    }
+    let mut aligner = crate::positions::Aligner::new(words);
+    for o in objects {
+        let lines = aligner.lines(&o.data);
+        o.positions = crate::positions::of_lines(lines, system, page_size);
+    }
 }
 
 /// What OCR did for a PDF's image-only pages.
@@ -1314,6 +1376,127 @@ pub(crate) mod tests {
         }
     }
 
+    /// Whether `want`'s chars occur in `have` in order.
+    fn in_order(want: &[char], have: &[char]) -> bool {
+        let mut have = have.iter();
+        want.iter().all(|c| have.any(|h| h == c))
+    }
+
+    fn counted_chars(s: &str) -> Vec<char> {
+        s.chars()
+            .filter(|c| crate::positions::counted(*c))
+            .collect()
+    }
+
+    /// Every line box PDFium's text gets holds its line: PDFium's own text inside the box
+    /// (`FPDFText_GetBoundedText`) has the line's characters in order, on the fixtures' PDF,
+    /// on a page with words hyphenated across lines (joined, so their box reaches the next
+    /// printed line) and on a page long enough to be cut into several objects; every
+    /// character of every text object is on some line with a box; pictures get their box.
+    #[test]
+    fn every_line_box_holds_its_text_as_pdfium_reads_it_inside_the_box() {
+        let options = with_pdfium();
+        let lib = crate::pdfium::library(options.pdfium_library.as_ref().unwrap()).unwrap();
+        let long_line = "lanterns and lenses ".repeat(40);
+        let long_page: Vec<(i64, &str)> = (0..25).map(|_| (4, long_line.as_str())).collect();
+        let generated = pdf_fixture(
+            &[
+                &[
+                    (24, "Harbour lights"),
+                    (11, "The keepers trimmed the wicks of the remark-"),
+                    (11, "able lamps at dusk and polished the lenses"),
+                    (11, "of the light-"),
+                    (11, "house before the fog-"),
+                    (11, "bound ships came in."),
+                ],
+                &long_page,
+            ],
+            &[],
+        );
+        let survey = std::fs::read(
+            crate::testing::crate_dir().join("../fixtures/formats/survey-report.pdf"),
+        )
+        .unwrap();
+        let mut lines_checked = 0;
+        for (name, bytes) in [("generated", &generated), ("survey-report.pdf", &survey)] {
+            let e = run_with(bytes, &options);
+            let doc = crate::pdfium::open(lib, bytes).unwrap();
+            let texts: Vec<_> = e
+                .objects
+                .iter()
+                .filter(|o| o.content_type == ContentType::Text)
+                .collect();
+            assert!(!texts.is_empty(), "{name}");
+            for o in texts {
+                let p = o.positions.as_ref().unwrap_or_else(|| {
+                    panic!("{name}: no positions on {}", o.context_ref.location)
+                });
+                assert_eq!((p.unit.as_str(), p.origin.as_str()), ("pt", "bottom-left"));
+                let page = o.context_ref.page_index.unwrap();
+                let chars: Vec<char> = o.data.chars().collect();
+                let mut on_lines = 0;
+                for l in &p.lines {
+                    let line: String = chars[l.start as usize..l.end as usize].iter().collect();
+                    assert!(
+                        !line.contains('\n') && line.trim() == line,
+                        "{name}: {line:?}"
+                    );
+                    let [x0, y0, x1, y1] = l.bbox.map(|v| v as f32);
+                    assert!(x0 <= x1 && y0 <= y1, "{name}: {:?}", l.bbox);
+                    let inside = doc.text_inside(page, [x0, y0, x1, y1]).unwrap();
+                    assert!(
+                        in_order(&counted_chars(&line), &counted_chars(&inside)),
+                        "{name} page {page}: line {line:?} not inside its box {:?}: {inside:?}",
+                        l.bbox
+                    );
+                    // The check can fail: the box moved off the page holds nothing.
+                    let away = doc
+                        .text_inside(page, [x0, y0 - 2000.0, x1, y1 - 2000.0])
+                        .unwrap();
+                    assert!(counted_chars(&away).is_empty(), "{name}: {away:?}");
+                    on_lines += counted_chars(&line).len();
+                    lines_checked += 1;
+                }
+                assert_eq!(
+                    on_lines,
+                    counted_chars(&o.data).len(),
+                    "{name}: a character without a line"
+                );
+            }
+        }
+        assert!(lines_checked >= 30, "{lines_checked}");
+        eprintln!("{lines_checked} line boxes checked");
+        // The joined words' lines reach the next printed line.
+        let e = run_with(&generated, &options);
+        let first = &e.objects[0];
+        assert!(first.data.contains("remarkable"), "{}", first.data);
+        let p = first.positions.as_ref().unwrap();
+        let joined = p
+            .lines
+            .iter()
+            .find(|l| {
+                first
+                    .data
+                    .chars()
+                    .skip(l.start as usize)
+                    .take((l.end - l.start) as usize)
+                    .collect::<String>()
+                    .contains("remarkable")
+            })
+            .unwrap();
+        assert!(joined.bbox[3] - joined.bbox[1] > 30.0, "{:?}", joined.bbox);
+        // The long page is cut into pieces, each with its own lines, offsets in the piece.
+        let long: Vec<_> = e
+            .objects
+            .iter()
+            .filter(|o| o.context_ref.page_index == Some(2))
+            .collect();
+        assert!(long.len() >= 2, "{}", long.len());
+        assert!(long
+            .iter()
+            .all(|o| o.positions.as_ref().is_some_and(|p| p.lines[0].start == 0)));
+    }
+
     fn sources(e: &Extraction) -> Vec<&str> {
         e.objects
             .iter()
@@ -1605,6 +1788,36 @@ pub(crate) mod tests {
         assert_eq!(images.len(), 2);
         assert!(images.iter().all(|o| o.metadata["ocr"] == "text"));
         assert!(e.structure.pages.iter().all(|p| p.ocr && p.text_bytes == 0));
+        // Tesseract's boxes, moved from the picture's pixels to the page's points: every
+        // line with text has one, on the page, the first line above the last.
+        for o in e
+            .objects
+            .iter()
+            .filter(|o| o.content_type == ContentType::Text)
+        {
+            let p = o.positions.as_ref().expect("OCR text has positions");
+            assert_eq!((p.unit.as_str(), p.origin.as_str()), ("pt", "bottom-left"));
+            let [w, h] = p.page_size.unwrap();
+            let with_text = o
+                .data
+                .lines()
+                .filter(|l| l.chars().any(crate::positions::counted))
+                .count();
+            assert_eq!(p.lines.len(), with_text, "{:?}", o.data);
+            for l in &p.lines {
+                let [x0, y0, x1, y1] = l.bbox;
+                assert!(
+                    0.0 <= x0 && x0 < x1 && x1 <= w + 0.5 && 0.0 <= y0 && y0 < y1 && y1 <= h + 0.5,
+                    "{:?} on {w}x{h}",
+                    l.bbox
+                );
+            }
+            assert!(
+                p.lines[0].bbox[1] > p.lines.last().unwrap().bbox[3],
+                "{:?}",
+                p.lines
+            );
+        }
     }
 
     #[test]

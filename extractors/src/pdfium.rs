@@ -13,9 +13,26 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use pdfium_render::prelude::{PdfDocument, Pdfium, PdfiumError};
+use std::collections::HashMap;
+
+use pdfium_render::prelude::{
+    PdfDocument, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon, Pdfium, PdfiumError,
+};
 
 use crate::pdf::{tidy, PageTextResult};
+use crate::positions::{counted, union, Word};
+
+/// Where a page's glyphs and pictures are (PDF points, origin bottom-left), for
+/// [`crate::positions`].
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PageGeometry {
+    /// The page's width and height.
+    pub size: [f32; 2],
+    /// Runs of counted characters, in text order.
+    pub words: Vec<Word>,
+    /// The boxes of the page's image objects, in content order.
+    pub images: Vec<[f32; 4]>,
+}
 
 /// The library bound in this process, and the path it came from.
 static BOUND: OnceLock<(PathBuf, Pdfium)> = OnceLock::new();
@@ -79,29 +96,99 @@ impl Document<'_> {
         u32::try_from(self.doc.pages().len()).unwrap_or(0)
     }
 
-    /// The text of each page in `pages` (1-based), page by page, tidied as pdf-extract's is;
-    /// a page PDFium cannot load (or does not see) is `Err(reason)`.
-    pub(crate) fn page_texts(&self, pages: RangeInclusive<u32>) -> Vec<PageTextResult> {
+    /// The text of each page in `pages` (1-based), page by page, tidied as pdf-extract's is,
+    /// and where each page's words and pictures are; a page PDFium cannot load (or does not
+    /// see) is `Err(reason)`.
+    pub(crate) fn page_texts(
+        &self,
+        pages: RangeInclusive<u32>,
+    ) -> (Vec<PageTextResult>, HashMap<u32, PageGeometry>) {
         let count = self.page_count();
-        pages
+        let mut geometry = HashMap::new();
+        let texts = pages
             .map(|p| {
                 if p > count {
                     return (p, Err(format!("PDFium sees {count} pages")));
                 }
-                (p, self.page_text(p))
+                let text = self.page_text(p).map(|(text, g)| {
+                    geometry.insert(p, g);
+                    text
+                });
+                (p, text)
             })
-            .collect()
+            .collect();
+        (texts, geometry)
     }
 
-    fn page_text(&self, page: u32) -> Result<String, String> {
+    fn page_text(&self, page: u32) -> Result<(String, PageGeometry), String> {
         let index = i32::try_from(page.saturating_sub(1)).map_err(|e| e.to_string())?;
         let page = self.doc.pages().get(index).map_err(|e| describe(&e))?;
         let text = page.text().map_err(|e| describe(&e))?;
         let mut raw = String::with_capacity(usize::try_from(text.len()).unwrap_or(0));
+        let mut geometry = PageGeometry {
+            size: [page.width().value, page.height().value],
+            ..PageGeometry::default()
+        };
+        // The word being read: its counted characters and box.
+        let mut word: Option<Word> = None;
         for c in text.chars().iter() {
+            let before = raw.len();
             push_char(&mut raw, c.unicode_value());
+            let n = raw
+                .get(before..)
+                .map_or(0, |s| s.chars().filter(|c| counted(*c)).count());
+            if n == 0 {
+                geometry.words.extend(word.take());
+                continue;
+            }
+            let bbox = c.loose_bounds().ok().map(|r| {
+                [
+                    r.left().value,
+                    r.bottom().value,
+                    r.right().value,
+                    r.top().value,
+                ]
+            });
+            let w = word.get_or_insert(Word {
+                counted: 0,
+                bbox: None,
+            });
+            w.counted += u32::try_from(n).unwrap_or(0);
+            if let Some(b) = bbox.filter(|b| b.iter().all(|v| v.is_finite())) {
+                w.bbox = Some(union(w.bbox, b));
+            }
         }
-        Ok(tidy(&raw))
+        geometry.words.extend(word);
+        for object in page.objects().iter() {
+            if object.object_type() == PdfPageObjectType::Image {
+                if let Ok(q) = object.bounds() {
+                    let r = q.to_rect();
+                    geometry.images.push([
+                        r.left().value,
+                        r.bottom().value,
+                        r.right().value,
+                        r.top().value,
+                    ]);
+                }
+            }
+        }
+        Ok((tidy(&raw), geometry))
+    }
+
+    /// The text inside `bbox` (PDF points, origin bottom-left) of page `page`, as PDFium's
+    /// `FPDFText_GetBoundedText` gives it: a check of the boxes [`Document::page_texts`] gives.
+    #[cfg(test)]
+    pub(crate) fn text_inside(&self, page: u32, bbox: [f32; 4]) -> Result<String, String> {
+        use pdfium_render::prelude::{PdfPoints, PdfRect};
+        let index = i32::try_from(page.saturating_sub(1)).map_err(|e| e.to_string())?;
+        let page = self.doc.pages().get(index).map_err(|e| describe(&e))?;
+        let text = page.text().map_err(|e| describe(&e))?;
+        Ok(text.inside_rect(PdfRect::new(
+            PdfPoints::new(bbox[1]),
+            PdfPoints::new(bbox[0]),
+            PdfPoints::new(bbox[3]),
+            PdfPoints::new(bbox[2]),
+        )))
     }
 }
 

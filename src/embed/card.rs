@@ -462,6 +462,7 @@ mod tests {
                 .cloned()
                 .unwrap_or_default(),
             sequence: 0,
+            positions: None,
         };
         let structure = Structure {
             nodes: vec![sheet("Data"), sheet("Pivot")],

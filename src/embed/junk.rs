@@ -257,6 +257,7 @@ mod tests {
             },
             metadata: Default::default(),
             sequence: n,
+            positions: None,
         };
         let steps = [
             "Open the valve.",

@@ -73,7 +73,19 @@ pub struct PackedObject {
     /// Format facts (dimensions, duration, …).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub meta: serde_json::Map<String, serde_json::Value>,
+    /// The length of its positions frame (the JSON of its [`extractors::Positions`],
+    /// deflated), right after its text frame; 0 without positions. Its own frame, so a read
+    /// that does not ask for positions does not pay for them.
+    #[serde(rename = "p", default, skip_serializing_if = "is_zero")]
+    pub positions_len: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The largest positions frame inflated (a page of 10 000 lines is ~600 KB).
+const MAX_POSITIONS_BYTES: u64 = 16 * 1024 * 1024;
 
 fn deflate(bytes: &[u8]) -> Result<Vec<u8>> {
     let mut e = DeflateEncoder::new(Vec::new(), Compression::fast());
@@ -92,6 +104,13 @@ pub(crate) fn pack(objects: &[ContentObject]) -> Result<Vec<u8>> {
         } else {
             deflate(o.data.as_bytes())?
         };
+        let positions = match &o.positions {
+            Some(p) => deflate(
+                &serde_json::to_vec(p)
+                    .map_err(|e| Error::ObjectPack(format!("encoding positions: {e}")))?,
+            )?,
+            None => Vec::new(),
+        };
         let ctx = &o.context_ref;
         directory.push(PackedObject {
             content_type: o.content_type,
@@ -106,8 +125,10 @@ pub(crate) fn pack(objects: &[ContentObject]) -> Result<Vec<u8>> {
             offset: frames.len() as u64,
             frame_len: frame.len() as u64,
             meta: o.metadata.clone(),
+            positions_len: positions.len() as u64,
         });
         frames.extend_from_slice(&frame);
+        frames.extend_from_slice(&positions);
     }
     let dir =
         serde_json::to_vec(&directory).map_err(|e| Error::ObjectPack(format!("encoding: {e}")))?;
@@ -189,6 +210,26 @@ impl PackReader {
 }
 
 impl PackReader {
+    /// Where object `i` is on its page (`None` for objects without positions, and in packs
+    /// written before positions were kept).
+    pub(crate) fn positions(&mut self, i: usize) -> Result<Option<extractors::Positions>> {
+        let Some(o) = self.objects.get(i).filter(|o| o.positions_len > 0) else {
+            return Ok(None);
+        };
+        let (at, len) = (o.offset + o.frame_len, o.positions_len);
+        let bad = |why: String| Error::ObjectPack(format!("positions: {why}"));
+        self.file
+            .seek(SeekFrom::Start(self.frames_start + at))
+            .map_err(|e| bad(e.to_string()))?;
+        let frame = read_at_most(&mut self.file, len).map_err(|e| bad(e.to_string()))?;
+        self.bytes_read += frame.len() as u64;
+        let json = read_at_most(DeflateDecoder::new(frame.as_slice()), MAX_POSITIONS_BYTES)
+            .map_err(|e| bad(e.to_string()))?;
+        serde_json::from_slice(&json)
+            .map(Some)
+            .map_err(|e| bad(e.to_string()))
+    }
+
     /// Every object of content `hash` as extraction made it (ids, text, context, format
     /// facts), placed in file `locator`: what `reindex` cuts again.
     pub(crate) fn content_objects(
@@ -200,6 +241,7 @@ impl PackReader {
         let mut out = Vec::with_capacity(self.objects.len());
         for i in 0..self.objects.len() {
             let data = self.text(i)?;
+            let positions = self.positions(i)?;
             let Some(o) = self.objects.get(i) else { break };
             let location = if o.fragment.is_empty() {
                 locator.to_string()
@@ -222,6 +264,7 @@ impl PackReader {
                 },
                 metadata: o.meta.clone(),
                 sequence: u32::try_from(i).unwrap_or(u32::MAX),
+                positions,
             });
         }
         Ok(out)
@@ -260,17 +303,32 @@ mod tests {
             context_ref: ctx,
             metadata: Default::default(),
             sequence: seq,
+            positions: None,
         }
     }
 
     #[test]
     fn objects_come_back_one_by_one_without_the_first_seen_locator() {
         let dir = tempfile::tempdir().unwrap();
-        let objects = vec![
+        let mut objects = vec![
             object(0, "first page, ünïcödé", 1),
             object(1, "", 2),
             object(2, &"x".repeat(100_000), 3),
         ];
+        let positions = extractors::Positions {
+            unit: "pt".into(),
+            origin: "bottom-left".into(),
+            page_size: Some([612.0, 792.0]),
+            bbox: Some([72.0, 700.0, 300.0, 712.5]),
+            lines: (0..400)
+                .map(|i| extractors::LineBox {
+                    start: i,
+                    end: i + 1,
+                    bbox: [72.0, 700.0 - f64::from(i), 300.0, 712.5],
+                })
+                .collect(),
+        };
+        objects[0].positions = Some(positions.clone());
         let bytes = pack(&objects).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains("secret"));
         let path = dir.path().join("h.pack");
@@ -282,7 +340,13 @@ mod tests {
         let before = r.bytes_read;
         assert_eq!(r.text(1).unwrap(), "");
         assert_eq!(r.text(0).unwrap(), "first page, ünïcödé");
-        assert!(r.bytes_read - before < 100, "one small frame read");
+        assert!(
+            r.bytes_read - before < 100,
+            "one small frame read, not the positions"
+        );
+        assert_eq!(r.positions(0).unwrap(), Some(positions));
+        assert_eq!(r.positions(1).unwrap(), None);
+        assert_eq!(r.text(2).unwrap(), "x".repeat(100_000));
         assert_eq!(r.text(2).unwrap(), "x".repeat(100_000));
         assert_eq!(r.text(9).unwrap(), "");
     }

@@ -185,6 +185,12 @@ pub struct ReadArgs {
     /// (whole objects until that many chars of text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// Also give each object's `positions` (opt-in: ~50 chars a line): the page's size and
+    /// each line's box `[x0, y0, x1, y1]` with its char offsets in the text (PDF points from
+    /// the page's bottom-left corner; pixels from a picture's top-left), a picture's box on
+    /// its page. A box is what `render_page` takes as `region`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub positions: bool,
     /// Budget of the answer in chars (default 4000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,

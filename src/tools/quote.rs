@@ -8,6 +8,13 @@
 //! is the word; `well-known` and `well-\nknown` are the same). Nothing else is forgiven: a
 //! changed word, number or letter is not the quote, and the answer then names the closest
 //! passage with its similarity instead.
+//!
+//! Where the file's objects have positions (PDF text, OCR text), each place also gives the
+//! `boxes` of the lines holding the quote, page by page, in the positions' system (PDF
+//! points from the page's bottom-left corner): what `render_page` takes as `region`.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 use extractors::{ContentType, Scope};
 use serde_json::{json, Map, Value};
@@ -16,6 +23,7 @@ use unicode_normalization::UnicodeNormalization;
 use super::budget::{largest_fitting, Budget};
 use super::view;
 use super::{Finished, FullResult, QuoteArgs, ToolError};
+use crate::index::objects::{PackReader, PackedObject};
 use crate::ingestor::Ingestor;
 
 /// The longest quote checked, in chars.
@@ -29,6 +37,8 @@ const MAX_MATCHES: usize = 100;
 const MAX_CONTEXT_CHARS: usize = 300;
 /// Windows whose words are compared closely when the quote is not found.
 const CANDIDATE_WINDOWS: usize = 5;
+/// Line boxes given for one match, at most.
+const MAX_BOXES: usize = 64;
 
 /// A text in canonical form, each char remembering where it came from.
 #[derive(Default)]
@@ -174,7 +184,6 @@ fn words(t: &str) -> Vec<Word<'_>> {
 /// [`CANDIDATE_WINDOWS`]), the one nearest by edit distance. Its first and last canonical
 /// char and its similarity (0–1).
 fn closest(doc: &str, quote: &str) -> Option<(usize, usize, f64)> {
-    use std::collections::HashMap;
     let doc_words = words(doc);
     let m = words(quote).len();
     if doc_words.is_empty() || m == 0 {
@@ -279,10 +288,10 @@ pub(crate) fn verify_quote(
     base.insert("locator".into(), json!(file));
     doc.note_owner(&mut base, scope);
     base.insert("quote_chars".into(), json!(quote_chars));
-    let place = |a: usize, b: usize| -> Map<String, Value> {
+    let place = |objects: &[PackedObject], a: usize, b: usize| -> Map<String, Value> {
         let object = joined.object_at(a);
         let mut m = Map::new();
-        if let Some(o) = pack.objects.get(object) {
+        if let Some(o) = objects.get(object) {
             m.insert(
                 "locator".into(),
                 json!(super::read::object_locator(&file, o)),
@@ -291,7 +300,7 @@ pub(crate) fn verify_quote(
                 m.insert("page".into(), json!(p));
             }
             let last = joined.object_at(b.saturating_sub(1));
-            if let Some(p) = pack.objects.get(last).and_then(|o| o.page) {
+            if let Some(p) = objects.get(last).and_then(|o| o.page) {
                 if Some(p) != o.page {
                     m.insert("to_page".into(), json!(p));
                 }
@@ -299,6 +308,7 @@ pub(crate) fn verify_quote(
         }
         m
     };
+    let mut positions: HashMap<usize, Option<extractors::Positions>> = HashMap::new();
     // Canonical chars → joined chars, for a match's place and sentence.
     let original = |canonical_char: usize| -> usize {
         canonical
@@ -320,7 +330,11 @@ pub(crate) fn verify_quote(
         last_byte = byte;
         let a = original(chars_before);
         let b = original(chars_before + quote.text.chars().count() - 1) + 1;
-        let mut m = place(a, b);
+        let mut m = place(&pack.objects, a, b);
+        let found = line_boxes(&mut pack, &joined, &mut positions, a, b)?;
+        if !found.is_empty() {
+            m.insert("boxes".into(), Value::Array(found));
+        }
         m.insert("sentence".into(), json!(joined.sentence(a, b)));
         matches.push(Value::Object(m));
     }
@@ -330,7 +344,11 @@ pub(crate) fn verify_quote(
         match closest(&canonical.text, &quote.text) {
             Some((a, b, score)) => {
                 let (a, b) = (original(a), original(b.saturating_sub(1)) + 1);
-                let mut m = place(a, b);
+                let mut m = place(&pack.objects, a, b);
+                let found = line_boxes(&mut pack, &joined, &mut positions, a, b)?;
+                if !found.is_empty() {
+                    m.insert("boxes".into(), Value::Array(found));
+                }
                 m.insert("score".into(), json!((score * 1000.0).round() / 1000.0));
                 let text: String = joined.chars.get(a..b).unwrap_or_default().iter().collect();
                 let text: String = text.chars().take(MAX_QUOTE_CHARS + 100).collect();
@@ -421,6 +439,45 @@ pub(crate) fn verify_quote(
         text: budget.finish(&answer)?,
         full,
     })
+}
+
+/// The boxes of the lines holding joined chars `[a, b)`, page by page (objects without
+/// positions give none), at most [`MAX_BOXES`]; each object's positions read once.
+fn line_boxes(
+    pack: &mut PackReader,
+    joined: &Joined,
+    positions: &mut HashMap<usize, Option<extractors::Positions>>,
+    a: usize,
+    b: usize,
+) -> Result<Vec<Value>, ToolError> {
+    let mut out = Vec::new();
+    let k = joined
+        .starts
+        .partition_point(|(start, _)| *start <= a)
+        .saturating_sub(1);
+    for &(start, i) in joined.starts.get(k..).unwrap_or_default() {
+        if start >= b || out.len() >= MAX_BOXES {
+            break;
+        }
+        let p = match positions.entry(i) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(pack.positions(i)?),
+        };
+        let Some(p) = p else { continue };
+        let (from, to) = (a.saturating_sub(start), b.saturating_sub(start));
+        let page = pack.objects.get(i).and_then(|o| o.page);
+        for l in &p.lines {
+            if (l.start as usize) < to && (l.end as usize) > from && out.len() < MAX_BOXES {
+                let mut m = Map::new();
+                if let Some(page) = page {
+                    m.insert("page".into(), json!(page));
+                }
+                m.insert("box".into(), json!(l.bbox));
+                out.push(Value::Object(m));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The first `keep` chars of `chars`, with `…` when cut.

@@ -419,6 +419,11 @@ pub(crate) fn read_content_objects(
             if hit_at == Some(n) {
                 fields.insert("hit".into(), Value::Bool(true));
             }
+            if args.positions && level == 0 {
+                if let Some(p) = pack.positions(i)? {
+                    fields.insert("positions".into(), json!(p));
+                }
+            }
             Ok(TextItem {
                 fields,
                 chars: text.chars().collect(),

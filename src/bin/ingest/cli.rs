@@ -489,6 +489,10 @@ pub(crate) struct ReadArgs {
     /// 2000), not objects.
     #[arg(long, requires = "around")]
     pub(crate) chars: bool,
+    /// Also print each object's positions: its lines' boxes on the page (PDF points from the
+    /// page's bottom-left corner; pixels from a picture's top-left), a picture's box.
+    #[arg(long)]
+    pub(crate) positions: bool,
     /// Whose file, when two you may read share a locator: an `owner` an earlier answer
     /// showed (e.g. "bob (shared)").
     #[arg(long)]

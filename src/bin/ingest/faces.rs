@@ -77,6 +77,7 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
         before: args.before,
         after: args.after,
         unit: args.chars.then(|| "chars".to_string()),
+        positions: args.positions,
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     };

@@ -80,6 +80,19 @@ fn quote(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
             if let Some(s) = text(m, "/sentence") {
                 writeln!(out, "  {s}")?;
             }
+            for b in m
+                .get("boxes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                writeln!(
+                    out,
+                    "  page {} box {}",
+                    field(b, "/page"),
+                    boxed(field(b, "/box"))
+                )?;
+            }
         }
         return Ok(());
     }
@@ -376,6 +389,9 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         if let Some(t) = text(o, "/text").filter(|t| !t.is_empty()) {
             writeln!(out, "{t}")?;
         }
+        if let Some(p) = o.get("positions") {
+            positions(out, p)?;
+        }
     }
     // Around a hit: the commands that read on either way.
     for way in ["earlier", "later"] {
@@ -392,6 +408,49 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An object's positions: the system, then a box per line with its chars.
+fn positions(out: &mut impl Write, p: &Value) -> anyhow::Result<()> {
+    let size = p
+        .get("page_size")
+        .and_then(Value::as_array)
+        .map(|s| format!(", page {}x{}", s[0], s.get(1).unwrap_or(&Value::Null)))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "positions ({}, origin {}{size}){}",
+        text(p, "/unit").unwrap_or("?"),
+        text(p, "/origin").unwrap_or("?"),
+        p.get("box")
+            .map(|b| format!(": box {}", boxed(b)))
+            .unwrap_or_default()
+    )?;
+    for l in p
+        .get("lines")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        writeln!(
+            out,
+            "  {}  chars {}-{}",
+            boxed(field(l, "/box")),
+            field(l, "/start"),
+            field(l, "/end")
+        )?;
+    }
+    Ok(())
+}
+
+/// `[x0, y0, x1, y1]` as `x0 y0 x1 y1`.
+fn boxed(b: &Value) -> String {
+    b.as_array().map_or_else(String::new, |v| {
+        v.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
 }
 
 fn section(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
