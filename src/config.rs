@@ -276,6 +276,7 @@ impl Config {
         extractors::ExtractOptions {
             ocr: self.ocr.clone(),
             pdfium_library,
+            render: None,
         }
     }
 

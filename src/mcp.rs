@@ -41,7 +41,7 @@ pub const INSTRUCTIONS: &str = "\
 These tools read the documents indexed for you: folders, archives at any depth (zip, tar.gz), PDFs, office files, spreadsheets, slides, text.
 Structure first: browse_container without a locator lists the top level; browse a folder or archive to see its members, a file to see its outline (section ids such as s12, page ranges, sheets, slides).
 Then read only what you need: read_section for one section, read_content_objects with pages, section, sheet + rows or slide for exact places, or with around (a hit's locator) for a hit and its neighbours.
-Before citing a passage, verify_quote checks that the quoted words are in the file and says on which page.
+Before citing a passage, verify_quote checks that the quoted words are in the file and says on which page. To look at a page (a chart, a scan, a table's layout), render_page gives it as an image.
 search_documents finds passages by meaning and by exact words (names, codes, options: `mode` hybrid by default); narrow it with locator (a folder, archive or file) and the same filters. A hit's locator says where to read on.
 Locators look like /data/outer.zip!/inner.tar.gz!/report.pdf#page=12: `!/` enters a container, `#` starts a place in the file. Pass them without the #fragment (use the filters instead).
 Every answer is one JSON object of at most max_chars (default 4000). When something was left out it has `more` and a `cursor`: call again with the same arguments plus that cursor. Long texts are cut in the middle ([N chars omitted]); the cursor continues with exactly the omitted part.
@@ -475,10 +475,14 @@ fn result_of(answer: ToolAnswer) -> CallToolResult {
     let structured = serde_json::from_str::<Value>(&answer.text)
         .ok()
         .filter(Value::is_object);
+    let mut content = vec![ContentBlock::text(answer.text)];
+    if let Some(image) = answer.image {
+        content.push(ContentBlock::image(image.base64, image.mime_type));
+    }
     let mut result = if answer.is_error {
-        CallToolResult::error(vec![ContentBlock::text(answer.text)])
+        CallToolResult::error(content)
     } else {
-        CallToolResult::success(vec![ContentBlock::text(answer.text)])
+        CallToolResult::success(content)
     };
     result.structured_content = structured;
     result
@@ -548,6 +552,12 @@ fn definition(name: &str) -> Option<Tool> {
             "Check a quote against its file",
             QUOTE_DESCRIPTION,
             input_schema::<tools::QuoteArgs>(),
+            read_only,
+        ),
+        "render_page" => (
+            "Look at a page as an image",
+            RENDER_DESCRIPTION,
+            input_schema::<tools::RenderArgs>(),
             read_only,
         ),
         "extract_container_item" => (
@@ -655,12 +665,17 @@ const READ_DESCRIPTION: &str = "\
 Read the content objects of one file (text blocks, tables, image and media entries) in document order, each with its exact locator (page, sheet and rows, slide, lines) to cite.
 Select what you need with the filters: pages (\"47\" or \"40-47\", 1-based physical pages), section (an id from browse_container), content_type (text, image, videostream, audiostream, other), sheet and rows (\"1-50\"), slide. Without filters you get the file from its beginning.
 To read around a search hit, give around: the hit's locator (report.pdf#page=12). You get the object holding it (hit: true) with before objects ahead and after objects behind (default 2 each; unit \"chars\" counts chars of text instead), and earlier / later: the arguments that read on in either direction.
+positions: true adds each object's place on its page (PDF and OCR text: a box [x0, y0, x1, y1] per line, in PDF points from the page's bottom-left corner, with the line's char offsets; a picture's box), what render_page takes as region.
 The answer is at most max_chars (default 4000): a text too long is cut in the middle (head[N chars omitted]tail, with offset, end and omitted char ranges). Call again with the same arguments plus the answer's cursor to get exactly what was left out, then the next objects.";
 
 const QUOTE_DESCRIPTION: &str = "\
-Check that a quote you want to cite really is in a file, before you cite it: whether it occurs (white space, line breaks, hyphens split across lines, ligatures, typographic quotes and case are not held against it), on which page(s) or at which locators, and the exact sentence around each place.
+Check that a quote you want to cite really is in a file, before you cite it: whether it occurs (white space, line breaks, hyphens split across lines, ligatures, typographic quotes and case are not held against it), on which page(s) or at which locators, and the exact sentence around each place. In PDFs each place also has boxes: the lines holding it on the page (render_page with that box as region shows them).
 When it does not occur, found is false and closest is the most similar passage of the file with a score (1 = identical): cite that passage's words instead, or do not cite. A changed word, number or letter is not the quote.
 Give the file's locator (from a search hit, without the #fragment) and the quote (at most 4000 chars). The answer is at most max_chars (default 4000); match_count says how many places hold the quote when not all fit.";
+
+const RENDER_DESCRIPTION: &str = "\
+Look at a page: one page of a PDF, or a region of it, or a picture, as a PNG image (image content) for when the text is not enough: a chart, a diagram, a scanned table, a layout. Give the locator (a search hit's report.pdf#page=12 names the page; or page), optionally dpi (default 100) and region [x0, y0, x1, y1] (a box from read_content_objects positions or verify_quote, PDF points from the page's bottom-left corner; a picture's pixels from its top-left).
+The image is at most max_bytes (default 1000000): a larger rendering is scaled down until it fits, and the answer says so (dpi, note). The text part (locator, width, height, bytes, dpi) is at most max_chars.";
 
 const SECTION_DESCRIPTION: &str = "\
 Read the whole text of one section of a file: its objects' texts joined by blank lines, with the section's title and pages. Take the section id (s12) from browse_container's outline of that file.
@@ -805,6 +820,7 @@ mod tests {
         let r = result_of(ToolAnswer {
             text: text.into(),
             is_error: false,
+            image: None,
         });
         assert_eq!(r.is_error, Some(false));
         assert_eq!(r.content.len(), 1);
@@ -829,6 +845,7 @@ mod tests {
                     | "read_content_objects"
                     | "read_section"
                     | "verify_quote"
+                    | "render_page"
                     | "recall_tool_result"
                     | "gather_context"
                     | "list_sources"

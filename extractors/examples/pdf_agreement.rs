@@ -70,6 +70,7 @@ fn main() {
             ..OcrOptions::default()
         },
         pdfium_library: pdfium,
+        ..ExtractOptions::default()
     };
     let (mut pages, mut before_sum, mut after_sum, mut joins_total) = (0usize, 0f64, 0f64, 0usize);
     for path in &files {

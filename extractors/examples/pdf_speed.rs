@@ -30,6 +30,7 @@ fn main() {
             ..OcrOptions::default()
         },
         pdfium_library: pdfium,
+        ..ExtractOptions::default()
     };
     let (mut pages, mut seconds, mut failed) = (0u64, 0f64, 0usize);
     let mut engines = std::collections::BTreeMap::<String, usize>::new();

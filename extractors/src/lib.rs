@@ -26,6 +26,7 @@ mod pdf;
 mod pdfium;
 mod positions;
 pub mod properties;
+mod render;
 mod sheets;
 mod slides;
 mod text;
@@ -50,6 +51,7 @@ pub use pdf::{
     extract_pdf, pdf_page_texts, prescan_pdf, roman, OutlineEntry, PageTextResult, PdfScan,
 };
 pub use positions::{LineBox, Positions};
+pub use render::{RenderRequest, MAX_DPI, MAX_RENDER_PIXELS};
 
 use serde::{Deserialize, Serialize};
 
@@ -135,6 +137,9 @@ pub fn extractor_for(kind: FileKind) -> &'static dyn Extractor {
 pub fn extract(input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
     let extractor = extractor_for(input.detected.kind);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(request) = &input.options.render {
+            return render::render(input, request);
+        }
         let mut extraction = extractor.extract(input)?;
         for (key, value) in properties::read(input.detected.kind, input.bytes) {
             properties::put(&mut extraction.structure.properties, &key, &value);

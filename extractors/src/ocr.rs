@@ -94,6 +94,9 @@ pub struct ExtractOptions {
     /// PDF text comes from pdf-extract. The `ingest` library fills it from the model folder.
     /// Bound once per process: the first path given wins.
     pub pdfium_library: Option<PathBuf>,
+    /// Render a page image instead of extracting (`render_page`): the answer is one image
+    /// object holding the PNG (see `crate::render`).
+    pub render: Option<crate::render::RenderRequest>,
 }
 
 impl ExtractOptions {

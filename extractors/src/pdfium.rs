@@ -91,6 +91,12 @@ fn describe(e: &PdfiumError) -> String {
 }
 
 impl Document<'_> {
+    /// Page `page` (1-based).
+    pub(crate) fn page(&self, page: u32) -> Result<pdfium_render::prelude::PdfPage<'_>, String> {
+        let index = i32::try_from(page.saturating_sub(1)).map_err(|e| e.to_string())?;
+        self.doc.pages().get(index).map_err(|e| describe(&e))
+    }
+
     /// How many pages PDFium sees.
     pub(crate) fn page_count(&self) -> u32 {
         u32::try_from(self.doc.pages().len()).unwrap_or(0)

@@ -1176,7 +1176,7 @@ async fn tool(
             (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, "application/json")],
-                answer.text,
+                answer.to_json_text(),
             )
                 .into_response()
         }

@@ -9,51 +9,11 @@ use super::browse::browse_container;
 use super::budget::Budget;
 use super::view::{normalize, View};
 use super::{BrowseArgs, ExtractArgs, Finished, ToolError};
-use std::path::PathBuf;
 
-use crate::index::{CatalogEntry, EntryStatus};
+use crate::index::EntryStatus;
 use crate::ingestor::Ingestor;
 use crate::pipeline::Input;
 use crate::report::FileStatus;
-
-/// Where the bytes of the caller's own top-level archive `entry` are, or why there are none.
-/// A name is never a path: an uploaded archive (its locator is the name it was uploaded
-/// under, never absolute) is read only from the copy the upload queue kept of it; an archive
-/// from a folder or file ingested on this machine (its locator is the canonical absolute path
-/// it was found at) is opened there, and only while it is still the regular file, of the
-/// size and modification time, that was indexed.
-fn archive_bytes(
-    ingestor: &Ingestor,
-    scope: &Scope,
-    entry: &CatalogEntry,
-) -> Result<PathBuf, ToolError> {
-    let top = entry.locator.as_str();
-    if !top.starts_with('/') {
-        let kept = crate::uploads::kept_path(&ingestor.kept_root(), scope, top);
-        return kept.is_file().then_some(kept).ok_or_else(|| {
-            ToolError::Invalid(format!(
-                "the bytes of the uploaded archive {top} were not kept (an archive is kept only \
-                 while members were left out by a limit, within the service's quota): upload \
-                 the member itself"
-            ))
-        });
-    }
-    let path = PathBuf::from(top);
-    // An archive cut short by a limit is catalogued without size and time (so that it is
-    // walked again next run): then only "a regular file, not a link" can be checked.
-    let known = entry.size != 0 || entry.mtime_ns != 0;
-    let unchanged = std::fs::symlink_metadata(&path).is_ok_and(|m| {
-        m.file_type().is_file()
-            && (!known || (m.len() == entry.size && crate::unpack::mtime_ns(&m) == entry.mtime_ns))
-    });
-    if !unchanged {
-        return Err(ToolError::Invalid(format!(
-            "the archive {top} is not on disk as it was indexed (gone, changed or replaced): \
-             ingest it again, then extract"
-        )));
-    }
-    Ok(path)
-}
 
 /// Answer an `extract_container_item` call.
 pub(crate) fn extract_container_item(
@@ -101,7 +61,7 @@ pub(crate) fn extract_container_item(
                     "this archive is shared with you by another user: only its owner can extract from it".into(),
                 ));
             };
-            let path = archive_bytes(ingestor, &own_scope, &own)?;
+            let path = super::original::top_level_path(ingestor, &own_scope, &own)?;
             tracing::info!(archive = top, member = %member, "extracting an archive member on demand");
             let report = ingestor.ingest_until(
                 vec![Input::Member {

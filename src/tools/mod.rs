@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use extractors::Scope;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::ingestor::Ingestor;
 
@@ -37,6 +38,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "read_content_objects",
     "read_section",
     "verify_quote",
+    "render_page",
     "extract_container_item",
     "list_sources",
     "browse_source",
@@ -218,6 +220,37 @@ pub struct QuoteArgs {
     pub max_chars: Option<usize>,
 }
 
+/// Arguments of `render_page`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenderArgs {
+    /// A PDF or a picture; a PDF page may be named by its fragment (`report.pdf#page=12`,
+    /// as search hits give it).
+    pub locator: String,
+    /// The 1-based page of a PDF (default: the locator's `#page=`, else 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    /// Resolution to render a PDF page at, dots per inch (default 100, at most 600); lowered
+    /// when the image would not fit `max_bytes` (the answer says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpi: Option<u32>,
+    /// Only this part: `[x0, y0, x1, y1]`, a box as `positions` and `verify_quote` give it
+    /// (PDF points from the page's bottom-left corner; a picture's pixels from its top-left).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<[f64; 4]>,
+    /// The image's largest size in bytes (default 1000000, from 1000 to 8000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// Whose file, when two files you may read have the same locator: the `owner` an earlier
+    /// answer showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Budget of the answer's text in chars (default 4000); the image is counted apart, by
+    /// `max_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
 /// Arguments of `read_section`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -312,6 +345,8 @@ pub enum ToolCall {
     ReadSection(SectionArgs),
     /// Whether a quote occurs in a file, where and in which sentence.
     VerifyQuote(QuoteArgs),
+    /// One PDF page (or a region), or a picture, as a PNG within a byte budget.
+    RenderPage(RenderArgs),
     /// Extract and index one archive member now.
     ExtractContainerItem(ExtractArgs),
     /// The registered sources the caller may use.
@@ -343,6 +378,7 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => a.max_chars,
             ToolCall::ReadSection(a) => a.max_chars,
             ToolCall::VerifyQuote(a) => a.max_chars,
+            ToolCall::RenderPage(a) => a.max_chars,
             ToolCall::ExtractContainerItem(a) => a.max_chars,
             ToolCall::ListSources(a) => a.max_chars,
             ToolCall::BrowseSource(a) => a.max_chars,
@@ -364,6 +400,7 @@ impl ToolCall {
             ToolCall::ReadContentObjects(a) => &mut a.max_chars,
             ToolCall::ReadSection(a) => &mut a.max_chars,
             ToolCall::VerifyQuote(a) => &mut a.max_chars,
+            ToolCall::RenderPage(a) => &mut a.max_chars,
             ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
             ToolCall::ListSources(a) => &mut a.max_chars,
             ToolCall::BrowseSource(a) => &mut a.max_chars,
@@ -403,6 +440,7 @@ impl ToolCall {
             "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
             "read_section" => ToolCall::ReadSection(parse(name, args)?),
             "verify_quote" => ToolCall::VerifyQuote(parse(name, args)?),
+            "render_page" => ToolCall::RenderPage(parse(name, args)?),
             "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
             "list_sources" => ToolCall::ListSources(parse(name, args)?),
             "browse_source" => ToolCall::BrowseSource(parse(name, args)?),
@@ -445,6 +483,7 @@ impl ToolCall {
             ToolCall::ReadContentObjects(_) => "read_content_objects",
             ToolCall::ReadSection(_) => "read_section",
             ToolCall::VerifyQuote(_) => "verify_quote",
+            ToolCall::RenderPage(_) => "render_page",
             ToolCall::ExtractContainerItem(_) => "extract_container_item",
             ToolCall::ListSources(_) => "list_sources",
             ToolCall::BrowseSource(_) => "browse_source",
@@ -467,6 +506,33 @@ pub struct ToolAnswer {
     pub text: String,
     /// Whether the answer is `{"error": …}`.
     pub is_error: bool,
+    /// An image beside the text (`render_page`), within the call's own byte budget: MCP
+    /// sends it as image content, HTTP and `ingest tool` as the answer's `image` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ToolImage>,
+}
+
+/// An image a tool answers with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolImage {
+    /// `image/png`.
+    pub mime_type: String,
+    /// The image's bytes in base64 (standard alphabet, padded).
+    pub base64: String,
+}
+
+impl ToolAnswer {
+    /// The answer as one JSON object: the text's object, with the image (if any) as its
+    /// `image` field (`{"mime_type", "base64"}`): what HTTP and `ingest tool` print.
+    pub fn to_json_text(&self) -> String {
+        match (&self.image, serde_json::from_str::<Value>(&self.text)) {
+            (Some(image), Ok(Value::Object(mut m))) => {
+                m.insert("image".into(), json!(image));
+                Value::Object(m).to_string()
+            }
+            _ => self.text.clone(),
+        }
+    }
 }
 
 /// Why a call could not be answered, worded for the model.
@@ -520,6 +586,7 @@ pub fn call_until(
         );
     }
     let started = std::time::Instant::now();
+    let mut image = None;
     let result = Budget::of(call.max_chars(), ceiling).and_then(|budget| {
         let answer = match call {
             ToolCall::SearchDocuments(a) => search::search_documents(ingestor, scope, a, budget),
@@ -529,6 +596,12 @@ pub fn call_until(
             }
             ToolCall::ReadSection(a) => section::read_section(ingestor, scope, a, budget),
             ToolCall::VerifyQuote(a) => quote::verify_quote(ingestor, scope, a, budget),
+            ToolCall::RenderPage(a) => {
+                render::render_page(ingestor, scope, a, budget).map(|(f, rendered)| {
+                    image = Some(rendered);
+                    f
+                })
+            }
             ToolCall::ExtractContainerItem(a) => {
                 extract::extract_container_item(ingestor, scope, a, budget, stop)
             }
@@ -561,6 +634,7 @@ pub fn call_until(
             ToolAnswer {
                 text,
                 is_error: false,
+                image,
             }
         }
         Err(e) => {
@@ -642,6 +716,7 @@ pub fn error_answer(message: &str, max: usize) -> ToolAnswer {
     ToolAnswer {
         text,
         is_error: true,
+        image: None,
     }
 }
 
@@ -651,9 +726,11 @@ mod cursor;
 mod extract;
 mod files;
 mod host;
+mod original;
 mod paging;
 mod quote;
 mod read;
+mod render;
 mod search;
 mod section;
 mod snippet;

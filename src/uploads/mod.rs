@@ -82,10 +82,10 @@ pub struct UploadsConfig {
     pub max_scope_runs: usize,
     /// How long the status of an ended job is kept (its files stay in the index).
     pub keep_ended: Duration,
-    /// Bytes of uploaded archives kept so that members a limit left out can be extracted
-    /// on demand (`extract_container_item`), per key (principal: user, feature instance,
-    /// mandate); a key's oldest are evicted past it (never another key's), and an archive
-    /// is deleted with its upload. 0 keeps none.
+    /// Bytes of uploads kept, per key (principal: user, feature instance, mandate): archives
+    /// whose members a limit left out (`extract_container_item` extracts them on demand),
+    /// PDFs and pictures (`render_page` renders them). A key's oldest are evicted past it
+    /// (never another key's), and a kept upload is deleted with it. 0 keeps none.
     pub max_kept_bytes: u64,
     /// Catalog entries (files, archives, members; shared or not) one scope may hold; an
     /// upload past it is refused ([`Error::Quota`]) until files are deleted.

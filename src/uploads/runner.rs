@@ -341,7 +341,9 @@ impl Shared {
             let body = super::spool::body_path(&self.spool, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
             let kept_root = self.ing.kept_root();
-            let kept = left_out
+            // Kept for extract_container_item (members left out) and for render_page (a PDF
+            // or a picture is looked at again), within the principal's kept-bytes quota.
+            let kept = (left_out || super::spool::renderable(&body, name))
                 && super::spool::keep(&kept_root, &body, scope, name, self.config.max_kept_bytes)
                     .map_err(|e| tracing::warn!("keeping an archive for extraction: {e}"))
                     .is_ok();

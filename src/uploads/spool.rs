@@ -101,6 +101,20 @@ pub(crate) fn kept_path(kept_root: &Path, scope: &extractors::Scope, name: &str)
     principal_dir(kept_root, scope).join(format!("{}.archive", h.finalize().to_hex()))
 }
 
+/// Whether the spooled `body` of the upload `name` is a PDF or a picture (`render_page`
+/// renders it from the kept copy).
+pub(crate) fn renderable(body: &Path, name: &str) -> bool {
+    use std::io::Read;
+    let mut head = vec![0u8; extractors::SNIFF_LEN];
+    let Ok(n) = std::fs::File::open(body).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    matches!(
+        extractors::detect(head.get(..n).unwrap_or_default(), name).kind,
+        extractors::FileKind::Document(extractors::DocumentKind::Pdf) | extractors::FileKind::Image
+    )
+}
+
 /// Keep the spooled `body` of the upload `name` of `scope` for on-demand extraction of the
 /// members a limit left out (replacing what an earlier upload of the name kept), then evict
 /// the principal's oldest kept archives until its own fit in `quota` bytes (the one just

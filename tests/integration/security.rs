@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::service::{file_lines, job_of, Client, Service, ALICE, BOB, METRICS};
@@ -581,6 +582,27 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
         checked["found"], true,
         "the owner's quote is found: {checked}"
     );
+    // An uploaded PDF is kept for render_page: its owner gets the page as an image, on
+    // either node (the kept copy is in the shared spool).
+    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
+    uploaded(&acme, "survey.pdf", &pdf);
+    for node in [nodes.first(), nodes.last()] {
+        let (status, page) = tool(
+            &Client::new(node, Some(ALICE)),
+            "render_page",
+            json!({ "locator": "survey.pdf#page=2", "max_bytes": 100_000 }),
+        );
+        assert_eq!(status, 200, "{page}");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(page["image"]["base64"].as_str().unwrap_or_default())
+            .unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() <= 100_000,
+            "{page}"
+        );
+        assert_eq!(page["image"]["mime_type"], "image/png");
+        assert_eq!(page["bytes"], png.len(), "{page}");
+    }
     // A file that fails has a card of its own, found by its name by its owner only.
     let (status, answer) = acme.upload("cipher-ledger.pdf", b"%PDF-1.7\nnot a PDF after all\n");
     assert_eq!(status, 202, "{answer}");
@@ -644,11 +666,19 @@ fn mandate_wall(sb: &Sandbox, start: fn(&Sandbox) -> Option<Nodes>) {
                 json!({ "locator": "offer.eml!/message.txt", "quote": mail_phrase }),
             ),
             ("browse_container", json!({ "locator": "offer.eml" })),
+            ("render_page", json!({ "locator": "survey.pdf#page=2" })),
         ] {
             let (_, answer) = tool(c, tool_name, args);
             assert!(answer["error"].is_string(), "{answer}");
+            assert!(answer.get("image").is_none(), "{answer}");
             assert!(!answer.to_string().contains("Brandvold"), "{answer}");
         }
+        // Another mandate's PDF is answered exactly as a made-up name.
+        let render = |name: &str| {
+            let (status, answer) = tool(c, "render_page", json!({ "locator": name }));
+            (status, answer.to_string().replace(name, "NAME"))
+        };
+        assert_eq!(render("survey.pdf"), render("zurvey.pdf"));
         for name in [
             "plan.md",
             "shared-plan.md",

@@ -967,3 +967,214 @@ fn verify_quote_finds_100_quotes_as_copied_and_rejects_100_altered() {
         assert!(err && v["error"].as_str().unwrap().contains(why), "{v}");
     }
 }
+
+/// `render_page` of `args` by `scope` in `ingestor`: the answer, its PNG (decoded) and
+/// whether it is an error.
+fn render_in(ingestor: &Ingestor, scope: &Scope, args: Value) -> (Value, Option<Vec<u8>>, bool) {
+    use base64::Engine as _;
+    let call = ToolCall::parse("render_page", args).unwrap();
+    let a = tools::call(ingestor, scope, &call);
+    let v: Value = serde_json::from_str(&a.text).unwrap();
+    assert!(a.text.len() <= 4000, "{}", a.text);
+    let png = a.image.as_ref().map(|i| {
+        assert_eq!(i.mime_type, "image/png");
+        base64::engine::general_purpose::STANDARD
+            .decode(&i.base64)
+            .unwrap()
+    });
+    assert_eq!(png.is_some(), !a.is_error, "{v}");
+    (v, png, a.is_error)
+}
+
+/// Width and height from a PNG's header.
+fn png_size(png: &[u8]) -> (u64, u64) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR");
+    let be = |b: &[u8]| u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    (be(&png[16..20]), be(&png[20..24]))
+}
+
+/// `render_page` answers a PDF page within 10 KB, 100 KB and 1 MB (scaled down, and saying
+/// so, when the page would not fit), its text describing the image; a box verify_quote gave
+/// is rendered as exactly that part; pictures are images too; other types, pages past the
+/// end and nonsense are refused; another scope's file is answered as a missing one.
+#[test]
+fn render_page_answers_within_its_byte_budget_for_pages_regions_and_pictures() {
+    let f = fixture();
+    let pdf = f
+        .documents
+        .iter()
+        .find(|d| d.ends_with("formats/survey-report.pdf"))
+        .unwrap();
+    let mut widths = Vec::new();
+    for budget in [10_000u64, 100_000, 1_000_000] {
+        let args = serde_json::json!({ "locator": format!("{pdf}#page=2"), "dpi": 300, "max_bytes": budget });
+        let (v, png, err) = render_in(&f.ingestor, &alice(), args);
+        assert!(!err, "{v}");
+        let png = png.unwrap();
+        assert!(png.len() as u64 <= budget, "{} > {budget}", png.len());
+        let (w, h) = png_size(&png);
+        assert_eq!(
+            (v["width"].as_u64(), v["height"].as_u64()),
+            (Some(w), Some(h)),
+            "{v}"
+        );
+        assert_eq!(v["bytes"], png.len());
+        assert_eq!(v["page"], 2);
+        assert_eq!(v["locator"], format!("{pdf}#page=2"));
+        if v["dpi"].as_f64().unwrap() < 300.0 {
+            assert!(v["note"].as_str().unwrap().contains("must fit"), "{v}");
+        }
+        println!(
+            "render_page max_bytes {budget}: {} bytes, {w}x{h}, {} dpi",
+            png.len(),
+            v["dpi"]
+        );
+        widths.push(w);
+    }
+    assert!(widths[0] < widths[2], "{widths:?}");
+    // The box verify_quote gives for a line, rendered at 144 dpi, is that line: 2 px a point.
+    let quote = verify(pdf, "Install the tide gauge on the north pier", 4000);
+    let b = &quote["matches"][0]["boxes"][0];
+    assert_eq!(b["page"], 2, "{quote}");
+    let bx: Vec<f64> = b["box"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let (v, png, _) = render_in(
+        &f.ingestor,
+        &alice(),
+        serde_json::json!({ "locator": pdf, "page": 2, "region": bx, "dpi": 144 }),
+    );
+    let (w, h) = png_size(&png.unwrap());
+    let (ew, eh) = (
+        (bx[2].ceil() - bx[0].floor()) * 2.0,
+        (bx[3].ceil() - bx[1].floor()) * 2.0,
+    );
+    assert!(
+        (w as f64 - ew).abs() <= 2.0 && (h as f64 - eh).abs() <= 2.0,
+        "{w}x{h} for {bx:?}: {v}"
+    );
+    // A picture.
+    let picture = f
+        .documents
+        .iter()
+        .find(|d| d.ends_with("formats/pier.png"))
+        .unwrap();
+    let (v, png, err) = render_in(
+        &f.ingestor,
+        &alice(),
+        serde_json::json!({ "locator": picture }),
+    );
+    assert!(!err && v.get("page").is_none(), "{v}");
+    assert_eq!(
+        png_size(&png.unwrap()),
+        (v["width"].as_u64().unwrap(), v["height"].as_u64().unwrap())
+    );
+    // Refusals, each saying why.
+    let docx = f
+        .documents
+        .iter()
+        .find(|d| d.ends_with("formats/field-handbook.docx"))
+        .unwrap();
+    for (args, why) in [
+        (
+            serde_json::json!({ "locator": docx }),
+            "PDF pages and pictures",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "page": 9 }),
+            "page 9 of",
+        ),
+        (
+            serde_json::json!({ "locator": format!("{pdf}#page=0") }),
+            "bad value for fragment key page",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "page": 0 }),
+            "page 0 of",
+        ),
+        (
+            serde_json::json!({ "locator": picture, "page": 2 }),
+            "page 1 only",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "max_bytes": 10 }),
+            "max_bytes 10",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "dpi": 5000 }),
+            "dpi 5000",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "region": [1, 2, 1, 2] }),
+            "region is empty",
+        ),
+        (
+            serde_json::json!({ "locator": pdf, "region": [0, 0, 1e300, 5] }),
+            "finite numbers",
+        ),
+    ] {
+        let (v, _, err) = render_in(&f.ingestor, &alice(), args.clone());
+        assert!(
+            err && v["error"].as_str().unwrap().contains(why),
+            "{args}: {v}"
+        );
+    }
+    // Another scope's file reads as a made-up one.
+    let (theirs, _, err) = render_in(&f.ingestor, &bob(), serde_json::json!({ "locator": pdf }));
+    let made_up = pdf.replace("survey", "surxey");
+    let (none, _, _) = render_in(
+        &f.ingestor,
+        &bob(),
+        serde_json::json!({ "locator": made_up }),
+    );
+    assert!(err);
+    assert_eq!(
+        theirs.to_string().replace(pdf.as_str(), "X"),
+        none.to_string().replace(&made_up, "X")
+    );
+}
+
+/// A PDF inside a zip on disk is taken out of it again and rendered; a PDF changed on disk
+/// since it was indexed is refused, never rendered from other bytes than the indexed ones.
+#[test]
+fn render_page_reads_archive_members_and_never_other_bytes_than_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ingestor = Ingestor::open(crate::util::library_config(&dir.path().join("data"))).unwrap();
+    let pdf = std::fs::read(crate::util::fixtures().join("formats/survey-report.pdf")).unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("pack.zip"),
+        crate::util::zip_of(&[("inner/report.pdf", &pdf)]),
+    )
+    .unwrap();
+    std::fs::write(docs.join("loose.pdf"), &pdf).unwrap();
+    ingestor.ingest_path(&docs, &alice()).unwrap();
+    let root = std::fs::canonicalize(&docs).unwrap();
+    let member = format!("{}/pack.zip!/inner/report.pdf#page=3", root.display());
+    let (v, png, err) = render_in(
+        &ingestor,
+        &alice(),
+        serde_json::json!({ "locator": member, "max_bytes": 50_000 }),
+    );
+    assert!(!err, "{v}");
+    assert!(png.unwrap().len() <= 50_000);
+    assert_eq!(v["page"], 3);
+    let loose = format!("{}/loose.pdf", root.display());
+    let (v, _, err) = render_in(&ingestor, &alice(), serde_json::json!({ "locator": loose }));
+    assert!(!err, "{v}");
+    // Same size, other bytes: the file is not what was indexed.
+    let mut changed = pdf.clone();
+    let at = changed.len() - 10;
+    changed[at] ^= 1;
+    std::fs::write(docs.join("loose.pdf"), &changed).unwrap();
+    let (v, _, err) = render_in(&ingestor, &alice(), serde_json::json!({ "locator": loose }));
+    assert!(err, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("ingest it again"),
+        "{v}"
+    );
+}

@@ -24,7 +24,7 @@ whose UTF-8 length is at most the call's max_chars, structured content, if sent,
 when serialized compactly and equal to the text, `size.chars` its own length, `is_error`
 exactly when it is `{"error": ...}`):
 
-  - list_tools gives every tool (the five document tools and the six workflow tools), each with a description and an object input schema
+  - list_tools gives every tool (the document, source and workflow tools), each with a description and an object input schema
     naming the arguments of src/tools/mod.rs; `--tools browse_container,read_section` gives
     only those two and a hidden tool cannot be called;
   - every tool once on real fixtures: browse the scope's top level, a folder, an archive, a
@@ -43,6 +43,9 @@ exactly when it is `{"error": ...}`):
   - scope isolation: no answer of scope A holds a name, locator or phrase of B's files (in a
     folder both scopes have files in, with a file whose bytes B holds under another name);
     B's locators are answered exactly as made-up ones; B itself sees its files;
+  - render_page: image content (PNG) within max_bytes at 10 KB, 100 KB and 1 MB, described
+    by its text (bytes, width, height, page); a verify_quote box rendered as a region is that
+    size; a page past the end is refused;
   - the big PDF: outline (every entry with its page range, through `hidden` expansion), page
     labels, pages with images and without text, page 47 read alone; figures printed.
 """
@@ -70,9 +73,11 @@ TOOLS = {
                          "kind", "pages", "section", "sheet", "slide", "max_chars", "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
-                             "slide", "around", "before", "after", "unit", "max_chars", "cursor"],
+                             "slide", "around", "before", "after", "unit", "positions", "max_chars",
+                             "cursor"],
     "read_section": ["locator", "owner", "section", "max_chars", "cursor"],
     "verify_quote": ["locator", "quote", "owner", "max_chars"],
+    "render_page": ["locator", "page", "dpi", "region", "max_bytes", "owner", "max_chars"],
     "extract_container_item": ["locator", "max_chars", "cursor"],
     # The source tools (tests/mcp/sources_mcp.py plays them).
     "list_sources": ["max_chars", "cursor"],
@@ -88,7 +93,7 @@ TOOLS = {
 }
 REQUIRED = {"search_documents": {"query"}, "read_content_objects": {"locator"},
             "read_section": {"locator", "section"}, "extract_container_item": {"locator"},
-            "verify_quote": {"locator", "quote"},
+            "verify_quote": {"locator", "quote"}, "render_page": {"locator"},
             "browse_source": {"source"}, "pull_source": {"source"},
             "store_tool_result": {"workflow", "tool", "content"},
             "recall_tool_result": {"workflow", "handle"},
@@ -341,7 +346,11 @@ class Server:
         ms = (time.monotonic() - started) * 1000
         self.calls += 1
         where = f"{tool}({short(compact(args), 300)}) as {self.user}"
-        check(len(res.content) == 1 and getattr(res.content[0], "type", None) == "text",
+        # One text content; render_page's answer also one image content after it.
+        images = res.content[1:] if tool == "render_page" and not res.is_error else []
+        check(len(res.content) == 1 + len(images) and len(images) <= 1
+              and getattr(res.content[0], "type", None) == "text"
+              and all(getattr(i, "type", None) == "image" for i in images),
               lambda: f"{where}: expected one text content, got {short(repr(res.content))}")
         raw = res.content[0].text
         n = utf8_len(raw)
@@ -376,6 +385,7 @@ class Server:
                 check((isinstance(obj.get("more"), str) and obj["more"]) or obj.get("compact") is True,
                       f"{where}: a cursor without `more`")
         answer = Answer(tool, args, raw, obj, is_error, ms, budget)
+        answer.image = images[0] if images else None
         # What a leak check scans: the answer without the echo of the caller's own query.
         scanned = {k: v for k, v in obj.items() if k != "query"} if isinstance(obj, dict) else obj
         answer.scan = json.dumps(scanned, ensure_ascii=False) if scan else ""
@@ -756,6 +766,8 @@ async def check_fixtures(srv, root):
     check(ex.obj.get("extracted", {}).get("status") in LEDGER_STATUSES - {"failed"},
           f"extract_container_item {nested}: {short(ex.raw)}")
 
+    await check_render(srv, survey)
+
     log("fixtures: cursors rebuild texts exactly")
     targets = [
         ("objects", {"locator": os.path.join(docs, "notes.txt")}, "notes.txt"),
@@ -770,6 +782,51 @@ async def check_fixtures(srv, root):
         targets.append(("section", {"locator": handbook, "section": e["id"]},
                         f"handbook.md § {e.get('title')}"))
     return await check_reads(srv, targets)
+
+
+def png_size(data):
+    """Width and height from a PNG's IHDR chunk, or None when `data` is no PNG."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+async def check_render(srv, pdf):
+    """render_page answers with image content within its byte budget, the text saying what
+    the image is; a region from verify_quote's boxes is that part of the page."""
+    import base64
+    log("fixtures: render_page within 10 KB, 100 KB and 1 MB")
+    sizes = []
+    for budget in (10_000, 100_000, 1_000_000):
+        a = await srv.ok("render_page", {"locator": pdf + "#page=2", "dpi": 300, "max_bytes": budget})
+        img = a.image
+        mime = getattr(img, "mime_type", None) or getattr(img, "mimeType", None)
+        check(img is not None and mime == "image/png",
+              f"{a.where()}: no PNG image content: {short(repr(img))}")
+        data = base64.b64decode(img.data)
+        size = png_size(data)
+        check(size is not None, f"{a.where()}: the image is not a PNG")
+        check(len(data) <= budget, f"{a.where()}: {len(data)} bytes, over max_bytes {budget}")
+        check(a.obj.get("bytes") == len(data) and [a.obj.get("width"), a.obj.get("height")] == list(size)
+              and a.obj.get("page") == 2 and a.obj.get("locator") == pdf + "#page=2",
+              f"{a.where()}: the text does not describe the image ({len(data)} bytes, {size}): "
+              f"{short(a.raw)}")
+        if a.obj.get("dpi", 300) < 300:
+            check("note" in a.obj, f"{a.where()}: scaled without a note: {short(a.raw)}")
+        sizes.append((budget, len(data), size))
+    check(sizes[0][2][0] < sizes[2][2][0], f"render_page: a larger budget gave no more pixels: {sizes}")
+    quote = await srv.ok("verify_quote", {"locator": pdf, "quote": "Install the tide gauge on the north pier"})
+    boxes = [b for m in quote.obj.get("matches", []) for b in m.get("boxes", [])]
+    check(boxes and all(b.get("page") == 2 and len(b.get("box", [])) == 4 for b in boxes),
+          f"verify_quote in a PDF gives no boxes: {short(quote.raw)}")
+    region = await srv.ok("render_page", {"locator": pdf, "page": 2, "region": boxes[0]["box"], "dpi": 144})
+    w, h = png_size(base64.b64decode(region.image.data))
+    x0, y0, x1, y1 = boxes[0]["box"]
+    check(abs(w - (x1 - x0) * 2) <= 4 and abs(h - (y1 - y0) * 2) <= 4,
+          f"render_page of the region {boxes[0]['box']} at 144 dpi is {w}x{h}")
+    bad = await srv.call("render_page", {"locator": pdf, "page": 9})
+    check(bad.is_error and "page 9" in bad.obj["error"], f"render_page page 9: {short(bad.raw)}")
+    log(f"  render_page: (max_bytes, bytes, pixels) {sizes}; region {w}x{h}")
 
 
 async def check_big_pdf(srv, big, expect_path):
@@ -899,6 +956,8 @@ async def check_isolation(opts, srv):
         ("extract_container_item", os.path.join(b_dir, "pack-bob.zip!/plans-bob.txt"),
          os.path.join(b_dir, "pack-bob.zip!/plans-bxb.txt")),
         ("read_section", os.path.join(b_dir, "secret-bob.txt"), os.path.join(b_dir, "secret-bxb.txt")),
+        ("render_page", os.path.join(b_dir, "secret-bob.txt"), os.path.join(b_dir, "secret-bxb.txt")),
+        ("verify_quote", os.path.join(b_dir, "secret-bob.txt"), os.path.join(b_dir, "secret-bxb.txt")),
         ("search_documents", b_dir, os.path.join(root, "q")),
         ("search_documents", os.path.join(b_dir, "secret-bob.txt"), os.path.join(b_dir, "secret-bxb.txt")),
     ]
@@ -910,6 +969,8 @@ async def check_isolation(opts, srv):
                 return {"query": b_phrase, "locator": loc}
             if tool == "read_section":
                 return {"locator": loc, "section": "s1"}
+            if tool == "verify_quote":
+                return {"locator": loc, "quote": b_phrase}
             return {"locator": loc}
 
         # Not scanned for B's strings: they may echo the locator asked for; being equal to

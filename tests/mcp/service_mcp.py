@@ -37,6 +37,7 @@ TOOLS = {
     "read_content_objects",
     "read_section",
     "verify_quote",
+    "render_page",
     "search_documents",
     "store_tool_result",
     "recall_tool_result",

@@ -230,6 +230,9 @@ pub(crate) enum Command {
     /// closest passage with a score (the agent's `verify_quote` tool). Exits 1 when the
     /// quote is not there.
     VerifyQuote(VerifyQuoteArgs),
+    /// Write one PDF page (or a region of it), or a picture, as a PNG within a byte budget
+    /// (the agent's `render_page` tool).
+    RenderPage(RenderPageArgs),
     /// Extract and index one archive member now, e.g. one skipped by a limit (the agent's
     /// `extract_container_item` tool).
     Extract(ExtractItemArgs),
@@ -499,6 +502,36 @@ pub(crate) struct ReadArgs {
     pub(crate) owner: Option<String>,
     #[command(flatten)]
     pub(crate) budget: Budget,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RenderPageArgs {
+    /// A PDF or a picture: a path as typed or a locator; `#page=N` names the page.
+    pub(crate) locator: String,
+    /// Where to write the PNG (`-` for standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    /// The 1-based page (default: the locator's #page=, else 1).
+    #[arg(short, long)]
+    pub(crate) page: Option<u32>,
+    /// Resolution in dots per inch (default 100, at most 600); lowered to fit --max-bytes.
+    #[arg(long)]
+    pub(crate) dpi: Option<u32>,
+    /// Only this box: X0,Y0,X1,Y1 in PDF points from the page's bottom-left corner (as
+    /// `read --positions` and `verify-quote` print boxes), or a picture's pixels.
+    #[arg(
+        long,
+        value_name = "X0,Y0,X1,Y1",
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    pub(crate) region: Option<Vec<f64>>,
+    /// The PNG's largest size in bytes (default 1000000).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_bytes: Option<u64>,
+    /// Whose file, when two you may read share a locator.
+    #[arg(long)]
+    pub(crate) owner: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -12,8 +12,8 @@ use ingest::tools::{self, ToolCall};
 use ingest::{Scope, ToolHost};
 
 use crate::cli::{
-    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, SearchArgs,
-    SourceCommand, ToolArgs, VerifyQuoteArgs,
+    BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, RenderPageArgs,
+    SearchArgs, SourceCommand, ToolArgs, VerifyQuoteArgs,
 };
 use crate::commands::{config, scope};
 use crate::exit::{self, Usage};
@@ -117,6 +117,47 @@ pub(crate) fn verify_quote(common: &Common, args: &VerifyQuoteArgs) -> anyhow::R
         max_chars: args.max_chars,
     });
     run(common, &call, ToolHost::new(config(common, None)?), false)
+}
+
+/// `render-page`: the `render_page` tool; the PNG written to `--output`, what it shows
+/// printed (or the JSON without the image with `--json`).
+pub(crate) fn render_page(common: &Common, args: &RenderPageArgs) -> anyhow::Result<ExitCode> {
+    let region = args
+        .region
+        .as_deref()
+        .map(|r| <[f64; 4]>::try_from(r).map_err(|_| Usage("--region takes X0,Y0,X1,Y1".into())))
+        .transpose()?;
+    let call = ToolCall::RenderPage(tools::RenderArgs {
+        locator: locator(&args.locator)?,
+        page: args.page,
+        dpi: args.dpi,
+        region,
+        max_bytes: args.max_bytes,
+        owner: args.owner.clone(),
+        max_chars: None,
+    });
+    run_with(
+        common,
+        &call,
+        ToolHost::new(config(common, None)?),
+        false,
+        Some(&args.output),
+    )
+}
+
+/// Write a tool's image to `to` (`-`: standard output).
+fn write_image(image: &tools::ToolImage, to: &std::path::Path) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    use std::io::Write;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&image.base64)
+        .context("the image is not base64")?;
+    if to == std::path::Path::new("-") {
+        std::io::stdout().lock().write_all(&bytes)?;
+    } else {
+        std::fs::write(to, &bytes).with_context(|| format!("writing {}", to.display()))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::Result<ExitCode> {
@@ -268,6 +309,17 @@ fn for_person(message: &str) -> String {
 /// reader. A tool error is printed on stderr for a person and exits 3; a search that found
 /// nothing relevant exits 1.
 fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow::Result<ExitCode> {
+    run_with(common, call, host, shared, None)
+}
+
+/// [`run`], an image in the answer written to `image_to` (else it is in `--json`'s object).
+fn run_with(
+    common: &Common,
+    call: &ToolCall,
+    host: ToolHost,
+    shared: bool,
+    image_to: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
     let scope = scope(common, shared)?;
     let (answer, by) = host
         .call_traced(&scope, call)
@@ -281,10 +333,18 @@ fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow
     );
     let value: serde_json::Value =
         serde_json::from_str(&answer.text).context("the tool's answer is not JSON")?;
+    if let (Some(image), Some(to)) = (&answer.image, image_to) {
+        write_image(image, to)?;
+    }
+    // The PNG went to standard output: nothing else goes there.
+    let to_stdout = image_to.is_some_and(|t| t == std::path::Path::new("-"));
     let mut out = std::io::stdout().lock();
-    if common.json {
+    if common.json && !to_stdout {
         use std::io::Write;
-        writeln!(out, "{}", answer.text)?;
+        match image_to {
+            Some(_) => writeln!(out, "{}", answer.text)?,
+            None => writeln!(out, "{}", answer.to_json_text())?,
+        }
     }
     if answer.is_error {
         let message = value
@@ -294,7 +354,7 @@ fn run(common: &Common, call: &ToolCall, host: ToolHost, shared: bool) -> anyhow
         eprintln!("error: {}", for_person(message));
         return Ok(ExitCode::from(exit::ERROR));
     }
-    if !common.json {
+    if !common.json && !to_stdout {
         render::answer(
             &mut out,
             call,

@@ -127,6 +127,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Read(args)) => faces::read(&cli.common, args),
         Some(Command::ReadSection(args)) => faces::read_section(&cli.common, args),
         Some(Command::VerifyQuote(args)) => faces::verify_quote(&cli.common, args),
+        Some(Command::RenderPage(args)) => faces::render_page(&cli.common, args),
         Some(Command::Extract(args)) => faces::extract(&cli.common, args),
         Some(Command::Tool(args)) => faces::tool(&cli.common, args),
         Some(Command::Source(command)) => faces::source(&cli.common, command),

@@ -46,6 +46,21 @@ pub(crate) fn answer(
         source_entries(out, answer)?;
     } else if matches!(call, ToolCall::VerifyQuote(_)) {
         quote(out, answer)?;
+    } else if matches!(call, ToolCall::RenderPage(_)) {
+        writeln!(
+            out,
+            "{}: {}x{} PNG, {}{}{}",
+            text(answer, "/locator").unwrap_or("?"),
+            field(answer, "/width"),
+            field(answer, "/height"),
+            human_size(number(answer, "/bytes").unwrap_or(0)),
+            number(answer, "/dpi")
+                .map(|d| format!(", {d} dpi"))
+                .unwrap_or_default(),
+            text(answer, "/note")
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        )?;
     } else if matches!(call, ToolCall::ReadSection(_)) || answer.get("section").is_some() {
         section(out, answer)?;
     } else {
@@ -414,8 +429,7 @@ fn objects(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
 fn positions(out: &mut impl Write, p: &Value) -> anyhow::Result<()> {
     let size = p
         .get("page_size")
-        .and_then(Value::as_array)
-        .map(|s| format!(", page {}x{}", s[0], s.get(1).unwrap_or(&Value::Null)))
+        .map(|s| format!(", page {}x{}", field(s, "/0"), field(s, "/1")))
         .unwrap_or_default();
     writeln!(
         out,

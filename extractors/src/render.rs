@@ -1,0 +1,581 @@
+//! Page images for a model that can look: one PDF page (or a region of it) rendered by
+//! PDFium, or a picture, as a PNG of at most a given number of bytes.
+//!
+//! Rendering runs where extraction runs (the isolated worker, under its memory and time
+//! limits): a request travels as [`ExtractOptions::render`](crate::ExtractOptions) and the
+//! answer is one image object whose `data` is the PNG in base64. An image larger than the
+//! budget is rendered again smaller — the scale times the square root of budget over size,
+//! a little less — until it fits, and the answer says it was scaled. A page of text is
+//! written as grey PNG (a third of the bytes of colour, nothing lost); colour stays colour.
+
+use std::io::Cursor;
+
+use base64::Engine as _;
+use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+use image::{ExtendedColorType, ImageEncoder};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::model::{ContentType, Structure};
+use crate::objects::{ObjectSink, Place};
+use crate::{DocumentKind, ExtractError, ExtractInput, Extraction, FileKind, Fragment};
+
+/// What to render instead of extracting text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderRequest {
+    /// 1-based page of a PDF (1 for a picture).
+    pub page: u32,
+    /// Dots per inch to start from (a PDF; a picture starts at its own size).
+    pub dpi: u32,
+    /// Only this part: `[x0, y0, x1, y1]` in whole PDF points from the page's bottom-left
+    /// corner (a PDF), or in pixels from the top-left corner (a picture) — the systems of
+    /// [`crate::Positions`].
+    pub region: Option<[i64; 4]>,
+    /// The PNG's largest size in bytes.
+    pub max_bytes: u64,
+}
+
+/// The most pixels rendered at once (a 4 MiB-pixel page is ~16 MB of RGBA): a larger page
+/// or region starts at a lower resolution.
+pub const MAX_RENDER_PIXELS: f64 = 16_000_000.0;
+/// The highest resolution rendered.
+pub const MAX_DPI: u32 = 600;
+/// A side shorter than this many pixels shows nothing: the budget is too small.
+const MIN_SIDE: u32 = 16;
+/// Renderings tried before giving up on a budget.
+const MAX_ATTEMPTS: usize = 12;
+/// The largest picture decoded (pixels), and the memory its decoder may take.
+const MAX_PICTURE_PIXELS: u64 = 100_000_000;
+const MAX_DECODE_ALLOC: u64 = 512 * 1024 * 1024;
+
+fn refused(reason: impl ToString) -> ExtractError {
+    ExtractError::Malformed {
+        format: "render".into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Pixels in RGBA order, row by row.
+struct Raster {
+    rgba: Vec<u8>,
+    width: u32,
+    height: u32,
+}
+
+/// A PNG and what it shows.
+struct Png {
+    bytes: Vec<u8>,
+    width: u32,
+    height: u32,
+    grey: bool,
+}
+
+/// `raster` as a PNG, over white where it is transparent: grey when every pixel is, else RGB.
+fn encode(raster: &mut Raster) -> Result<Png, ExtractError> {
+    let (pixels, _) = raster.rgba.as_chunks_mut::<4>();
+    for p in pixels.iter_mut() {
+        let [r, g, b, a] = *p;
+        if a < 255 {
+            let over_white = |c: u8| {
+                let (c, a) = (u16::from(c), u16::from(a));
+                u8::try_from((c * a + 255 * (255 - a)) / 255).unwrap_or(255)
+            };
+            *p = [over_white(r), over_white(g), over_white(b), 255];
+        }
+    }
+    let grey = pixels.iter().all(|[r, g, b, _]| r == g && g == b);
+    let (data, color): (Vec<u8>, _) = if grey {
+        (
+            pixels.iter().map(|[r, ..]| *r).collect(),
+            ExtendedColorType::L8,
+        )
+    } else {
+        (
+            pixels
+                .iter()
+                .flat_map(|[r, g, b, _]| [*r, *g, *b])
+                .collect(),
+            ExtendedColorType::Rgb8,
+        )
+    };
+    let mut bytes = Vec::new();
+    PngEncoder::new_with_quality(&mut bytes, CompressionType::Best, FilterType::Adaptive)
+        .write_image(&data, raster.width, raster.height, color)
+        .map_err(|e| refused(format!("PNG encoding: {e}")))?;
+    Ok(Png {
+        bytes,
+        width: raster.width,
+        height: raster.height,
+        grey,
+    })
+}
+
+/// Render at `scale` (of the starting size), then smaller until the PNG fits `max_bytes`.
+/// The PNG and the scale it was made at.
+fn fit(
+    max_bytes: u64,
+    mut scale: f64,
+    mut render: impl FnMut(f64) -> Result<Raster, ExtractError>,
+) -> Result<(Png, f64), ExtractError> {
+    for _ in 0..MAX_ATTEMPTS {
+        let mut raster = render(scale)?;
+        let small = raster.width.min(raster.height) <= MIN_SIDE;
+        let png = encode(&mut raster)?;
+        drop(raster);
+        let size = png.bytes.len() as u64;
+        if size <= max_bytes {
+            return Ok((png, scale));
+        }
+        if small {
+            break;
+        }
+        // PNG size grows about as the pixel count: the side as its square root.
+        scale *= ((max_bytes as f64 / size as f64).sqrt() * 0.9).clamp(0.05, 0.9);
+    }
+    Err(refused(format!(
+        "no rendering fits in {max_bytes} bytes (one {MIN_SIDE} pixels wide would not show \
+         anything): allow more bytes, or ask for a smaller region"
+    )))
+}
+
+/// Render `request` of the file in `input` into one image object (see the module).
+pub(crate) fn render(
+    input: &ExtractInput<'_>,
+    request: &RenderRequest,
+) -> Result<Extraction, ExtractError> {
+    let (png, mut meta) = match input.detected.kind {
+        FileKind::Document(DocumentKind::Pdf) => render_pdf(input, request)?,
+        FileKind::Image => render_picture(input.bytes, request)?,
+        _ => {
+            return Err(refused(format!(
+                "{} is not a PDF or a picture: only those are rendered",
+                input.detected.mime
+            )))
+        }
+    };
+    meta.insert("mime_type".into(), json!("image/png"));
+    meta.insert("width".into(), json!(png.width));
+    meta.insert("height".into(), json!(png.height));
+    meta.insert("bytes".into(), json!(png.bytes.len()));
+    meta.insert("grey".into(), json!(png.grey));
+    if let Some(r) = request.region {
+        meta.insert("region".into(), json!(r));
+    }
+    let mut sink = ObjectSink::new(input.locator, input.file_hash);
+    let page =
+        (input.detected.kind == FileKind::Document(DocumentKind::Pdf)).then_some(request.page);
+    sink.push(
+        ContentType::Image,
+        base64::engine::general_purpose::STANDARD.encode(&png.bytes),
+        Place {
+            fragment: Fragment {
+                page,
+                ..Fragment::default()
+            },
+            ..Place::default()
+        },
+        serde_json::Value::Object(meta),
+    );
+    Ok(Extraction {
+        objects: sink.objects,
+        structure: Structure::default(),
+    })
+}
+
+type Meta = serde_json::Map<String, serde_json::Value>;
+
+fn render_pdf(
+    input: &ExtractInput<'_>,
+    request: &RenderRequest,
+) -> Result<(Png, Meta), ExtractError> {
+    use pdfium_render::prelude::{PdfBitmap, PdfBitmapFormat, PdfPoints, PdfRenderConfig};
+    let path = input.options.pdfium_library.as_ref().ok_or_else(|| {
+        refused(
+            "PDFium is not provisioned (the model folder's libpdfium.so): pages cannot be rendered",
+        )
+    })?;
+    let lib = crate::pdfium::library(path).map_err(refused)?;
+    let doc = crate::pdfium::open(lib, input.bytes).map_err(refused)?;
+    let count = doc.page_count();
+    if request.page == 0 || request.page > count {
+        return Err(refused(format!(
+            "page {} of a {count}-page PDF",
+            request.page
+        )));
+    }
+    let page = doc.page(request.page).map_err(refused)?;
+    let (w_pt, h_pt) = (
+        f64::from(page.width().value),
+        f64::from(page.height().value),
+    );
+    if !(w_pt > 0.0 && h_pt > 0.0) {
+        return Err(refused("the page has no size"));
+    }
+    // The part shown, in points: the region (within the page), else the page.
+    let shown = match request.region {
+        Some([x0, y0, x1, y1]) => {
+            let (w, h) = ((x1 - x0).abs() as f64, (y1 - y0).abs() as f64);
+            if w < 1.0 || h < 1.0 {
+                return Err(refused("the region is empty"));
+            }
+            (w.min(w_pt), h.min(h_pt))
+        }
+        None => (w_pt, h_pt),
+    };
+    // Start at the resolution asked for, lower when that would be too many pixels.
+    let mut dpi = f64::from(request.dpi.clamp(1, MAX_DPI));
+    let pixels = shown.0 * shown.1 * (dpi / 72.0).powi(2);
+    if pixels > MAX_RENDER_PIXELS {
+        dpi *= (MAX_RENDER_PIXELS / pixels).sqrt();
+    }
+    let start = dpi;
+    let (png, scale) = fit(request.max_bytes, 1.0, |scale| {
+        let factor = (start * scale / 72.0) as f32;
+        let config = PdfRenderConfig::new().scale_page_by_factor(factor);
+        // The region's corners on the page's bitmap (PDFium maps points to pixels, with the
+        // page's rotation and origin), clamped to it.
+        let full = (
+            (w_pt * f64::from(factor)).round() as i32,
+            (h_pt * f64::from(factor)).round() as i32,
+        );
+        let (left, top, right, bottom) = match request.region {
+            Some([x0, y0, x1, y1]) => {
+                let corner = |x: i64, y: i64| {
+                    page.points_to_pixels(
+                        PdfPoints::new(x as f32),
+                        PdfPoints::new(y as f32),
+                        &config,
+                    )
+                    .map_err(|e| refused(format!("PDFium: {e:?}")))
+                };
+                let (ax, ay) = corner(x0, y0)?;
+                let (bx, by) = corner(x1, y1)?;
+                (
+                    ax.min(bx).max(0),
+                    ay.min(by).max(0),
+                    ax.max(bx).min(full.0),
+                    ay.max(by).min(full.1),
+                )
+            }
+            None => (0, 0, full.0, full.1),
+        };
+        let (width, height) = ((right - left).max(1), (bottom - top).max(1));
+        let mut bitmap = PdfBitmap::empty(width, height, PdfBitmapFormat::BGRA)
+            .map_err(|e| refused(format!("PDFium bitmap: {e:?}")))?;
+        let config = config.set_origin(-left, -top);
+        page.render_into_bitmap_with_config(&mut bitmap, &config)
+            .map_err(|e| refused(format!("PDFium rendering: {e:?}")))?;
+        Ok(Raster {
+            rgba: bitmap.as_rgba_bytes(),
+            width: width as u32,
+            height: height as u32,
+        })
+    })?;
+    let mut meta = Meta::new();
+    meta.insert("page".into(), json!(request.page));
+    meta.insert("dpi".into(), json!((start * scale).round()));
+    if (start * scale).round() < f64::from(request.dpi).round() {
+        meta.insert("requested_dpi".into(), json!(request.dpi));
+        meta.insert(
+            "note".into(),
+            json!(format!(
+                "rendered at {} dpi instead of {}: {}",
+                (start * scale).round(),
+                request.dpi,
+                if scale < 1.0 {
+                    format!("the PNG must fit in {} bytes", request.max_bytes)
+                } else {
+                    format!("at most {} pixels are rendered at once", MAX_RENDER_PIXELS)
+                }
+            )),
+        );
+    }
+    Ok((png, meta))
+}
+
+/// A decoder for the picture in `bytes`, its format guessed from them, its memory bounded.
+fn picture_reader(bytes: &[u8]) -> Result<image::ImageReader<Cursor<&[u8]>>, ExtractError> {
+    let mut reader = image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| refused(format!("picture: {e}")))?;
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_ALLOC);
+    reader.limits(limits);
+    Ok(reader)
+}
+
+fn render_picture(bytes: &[u8], request: &RenderRequest) -> Result<(Png, Meta), ExtractError> {
+    let (w, h) = picture_reader(bytes)?
+        .into_dimensions()
+        .map_err(|e| refused(format!("picture: {e}")))?;
+    if u64::from(w) * u64::from(h) > MAX_PICTURE_PIXELS {
+        return Err(refused(format!(
+            "a picture of {w}x{h} pixels is too large to render"
+        )));
+    }
+    let mut picture = picture_reader(bytes)?
+        .decode()
+        .map_err(|e| refused(format!("picture: {e}")))?;
+    if let Some([x0, y0, x1, y1]) = request.region {
+        let clamp = |v: i64, max: u32| u32::try_from(v.max(0)).unwrap_or(u32::MAX).min(max);
+        let (l, t) = (clamp(x0.min(x1), w), clamp(y0.min(y1), h));
+        let (r, b) = (clamp(x0.max(x1), w), clamp(y0.max(y1), h));
+        if r <= l || b <= t {
+            return Err(refused("the region is empty or outside the picture"));
+        }
+        picture = picture.crop_imm(l, t, r - l, b - t);
+    }
+    let (pw, ph) = (picture.width(), picture.height());
+    let pixels = f64::from(pw) * f64::from(ph);
+    let start = if pixels > MAX_RENDER_PIXELS {
+        (MAX_RENDER_PIXELS / pixels).sqrt()
+    } else {
+        1.0
+    };
+    let (png, scale) = fit(request.max_bytes, start, |scale| {
+        let (tw, th) = (
+            ((f64::from(pw) * scale).round() as u32).max(1),
+            ((f64::from(ph) * scale).round() as u32).max(1),
+        );
+        let scaled = if (tw, th) == (pw, ph) {
+            picture.to_rgba8()
+        } else {
+            picture
+                .resize_exact(tw, th, image::imageops::FilterType::Triangle)
+                .to_rgba8()
+        };
+        Ok(Raster {
+            width: scaled.width(),
+            height: scaled.height(),
+            rgba: scaled.into_raw(),
+        })
+    })?;
+    let mut meta = Meta::new();
+    meta.insert("original_width".into(), json!(w));
+    meta.insert("original_height".into(), json!(h));
+    if scale < 1.0 {
+        meta.insert("scale".into(), json!((scale * 1000.0).round() / 1000.0));
+        meta.insert(
+            "note".into(),
+            json!(format!(
+                "scaled to {:.0}% to fit in {} bytes",
+                scale * 100.0,
+                request.max_bytes
+            )),
+        );
+    }
+    Ok((png, meta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Locator;
+
+    fn rendered(
+        bytes: &[u8],
+        name: &str,
+        request: RenderRequest,
+    ) -> Result<(Vec<u8>, Meta), ExtractError> {
+        let options = crate::ExtractOptions {
+            render: Some(request),
+            ..crate::pdf::tests::with_pdfium()
+        };
+        let locator = Locator::root(name);
+        let detected = crate::detect(bytes, name);
+        let e = crate::extract(&ExtractInput {
+            bytes,
+            locator: &locator,
+            file_hash: "abcdef",
+            detected: &detected,
+            options: &options,
+        })?;
+        assert_eq!(e.objects.len(), 1);
+        let o = &e.objects[0];
+        assert_eq!(o.content_type, ContentType::Image);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(&o.data)
+            .unwrap();
+        Ok((png, o.metadata.clone()))
+    }
+
+    fn survey() -> Vec<u8> {
+        std::fs::read(crate::testing::crate_dir().join("../fixtures/formats/survey-report.pdf"))
+            .unwrap()
+    }
+
+    /// The PNG's own header says what it is: width and height.
+    fn png_size(png: &[u8]) -> (u32, u32) {
+        let decoded = image::load_from_memory_with_format(png, image::ImageFormat::Png).unwrap();
+        (decoded.width(), decoded.height())
+    }
+
+    #[test]
+    fn a_page_fits_each_byte_budget_and_says_when_it_was_scaled() {
+        let pdf = survey();
+        let mut widths = Vec::new();
+        for budget in [10_000u64, 100_000, 1_000_000] {
+            let (png, meta) = rendered(
+                &pdf,
+                "s.pdf",
+                RenderRequest {
+                    page: 1,
+                    dpi: 150,
+                    region: None,
+                    max_bytes: budget,
+                },
+            )
+            .unwrap();
+            assert!(png.len() as u64 <= budget, "{} > {budget}", png.len());
+            assert_eq!(meta["bytes"], png.len());
+            let (w, h) = png_size(&png);
+            assert_eq!(
+                (json!(w), json!(h)),
+                (meta["width"].clone(), meta["height"].clone())
+            );
+            // A4 keeps its proportions.
+            assert!(
+                (f64::from(h) / f64::from(w) - 842.0 / 595.0).abs() < 0.02,
+                "{w}x{h}"
+            );
+            widths.push(w);
+            if budget == 10_000 {
+                assert!(
+                    meta["note"].as_str().unwrap().contains("10000 bytes"),
+                    "{meta:?}"
+                );
+                assert_eq!(meta["requested_dpi"], 150);
+            }
+        }
+        // More bytes, more pixels: at 1 MB the page is at the 150 dpi asked for.
+        assert!(
+            widths[0] < widths[1] && widths[1] <= widths[2],
+            "{widths:?}"
+        );
+        assert_eq!(widths[2], (595.0f64 * 150.0 / 72.0).round() as u32);
+    }
+
+    #[test]
+    fn a_region_is_the_part_of_the_page_inside_it() {
+        let pdf = survey();
+        // The first line's box (see the positions test): 72 765.5 273.2 788.9 points.
+        let (png, meta) = rendered(
+            &pdf,
+            "s.pdf",
+            RenderRequest {
+                page: 1,
+                dpi: 144,
+                region: Some([72, 765, 274, 789]),
+                max_bytes: 1_000_000,
+            },
+        )
+        .unwrap();
+        let (w, h) = png_size(&png);
+        assert_eq!((w, h), (404, 48), "{meta:?}");
+        // It is not blank: the title's glyphs are dark.
+        let img = image::load_from_memory(&png).unwrap().to_luma8();
+        assert!(img.pixels().filter(|p| p.0[0] < 100).count() > 500);
+        // Below the text, the same size of page is white.
+        let (blank, _) = rendered(
+            &pdf,
+            "s.pdf",
+            RenderRequest {
+                page: 1,
+                dpi: 144,
+                region: Some([72, 100, 274, 124]),
+                max_bytes: 1_000_000,
+            },
+        )
+        .unwrap();
+        let img = image::load_from_memory(&blank).unwrap().to_luma8();
+        assert_eq!(img.pixels().filter(|p| p.0[0] < 100).count(), 0);
+    }
+
+    #[test]
+    fn pictures_are_scaled_to_fit_and_other_files_and_pages_are_refused() {
+        // A noisy colour picture: PNG cannot squeeze it, so it is scaled.
+        let mut noise = image::RgbImage::new(800, 600);
+        let mut x: u32 = 12345;
+        for p in noise.pixels_mut() {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *p = image::Rgb([x as u8, (x >> 8) as u8, (x >> 16) as u8]);
+        }
+        let mut bytes = Vec::new();
+        noise
+            .write_to(&mut Cursor::new(&mut bytes), image::ImageFormat::Png)
+            .unwrap();
+        let (png, meta) = rendered(
+            &bytes,
+            "noise.png",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 100_000,
+            },
+        )
+        .unwrap();
+        assert!(png.len() <= 100_000);
+        assert!(meta["scale"].as_f64().unwrap() < 0.5, "{meta:?}");
+        assert_eq!(meta["grey"], false);
+        let (crop, _) = rendered(
+            &bytes,
+            "noise.png",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: Some([10, 20, 110, 70]),
+                max_bytes: 1_000_000,
+            },
+        )
+        .unwrap();
+        assert_eq!(png_size(&crop), (100, 50));
+
+        let pdf = survey();
+        let page9 = rendered(
+            &pdf,
+            "s.pdf",
+            RenderRequest {
+                page: 9,
+                dpi: 100,
+                region: None,
+                max_bytes: 100_000,
+            },
+        );
+        let why = page9.unwrap_err().to_string();
+        assert!(
+            why.contains("page 9 of a ") && why.contains("-page PDF"),
+            "{why}"
+        );
+        let tiny = rendered(
+            &pdf,
+            "s.pdf",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 50,
+            },
+        );
+        assert!(tiny
+            .unwrap_err()
+            .to_string()
+            .contains("no rendering fits in 50 bytes"));
+        let text = rendered(
+            b"plain words",
+            "a.txt",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 100_000,
+            },
+        );
+        assert!(text
+            .unwrap_err()
+            .to_string()
+            .contains("only those are rendered"));
+    }
+}
