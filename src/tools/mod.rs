@@ -108,6 +108,10 @@ pub struct SearchArgs {
     /// Only this 1-based slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slide: Option<u32>,
+    /// Also give each hit's `boxes` on its page (opt-in): the lines holding the passage, as
+    /// `[x0, y0, x1, y1]` in PDF points from the page's bottom-left corner (PDF and OCR text).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub positions: bool,
     /// Budget of the answer in chars (default 4000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,

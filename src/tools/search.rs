@@ -131,6 +131,43 @@ fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Va
     Value::Object(m)
 }
 
+/// Where a hit's passage is on its page: the boxes of the lines of its object holding the
+/// chunk's text (objects without positions, and passages not found verbatim, give none).
+fn hit_boxes(ingestor: &Ingestor, hit: &Hit) -> Option<Value> {
+    let (_, fragment) = extractors::split_fragment(&hit.locator);
+    let at = fragment.parse::<extractors::Fragment>().ok()?;
+    let page = at.page?;
+    let mut pack = view::pack(ingestor, &hit.content_hash).ok()?;
+    let needle = hit.text.trim();
+    let head: String = needle.chars().take(80).collect();
+    for i in 0..pack.objects.len() {
+        let o = pack.objects.get(i)?;
+        if o.page != Some(page) || o.positions_len == 0 {
+            continue;
+        }
+        let text = pack.text(i).ok()?;
+        let (found, len) = match text.find(needle) {
+            Some(b) => (b, needle.len()),
+            None => match text.find(head.as_str()) {
+                Some(b) => (b, head.len()),
+                None => continue,
+            },
+        };
+        let a = text.get(..found)?.chars().count();
+        let b = a + text.get(found..found + len)?.chars().count();
+        let positions = pack.positions(i).ok()??;
+        let boxes: Vec<Value> = positions
+            .lines
+            .iter()
+            .filter(|l| (l.start as usize) < b && (l.end as usize) > a)
+            .take(64)
+            .map(|l| json!({ "page": page, "box": l.bbox }))
+            .collect();
+        return (!boxes.is_empty()).then(|| Value::Array(boxes));
+    }
+    None
+}
+
 /// Answer a `search_documents` call.
 pub(crate) fn search_documents(
     ingestor: &Ingestor,
@@ -169,10 +206,18 @@ pub(crate) fn search_documents(
     // Share the budget among the hits still to show: shorter snippets, more hits.
     let per_hit = budget.max.saturating_sub(150) / remaining;
     let snippet_chars = per_hit.saturating_sub(220).clamp(MIN_SNIPPET, MAX_SNIPPET);
-    let items: Vec<Value> = hits
+    let mut items: Vec<Value> = hits
         .iter()
         .map(|h| hit_value(h, scope, query, snippet_chars))
         .collect();
+    if args.positions {
+        // Only the hits this answer can show are looked up (the cursor's page onwards).
+        for (hit, item) in hits.iter().zip(items.iter_mut()).skip(start.item) {
+            if let (Some(boxes), Value::Object(m)) = (hit_boxes(ingestor, hit), &mut *item) {
+                m.insert("boxes".into(), boxes);
+            }
+        }
+    }
     // Compact hits for small budgets: locator, score, and what snippet room is left.
     let compact: Vec<Value> = hits
         .iter()

@@ -1056,6 +1056,37 @@ fn render_page_answers_within_its_byte_budget_for_pages_regions_and_pictures() {
         (w as f64 - ew).abs() <= 2.0 && (h as f64 - eh).abs() <= 2.0,
         "{w}x{h} for {bx:?}: {v}"
     );
+    // A search hit in the PDF, with positions, names the same line's box.
+    let (hits, _) = call(
+        &alice(),
+        ToolCall::SearchDocuments(SearchArgs {
+            query: "Install the tide gauge on the north pier".into(),
+            locator: Some(pdf.clone()),
+            positions: true,
+            ..SearchArgs::default()
+        }),
+        4000,
+    );
+    let hit = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["locator"] == format!("{pdf}#page=2"))
+        .unwrap_or_else(|| panic!("{hits}"));
+    assert!(
+        hit["boxes"].as_array().unwrap().contains(b),
+        "{hit} lacks {b}"
+    );
+    let (plain, _) = call(
+        &alice(),
+        ToolCall::SearchDocuments(SearchArgs {
+            query: "Install the tide gauge on the north pier".into(),
+            locator: Some(pdf.clone()),
+            ..SearchArgs::default()
+        }),
+        4000,
+    );
+    assert!(!plain.to_string().contains("boxes"), "opt-in only: {plain}");
     // A picture.
     let picture = f
         .documents

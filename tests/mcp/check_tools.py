@@ -70,7 +70,8 @@ CALL_TIMEOUT_S = 300
 TOOLS = {
     "search_documents": ["query", "limit", "min_score", "mode", "locator", "source", "owner",
                          "content_type",
-                         "kind", "pages", "section", "sheet", "slide", "max_chars", "cursor"],
+                         "kind", "pages", "section", "sheet", "slide", "positions", "max_chars",
+                         "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
                              "slide", "around", "before", "after", "unit", "positions", "max_chars",
@@ -824,6 +825,12 @@ async def check_render(srv, pdf):
     x0, y0, x1, y1 = boxes[0]["box"]
     check(abs(w - (x1 - x0) * 2) <= 4 and abs(h - (y1 - y0) * 2) <= 4,
           f"render_page of the region {boxes[0]['box']} at 144 dpi is {w}x{h}")
+    hits = await srv.ok("search_documents", {"query": "install the tide gauge on the north pier",
+                                             "locator": pdf, "positions": True, "limit": 3})
+    placed = [h for h in hits.obj["hits"] if h.get("boxes")]
+    check(placed and all(b.get("page") == int(h["locator"].split("#page=")[1]) and len(b["box"]) == 4
+                         for h in placed for b in h["boxes"]),
+          f"search with positions: no hit with boxes on its page: {short(hits.raw)}")
     bad = await srv.call("render_page", {"locator": pdf, "page": 9})
     check(bad.is_error and "page 9" in bad.obj["error"], f"render_page page 9: {short(bad.raw)}")
     log(f"  render_page: (max_bytes, bytes, pixels) {sizes}; region {w}x{h}")

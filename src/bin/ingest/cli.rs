@@ -420,6 +420,9 @@ pub(crate) struct SearchArgs {
     /// Only this 1-based slide.
     #[arg(long)]
     pub(crate) slide: Option<u32>,
+    /// Also print each hit's line boxes on its page (PDF points, origin bottom-left).
+    #[arg(long)]
+    pub(crate) positions: bool,
     /// Whose file, when two you may read share a locator: an `owner` an earlier answer
     /// showed (e.g. "bob (shared)").
     #[arg(long)]

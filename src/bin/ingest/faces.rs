@@ -44,6 +44,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         section: args.section.clone(),
         sheet: args.sheet.clone(),
         slide: args.slide,
+        positions: args.positions,
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });

@@ -95,19 +95,7 @@ fn quote(out: &mut impl Write, answer: &Value) -> anyhow::Result<()> {
             if let Some(s) = text(m, "/sentence") {
                 writeln!(out, "  {s}")?;
             }
-            for b in m
-                .get("boxes")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                writeln!(
-                    out,
-                    "  page {} box {}",
-                    field(b, "/page"),
-                    boxed(field(b, "/box"))
-                )?;
-            }
+            page_boxes(out, m, "  ")?;
         }
         return Ok(());
     }
@@ -164,6 +152,7 @@ fn hits(out: &mut impl Write, answer: &Value, paint: &Paint) -> anyhow::Result<(
         if !also.is_empty() {
             writeln!(out, "   also in: {}", also.join(", "))?;
         }
+        page_boxes(out, hit, "   ")?;
     }
     if hits.is_empty() {
         match field(answer, "/min_score").as_f64() {
@@ -452,6 +441,24 @@ fn positions(out: &mut impl Write, p: &Value) -> anyhow::Result<()> {
             boxed(field(l, "/box")),
             field(l, "/start"),
             field(l, "/end")
+        )?;
+    }
+    Ok(())
+}
+
+/// The `boxes` of a hit or a quote's place, a line each.
+fn page_boxes(out: &mut impl Write, v: &Value, indent: &str) -> anyhow::Result<()> {
+    for b in v
+        .get("boxes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        writeln!(
+            out,
+            "{indent}page {} box {}",
+            field(b, "/page"),
+            boxed(field(b, "/box"))
         )?;
     }
     Ok(())
