@@ -422,3 +422,76 @@ fn mcp_lets_a_daemon_started_later_take_the_store_and_then_asks_it() {
     assert!(hits(&again) > 0, "the daemon found it too: {again}");
     assert!(log().contains("answered_by=\"daemon\""), "{}", log());
 }
+
+/// `ingest render-page` writes the PNG to `-o` (a file, or standard output with `-`) and
+/// prints what it is; `--json` gives the answer's text; `ingest tool render_page` gives the
+/// image inside the JSON, as HTTP does; a file that is no PDF or picture exits 3.
+#[test]
+fn render_page_writes_the_png_and_the_tool_face_carries_it_in_the_json() {
+    use base64::Engine as _;
+    let sb = Sandbox::new();
+    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
+    sb.write("in/report.pdf", &pdf);
+    sb.write("in/notes.txt", b"Plain words, no pages.\n");
+    assert_eq!(sb.ingest(&[&sb.path("in")]).2, 0);
+    let report = sb.path("in/report.pdf");
+    let report = std::fs::canonicalize(report).unwrap();
+    let located = format!("{}#page=2", report.display());
+    let png = sb.path("page2.png");
+    let out = sb.run(&[
+        "render-page",
+        &located,
+        "-o",
+        png.to_str().unwrap(),
+        "--max-bytes",
+        "20000",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() <= 20_000);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("#page=2") && said.contains("PNG"), "{said}");
+    // Standard output holds the PNG and nothing else.
+    let out = sb.run(&["render-page", &located, "-o", "-", "--dpi", "50"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.starts_with(b"\x89PNG\r\n\x1a\n"));
+    // --json: the text (the image went to the file).
+    let out = sb.run(&[
+        "render-page",
+        "--json",
+        &located,
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    let answer = one_answer(&out, 4000);
+    assert_eq!(
+        answer["bytes"],
+        std::fs::read(&png).unwrap().len(),
+        "{answer}"
+    );
+    assert!(answer.get("image").is_none(), "{answer}");
+    // The generic tool face: the image in the JSON, as over HTTP.
+    let args = serde_json::json!({ "locator": located, "max_bytes": 30000 }).to_string();
+    let out = sb.run(&["tool", "render_page", &args, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let image = base64::engine::general_purpose::STANDARD
+        .decode(v["image"]["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(v["bytes"], image.len(), "{v}");
+    assert!(image.len() <= 30_000);
+    // Not a PDF or a picture: exit 3, saying why.
+    let notes = std::fs::canonicalize(sb.path("in/notes.txt")).unwrap();
+    let out = sb.run(&[
+        "render-page",
+        notes.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("PDF pages and pictures"),
+        "{}",
+        stderr(&out)
+    );
+}
