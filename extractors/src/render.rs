@@ -305,17 +305,17 @@ fn picture_reader(bytes: &[u8]) -> Result<image::ImageReader<Cursor<&[u8]>>, Ext
 }
 
 fn render_picture(bytes: &[u8], request: &RenderRequest) -> Result<(Png, Meta), ExtractError> {
-    let (w, h) = picture_reader(bytes)?
-        .into_dimensions()
-        .map_err(|e| refused(format!("picture: {e}")))?;
+    use image::ImageDecoder as _;
+    let bad = |e: image::ImageError| refused(format!("picture: {e}"));
+    // The header's size is checked before a pixel is decoded.
+    let decoder = picture_reader(bytes)?.into_decoder().map_err(bad)?;
+    let (w, h) = decoder.dimensions();
     if u64::from(w) * u64::from(h) > MAX_PICTURE_PIXELS {
         return Err(refused(format!(
             "a picture of {w}x{h} pixels is too large to render"
         )));
     }
-    let mut picture = picture_reader(bytes)?
-        .decode()
-        .map_err(|e| refused(format!("picture: {e}")))?;
+    let mut picture = image::DynamicImage::from_decoder(decoder).map_err(bad)?;
     if let Some([x0, y0, x1, y1]) = request.region {
         let clamp = |v: i64, max: u32| u32::try_from(v.max(0)).unwrap_or(u32::MAX).min(max);
         let (l, t) = (clamp(x0.min(x1), w), clamp(y0.min(y1), h));
@@ -534,6 +534,40 @@ mod tests {
         assert_eq!(png_size(&crop), (100, 50));
 
         let pdf = survey();
+        // A picture whose header claims 60 000 x 60 000 pixels (a few bytes of file) is
+        // refused before a pixel is decoded.
+        let mut bomb = Vec::new();
+        image::codecs::png::PngEncoder::new(&mut bomb)
+            .write_image(&[0u8; 1], 1, 1, ExtendedColorType::L8)
+            .unwrap();
+        let ihdr = 16;
+        bomb[ihdr..ihdr + 4].copy_from_slice(&60_000u32.to_be_bytes());
+        bomb[ihdr + 4..ihdr + 8].copy_from_slice(&60_000u32.to_be_bytes());
+        // The IHDR chunk's CRC-32 (type and data), as a decoder checks it.
+        let crc = !bomb[12..29].iter().fold(!0u32, |crc, &b| {
+            (0..8).fold(crc ^ u32::from(b), |c, _| {
+                if c & 1 == 1 {
+                    (c >> 1) ^ 0xedb8_8320
+                } else {
+                    c >> 1
+                }
+            })
+        });
+        bomb[29..33].copy_from_slice(&crc.to_be_bytes());
+        let why = rendered(
+            &bomb,
+            "bomb.png",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 100_000,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(why.contains("60000x60000 pixels is too large"), "{why}");
+
         let page9 = rendered(
             &pdf,
             "s.pdf",

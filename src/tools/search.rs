@@ -1,6 +1,8 @@
 //! `search_documents`: the passages that answer a query, within the scope and the filters,
 //! best first, each with a snippet centred on what matched.
 
+use std::collections::HashMap;
+
 use extractors::Scope;
 use serde_json::{json, Map, Value};
 
@@ -13,6 +15,7 @@ use super::snippet::snippet;
 use super::view::{self, normalize, View};
 use super::{Finished, FullResult, SearchArgs, ToolError};
 use crate::embed::ChunkKind;
+use crate::index::objects::PackReader;
 use crate::index::{Hit, SearchFilter};
 use crate::ingestor::Ingestor;
 
@@ -133,11 +136,19 @@ fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Va
 
 /// Where a hit's passage is on its page: the boxes of the lines of its object holding the
 /// chunk's text (objects without positions, and passages not found verbatim, give none).
-fn hit_boxes(ingestor: &Ingestor, hit: &Hit) -> Option<Value> {
+fn hit_boxes(
+    ingestor: &Ingestor,
+    packs: &mut HashMap<String, Option<PackReader>>,
+    hit: &Hit,
+) -> Option<Value> {
     let (_, fragment) = extractors::split_fragment(&hit.locator);
     let at = fragment.parse::<extractors::Fragment>().ok()?;
     let page = at.page?;
-    let mut pack = view::pack(ingestor, &hit.content_hash).ok()?;
+    // Hits of one file share its pack: opened (its directory read) once per call.
+    let pack = packs
+        .entry(hit.content_hash.clone())
+        .or_insert_with(|| view::pack(ingestor, &hit.content_hash).ok())
+        .as_mut()?;
     let needle = hit.text.trim();
     let head: String = needle.chars().take(80).collect();
     for i in 0..pack.objects.len() {
@@ -212,8 +223,11 @@ pub(crate) fn search_documents(
         .collect();
     if args.positions {
         // Only the hits this answer can show are looked up (the cursor's page onwards).
+        let mut packs = HashMap::new();
         for (hit, item) in hits.iter().zip(items.iter_mut()).skip(start.item) {
-            if let (Some(boxes), Value::Object(m)) = (hit_boxes(ingestor, hit), &mut *item) {
+            if let (Some(boxes), Value::Object(m)) =
+                (hit_boxes(ingestor, &mut packs, hit), &mut *item)
+            {
                 m.insert("boxes".into(), boxes);
             }
         }

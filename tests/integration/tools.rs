@@ -1056,17 +1056,21 @@ fn render_page_answers_within_its_byte_budget_for_pages_regions_and_pictures() {
         (w as f64 - ew).abs() <= 2.0 && (h as f64 - eh).abs() <= 2.0,
         "{w}x{h} for {bx:?}: {v}"
     );
-    // A search hit in the PDF, with positions, names the same line's box.
-    let (hits, _) = call(
-        &alice(),
-        ToolCall::SearchDocuments(SearchArgs {
-            query: "Install the tide gauge on the north pier".into(),
-            locator: Some(pdf.clone()),
-            positions: true,
-            ..SearchArgs::default()
-        }),
-        4000,
-    );
+    // A search hit in the PDF, with positions, names the same line's box; without, none.
+    let search = |positions: bool| {
+        call(
+            &alice(),
+            ToolCall::SearchDocuments(SearchArgs {
+                query: "Install the tide gauge on the north pier".into(),
+                locator: Some(pdf.clone()),
+                positions,
+                ..SearchArgs::default()
+            }),
+            4000,
+        )
+        .0
+    };
+    let hits = search(true);
     let hit = hits["hits"]
         .as_array()
         .unwrap()
@@ -1077,16 +1081,20 @@ fn render_page_answers_within_its_byte_budget_for_pages_regions_and_pictures() {
         hit["boxes"].as_array().unwrap().contains(b),
         "{hit} lacks {b}"
     );
-    let (plain, _) = call(
-        &alice(),
-        ToolCall::SearchDocuments(SearchArgs {
-            query: "Install the tide gauge on the north pier".into(),
-            locator: Some(pdf.clone()),
-            ..SearchArgs::default()
-        }),
-        4000,
-    );
+    let plain = search(false);
     assert!(!plain.to_string().contains("boxes"), "opt-in only: {plain}");
+    // Positions in a read count against its budget like the rest: a 300-char answer fits.
+    let (small, _) = call(
+        &alice(),
+        ToolCall::ReadContentObjects(ReadArgs {
+            locator: pdf.clone(),
+            positions: true,
+            max_chars: Some(300),
+            ..ReadArgs::default()
+        }),
+        300,
+    );
+    assert!(small["objects"].is_array(), "{small}");
     // A picture.
     let picture = f
         .documents
