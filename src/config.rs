@@ -150,8 +150,11 @@ pub struct Config {
     /// Where documents are parsed: isolated worker processes (default) or in-process.
     pub isolation: IsolationConfig,
     /// Ingest files and folders inside a walked folder whose names start with `.`. Off by
-    /// default: each such entry gets one `skipped` line and nothing under it is read.
+    /// default: each such entry gets one `ignored` line and nothing under it is read.
     pub include_hidden: bool,
+    /// Follow symbolic links met in a walked folder whose target lies inside it (loops
+    /// detected); off: each link is one `ignored` line.
+    pub follow_links: bool,
     /// What folder walks leave out besides hidden entries: `exclude`/`include` globs and
     /// the `.gitignore`, `.ignore` and `.ingestignore` files met (honoured by default).
     /// Each entry left out is one `ignored` line; nothing under it is read.
@@ -249,6 +252,7 @@ impl Default for Config {
             in_flight_bytes: 256 * 1024 * 1024,
             isolation: IsolationConfig::default(),
             include_hidden: false,
+            follow_links: false,
             exclusions: crate::Exclusions::default(),
             retry_unindexed: false,
             checkpoint_interval: std::time::Duration::from_secs(2),

@@ -29,6 +29,7 @@
 //! |---|---|
 //! | `sources.download` | a remote source's object about to be downloaded (a sync killed there must converge on the next) |
 //! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
+//! | `unpack.top` | a top-level input about to be unpacked, its quarantine mark written (`unpack.top~NAME=1` kills the process at the input whose locator holds NAME: the quarantine tests) |
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 //! | `content.write` | a content index about to be written (`:error` tests that the file fails) |
 //! | `tool.run` | a tool call about to run, in the thread that runs it (`:pause` tests that its places are held while it works) |
@@ -122,6 +123,37 @@ fn pass(site: &'static str) -> Option<(u64, Action)> {
 pub(crate) fn hit(site: &'static str) {
     if let Some((n, action)) = pass(site) {
         fire(site, n, action);
+    }
+}
+
+/// Count a pass through `site` concerning `subject` (a locator): armed as `site~TEXT=N`, it
+/// counts only the passes whose subject contains TEXT (a crash at one file, whatever the
+/// order of the others); armed as `site=N`, every pass.
+pub(crate) fn hit_for(site: &'static str, subject: &str) {
+    hit(site);
+    let Some(armed) = armed() else {
+        return;
+    };
+    for (key, &(at, action)) in &armed.points {
+        let Some(text) = key.strip_prefix(site).and_then(|k| k.strip_prefix('~')) else {
+            continue;
+        };
+        if !subject.contains(text) {
+            continue;
+        }
+        let n = {
+            let mut hits = crate::lock(&armed.hits);
+            let n = hits.entry(key.as_str()).or_default();
+            *n += 1;
+            *n
+        };
+        let fires = match action {
+            Action::Pause(_) => n >= at,
+            _ => n == at,
+        };
+        if fires {
+            fire(key, n, action);
+        }
     }
 }
 

@@ -87,6 +87,7 @@ pub use ingestor::Ingestor;
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};
 pub use migrate::{migrate, MigrateReport};
 pub use perms::{owner_only_umask, prepare_data_dir};
+pub use pipeline::quarantine;
 pub use pipeline::Input;
 pub use progress::{ProgressSnapshot, RunProgress};
 pub use reindex::{ReindexProgress, ReindexReport};

@@ -237,49 +237,84 @@ fn extension(name: &str) -> String {
     }
 }
 
-/// A ZIP file may be an OOXML/ODF document or a plain archive. ODF stores its `mimetype`
-/// member first and uncompressed (infer reads it); OOXML is told by its part names, read from
-/// the local headers found in `head` (the unpacker confirms with the central directory, see
-/// [`package_kind`]).
+/// A ZIP file may be an OOXML/ODF document or a plain archive, told by its structure, never
+/// by a byte pattern anywhere in it: ODF stores its `mimetype` member first and uncompressed;
+/// OOXML has a `[Content_Types].xml` entry beside its main part. Entry names are read from the
+/// local headers *walked in order* from the start of `head` (one header, its data, the next):
+/// the headers of a zip stored inside the zip (a `.docx` member of a stored archive) are data,
+/// not entries. When the walk cannot tell (a header whose size is in a data descriptor, parts
+/// past the head), the file is taken for an archive and the unpacker decides from the central
+/// directory ([`package_kind`]).
 fn detect_zip_based(head: &[u8]) -> Detected {
     let d = |kind, mime: &str| Detected {
         kind,
         mime: mime.to_string(),
     };
-    if let Some(t) = infer::get(head) {
-        let mime = t.mime_type();
-        if let Some(found) = package_kind(std::iter::empty(), Some(mime)) {
-            return found;
-        }
-        if mime != "application/zip" {
-            // epub, jar, apk, ...: a zip, but a document of its own kind; keep it whole.
-            return d(FileKind::Other, mime);
-        }
+    let entries = local_entries(head);
+    let mimetype = entries
+        .first()
+        .filter(|(name, _)| name == "mimetype")
+        .and_then(|(_, data)| data.as_deref())
+        .map(|m| String::from_utf8_lossy(m).trim().to_string());
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    if let Some(found) = package_kind(names.iter().copied(), mimetype.as_deref()) {
+        return found;
     }
-    let names = local_header_names(head);
-    package_kind(names.iter().map(String::as_str), None)
-        .unwrap_or_else(|| d(FileKind::Container(ContainerKind::Zip), "application/zip"))
+    match mimetype.as_deref() {
+        // A zip package of its own kind (EPUB and the like), named by its first member.
+        Some(m) if !m.is_empty() && m.len() <= 128 && m.is_ascii() => {
+            d(FileKind::Other, m)
+        }
+        _ => d(FileKind::Container(ContainerKind::Zip), "application/zip"),
+    }
 }
 
-/// Names of the ZIP local file headers that start inside `head`.
-fn local_header_names(head: &[u8]) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut at = 0;
-    while let Some(pos) = head
-        .get(at..)
-        .and_then(|rest| rest.windows(4).position(|w| w == b"PK\x03\x04"))
-    {
-        let start = at + pos;
-        let len = head
-            .get(start + 26..start + 28)
+/// The entries whose local headers are met walking `head` from its start, in order: each
+/// name, and its data when it is stored uncompressed and lies in `head` (what a `mimetype`
+/// member needs). The walk stops at the first header it cannot step over.
+fn local_entries(head: &[u8]) -> Vec<(String, Option<Vec<u8>>)> {
+    let u16_at = |at: usize| {
+        head.get(at..at + 2)
             .and_then(|b| b.try_into().ok())
-            .map_or(0, |b: [u8; 2]| usize::from(u16::from_le_bytes(b)));
-        if let Some(name) = head.get(start + 30..start + 30 + len) {
-            names.push(String::from_utf8_lossy(name).into_owned());
+            .map(u16::from_le_bytes)
+    };
+    let u32_at = |at: usize| {
+        head.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+    };
+    let mut entries = Vec::new();
+    let mut at = 0usize;
+    while head.get(at..at + 4) == Some(b"PK\x03\x04") && entries.len() < 64 {
+        let (Some(flags), Some(method), Some(size), Some(name_len), Some(extra_len)) = (
+            u16_at(at + 6),
+            u16_at(at + 8),
+            u32_at(at + 18),
+            u16_at(at + 26),
+            u16_at(at + 28),
+        ) else {
+            break;
+        };
+        let name_at = at + 30;
+        let Some(name) = head.get(name_at..name_at + usize::from(name_len)) else {
+            break;
+        };
+        let data_at = name_at + usize::from(name_len) + usize::from(extra_len);
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let data = (method == 0)
+            .then(|| head.get(data_at..data_at.saturating_add(size)))
+            .flatten()
+            .filter(|d| d.len() <= 256)
+            .map(<[u8]>::to_vec);
+        entries.push((String::from_utf8_lossy(name).into_owned(), data));
+        // A size kept in a data descriptor (flag bit 3) or in a zip64 field: the next header
+        // cannot be found from here.
+        if flags & 0x08 != 0 || size == 0xFFFF_FFFF {
+            break;
         }
-        at = start + 4;
+        at = data_at.saturating_add(size);
     }
-    names
+    entries
 }
 
 /// The office document kind of a ZIP package, from its member `names` or an ODF `mimetype`
@@ -329,7 +364,11 @@ pub fn package_kind<'a>(
             return Some(found(k));
         }
     }
+    // OOXML: the content types part and the main part, both entries of the package.
     let names: Vec<&str> = names.into_iter().collect();
+    if !names.contains(&"[Content_Types].xml") {
+        return None;
+    }
     KINDS
         .iter()
         .filter(|(.., main)| !main.is_empty())
@@ -527,6 +566,94 @@ fn text_kind(head: &[u8], ext: &str, name: &str) -> TextKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zip of `parts`, each stored (no compression) or deflated.
+    fn zip_with(parts: &[(&str, &[u8])], stored: bool) -> Vec<u8> {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let method = if stored {
+            zip::CompressionMethod::Stored
+        } else {
+            zip::CompressionMethod::Deflated
+        };
+        for (name, body) in parts {
+            w.start_file(
+                *name,
+                zip::write::SimpleFileOptions::default().compression_method(method),
+            )
+            .unwrap();
+            w.write_all(body).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn a_zip_is_an_office_package_by_its_entries_never_by_bytes_inside_them() {
+        let docx = zip_with(
+            &[
+                ("[Content_Types].xml", b"<Types/>"),
+                ("_rels/.rels", b"<Relationships/>"),
+                ("word/document.xml", b"<w:document/>"),
+            ],
+            false,
+        );
+        let kind = |bytes: &[u8], name: &str| detect(bytes, name).kind;
+        let docx_kind = FileKind::Document(DocumentKind::Docx);
+        let archive = FileKind::Container(ContainerKind::Zip);
+        assert_eq!(kind(&docx, "a.docx"), docx_kind);
+        assert_eq!(kind(&docx, "a.zip"), docx_kind);
+        // Python's zipfile default: stored. The docx's own headers lie in the archive's bytes.
+        for stored in [true, false] {
+            let outer = zip_with(
+                &[("crane-safety.docx", &docx), ("readme.txt", b"read me")],
+                stored,
+            );
+            assert_eq!(kind(&outer, "bundle.zip"), archive, "stored {stored}");
+            assert_eq!(package_kind(["crane-safety.docx", "readme.txt"], None), None);
+        }
+        // A zip named .docx holding plain files is an archive.
+        let plain = zip_with(&[("notes.txt", b"n"), ("word/document.xml", b"x")], true);
+        assert_eq!(kind(&plain, "fake.docx"), archive);
+        // An OOXML package with extra members is still the document.
+        let extra = zip_with(
+            &[
+                ("[Content_Types].xml", b"<Types/>"),
+                ("word/document.xml", b"<w:document/>"),
+                ("customXml/item1.xml", b"<x/>"),
+                ("attachments/photo.jpg", b"\xff\xd8"),
+            ],
+            true,
+        );
+        assert_eq!(kind(&extra, "x.docx"), docx_kind);
+        // ODF: a stored `mimetype` first entry; EPUB the same way, its own kind kept whole.
+        let odt = zip_with(
+            &[
+                ("mimetype", b"application/vnd.oasis.opendocument.text"),
+                ("content.xml", b"<office:document-content/>"),
+            ],
+            true,
+        );
+        assert_eq!(kind(&odt, "x.odt"), FileKind::Document(DocumentKind::Odt));
+        let epub = zip_with(
+            &[
+                ("mimetype", b"application/epub+zip"),
+                ("OEBPS/chapter1.xhtml", b"<html/>"),
+            ],
+            true,
+        );
+        let found = detect(&epub, "book.epub");
+        assert_eq!((found.kind, found.mime.as_str()), (FileKind::Other, "application/epub+zip"));
+        // A JAR is a zip: its members are looked at one by one.
+        let jar = zip_with(
+            &[
+                ("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\n"),
+                ("app/Main.class", b"\xca\xfe\xba\xbe"),
+            ],
+            false,
+        );
+        assert_eq!(kind(&jar, "app.jar"), archive);
+    }
+
 
     /// `n` MPEG-1 layer III frames of 128 kbit/s at 44.1 kHz (417 bytes each, no padding).
     fn mp3_frames(n: usize, sync1: u8) -> Vec<u8> {

@@ -361,11 +361,12 @@ pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
         0
     };
     let data_dir = &ingestor.config().data_dir;
-    // What the data directory takes on disk: every file in it, the store's and the
-    // content packs' included.
+    // What the data directory takes on disk: the blocks allocated to every file in it, the
+    // store's and the content packs' included (a sparse file counts what it holds, not its
+    // apparent size).
     let disk_bytes: u64 = crate::unpack::DiskWalk::everything(data_dir)
         .filter_map(|e| match e {
-            crate::unpack::DiskEntry::File(f) => Some(f.size),
+            crate::unpack::DiskEntry::File(f) => allocated_bytes(&f.path),
             _ => None,
         })
         .sum();
@@ -378,6 +379,15 @@ pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
         "workflows": ingestor.workflows().stats()?,
         "last_run": ingestor.last_run(),
     }))
+}
+
+/// The bytes the file system allocated to the file at `path` (its blocks), `None` when it
+/// cannot be told.
+fn allocated_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| m.blocks().saturating_mul(512))
 }
 
 /// Ask the daemon listening on `path`. `Ok(None)` when no daemon answers there (no socket, or

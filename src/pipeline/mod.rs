@@ -34,6 +34,7 @@ mod extract;
 mod handoff;
 mod inputs;
 mod ledger;
+pub mod quarantine;
 mod resume;
 mod run;
 mod store;

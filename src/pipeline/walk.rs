@@ -3,6 +3,7 @@
 //! everything else is unpacked (containers recursively, under one budget per tree, behind a
 //! panic boundary) into [`Work`] items for extraction.
 
+use super::quarantine;
 use super::run::{unread_status, Run};
 use super::{BusyTime, Expansion, IndexItem, Work};
 use crate::index::{CatalogEntry, EntryStatus, ShadowedMember};
@@ -39,6 +40,14 @@ pub(super) struct WalkTally {
     /// Part of `unpack` spent waiting for the byte budget or a full channel (back-pressure,
     /// not work).
     pub(super) blocked: Duration,
+}
+
+/// What tells a top-level input from another of its name, for its quarantine mark: its size,
+/// its modification time (a remote object's change stamp) and, for an upload, its body.
+struct Seen<'a> {
+    size: u64,
+    mtime_ns: u64,
+    body: &'a str,
 }
 
 /// Stage 1: takes the run's [`Input`]s one after the other; answers unchanged files from the
@@ -87,7 +96,12 @@ impl<'r> WalkStage<'r> {
                         let locator = Locator::root(name);
                         let size = bytes.len() as u64;
                         let mut expansion = Expansion::default();
-                        self.unpack_contained(&locator, &[], || {
+                        let seen = Seen {
+                            size,
+                            mtime_ns: 0,
+                            body: "",
+                        };
+                        self.unpack_contained(&locator, &[], seen, || {
                             Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
                                 self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
                             });
@@ -189,6 +203,7 @@ impl<'r> WalkStage<'r> {
             file,
             limits.unwrap_or(&self.run.ing.config.limits),
             tags,
+            true,
             leaves,
             index,
         );
@@ -241,7 +256,13 @@ impl<'r> WalkStage<'r> {
             tags: tags.clone(),
             ..Expansion::default()
         };
-        self.unpack_contained(&top, &tags, || {
+        let body = archive.to_string_lossy();
+        let seen = Seen {
+            size,
+            mtime_ns,
+            body: &body,
+        };
+        self.unpack_contained(&top, &tags, seen, || {
             Unpacker::new(&limits).expand_file(archive, &top, &mut |leaf| {
                 let l = match &leaf {
                     Leaf::File { locator, .. }
@@ -272,6 +293,7 @@ impl<'r> WalkStage<'r> {
                 .collect(),
             include_hidden: self.run.ing.config.include_hidden,
             exclusions: self.run.ing.config.exclusions.clone(),
+            follow_links: self.run.ing.config.follow_links,
         };
         if exists {
             let partition = self.run.ing.config.partition;
@@ -414,7 +436,7 @@ impl<'r> WalkStage<'r> {
                         size,
                         mtime_ns: object.stamp,
                     };
-                    self.expand_disk_file(f, limits, Vec::new(), leaves, index);
+                    self.expand_disk_file(f, limits, Vec::new(), false, leaves, index);
                 }
                 Err(e @ crate::sources::SourceError::TooLarge { .. }) => {
                     self.record_unread(&locator, None, &[], FileStatus::Skipped, e.to_string());
@@ -526,15 +548,24 @@ impl<'r> WalkStage<'r> {
             self.replay_unchanged(&e);
             return;
         }
-        self.expand_disk_file(f, &self.run.ing.config.limits, Vec::new(), leaves, index);
+        self.expand_disk_file(
+            f,
+            &self.run.ing.config.limits,
+            Vec::new(),
+            false,
+            leaves,
+            index,
+        );
     }
 
     /// Unpack a file on disk (an archive recursively) under `limits` and send its files on.
+    #[allow(clippy::too_many_arguments)]
     fn expand_disk_file(
         &self,
         f: crate::unpack::DiskFile,
         limits: &crate::Limits,
         tags: Vec<String>,
+        upload: bool,
         leaves: &Sender<Work>,
         index: &Sender<IndexItem>,
     ) {
@@ -543,7 +574,18 @@ impl<'r> WalkStage<'r> {
             tags: tags.clone(),
             ..Expansion::default()
         };
-        let unpacked = self.unpack_contained(&f.locator, &tags, || {
+        // An upload's body is its job's: another upload of the same name is another input.
+        let body = if upload {
+            f.path.to_string_lossy()
+        } else {
+            std::borrow::Cow::Borrowed("")
+        };
+        let seen = Seen {
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+            body: &body,
+        };
+        let unpacked = self.unpack_contained(&f.locator, &tags, seen, || {
             Unpacker::new(limits).expand_file(&f.path, &f.locator, &mut |leaf| {
                 self.route_leaf(leaf, &f.locator, f.size, f.mtime_ns, leaves, &mut expansion);
             });
@@ -578,11 +620,37 @@ impl<'r> WalkStage<'r> {
     /// Unpack one top-level input behind a panic boundary: a decoder (zip, tar, flate2) that
     /// panics costs that input one `failed` line, not the run. Members routed before the panic
     /// keep their lines and entries; the input is recorded as failed (not as an archive), so it
-    /// is opened again next run. Returns whether unpacking ended normally.
-    fn unpack_contained(&self, top: &Locator, tags: &[String], unpack: impl FnOnce()) -> bool {
+    /// is opened again next run. Behind a quarantine mark too ([`quarantine`]): an input the
+    /// process died in twice while unpacking it is refused with a `failed` line instead. Returns
+    /// whether unpacking ended normally.
+    fn unpack_contained(
+        &self,
+        top: &Locator,
+        tags: &[String],
+        seen: Seen<'_>,
+        unpack: impl FnOnce(),
+    ) -> bool {
+        let scope = self.run.scope.key();
+        let locator = top.to_string();
+        let input = quarantine::InputIdentity {
+            scope: &scope,
+            locator: &locator,
+            size: seen.size,
+            mtime_ns: seen.mtime_ns,
+            body: seen.body,
+        };
+        let guard = match quarantine::enter(self.run.ing.data(), &input) {
+            Ok(guard) => guard,
+            Err(reason) => {
+                self.record_unread(top, None, tags, FileStatus::Failed, reason);
+                return false;
+            }
+        };
+        crate::failpoint::hit_for("unpack.top", &locator);
         let t = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(unpack));
         self.unpack_time.add(t.elapsed());
+        drop(guard);
         let Err(panic) = outcome else {
             return true;
         };

@@ -149,7 +149,10 @@ pub struct BrowseArgs {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadArgs {
-    /// The file to read (no `#fragment`; use the filters instead).
+    /// The file to read; a search hit's locator with its `#fragment` (`#page=12`,
+    /// `#sheet=Q3&rows=157-158`, `#line=40-52`, `#para=3-4`, `#slide=2`) reads exactly that
+    /// place — only those rows, lines or paragraphs, with a table's header row — where no
+    /// filter below says otherwise.
     pub locator: String,
     /// Whose file, when two files you may read have the same locator (yours and one a
     /// colleague shared): the `owner` an earlier answer showed. Without it a locator means

@@ -68,6 +68,9 @@ struct Filter {
     content_type: Option<ContentType>,
     sheet: Option<String>,
     rows: Option<(u64, u64)>,
+    /// Lines and paragraphs asked by the locator's fragment (`#line=`, `#para=`).
+    lines: Option<(u64, u64)>,
+    paras: Option<(u64, u64)>,
     slide: Option<u32>,
 }
 
@@ -84,8 +87,112 @@ impl Filter {
             && self.rows.is_none_or(|(a, b)| {
                 rows_or_lines(&o.fragment).is_some_and(|(x, y)| x <= b && a <= y)
             })
+            && overlaps(self.lines, &o.fragment, |f| f.lines)
+            && overlaps(self.paras, &o.fragment, |f| f.paras)
             && self.slide.is_none_or(|n| o.slide == Some(n))
     }
+
+    /// The range this read asks of object `o`'s text, when it asks one: rows or lines (by
+    /// `rows` or the fragment's `line=`), or paragraphs.
+    fn asked_of(&self, o: &PackedObject) -> Option<Asked> {
+        let f = o.fragment.parse::<extractors::Fragment>().ok()?;
+        if let (Some(asked), Some(held)) = (self.paras, f.paras) {
+            return Some(Asked::Paras { asked, held });
+        }
+        let asked = self.rows.or(self.lines)?;
+        let held = f.rows.or(f.lines)?;
+        Some(Asked::Lines {
+            asked,
+            held,
+            rows: f.rows.is_some(),
+        })
+    }
+}
+
+/// Whether `o`'s fragment range (picked by `range`) overlaps `asked`, when asked.
+fn overlaps(
+    asked: Option<(u64, u64)>,
+    fragment: &str,
+    range: impl Fn(&extractors::Fragment) -> Option<(u64, u64)>,
+) -> bool {
+    asked.is_none_or(|(a, b)| {
+        fragment
+            .parse::<extractors::Fragment>()
+            .ok()
+            .and_then(|f| range(&f))
+            .is_some_and(|(x, y)| x <= b && a <= y)
+    })
+}
+
+/// A range a read asks of an object that holds a wider one.
+#[derive(Debug, Clone, Copy)]
+enum Asked {
+    /// Rows of a table (after its header lines) or lines of a text, one text line each.
+    Lines {
+        asked: (u64, u64),
+        held: (u64, u64),
+        rows: bool,
+    },
+    /// Paragraphs, separated by a blank line in the object's text.
+    Paras { asked: (u64, u64), held: (u64, u64) },
+}
+
+/// Exactly the asked part of object `o`'s `text`, when the object holds more than was asked
+/// and its text maps line by line (paragraph by paragraph) onto its range: a table keeps its
+/// header lines (the column names), then the asked rows. The part's range, or `None` (the
+/// whole text stands) when the text does not map so.
+fn narrowed(text: &str, o: &PackedObject, asked: Asked) -> Option<(String, (u64, u64))> {
+    let ((a, b), (x, y)) = match asked {
+        Asked::Lines { asked, held, .. } | Asked::Paras { asked, held } => (asked, held),
+    };
+    let (from, to) = (a.max(x), b.min(y));
+    if from > to || (from, to) == (x, y) {
+        return None;
+    }
+    let take = |units: &[&str], header: usize, sep: &str| -> Option<String> {
+        let want = usize::try_from(y - x + 1).ok()?;
+        if units.len() != header + want {
+            return None; // the text does not map one unit to one row, line or paragraph
+        }
+        let skip = usize::try_from(from - x).ok()?;
+        let n = usize::try_from(to - from + 1).ok()?;
+        let head = units.get(..header)?;
+        let body = units.get(header + skip..header + skip + n)?;
+        Some(head.iter().chain(body).copied().collect::<Vec<_>>().join(sep))
+    };
+    let part = match asked {
+        Asked::Lines { rows, .. } => {
+            let trimmed = text.strip_suffix('\n').unwrap_or(text);
+            let lines: Vec<&str> = trimmed.split('\n').collect();
+            let header = if rows {
+                o.meta
+                    .get("header_lines")
+                    .and_then(Value::as_u64)
+                    .and_then(|h| usize::try_from(h).ok())
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            let mut part = take(&lines, header, "\n")?;
+            if trimmed.len() < text.len() {
+                part.push('\n');
+            }
+            part
+        }
+        // Paragraphs apart by a blank line, or one a line (a document's flow).
+        Asked::Paras { .. } => {
+            let trimmed = text.trim_end();
+            let paras: Vec<&str> = trimmed.split("\n\n").collect();
+            match take(&paras, 0, "\n\n") {
+                Some(part) => part,
+                None => {
+                    let lines: Vec<&str> = trimmed.split('\n').collect();
+                    take(&lines, 0, "\n")?
+                }
+            }
+        }
+    };
+    Some((part, (from, to)))
 }
 
 /// The objects `before` and `after` read around a hit by default, and the most they may ask.
@@ -230,6 +337,20 @@ fn first_holder(
         .position(|&i| objects.get(i).is_some_and(|o| holds(at, o)))
 }
 
+/// The `#fragment` of a read's locator, parsed (empty without one).
+fn locator_fragment(locator: &str) -> Result<extractors::Fragment, ToolError> {
+    let (_, fragment) = extractors::split_fragment(locator.trim());
+    if fragment.is_empty() {
+        return Ok(extractors::Fragment::default());
+    }
+    fragment.parse().map_err(|e| {
+        let shown: String = fragment.chars().take(200).collect();
+        ToolError::Invalid(format!(
+            "the locator's #{shown}: {e}; a fragment is page=, sheet=&rows=, line=, para= or slide="
+        ))
+    })
+}
+
 /// The locator of object `o` of the file at `file` (the file's when it has no fragment).
 pub(super) fn object_locator(file: &str, o: &PackedObject) -> String {
     if o.fragment.is_empty() {
@@ -290,13 +411,24 @@ pub(crate) fn read_content_objects(
         Some(r) => Some(parse_range("rows", r)?),
         None => None,
     };
+    // The locator's own #fragment (a search hit's, copied as it is) asks what the filters
+    // ask, where no argument said it already.
+    let at = match args.around {
+        Some(_) => extractors::Fragment::default(),
+        None => locator_fragment(&args.locator)?,
+    };
     let filter = Filter {
-        pages: args.pages.as_deref().map(parse_pages).transpose()?,
+        pages: match args.pages.as_deref() {
+            Some(p) => Some(parse_pages(p)?),
+            None => at.page.map(|p| (p, p)),
+        },
         section,
         content_type: args.content_type.as_deref().map(parse_type).transpose()?,
-        sheet: args.sheet.clone(),
-        rows,
-        slide: args.slide,
+        sheet: args.sheet.clone().or(at.sheet),
+        rows: rows.or(at.rows),
+        lines: at.lines,
+        paras: at.paras,
+        slide: args.slide.or(at.slide),
     };
     let file = doc.entry.locator.clone();
     let around = Around::of(args, &file)?;
@@ -410,12 +542,46 @@ pub(crate) fn read_content_objects(
         };
         fill(&ctx, &base, start, &mut |n| {
             let i = selected.get(n).copied().unwrap_or(usize::MAX);
-            let text = pack.text(i)?;
+            let mut text = pack.text(i)?;
             let mut fields = pack
                 .objects
                 .get(i)
                 .map(|o| object_fields(n, &file, o, level))
                 .unwrap_or_default();
+            // Exactly the rows, lines or paragraphs asked, when the object holds more.
+            let part = pack.objects.get(i).and_then(|o| {
+                let asked = filter.asked_of(o)?;
+                let (part, (a, b)) = narrowed(&text, o, asked)?;
+                Some((part, a, b, o, asked))
+            });
+            if let Some((part, a, b, o, asked)) = part {
+                let (unit, key) = match asked {
+                    Asked::Lines { rows: true, .. } => ("rows", "rows"),
+                    Asked::Lines { rows: false, .. } => ("lines", "line"),
+                    Asked::Paras { .. } => ("paragraphs", "para"),
+                };
+                let mut f = o.fragment.parse::<extractors::Fragment>().unwrap_or_default();
+                match key {
+                    "rows" => f.rows = Some((a, b)),
+                    "line" => f.lines = Some((a, b)),
+                    _ => f.paras = Some((a, b)),
+                }
+                if level == 1 {
+                    fields.insert("at".into(), json!(f.to_string()));
+                }
+                if level == 0 {
+                    fields.insert("locator".into(), json!(format!("{file}#{f}")));
+                    fields.insert(
+                        "part".into(),
+                        json!(format!(
+                            "{unit} {a}-{b} of this object's {}",
+                            o.fragment
+                        )),
+                    );
+                }
+                fields.insert("chars".into(), json!(part.chars().count()));
+                text = part;
+            }
             if hit_at == Some(n) {
                 fields.insert("hit".into(), Value::Bool(true));
             }

@@ -659,6 +659,40 @@ fn reference(item: &ContextItem) -> Value {
     }
 }
 
+/// Each layer's share of a page, in the order the layers come: how many of its items are
+/// shown and the characters they take, and how many are left for later pages. `shown[i]` is
+/// `items[start + i]`.
+fn layer_shares(items: &[ContextItem], start: usize, next: usize, shown: &[Value]) -> Value {
+    let mut shares: Vec<(Value, usize, usize, usize)> = Vec::new();
+    for (i, item) in items.iter().enumerate().skip(start) {
+        let layer = serde_json::to_value(item.layer()).unwrap_or_default();
+        let at = match shares.iter().position(|(l, ..)| *l == layer) {
+            Some(at) => at,
+            None => {
+                shares.push((layer, 0, 0, 0));
+                shares.len() - 1
+            }
+        };
+        let Some(share) = shares.get_mut(at) else {
+            continue;
+        };
+        match shown.get(i - start).filter(|_| i < next) {
+            Some(v) => {
+                share.1 += 1;
+                share.2 += v.to_string().chars().count();
+            }
+            None => share.3 += 1,
+        }
+    }
+    json!(shares
+        .into_iter()
+        .map(|(layer, n, chars, left)| json!({"layer": layer, "shown": n, "chars": chars, "left": left}))
+        .collect::<Vec<_>>())
+}
+
+/// The smallest budget whose answers state each layer's share (`layers`).
+const MIN_SHARES_BUDGET: usize = 1000;
+
 /// The most of a summary's `covers` an answer shows (it may be up to 4 KiB).
 const MAX_COVERS_SHOWN: usize = 160;
 
@@ -688,6 +722,9 @@ pub(crate) fn gather_context(
         workflow_id: None,
         ..scope.clone()
     };
+    // Each layer's share of the page is stated in it, within the budget, from
+    // [`MIN_SHARES_BUDGET`] chars on (below, the items need every char).
+    let states_shares = budget.max >= MIN_SHARES_BUDGET;
     let texts: Vec<String> = items.iter().map(ContextItem::text).collect();
     let full = FullResult::of(texts.iter().map(String::as_str));
     let rest = items.get(start.item..).unwrap_or_default();
@@ -695,6 +732,12 @@ pub(crate) fn gather_context(
         let mut m = Map::new();
         m.insert("workflow".into(), json!(a.workflow.trim()));
         m.insert("items".into(), json!(shown));
+        if states_shares {
+            m.insert(
+                "layers".into(),
+                layer_shares(&items, start.item, next, shown),
+            );
+        }
         let left = items.len().saturating_sub(next);
         if left > 0 {
             m.insert(

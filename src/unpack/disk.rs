@@ -65,7 +65,14 @@ pub struct WalkOptions {
     /// Globs and ignore files: what they exclude is left out like a hidden entry, the root
     /// too (so a file is in or out however a walk reaches it).
     pub exclusions: Exclusions,
+    /// Follow symbolic links whose target lies inside the walked root (a link leaving it, or
+    /// one that leads back into a folder already on the way, is `ignored`, saying why). Off:
+    /// every link is one `ignored` line.
+    pub follow_links: bool,
 }
+
+/// Why a link was not followed.
+pub const LINK_REASON: &str = "link: not followed (--follow-links follows links inside the folder)";
 
 /// Whether a file name is hidden by the Unix convention (starts with `.`).
 pub fn is_hidden(name: &std::ffi::OsStr) -> bool {
@@ -87,6 +94,10 @@ pub struct DiskWalk {
     /// Entries already decided (a root that cannot be opened, hidden children of a folder
     /// just read), handed out before the stack is looked at again.
     ready: std::collections::VecDeque<DiskEntry>,
+    /// The walked root, canonical: followed links must lead inside it.
+    root: PathBuf,
+    /// Folders entered (device, inode), so a followed link never walks one twice (loops).
+    entered: std::collections::HashSet<(u64, u64)>,
 }
 
 impl DiskWalk {
@@ -98,9 +109,12 @@ impl DiskWalk {
             options,
             stack: Vec::new(),
             ready: std::collections::VecDeque::new(),
+            root: PathBuf::new(),
+            entered: std::collections::HashSet::new(),
         };
         match std::fs::canonicalize(root) {
             Ok(p) => {
+                walk.root = p.clone();
                 let is_dir = p.is_dir();
                 match walk.judge.excluded(&p, is_dir) {
                     Some(reason) => walk.ready.push_back(DiskEntry::Ignored {
@@ -143,13 +157,51 @@ impl DiskWalk {
                 })
             }
         };
-        let ft = meta.file_type();
+        let mut ft = meta.file_type();
+        let mut meta = meta;
         if ft.is_symlink() {
-            Some(DiskEntry::Skipped {
-                locator,
-                reason: "link: not followed".into(),
-            })
-        } else if ft.is_dir() {
+            if !self.options.follow_links {
+                return Some(DiskEntry::Ignored {
+                    locator,
+                    reason: LINK_REASON.into(),
+                });
+            }
+            let target = match std::fs::canonicalize(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    return Some(DiskEntry::Ignored {
+                        locator,
+                        reason: format!("link: its target cannot be opened: {e}"),
+                    })
+                }
+            };
+            if !target.starts_with(&self.root) {
+                return Some(DiskEntry::Ignored {
+                    locator,
+                    reason: "link: leads outside the walked folder (give its target to \
+                             ingest it)"
+                        .into(),
+                });
+            }
+            meta = match std::fs::metadata(&target) {
+                Ok(m) => m,
+                Err(e) => {
+                    return Some(DiskEntry::Failed {
+                        locator,
+                        reason: format!("cannot stat the link's target: {e}"),
+                    })
+                }
+            };
+            ft = meta.file_type();
+        }
+        if ft.is_dir() {
+            use std::os::unix::fs::MetadataExt;
+            if !self.entered.insert((meta.dev(), meta.ino())) {
+                return Some(DiskEntry::Ignored {
+                    locator,
+                    reason: "link: leads back into a folder already walked (a loop)".into(),
+                });
+            }
             match std::fs::read_dir(&path) {
                 Ok(rd) => {
                     let mut children: Vec<(PathBuf, bool)> = rd
@@ -285,6 +337,65 @@ mod tests {
             .filter(|e| matches!(e, DiskEntry::File(_)))
             .count();
         assert_eq!(files, 2);
+    }
+
+    #[test]
+    fn links_are_ignored_unless_followed_and_never_lead_out_or_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("docs");
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::write(root.join("real/a.txt"), "a").unwrap();
+        std::fs::write(base.join("secret.txt"), "outside").unwrap();
+        let link = |target: &Path, at: &str| std::os::unix::fs::symlink(target, root.join(at));
+        link(&root.join("real/a.txt"), "to-a.txt").unwrap();
+        link(&root.join("real"), "to-real").unwrap();
+        link(&base.join("secret.txt"), "to-secret.txt").unwrap();
+        link(&root, "real/loop").unwrap();
+        link(&root.join("gone"), "dangling").unwrap();
+        let walked = |follow: bool| -> Vec<String> {
+            let options = WalkOptions {
+                follow_links: follow,
+                ..WalkOptions::default()
+            };
+            DiskWalk::new(&root, options)
+                .map(|e| {
+                    let (loc, what) = match e {
+                        DiskEntry::File(f) => (f.locator, "file".to_string()),
+                        DiskEntry::Skipped { locator, reason }
+                        | DiskEntry::Failed { locator, reason }
+                        | DiskEntry::Ignored { locator, reason } => (locator, reason),
+                    };
+                    let rel = loc.to_string();
+                    let rel = rel.strip_prefix(&format!("{}/", root.display())).unwrap();
+                    let what: String = what.chars().take(28).collect();
+                    format!("{rel}: {what}")
+                })
+                .collect()
+        };
+        let not = "link: not followed (--follow";
+        assert_eq!(
+            walked(false),
+            [
+                format!("dangling: {not}"),
+                "real/a.txt: file".into(),
+                format!("real/loop: {not}"),
+                format!("to-a.txt: {not}"),
+                format!("to-real: {not}"),
+                format!("to-secret.txt: {not}"),
+            ]
+        );
+        assert_eq!(
+            walked(true),
+            [
+                String::from("dangling: link: its target cannot be o"),
+                "real/a.txt: file".into(),
+                "real/loop: link: leads back into a fold".into(),
+                "to-a.txt: file".into(),
+                "to-real: link: leads back into a fold".into(),
+                "to-secret.txt: link: leads outside the walk".into(),
+            ]
+        );
     }
 
     #[test]

@@ -201,6 +201,59 @@ fn extension_of(ctype: &str, subtype: &str) -> &'static str {
     }
 }
 
+/// At most this many `message/*` parts in one mail, however they nest. `mail-parser` builds
+/// a message/rfc822 part without boundary lines as a message *inside* the part before it, so
+/// one such header per line makes a tree as deep as the mail is long; its parser walks that
+/// iteratively, but the tree costs memory per level and every walk of it (ours, a `Drop`) must
+/// be iterative too ([`FlatDrop`]). A real mail forwards a handful; a digest a few hundred.
+pub(crate) const MAX_NESTED_MESSAGES: u64 = 1_000;
+
+/// What bounds a MIME message's parts, from a cheap scan of its bytes before any parsing: the
+/// lines that can be boundaries (`--…`: every multipart part needs one) and the `message/`
+/// media types (a message/rfc822 or message/global part, which nests without a boundary line).
+/// Both over-count (a body line starting with `--`, the words in a body), never under-count:
+/// a `multipart/digest`'s parts are messages without saying so, but each has a boundary line.
+pub(crate) fn mime_parts_bound(raw: &[u8]) -> (u64, u64) {
+    let boundary_lines = raw
+        .split(|&b| b == b'\n')
+        .filter(|line| line.starts_with(b"--"))
+        .count() as u64;
+    let nested = raw
+        .windows(MESSAGE_TYPE.len())
+        .filter(|w| w.eq_ignore_ascii_case(MESSAGE_TYPE))
+        .count() as u64;
+    (boundary_lines, nested)
+}
+
+const MESSAGE_TYPE: &[u8] = b"message/";
+
+/// A parsed message dropped without recursion. `mail-parser`'s `Message` holds a nested
+/// message inside its part, so the derived `Drop` recurses once per level: a mail of 60 000
+/// nested messages (1.8 MB) overflowed the walk thread's stack and took the process down.
+/// Dropping takes every nested message out of its part first and drops them one by one.
+pub(crate) struct FlatDrop<'x>(pub(crate) mail_parser::Message<'x>);
+
+impl Drop for FlatDrop<'_> {
+    fn drop(&mut self) {
+        fn take_nested<'x>(message: &mut mail_parser::Message<'x>, stack: &mut Vec<mail_parser::Message<'x>>) {
+            for part in &mut message.parts {
+                if matches!(part.body, mail_parser::PartType::Message(_)) {
+                    if let mail_parser::PartType::Message(inner) = std::mem::take(&mut part.body)
+                    {
+                        stack.push(inner);
+                    }
+                }
+            }
+        }
+        let mut stack = Vec::new();
+        take_nested(&mut self.0, &mut stack);
+        while let Some(mut message) = stack.pop() {
+            take_nested(&mut message, &mut stack);
+            drop(message);
+        }
+    }
+}
+
 /// One member a mail walker hands on: its name and what it holds.
 pub(super) struct MailMember {
     pub(super) name: String,
@@ -248,12 +301,9 @@ impl Unpacker<'_> {
         sink: &mut dyn FnMut(Leaf),
     ) -> MailWalked {
         let raw = self.mail_bytes(source)?;
-        // Parts are bounded before parsing: each needs a boundary line (`--…`), and a part
-        // costs the parser memory whether or not it is ever a member.
-        let boundary_lines = raw
-            .split(|&b| b == b'\n')
-            .filter(|line| line.starts_with(b"--"))
-            .count() as u64;
+        // Parts are bounded before parsing (see `mime_parts_bound`): a part costs the parser
+        // memory whether or not it is ever a member, and nested messages are a tree.
+        let (boundary_lines, nested) = mime_parts_bound(&raw);
         let max_lines = self.limits.max_files.saturating_mul(2).saturating_add(16);
         if boundary_lines > max_lines {
             return Err(format!(
@@ -261,10 +311,20 @@ impl Unpacker<'_> {
                 Limit::FileCount.name()
             ));
         }
+        if nested > MAX_NESTED_MESSAGES {
+            return Err(format!(
+                "limit: {} ({nested} message/* parts, each a message inside the one before \
+                 or beside it; at most {MAX_NESTED_MESSAGES})",
+                Limit::Depth.name()
+            ));
+        }
         let parser = MessageParser::default();
-        let message = parser
-            .parse(raw.as_ref())
-            .ok_or_else(|| "corrupt mail: no message headers".to_string())?;
+        let message = FlatDrop(
+            parser
+                .parse(raw.as_ref())
+                .ok_or_else(|| "corrupt mail: no message headers".to_string())?,
+        );
+        let message = &message.0;
         let head = MailHead {
             subject: message.subject().and_then(bounded),
             from: addresses(message.from()),
@@ -714,6 +774,59 @@ mod tests {
             )
         );
         assert_eq!(got[1].0, "b.mbox!/0002 small.eml!/message.txt");
+    }
+
+    /// A message whose body is a message/rfc822 part, `levels` deep, without boundary lines
+    /// (the crafted mail that took the service down: 60 000 levels in 1.8 MB).
+    pub(crate) fn nested_mail(levels: usize) -> Vec<u8> {
+        let mut m = b"From: a@x.org\r\nSubject: nest\r\n".to_vec();
+        for _ in 0..levels {
+            m.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+        }
+        m.extend_from_slice(b"Subject: deepest\r\n\r\nthe bottom\r\n");
+        m
+    }
+
+    #[test]
+    fn a_deeply_nested_message_is_refused_before_parsing_and_dropped_flat_when_parsed() {
+        // Refused by the scan, before a part is built, with the limit and the count.
+        let got = collect(&Limits::default(), "nest.eml", nested_mail(60_000));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "nest.eml");
+        assert!(
+            got[0].1.starts_with("skipped: limit: depth (60000 message/* parts"),
+            "{got:?}"
+        );
+        // Parsed whole (the scan's bound lifted): the tree is 200 000 levels deep, and its
+        // drop must not recurse. Without `FlatDrop` this overflows the stack and aborts the
+        // test process (revert-checked), in a thread with a 2 MiB stack like the walk's.
+        let raw = nested_mail(200_000);
+        let depth = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let parsed = FlatDrop(MessageParser::default().parse(&raw).unwrap());
+                let mut depth = 0;
+                let mut at = &parsed.0;
+                while let Some(inner) = at.parts.iter().find_map(|p| match &p.body {
+                    mail_parser::PartType::Message(m) => Some(m),
+                    _ => None,
+                }) {
+                    depth += 1;
+                    at = inner;
+                }
+                depth
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(depth, 200_000);
+        // Within the bound, the nested messages are members down to the depth limit.
+        let got = collect(&Limits::default(), "few.eml", nested_mail(20));
+        assert_eq!(got.last().unwrap().0, "few.eml", "{got:?}");
+        assert!(
+            got.iter().any(|(l, r)| l.ends_with("!/message.txt") && r.contains("Subject")),
+            "{got:?}"
+        );
     }
 
     #[test]

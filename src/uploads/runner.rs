@@ -341,6 +341,14 @@ impl Shared {
             let body = super::spool::body_path(&self.spool, id);
             let (scope, name) = (&job.record.scope, job.record.status.locator.as_str());
             let kept_root = self.ing.kept_root();
+            let quarantined = job.record.status.state == JobState::Failed
+                && job.record.status.reason.as_deref().is_some_and(|r| {
+                    r.contains(&format!("({}: ", crate::pipeline::quarantine::QUARANTINED))
+                });
+            if quarantined {
+                // Kept for the operator beside its quarantine mark (`ingest quarantine`).
+                crate::pipeline::quarantine::keep_body(&self.data, &scope.key(), name, &body);
+            }
             // Kept for extract_container_item (members left out) and for render_page (a PDF
             // or a picture is looked at again), within the principal's kept-bytes quota.
             let kept = (left_out || super::spool::renderable(&body, name))

@@ -1,10 +1,12 @@
 //! `gather_context`: before an agent round, the three layers of the knowledge store, in
-//! priority order — the caller's own documents (its user and feature instance) that match the
-//! query, **all** the workflow's entities (its working facts: customer, amounts, dates; most
-//! recently set first, whether or not they match the query), documents shared in its mandate
-//! that match, the workflow's latest conversation summary, and the relevant passages of its
-//! tool results, those of the most recent results first — each layer with its own limit and
-//! floor, every passage once (the same text found in two layers stays in the first). The
+//! priority order — first what the agent's own run established: **all** the workflow's
+//! entities (its working facts: customer, amounts, dates; most recently set first, whether or
+//! not they match the query), then the relevant passages of its tool results (those of the
+//! most recent results first), then its latest conversation summaries; after them the
+//! knowledge base: the caller's own documents (its user and feature instance) that match the
+//! query, then documents shared in its mandate that match. Each layer has its own limit and
+//! floor, every passage is there once (the same text found in two layers stays in the first).
+//! However many documents match, they never push the run's own facts out of a budget. The
 //! answer's budget is the tool's (`crate::tools`): this module finds and orders, the tool
 //! packs.
 
@@ -140,12 +142,6 @@ impl Workflows<'_> {
             shared: Some(false),
             ..passages.clone()
         };
-        for hit in search(&docs, &layers.instance, own)? {
-            items.push(ContextItem::Passage {
-                layer: Layer::Instance,
-                hit,
-            });
-        }
         let in_workflow = |folder: &str| SearchFilter {
             owner_key: Some(w.key()),
             locator_prefix: Some(folder.to_string()),
@@ -163,25 +159,6 @@ impl Workflows<'_> {
                 .into_iter()
                 .map(|entity| ContextItem::Entity { entity }),
         );
-        if docs.mandate_id.is_some() {
-            let shared = SearchFilter {
-                shared: Some(true),
-                ..passages.clone()
-            };
-            for hit in search(&docs, &layers.shared, shared)? {
-                items.push(ContextItem::Passage {
-                    layer: Layer::Shared,
-                    hit,
-                });
-            }
-        }
-        let summaries = match layers.summary.limit {
-            0 => Vec::new(),
-            n => self.latest_summaries(&w, Some(n))?,
-        };
-        for s in summaries.into_iter().rev() {
-            items.push(ContextItem::Summary(s));
-        }
         // Tool results: the relevant passages, those of the most recent results first (a
         // wider search, then the newest results' passages by score, then the others').
         let wide = LayerLimit {
@@ -216,6 +193,33 @@ impl Workflows<'_> {
                 .into_iter()
                 .map(|(meta, hit)| ContextItem::ToolResult { meta, hit }),
         );
+        // Then what the run concluded: its latest summaries, the newest first.
+        let summaries = match layers.summary.limit {
+            0 => Vec::new(),
+            n => self.latest_summaries(&w, Some(n))?,
+        };
+        for s in summaries.into_iter().rev() {
+            items.push(ContextItem::Summary(s));
+        }
+        // Last the knowledge base: the caller's own documents, then the mandate's shared ones.
+        for hit in search(&docs, &layers.instance, own)? {
+            items.push(ContextItem::Passage {
+                layer: Layer::Instance,
+                hit,
+            });
+        }
+        if docs.mandate_id.is_some() {
+            let shared = SearchFilter {
+                shared: Some(true),
+                ..passages.clone()
+            };
+            for hit in search(&docs, &layers.shared, shared)? {
+                items.push(ContextItem::Passage {
+                    layer: Layer::Shared,
+                    hit,
+                });
+            }
+        }
         // One passage once: the first (highest-priority) layer keeps it.
         let mut seen = HashSet::new();
         items.retain(|i| seen.insert(fingerprint(&i.text())));

@@ -307,7 +307,14 @@ fn gather_context_takes_the_layers_in_order_once_each_within_its_budget() {
             &bob_shared,
         )
         .unwrap();
-    // The same passage as a tool result: shown once, in the higher layer (the document).
+    b.ing
+        .ingest_bytes(
+            "own/quay.txt",
+            b"The north quay harbour crane seven is the tallest crane of the port.\n".to_vec(),
+            &alice(),
+        )
+        .unwrap();
+    // The same passage as a tool result: shown once, in the higher layer (the tool result).
     b.ok(
         &alice(),
         "store_tool_result",
@@ -338,7 +345,7 @@ fn gather_context_takes_the_layers_in_order_once_each_within_its_budget() {
     let items = all["items"].as_array().unwrap();
     let layers: Vec<&str> = items.iter().map(|i| i["layer"].as_str().unwrap()).collect();
     let rank = |l: &str| {
-        ["instance", "entity", "shared", "summary", "tool_result"]
+        ["entity", "tool_result", "summary", "instance", "shared"]
             .iter()
             .position(|x| *x == l)
             .unwrap()
@@ -350,7 +357,19 @@ fn gather_context_takes_the_layers_in_order_once_each_within_its_budget() {
     for l in ["instance", "entity", "shared", "summary", "tool_result"] {
         assert!(layers.contains(&l), "{l} missing: {all}");
     }
-    // Each passage once: the document's passage is not repeated as a tool result.
+    // Each layer's share of the page is stated, in the layers' order.
+    let shares: Vec<&str> = all["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shares,
+        ["entity", "tool_result", "summary", "instance", "shared"],
+        "{all}"
+    );
+    // Each passage once: the tool result's passage is not repeated as a document's.
     let texts: Vec<String> = items
         .iter()
         .filter_map(|i| i["text"].as_str())
@@ -835,4 +854,92 @@ fn gather_context_holds_every_entity_and_the_newest_results_first() {
         "key",
     );
     assert_eq!(keys, ["due_date", "vault_code"]);
+}
+
+/// Issue 62's case: an index where the documents alone would fill the budget many times
+/// (≥ 20 000 chunks about the question's subject). Every entity is in the first answer at
+/// 4 000 and at 1 000 chars, and the newest tool result's passage comes before any document.
+#[test]
+fn gather_context_puts_entities_and_the_newest_result_before_a_flood_of_documents() {
+    let b = Bench::with(|c| {
+        c.chunking.max_tokens = 40;
+        c.chunking.overlap_tokens = 0;
+        c.chunking.file_cards = false;
+        c.chunking.contextual_headers = false;
+    });
+    let mut inputs = Vec::new();
+    for f in 0..25 {
+        let mut text = String::new();
+        for p in 0..900 {
+            text.push_str(&format!(
+                "OpenType font features note {f}-{p}: the kerning table, ligature substitution \
+                 and small capitals feature tags of typeface family {p} are described here.\n\n"
+            ));
+        }
+        inputs.push(crate::Input::Bytes {
+            name: format!("fonts/guide-{f}.txt"),
+            bytes: text.into_bytes(),
+        });
+    }
+    b.ing.ingest(inputs, &alice(), &|_| {}).unwrap();
+    let chunks = b.points(&alice());
+    assert!(chunks >= 20_000, "{chunks} chunks");
+    for (key, value) in [
+        ("vault_code", "ENTITY-ZEBRA-4471"),
+        ("customer", "Fjordline Shipping AS"),
+        ("due_date", "2026-12-01"),
+    ] {
+        b.ok(
+            &alice(),
+            "remember",
+            json!({"workflow": "wf-7", "key": key, "value": value}),
+        );
+    }
+    b.ok(
+        &alice(),
+        "store_tool_result",
+        json!({"workflow": "wf-7", "tool": "fonts.lookup",
+               "content": "The newest lookup: OpenType font features of the house typeface were checked."}),
+    );
+    for max in [4000, 1000] {
+        let page = b.ok(
+            &alice(),
+            "gather_context",
+            json!({"workflow": "wf-7", "query": "OpenType font features ligature kerning",
+                   "layers": {"instance": {"limit": 50, "min_score": null},
+                              "shared": {"limit": 50, "min_score": null}},
+                   "max_chars": max}),
+        );
+        let items = page["items"].as_array().unwrap();
+        let layers: Vec<&str> = items.iter().map(|i| i["layer"].as_str().unwrap()).collect();
+        let keys: Vec<&str> = items
+            .iter()
+            .filter(|i| i["layer"] == "entity")
+            .map(|i| i["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys.len(), 3, "max_chars {max}: {page}");
+        assert!(
+            items
+                .iter()
+                .any(|i| i["key"] == "vault_code" && i["value"] == "ENTITY-ZEBRA-4471"),
+            "max_chars {max}: {page}"
+        );
+        assert!(
+            layers.iter().take(3).all(|l| *l == "entity"),
+            "max_chars {max}: {layers:?}"
+        );
+        if max == 4000 {
+            let tool = layers.iter().position(|l| *l == "tool_result");
+            let doc = layers.iter().position(|l| *l == "instance");
+            assert!(
+                tool.is_some() && doc.is_none_or(|d| tool < Some(d)),
+                "{layers:?}: {page}"
+            );
+            assert!(doc.is_some(), "documents fill the rest: {page}");
+        }
+        assert!(page["cursor"].is_string(), "{page}");
+        let shares = page["layers"].as_array().unwrap();
+        assert_eq!(shares[0]["layer"], "entity", "{page}");
+        assert_eq!(shares[0]["shown"], 3, "{page}");
+    }
 }

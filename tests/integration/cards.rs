@@ -113,11 +113,7 @@ fn every_picture_recording_and_film_is_found_by_its_name() {
     let out = sb.run(&[
         "eval", "--names", "--json", "--mode", "keyword", "--mode", "hybrid",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
     // Only an entry without any point is not searched for (an empty file), and it is said.
     let catalog = sb.status()["catalog"].clone();
@@ -172,11 +168,7 @@ fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
     );
     // Reindex: every content again, with cards, from the stored texts.
     let out = sb.run(&["reindex", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let report = json_lines(&out).pop().expect("report");
     let files = files_only(&lines).len() as u64;
     assert_eq!(report["contents"].as_u64(), Some(files), "{report}");

@@ -411,11 +411,7 @@ fn a_content_index_that_cannot_be_written_fails_its_file() {
     assert_eq!(summary["failed"], 0);
     assert!(found(lost).iter().any(|l| l.starts_with(&failed_loc)));
     let out = sb.run(&["read", &failed_loc]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains(lost));
     assert_store_matches_catalog(&sb);
 }

@@ -29,11 +29,7 @@ fn eval_scores_the_fixture_question_set_in_every_mode() {
     let sb = ingested();
     let questions = repo_dir().join("eval/fixtures.tsv");
     let out = sb.run(&["eval", "--json", questions.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let reports: Vec<Value> = serde_json::from_slice(&out.stdout).expect("one JSON array");
     assert_eq!(reports.len(), 3);
     for mode in ["dense", "keyword", "hybrid"] {
@@ -96,11 +92,7 @@ fn keyword_search_matches_exact_codes_and_file_names_without_the_model() {
         ])
     };
     let out = search("keyword", "VEN-02");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let hits = search_hits(&out);
     assert!(
         hits[0]["locator"]

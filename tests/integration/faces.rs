@@ -40,8 +40,9 @@ fn one_answer(out: &std::process::Output, max_chars: usize) -> Value {
     value
 }
 
+/// What a command said (exit code, stdout, stderr), for assertions.
 fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    crate::util::told(out)
 }
 
 /// The fixture documents and archives ingested into a fresh sandbox.
@@ -165,6 +166,10 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
         "800",
         "--locator",
         bundle,
+        // What is checked is the narrowing and the budget, not the relevance floor (on a
+        // busy AMX machine this search once exited 1, nothing relevant, with its hits cut).
+        "--min-score",
+        "0",
         "who kept the lighthouse on Skerry Point",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));

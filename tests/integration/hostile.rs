@@ -325,3 +325,46 @@ fn a_worker_killed_mid_job_costs_exactly_that_file() {
         "{hit}"
     );
 }
+
+/// The fuzz targets' seeds (`fuzz/seeds/unpack_<ext>/`: inputs that once crashed, hung or
+/// bloated the unpacker, such as the 60 000-deep nested mail) unpacked as the fuzz targets do,
+/// each on a thread with the walk thread's 2 MiB stack: each ends, within the member limit.
+#[test]
+fn fuzz_seeds_unpack_without_crashing() {
+    use ingest::testing::{Leaf, Unpacker};
+    let seeds = crate::util::repo_dir().join("fuzz/seeds");
+    let mut ran = 0;
+    for dir in std::fs::read_dir(&seeds).unwrap().flatten() {
+        let name = dir.file_name().to_string_lossy().into_owned();
+        let ext = name.strip_prefix("unpack_").unwrap_or_else(|| panic!("{name}"));
+        for seed in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let bytes = std::fs::read(seed.path()).unwrap();
+            let top = ingest::Locator::root(format!("input.{ext}"));
+            let shown = seed.path().display().to_string();
+            let leaves = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || {
+                    let limits = ingest::Limits {
+                        max_total_bytes: 32 * 1024 * 1024,
+                        max_file_bytes: 8 * 1024 * 1024,
+                        max_files: 2_000,
+                        ..ingest::Limits::default()
+                    };
+                    let mut leaves = 0u64;
+                    Unpacker::new(&limits).expand_bytes(bytes, &top, &mut |leaf| {
+                        leaves += 1;
+                        if let Leaf::File { locator, .. } = &leaf {
+                            assert!(locator.is_within(&top));
+                        }
+                    });
+                    leaves
+                })
+                .unwrap()
+                .join()
+                .unwrap_or_else(|_| panic!("{shown}: the unpacker panicked"));
+            assert!((1..=2_001).contains(&leaves), "{shown}: {leaves} leaves");
+            ran += 1;
+        }
+    }
+    assert!(ran >= 7, "only {ran} seeds in {}", seeds.display());
+}

@@ -226,11 +226,7 @@ fn a_mailbox_of_a_thousand_mails_is_walked_to_every_attachment() {
         .map(|l| l.rsplit_once("!/").unwrap().0.to_string())
         .unwrap();
     let out = sb.run(&["browse", "--json", &mail_with_pdf]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
         listing.contains("message.txt") && listing.contains("survey-11.pdf"),

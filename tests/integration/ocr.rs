@@ -19,11 +19,7 @@ fn scans(sb: &Sandbox) -> PathBuf {
 }
 
 fn answer(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     json_lines(out).pop().expect("an answer")
 }
 

@@ -93,11 +93,7 @@ fn data_dir_files_and_socket_are_owner_only() {
     .unwrap();
     std::fs::set_permissions(data.join("shard"), std::fs::Permissions::from_mode(0o775)).unwrap();
     let out = sb.run(&["status", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("readable by other users"),
         "stderr: {}",
@@ -159,11 +155,7 @@ fn content_indexes_leave_with_their_content() {
     // holds its bytes.
     let ingest_as = |user: &str| {
         let out = sb.run(&["--json", "--user", user, docs.to_str().unwrap()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", crate::util::told(&out));
     };
     ingest_as("other");
     assert_eq!(content_files(&sb), 2);

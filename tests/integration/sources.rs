@@ -547,11 +547,7 @@ fn ingest_remote(
 /// root: its status, chunks and size (`ingest files --json`).
 fn indexed_files(sb: &Sandbox, root: &str) -> BTreeMap<String, (String, Value, Value)> {
     let out = sb.run(&["files", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let files: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     files
         .iter()

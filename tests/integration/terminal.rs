@@ -169,8 +169,22 @@ fn read_commands_never_create_an_index_and_say_where_they_looked() {
     assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
     let text = stdout(&status);
     assert!(text.contains("found by the nearest .ingest"), "{text}");
-    assert!(text.contains("model:     bf16"), "{text}");
-    assert!(text.contains("on disk"), "{text}");
+    assert!(text.contains("model:     bf16\n"), "{text}");
+    assert!(text.contains("on disk:   "), "{text}");
+    // The size on disk is what the files take (their blocks): a sparse gigabyte in the data
+    // dir adds next to nothing.
+    let json = |sb: &Sandbox| -> serde_json::Value {
+        let out = ingest_in(sb, &sb.path("project/docs"), &["status", "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", stderr(&out)))
+    };
+    let before = json(&sb)["disk_bytes"].as_u64().unwrap();
+    let sparse = sb.path("project/.ingest/sparse-probe");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let after = json(&sb)["disk_bytes"].as_u64().unwrap();
+    assert!(after < before + (1 << 20), "{before} -> {after}");
 }
 
 #[test]

@@ -1217,3 +1217,121 @@ fn render_page_reads_archive_members_and_never_other_bytes_than_indexed() {
         "{v}"
     );
 }
+
+/// Reading a place (a search hit's `#fragment`) gives exactly that place, even inside a larger
+/// stored object: the asked rows with the table's header row, the asked lines, the asked
+/// paragraphs — at a 300-char budget too, where a cut falls around the range, never into
+/// what was not asked for.
+#[test]
+fn reading_a_fragment_gives_exactly_its_rows_lines_and_paragraphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ingestor = Ingestor::open(crate::util::library_config(&dir.path().join("data"))).unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let mut csv = String::from("invoice,customer,amount\n");
+    for r in 2..=300 {
+        csv.push_str(&format!("INV-{r:04},customer {r},{}.00\n", r * 7));
+    }
+    std::fs::write(docs.join("invoices.csv"), &csv).unwrap();
+    let mut txt = String::new();
+    for l in 1..=400 {
+        txt.push_str(&format!("log line {l}: the pump ran for {} minutes\n", l % 60));
+    }
+    std::fs::write(docs.join("pump.log.txt"), &txt).unwrap();
+    std::fs::copy(
+        crate::util::fixtures().join("formats/field-handbook.docx"),
+        docs.join("handbook.docx"),
+    )
+    .unwrap();
+    ingestor.ingest_path(&docs, &alice()).unwrap();
+    let locator_of = |name: &str| format!("{}/{name}", docs.display());
+    let read = |locator: &str, max: usize| -> Value {
+        let a = tools::call(
+            &ingestor,
+            &alice(),
+            &ToolCall::ReadContentObjects(ReadArgs {
+                locator: locator.into(),
+                max_chars: Some(max),
+                ..ReadArgs::default()
+            }),
+        );
+        assert!(!a.is_error && a.text.len() <= max, "{locator} at {max}: {}", a.text);
+        serde_json::from_str(&a.text).unwrap()
+    };
+    // The object holding the asked range holds more than it.
+    let objects = |locator: &str| -> Vec<String> {
+        read(locator, 100_000)["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["locator"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let csv_objects = objects(&locator_of("invoices.csv"));
+    assert!(
+        csv_objects.iter().any(|l| {
+            let (a, b) = range_of(l, "rows=");
+            a < 157 && 158 < b
+        }),
+        "{csv_objects:?}"
+    );
+    for max in [300, 4000] {
+        let v = read(&format!("{}#rows=157-158", locator_of("invoices.csv")), max);
+        let objs = v["objects"].as_array().unwrap();
+        assert_eq!(objs.len(), 1, "{v}");
+        let text = objs[0]["text"].as_str().unwrap();
+        for want in ["invoice", "INV-0157", "INV-0158"] {
+            assert!(text.contains(want), "{max}: {want} not in {v}");
+        }
+        for not in ["INV-0156", "INV-0159"] {
+            assert!(!text.contains(not), "{max}: {not} in {v}");
+        }
+        assert!(objs[0]["omitted"].is_null() && objs[0]["offset"].is_null(), "{v}");
+        let named = objs[0]["locator"].as_str().or(objs[0]["at"].as_str());
+        assert!(
+            named.is_some_and(|l| l.ends_with("rows=157-158")),
+            "{v}"
+        );
+        let v = read(&format!("{}#line=211-213", locator_of("pump.log.txt")), max);
+        let text = v["objects"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            text,
+            "log line 211: the pump ran for 31 minutes\nlog line 212: the pump ran for 32 minutes\nlog line 213: the pump ran for 33 minutes",
+            "{v}"
+        );
+    }
+    // Paragraphs: a range inside an object of several.
+    let handbook = locator_of("handbook.docx");
+    let wide = objects(&handbook)
+        .into_iter()
+        .find(|l| {
+            let (a, b) = range_of(l, "para=");
+            b >= a + 2
+        })
+        .expect("an object of three or more paragraphs");
+    let (a, b) = range_of(&wide, "para=");
+    let whole = read(&wide, 100_000)["objects"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A paragraph a line here (a document's flow).
+    let paras: Vec<&str> = whole.trim_end().split('\n').collect();
+    assert_eq!(paras.len() as u64, b - a + 1, "{whole}");
+    let v = read(&format!("{handbook}#para={}", a + 1), 4000);
+    assert_eq!(v["objects"][0]["text"].as_str().unwrap(), paras[1], "{v}");
+}
+
+/// The range after `key` in a locator's fragment (`rows=104-200` → (104, 200)).
+fn range_of(locator: &str, key: &str) -> (u64, u64) {
+    let Some(at) = locator.find(key) else {
+        return (0, 0);
+    };
+    let r: String = locator[at + key.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    match r.split_once('-') {
+        Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+        None => (r.parse().unwrap(), r.parse().unwrap()),
+    }
+}

@@ -118,11 +118,7 @@ impl Sandbox {
     /// `ingest status --json`.
     pub fn status(&self) -> Value {
         let out = self.run(&["status", "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", crate::util::told(&out));
         json_lines(&out).pop().expect("status line")
     }
 }
@@ -148,6 +144,17 @@ pub fn assert_exited(out: &Output) {
             out.stdout.len()
         );
     }
+}
+
+/// What a command said, for an assertion about it: its exit code (or signal), stdout and
+/// stderr — never only one of them (a search that exits 1 says why on stdout).
+pub fn told(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// The hits of a `search --json` answer: its one object's `hits`.

@@ -111,6 +111,10 @@ pub(crate) struct IngestArgs {
     /// Mark ingested content as shared within the mandate.
     #[arg(long)]
     pub(crate) shared: bool,
+    /// When another process writes the data dir (an ingest, watch or serve), wait for it to
+    /// end instead of exiting 75 at once.
+    #[arg(long)]
+    pub(crate) wait: bool,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
 }
@@ -129,9 +133,14 @@ pub(crate) struct ExtractArgs {
     #[arg(long)]
     pub(crate) in_process: bool,
     /// Also ingest files and folders whose names start with `.` inside the folders given
-    /// (by default each gets one `skipped` line and nothing under it is read).
+    /// (by default each gets one `ignored` line and nothing under it is read).
     #[arg(long)]
     pub(crate) hidden: bool,
+    /// Follow symbolic links inside the folders given (a link leading outside them, or back
+    /// into a folder already walked, is `ignored` with the reason); by default each link is
+    /// one `ignored` line.
+    #[arg(short = 'L', long)]
+    pub(crate) follow_links: bool,
     /// Read again files (and archives with members) that failed or were skipped last time,
     /// though unchanged: after raising --extract-timeout, --max-chunks or another limit.
     #[arg(long)]
@@ -288,6 +297,29 @@ pub(crate) enum Command {
     /// node and others join with --catalog. The index must be in a Qdrant server (not an
     /// embedded shard) and its upload jobs ended. See docs/OPERATIONS.md.
     Migrate,
+    /// Inputs whose unpacking took the process down: an input the process died in twice is
+    /// quarantined (a `failed` line; not read again until it changes), an upload's body kept
+    /// for the operator. List them, or purge them so they are read again.
+    #[command(subcommand)]
+    Quarantine(QuarantineCommand),
+}
+
+/// `ingest quarantine …`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum QuarantineCommand {
+    /// Every mark: quarantined inputs, and inputs a process died in once (tried again).
+    #[command(visible_alias = "ls")]
+    List,
+    /// Remove the marks with these ids (every quarantined one with --all) and the bodies kept
+    /// with them: the inputs are read again when they come again.
+    Purge {
+        /// Mark ids, as `list` prints them.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<String>,
+        /// Every quarantined input.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -55,6 +55,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
     if let Some(args) = extract {
         config.partition = args.partition;
         config.include_hidden = args.hidden;
+        config.follow_links = args.follow_links;
         config.retry_unindexed = args.retry;
         config.ocr.enabled = !args.no_ocr;
         config.chunking.max_file_chunks = args.max_chunks;
@@ -272,17 +273,38 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         ))
         .into());
     }
-    if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
-        anyhow::bail!(
-            "{} is held by a running `ingest watch` (pid {}): put files in its folders, or stop it first",
-            common.data_dir.display(),
-            field(&daemon, "/daemon/pid")
-        );
+    // This run is the data dir's one writer: it listens on the data dir's socket, so that
+    // `status` shows its progress and searches, browsing and reading answer from what is
+    // committed meanwhile; another writer is told who holds it (or waits, with --wait).
+    let inputs = inputs_of(&args.paths)?;
+    // Nothing to read at all: said before the data dir is made (`ingest typo.pdf` leaves no
+    // empty index behind).
+    let missing: Vec<&PathBuf> = args
+        .paths
+        .iter()
+        .filter(|p| {
+            p.to_str().is_none_or(|t| !ingest::SourceUrl::looks_like_one(t))
+                && std::fs::symlink_metadata(p).is_err()
+        })
+        .collect();
+    if missing.len() == args.paths.len() {
+        let names: Vec<String> = missing.iter().map(|p| format!("{p:?}")).collect();
+        anyhow::bail!("no such file or folder: {}", names.join(", "));
     }
-    let ingestor = open(common, Some(&args.extract))?;
+    wait_or_refuse(common, args.wait)?;
+    let (socket, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
+    let command = std::iter::once("ingest".to_string())
+        .chain(args.paths.iter().map(|p| p.display().to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let state = std::sync::Arc::new(std::sync::Mutex::new(serde_json::json!({
+        "pid": std::process::id(),
+        "started_at": now_secs(),
+        "command": command.chars().take(300).collect::<String>(),
+        "progress": null,
+    })));
+    let _server = socket.serve(std::sync::Arc::clone(&ingestor), std::sync::Arc::clone(&state))?;
     let scope = scope(common, args.shared)?;
-    // Fail fast, in one line, when the model is missing (loading itself waits for first use).
-    ingest::find_model_dir(common.model_dir.as_deref())?;
     let progress = (!common.json && !common.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -306,7 +328,6 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
             }
         }
     };
-    let inputs = inputs_of(&args.paths)?;
     // SIGINT or SIGTERM stops the run at the next batch (a second one ends the process):
     // what is stored stays, and the next run goes on from there, in the middle of a file too.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -321,15 +342,21 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
     let counters = ingestor.progress();
     let done = std::sync::atomic::AtomicBool::new(false);
     let report = std::thread::scope(|s| {
-        // The line is redrawn from the run's counters, so it moves while a big file embeds.
-        if let Some(bar) = &progress {
-            s.spawn(|| {
-                while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                    bar.set_message(output::progress_line(&counters.snapshot()));
-                    std::thread::sleep(std::time::Duration::from_millis(250));
+        // The line is redrawn from the run's counters, so it moves while a big file embeds;
+        // `ingest status` shows the same through the socket.
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let snapshot = counters.snapshot();
+                let line = output::progress_line(&snapshot);
+                if let Some(bar) = &progress {
+                    bar.set_message(line.clone());
                 }
-            });
-        }
+                if let Some(st) = state.lock().unwrap_or_else(|p| p.into_inner()).as_object_mut() {
+                    st.insert("progress".into(), output::progress_json(&snapshot, &line));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        });
         let report = ingestor.ingest_until(inputs, &scope, &observer, &stop);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         report
@@ -383,6 +410,59 @@ pub(crate) fn status(common: &Common) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `ingest quarantine list|purge`: the data dir's quarantine marks (no index is opened).
+pub(crate) fn quarantine(
+    common: &Common,
+    command: &crate::cli::QuarantineCommand,
+) -> anyhow::Result<ExitCode> {
+    use crate::cli::QuarantineCommand;
+    use ingest::quarantine;
+    let data = ingest::DataDir::at(&common.data_dir);
+    let (verb, marks) = match command {
+        QuarantineCommand::List => ("", quarantine::list(&data)?),
+        QuarantineCommand::Purge { ids, all } => {
+            let purged = quarantine::purge(&data, if *all { &[] } else { ids })?;
+            if !*all {
+                if let Some(missing) = ids.iter().find(|id| !purged.iter().any(|m| &m.id == *id)) {
+                    anyhow::bail!(Usage(format!(
+                        "no quarantine mark {missing:?} (see `ingest quarantine list`)"
+                    )));
+                }
+            }
+            ("purged ", purged)
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if common.json {
+        serde_json::to_writer(&mut out, &serde_json::json!({ "marks": marks }))?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if marks.is_empty() {
+        writeln!(out, "{verb}no quarantine marks in {}", common.data_dir.display())?;
+    }
+    for m in &marks {
+        let state = if m.is_quarantined() {
+            "quarantined"
+        } else {
+            "died in once, tried again"
+        };
+        writeln!(
+            out,
+            "{verb}{}  {state}  {:?}  (scope {:?}, {} bytes, {} process deaths)",
+            m.id,
+            m.locator,
+            m.scope,
+            m.size,
+            m.crashes
+        )?;
+        if let Some(body) = &m.kept_body {
+            writeln!(out, "    body kept at {}", body.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Open the data directory and its store, waiting a while for a short-lived command (a
 /// `search` or `status` that opened it just before this daemon listened) to let go.
 fn take_index(
@@ -426,16 +506,57 @@ fn take_index(
     }
 }
 
-/// Refuse to start a second writer of the data dir while a daemon (watch or serve) runs.
+/// Refuse to start a second writer of the data dir while another (an ingest, watch or serve)
+/// runs, saying which (exit 75).
 fn refuse_if_served(common: &Common) -> anyhow::Result<()> {
-    if let Ok(Some(daemon)) = ask(&socket_path(&common.data_dir), &Request::Status) {
-        anyhow::bail!(
-            "{} is already held by a running ingest daemon (pid {})",
-            common.data_dir.display(),
-            field(&daemon, "/daemon/pid")
-        );
+    wait_or_refuse(common, false)
+}
+
+/// Before writing the data dir: when another writer holds it, refuse naming the holder (its
+/// command, pid and since when), or with `wait` wait until it ends.
+fn wait_or_refuse(common: &Common, wait: bool) -> anyhow::Result<()> {
+    let socket = socket_path(&common.data_dir);
+    let mut said = false;
+    while let Ok(Some(held)) = ask(&socket, &Request::Status) {
+        let holder = holder_of(&held);
+        if !wait {
+            return Err(exit::Busy(format!(
+                "{} is held by {holder}; it answers searches, status and the tools meanwhile. \
+                 Run this again when it ends, or add --wait",
+                common.data_dir.display()
+            ))
+            .into());
+        }
+        if !said && !common.quiet {
+            eprintln!(
+                "waiting: {} is held by {holder}",
+                common.data_dir.display()
+            );
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
     Ok(())
+}
+
+/// Who holds a data dir, from its status answer: `` `ingest docs` (pid 42, for 8 s) ``.
+fn holder_of(status: &serde_json::Value) -> String {
+    let d = field(status, "/daemon");
+    let command = field(d, "/command")
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            if d.get("serving").is_some() {
+                "ingest serve".into()
+            } else {
+                "ingest watch".into()
+            }
+        });
+    let since = field(d, "/started_at")
+        .as_u64()
+        .map(|t| format!(", for {} s", now_secs().saturating_sub(t)))
+        .unwrap_or_default();
+    format!("`{command}` (pid {}{since})", field(d, "/pid"))
 }
 
 /// What a daemon (`ingest watch`, `ingest serve`) does first: refuse to start beside another,

@@ -92,8 +92,10 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
             .into());
         }
         read.around = Some(fragment.to_string());
-    } else {
-        read_fragment(fragment, &mut read)?;
+    } else if !fragment.is_empty() {
+        // The tool reads exactly the place the fragment names (page, sheet and rows, lines,
+        // paragraphs, slide), where no flag said otherwise.
+        read.locator = whole.clone();
     }
     let call = ToolCall::ReadContentObjects(read);
     run(common, &call, ToolHost::new(config(common, None)?), false)
@@ -217,35 +219,6 @@ pub(crate) fn source(common: &Common, command: &SourceCommand) -> anyhow::Result
     };
     let host = ToolHost::new(config(common, extract)?);
     run(common, &call, host, false)
-}
-
-/// What a locator's `#fragment` (copied from a search hit: `#page=3`, `#sheet=Q3&rows=1-40`,
-/// `#slide=4`) asks `read` for, where no flag said it already.
-fn read_fragment(fragment: &str, read: &mut tools::ReadArgs) -> anyhow::Result<()> {
-    for part in fragment.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = part.split_once('=').unwrap_or((part, ""));
-        let value = Some(value.to_string());
-        match key {
-            "page" => read.pages = read.pages.take().or(value),
-            "sheet" => read.sheet = read.sheet.take().or(value),
-            "rows" => read.rows = read.rows.take().or(value),
-            "slide" => {
-                let n = value
-                    .as_deref()
-                    .unwrap_or_default()
-                    .parse()
-                    .map_err(|_| Usage(format!("#{part}: a slide is a number")))?;
-                read.slide = read.slide.or(Some(n));
-            }
-            _ => {
-                return Err(Usage(format!(
-                    "#{part}: `ingest read` takes #page=, #sheet=, #rows= or #slide= (or --pages, --section, --sheet, --rows, --slide)"
-                ))
-                .into())
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The most bytes of arguments read from stdin or a file.

@@ -89,6 +89,8 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(if e.chain().any(|c| c.is::<exit::Usage>()) {
                 exit::USAGE
+            } else if e.chain().any(|c| c.is::<exit::Busy>()) {
+                exit::BUSY
             } else {
                 exit::ERROR
             })
@@ -109,9 +111,17 @@ pub(crate) mod exit {
     /// A usage error: an unknown command or option, a bad or missing value (sysexits'
     /// EX_USAGE).
     pub(crate) const USAGE: u8 = 64;
+    /// Another process writes the data dir (a running `ingest PATH`, `watch` or `serve`):
+    /// try again later, or with `--wait` (sysexits' EX_TEMPFAIL).
+    pub(crate) const BUSY: u8 = 75;
     /// Stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it); the next run goes
     /// on from where it stopped.
     pub(crate) const STOPPED: u8 = 130;
+
+    /// The data dir is held by another writer (exits [`BUSY`]).
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    pub(crate) struct Busy(pub String);
 
     /// An error in how the command was asked for (exits [`USAGE`]).
     #[derive(Debug, thiserror::Error)]
@@ -133,6 +143,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Source(command)) => faces::source(&cli.common, command),
         Some(Command::Mcp(args)) => faces::mcp(&cli.common, args),
         Some(Command::Status) => commands::status(&cli.common),
+        Some(Command::Quarantine(command)) => commands::quarantine(&cli.common, command),
         Some(Command::Watch(args)) => commands::watch(&cli.common, args),
         Some(Command::Serve(args)) => commands::serve(&cli.common, args),
         Some(Command::Eval(args)) => eval::run(&cli.common, args),

@@ -65,6 +65,21 @@ pub(crate) fn progress_line(p: &ingest::ProgressSnapshot) -> String {
     line
 }
 
+/// A running ingest's progress as `status` shows it: the counts, the time left when known,
+/// the file being embedded, and the same as one `line`.
+pub(crate) fn progress_json(p: &ingest::ProgressSnapshot, line: &str) -> serde_json::Value {
+    serde_json::json!({
+        "line": line,
+        "files_done": p.files_read,
+        "files_found": p.files_found,
+        "chunks_embedded": p.chunks_embedded,
+        "chunks_known": p.chunks_known,
+        "eta_secs": p.eta().map(|d| d.as_secs()),
+        "current_file": p.embedding.as_ref().map(|(f, ..)| f.clone()),
+        "elapsed_secs": p.elapsed.as_secs(),
+    })
+}
+
 /// The end of an ingest: `{"summary": …}`, or the counts and the seconds per stage.
 pub(crate) fn print_summary(out: &mut impl Write, json: bool, s: &Summary) -> anyhow::Result<()> {
     if json {
@@ -229,10 +244,13 @@ pub(crate) fn print_status(
         common.data_dir.display()
     )?;
     if let Some(model) = field(status, "/model").as_str() {
+        writeln!(out, "model:     {model}")?;
+    }
+    if let Some(bytes) = field(status, "/disk_bytes").as_u64() {
         writeln!(
             out,
-            "model:     {model}; {} on disk",
-            crate::render::human_size(field(status, "/disk_bytes").as_u64().unwrap_or(0))
+            "on disk:   {} (the data dir's files, as allocated)",
+            crate::render::human_size(bytes)
         )?;
     }
     writeln!(
@@ -277,12 +295,20 @@ pub(crate) fn print_status(
     }
     let daemon = field(status, "/daemon");
     if let Some(pid) = field(daemon, "/pid").as_u64() {
-        writeln!(
-            out,
-            "daemon:    pid {pid}, watching {}, {} syncs",
-            field(daemon, "/watching"),
-            field(daemon, "/syncs")
-        )?;
+        match field(daemon, "/command").as_str() {
+            Some(command) => {
+                writeln!(out, "writing:   `{command}` (pid {pid})")?;
+                if let Some(line) = field(daemon, "/progress/line").as_str() {
+                    writeln!(out, "progress:  {line}")?;
+                }
+            }
+            None => writeln!(
+                out,
+                "daemon:    pid {pid}, watching {}, {} syncs",
+                field(daemon, "/watching"),
+                field(daemon, "/syncs")
+            )?,
+        }
     }
     Ok(())
 }
