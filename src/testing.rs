@@ -343,6 +343,9 @@ pub const POSTGRES_SKIPPED: &str = "SKIPPED: no PostgreSQL (Debian `postgresql`,
 pub struct PostgresServer {
     /// A URL of the server (its `postgres` database), with the superuser.
     base: String,
+    /// How [`PostgresServer::database`] connects, when not by `base` (a server that takes
+    /// TCP connections only with TLS: its Unix socket).
+    admin: Option<String>,
     /// The cluster's folder and its `bin/`, when this launched it.
     cluster: Option<(std::path::PathBuf, std::path::PathBuf, Option<String>)>,
 }
@@ -368,10 +371,11 @@ impl PostgresServer {
         if let Ok(url) = std::env::var("INGEST_TEST_POSTGRES_URL") {
             return Some(PostgresServer {
                 base: url,
+                admin: None,
                 cluster: None,
             });
         }
-        match Self::launch() {
+        match Self::launch(None) {
             Ok(server) => Some(server),
             Err(e) => {
                 eprintln!("{POSTGRES_SKIPPED} ({e})");
@@ -380,7 +384,25 @@ impl PostgresServer {
         }
     }
 
-    fn launch() -> std::result::Result<Self, String> {
+    /// A throw-away cluster (never `$INGEST_TEST_POSTGRES_URL`'s server) that takes TCP
+    /// connections only with TLS (`ssl = on`, `hostssl` lines only in `pg_hba.conf`), with
+    /// the certificate chain `cert` and its key `key` (PEM files, copied into the cluster:
+    /// the key `0600`, owned by the server's user). Its URL names `127.0.0.1` and no
+    /// `sslmode`; [`PostgresServer::database`] goes through its Unix socket. `None` (said on
+    /// stderr) when none can start.
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Option<Self> {
+        match Self::launch(Some((cert, key))) {
+            Ok(server) => Some(server),
+            Err(e) => {
+                eprintln!("{POSTGRES_SKIPPED} ({e})");
+                None
+            }
+        }
+    }
+
+    fn launch(
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> std::result::Result<Self, String> {
         let bin = Self::binaries().ok_or("no /usr/lib/postgresql/*/bin/initdb")?;
         let dir = std::env::temp_dir().join(format!(
             "ingest-pg-{}-{}",
@@ -405,6 +427,7 @@ impl PostgresServer {
         }
         let server = PostgresServer {
             base: String::new(),
+            admin: None,
             cluster: Some((dir.clone(), bin.clone(), user)),
         };
         let data = dir.join("data");
@@ -424,10 +447,63 @@ impl PostgresServer {
             ],
         )?;
         let port = free_ports(1).first().copied().ok_or("no free port")?;
-        server.pg_start(&port.to_string())?;
         let mut server = server;
+        if let Some((cert, key)) = tls {
+            Self::take_tls_only(&data, cert, key, root)?;
+            server.admin = Some(format!(
+                "host={} port={port} user=ingest dbname=postgres",
+                dir.display()
+            ));
+        }
+        server.pg_start(&port.to_string())?;
         server.base = format!("postgres://ingest@127.0.0.1:{port}/postgres");
         Ok(server)
+    }
+
+    /// Configure the cluster in `data` to take TCP connections with TLS only (`cert`, `key`
+    /// copied in), trusting every user as `initdb -A trust` did.
+    fn take_tls_only(
+        data: &std::path::Path,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+        root: bool,
+    ) -> std::result::Result<(), String> {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+        std::fs::copy(cert, data.join("server.crt")).map_err(|e| io("server.crt", e))?;
+        std::fs::copy(key, data.join("server.key")).map_err(|e| io("server.key", e))?;
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .map_err(|e| io("server.key", e))?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .and_then(|mut f| {
+                f.write_all(
+                    b"\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+                )
+            })
+            .map_err(|e| io("postgresql.conf", e))?;
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+        )
+        .map_err(|e| io("pg_hba.conf", e))?;
+        if root {
+            let ok = std::process::Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(data.join("server.crt"))
+                .arg(data.join("server.key"))
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Err("cannot give the server's key to the postgres user".into());
+            }
+        }
+        Ok(())
     }
 
     /// Run one of the server's programs (as its user when root).
@@ -519,7 +595,8 @@ impl PostgresServer {
     /// A fresh database on the server, by its URL (`postgres://…/NAME`).
     #[allow(clippy::panic)] // a test helper
     pub fn database(&self, name: &str) -> String {
-        let mut client = postgres::Client::connect(&self.base, postgres::NoTls)
+        let admin = self.admin.as_deref().unwrap_or(&self.base);
+        let mut client = postgres::Client::connect(admin, postgres::NoTls)
             .unwrap_or_else(|e| panic!("connecting to the test server: {e}"));
         let name = format!(
             "{}_{}",
@@ -555,6 +632,19 @@ impl Drop for PostgresServer {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// The TLS version of a connection of `catalog`'s pool as the server sees it
+/// (`pg_stat_ssl` of the connection's own backend), or `None` for a connection without TLS.
+pub fn catalog_tls_version(catalog: &PgCatalog) -> crate::Result<Option<String>> {
+    catalog.try_call(|c| {
+        let row = c.query_one(
+            "SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )?;
+        let ssl: bool = row.try_get(0)?;
+        Ok(if ssl { row.try_get(1)? } else { None })
+    })
 }
 
 /// A content record for catalog checks: an index of `hash` and a pack of one text object.

@@ -32,12 +32,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use extractors::{FileContentIndex, Scope};
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::catalog::{
     bounded_holders, entry_of_row, to_i64, to_u64, CatalogEntry, CatalogStats, LastRun,
 };
 use super::objects::{ContentRecord, PackReader};
+use super::pg_tls::{take_tls_params, Manager, Tls};
 use super::{Catalog, Holders, JobRow};
 use crate::error::{Error, Result};
 
@@ -189,12 +190,16 @@ const ENTRY_FROM: &str = "ingest_entries e LEFT JOIN ingest_tag_sets t ON t.id =
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A catalog location from configuration: `postgres://user:password@host:port/db` (or
-/// `postgresql://`). Its credentials are never shown: [`std::fmt::Display`] and `Debug`
-/// name the user, host, port and database only.
+/// `postgresql://`), with `sslmode` and `sslrootcert` (see `pg_tls.rs`: TLS is
+/// `verify-full` unless every host is a loopback one). Its credentials are never shown:
+/// [`std::fmt::Display`] and `Debug` name the user, host, port and database only.
 #[derive(Clone)]
 pub struct CatalogUrl {
     config: postgres::Config,
     shown: String,
+    /// The (first) host, as errors name it.
+    host: String,
+    tls: Tls,
 }
 
 impl std::str::FromStr for CatalogUrl {
@@ -203,7 +208,8 @@ impl std::str::FromStr for CatalogUrl {
     fn from_str(s: &str) -> Result<Self> {
         let refuse = |why: &str| {
             Error::Config(format!(
-                "catalog: {why} (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"
+                "catalog: {why} (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE\
+                 [?sslmode=verify-full&sslrootcert=PATH])"
             ))
         };
         if !(s.starts_with("postgres://") || s.starts_with("postgresql://")) {
@@ -212,20 +218,28 @@ impl std::str::FromStr for CatalogUrl {
         if s.len() > 4096 {
             return Err(refuse("longer than 4096 bytes"));
         }
-        let config: postgres::Config = s.parse().map_err(|_| refuse("the URL does not parse"))?;
+        let (rest, params) = take_tls_params(s).map_err(|why| refuse(&why))?;
+        let config: postgres::Config =
+            rest.parse().map_err(|_| refuse("the URL does not parse"))?;
         let host = match config.get_hosts().first() {
             Some(postgres::config::Host::Tcp(h)) => h.clone(),
             #[cfg(unix)]
             Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
             None => return Err(refuse("no host")),
         };
+        let tls = Tls::resolve(&params, &config).map_err(|why| refuse(&why))?;
         let port = config.get_ports().first().copied().unwrap_or(5432);
         let shown = format!(
             "postgres://{}@{host}:{port}/{}",
             config.get_user().unwrap_or(""),
             config.get_dbname().unwrap_or("")
         );
-        Ok(CatalogUrl { config, shown })
+        Ok(CatalogUrl {
+            config,
+            shown,
+            host,
+            tls,
+        })
     }
 }
 
@@ -245,12 +259,13 @@ impl std::fmt::Debug for CatalogUrl {
 /// (tool calls, pipeline threads, the upload queue), the others wait for one.
 const POOL_SIZE: u32 = 8;
 
-/// A pool of connections to the database at a [`CatalogUrl`] (r2d2): made on first use, a
-/// connection found broken is dropped and the call tried again on another. Errors name the
-/// URL without its password.
+/// A pool of connections to the database at a [`CatalogUrl`] (r2d2), with the TLS its URL
+/// asks for: made on first use, a connection found broken is dropped and the call tried
+/// again on another. Errors name the URL without its password, and say why a connection
+/// failed ([`Manager`]).
 pub(crate) struct PgSession {
     url: CatalogUrl,
-    pool: r2d2::Pool<r2d2_postgres::PostgresConnectionManager<NoTls>>,
+    pool: r2d2::Pool<Manager>,
 }
 
 impl PgSession {
@@ -259,7 +274,8 @@ impl PgSession {
         let mut config = url.config.clone();
         config.connect_timeout(CONNECT_TIMEOUT);
         config.application_name("ingest");
-        let manager = r2d2_postgres::PostgresConnectionManager::new(config, NoTls);
+        tracing::debug!("catalog {url}: sslmode={}", url.tls.mode().name());
+        let manager = Manager::new(config, &url.tls, &url.host);
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(0))
@@ -297,7 +313,10 @@ impl PgSession {
     ) -> Result<T> {
         off_runtime(|| {
             for _ in 0..=POOL_SIZE {
-                let mut conn = self.pool.get().map_err(|e| self.error(e))?;
+                let mut conn = self
+                    .pool
+                    .get()
+                    .map_err(|e| self.error(cannot_connect(&e)))?;
                 match f(&mut conn) {
                     Ok(v) => return Ok(v),
                     // Dropped by the pool when it is handed back (it is closed).
@@ -307,6 +326,17 @@ impl PgSession {
             }
             Err(self.error("every connection of the pool closed"))
         })
+    }
+}
+
+/// What the pool says when it has no connection to give: r2d2's "timed out waiting for
+/// connection", then the last attempt's error (explained by [`Manager`]), which is the
+/// news.
+fn cannot_connect(e: &r2d2::Error) -> String {
+    let said = e.to_string();
+    match said.split_once(": ") {
+        Some((_, why)) => format!("no connection in {} s: {why}", CONNECT_TIMEOUT.as_secs()),
+        None => said,
     }
 }
 
@@ -432,7 +462,10 @@ impl PgCatalog {
         self.session.error(reason)
     }
 
-    fn try_call<T: Send>(&self, f: impl Fn(&mut Client) -> PgResult<T> + Send + Sync) -> Result<T> {
+    pub(crate) fn try_call<T: Send>(
+        &self,
+        f: impl Fn(&mut Client) -> PgResult<T> + Send + Sync,
+    ) -> Result<T> {
         self.session.try_call(f)
     }
 

@@ -9,7 +9,8 @@
 //!   chunk becomes a payload, how a payload becomes a [`Hit`] or a [`PointRecord`], and the
 //!   filters on those fields.
 //! - `catalog.rs` is the [`Catalog`]: what each scope holds, file by file (embedded, SQLite);
-//!   `catalog_pg.rs` the same interface in PostgreSQL, shared by several nodes.
+//!   `catalog_pg.rs` the same interface in PostgreSQL, shared by several nodes, over the TLS
+//!   of `pg_tls.rs` (the URL's `sslmode`, rustls).
 //! - `repair.rs` makes the catalog and a [`VectorIndex`] agree after a crash.
 //!
 //! Points are chunks. A point's id is derived from its scope, its file's content hash and its
@@ -29,6 +30,7 @@ mod keywords;
 pub(crate) mod name_match;
 pub(crate) mod objects;
 mod payload;
+mod pg_tls;
 mod repair;
 mod server;
 

@@ -11,6 +11,7 @@
 
 mod architecture;
 mod cards;
+mod catalog_tls;
 mod catalogs;
 mod cli;
 mod crash;

@@ -83,8 +83,10 @@ pub(crate) struct Common {
     #[arg(long, global = true, env = "INGEST_STORE", value_name = "URL")]
     pub(crate) store: Option<String>,
     /// Where the catalog lives: a PostgreSQL database several nodes share,
-    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (with --store qdrant://… as their
-    /// store; the password is never shown). Default: the embedded catalog in --data-dir.
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&sslrootcert=PATH] (with
+    /// --store qdrant://… as their store; the password is never shown). TLS: verify-full
+    /// for any host but a loopback one; sslmode=disable, require, verify-ca, verify-full.
+    /// Default: the embedded catalog in --data-dir.
     #[arg(
         long,
         global = true,
