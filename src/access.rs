@@ -321,15 +321,10 @@ fn check_id(what: &str, id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Characters that change how text around them looks without being seen themselves: bidi
-/// controls and isolates, zero-width characters, the BOM and other format characters.
+/// Characters that change how text around them looks without being seen themselves (the
+/// one definition, [`extractors::is_invisible`]).
 pub(crate) fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
-        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}'
-        | '\u{E0000}'..='\u{E0FFF}')
+    extractors::is_invisible(c)
 }
 
 /// 128 random bits from the operating system (job ids, MCP session owners). Should the OS

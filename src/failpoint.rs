@@ -33,6 +33,7 @@
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 //! | `content.write` | a content index about to be written (`:error` tests that the file fails) |
 //! | `tool.run` | a tool call about to run, in the thread that runs it (`:pause` tests that its places are held while it works) |
+//! | `extract.job` | an extraction worker about to run a job, in the worker (`:pause` makes extraction last, for tests of workers whose parent dies) |
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

@@ -223,6 +223,9 @@ pub(crate) struct RequestScope {
     pub key_id: String,
     /// The caller's own share of the calls answered at once, when bounded.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// The caller's own heavy tool calls ([`crate::tools::HEAVY_TOOLS`]) answered at once,
+    /// when bounded.
+    pub heavy: Option<Arc<tokio::sync::Semaphore>>,
     /// What the request holds while it is answered (its body's bytes in the service's
     /// budgets): a call takes it into its work, so it is held until the work ends.
     pub held: Option<Arc<dyn std::any::Any + Send + Sync>>,
@@ -350,6 +353,7 @@ impl IngestMcp {
                 scope: self.config.scope.clone(),
                 key_id: "-".into(),
                 slots: None,
+                heavy: None,
                 held: None,
             });
         }
@@ -457,12 +461,24 @@ impl ServerHandler for IngestMcp {
         };
         let slots =
             take(caller.slots.as_ref()).and_then(|own| Ok((own, take(self.slots.as_ref())?)));
+        // A heavy tool takes one of the caller's heavy places too.
+        let heavy = if crate::tools::HEAVY_TOOLS.contains(&&*request.name) {
+            match take(caller.heavy.as_ref()) {
+                Ok(h) => h,
+                Err(_) => {
+                    let busy = crate::tools::heavy_busy(&request.name);
+                    return Ok(result_of(error_answer(&busy, DEFAULT_MAX_CHARS)).into());
+                }
+            }
+        } else {
+            None
+        };
         let Ok(slots) = slots else {
             let busy = "the server is answering as many calls as it takes at once: call again \
                         in a second";
             return Ok(result_of(error_answer(busy, DEFAULT_MAX_CHARS)).into());
         };
-        let held = (slots, caller.held);
+        let held = (slots, heavy, caller.held);
         self.run(request, caller.scope, &caller.key_id, held)
             .await
             .map(CallToolResponse::from)

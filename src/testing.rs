@@ -24,6 +24,13 @@ pub use crate::index::{
     PgCatalog, PointRecord, ShadowedMember, SqliteCatalog, StoredContent,
 };
 
+/// `verify_quote`'s search of `quote` in `text` alone (no file, no answer): whether it was
+/// found, else the closest passage's score (or where it stopped), as printed. For the
+/// worst-case benchmark (`examples/quote_worst_case.rs`).
+pub fn quote_search(text: &str, quote: &str) -> impl std::fmt::Debug {
+    crate::tools::quote_search_text(text, quote)
+}
+
 /// A ZIP archive of `entries` (name, bytes), deflated, in memory.
 #[allow(clippy::unwrap_used)] // a test helper: writing to memory does not fail
 pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {

@@ -38,8 +38,8 @@ pub use detect::{
     FileKind, TextKind, SNIFF_LEN,
 };
 pub use locator::{
-    file_name_part, file_part, parse_range, segment_from_bytes, split_fragment, split_top,
-    Fragment, Locator, LocatorError, MEMBER_SEPARATOR,
+    file_name_part, file_part, is_invisible, parse_range, segment_from_bytes, split_fragment,
+    split_top, Fragment, Locator, LocatorError, MEMBER_SEPARATOR,
 };
 pub use model::{
     ContentObject, ContentType, ContextRef, FileContentIndex, IndexStatus, ObjectSummary, PageInfo,
@@ -179,6 +179,9 @@ pub fn summarize(objects: &[ContentObject]) -> Vec<ObjectSummary> {
         })
         .collect()
 }
+
+#[doc(hidden)]
+pub mod made_pdf;
 
 #[cfg(test)]
 mod conformance;

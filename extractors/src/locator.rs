@@ -10,7 +10,11 @@
 //! The path part is the chain of containers: the first segment is the path the user gave, each
 //! `!/` steps into a container member. The fragment says where inside the file. Characters that
 //! would be ambiguous (`%`, `#`, `!/` in names; `&`, `=` in fragment values) are percent-escaped,
-//! so `parse(print(l)) == l` for every locator.
+//! so `parse(print(l)) == l` for every locator. So are characters that would make a name read
+//! as another when shown ([`is_invisible`]: bidi overrides, zero-width characters): an
+//! attachment `invoice\u{202e}fdp.exe`, which a terminal shows as `invoiceexe.pdf`, prints as
+//! `invoice%E2%80%AEfdp.exe` wherever a locator is shown (CLI output, tool answers, logs),
+//! and that printed form names it when given back.
 
 use std::fmt;
 use std::str::FromStr;
@@ -196,6 +200,18 @@ fn raw_byte(c: char) -> Option<u8> {
         .and_then(|b| u8::try_from(b).ok())
 }
 
+/// Characters that change how text around them looks without being seen themselves: bidi
+/// controls and isolates, zero-width characters, the BOM and other format characters. A name
+/// holding one is refused as an upload's name, and printed escaped in a locator.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
 fn escape_segment(s: &str, out: &mut String) {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -203,7 +219,7 @@ fn escape_segment(s: &str, out: &mut String) {
             '%' => out.push_str("%25"),
             '#' => out.push_str("%23"),
             '!' if chars.peek() == Some(&'/') => out.push_str("%21"),
-            c if c.is_control() => push_escaped(c, out),
+            c if c.is_control() || is_invisible(c) => push_escaped(c, out),
             c => match raw_byte(c) {
                 Some(b) => out.push_str(&format!("%{b:02X}")),
                 None => out.push(c),
@@ -216,7 +232,7 @@ fn escape_value(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '%' | '&' | '=' | '#' => push_escaped(c, out),
-            c if c.is_control() => push_escaped(c, out),
+            c if c.is_control() || is_invisible(c) => push_escaped(c, out),
             c => match raw_byte(c) {
                 Some(b) => out.push_str(&format!("%{b:02X}")),
                 None => out.push(c),
@@ -465,6 +481,29 @@ mod tests {
         assert_eq!(l.file_name(), "report.pdf");
         assert!(l.is_within(&"outer.zip".parse().unwrap()));
         assert!(!l.is_within(&"other.zip".parse().unwrap()));
+    }
+
+    #[test]
+    fn names_that_would_read_as_others_are_printed_escaped_and_round_trip() {
+        // Shown raw, `invoice\u{202e}fdp.exe` reads `invoiceexe.pdf`.
+        for (name, printed) in [
+            (
+                "invoice\u{202e}fdp.exe",
+                "mail.eml!/invoice%E2%80%AEfdp.exe",
+            ),
+            ("a\u{200b}b.pdf", "mail.eml!/a%E2%80%8Bb.pdf"),
+            ("\u{2067}x\u{2069}.txt", "mail.eml!/%E2%81%A7x%E2%81%A9.txt"),
+        ] {
+            let l = Locator::root("mail.eml").member(name);
+            assert_eq!(l.to_string(), printed);
+            assert_eq!(printed.parse::<Locator>().unwrap(), l);
+        }
+        let sheet = Locator::root("b.xlsx").with_fragment(Fragment {
+            sheet: Some("Q\u{202e}3".into()),
+            ..Fragment::default()
+        });
+        assert_eq!(sheet.to_string(), "b.xlsx#sheet=Q%E2%80%AE3");
+        round_trip(&sheet.to_string());
     }
 
     #[test]

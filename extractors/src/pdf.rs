@@ -66,6 +66,10 @@ pub struct PdfScan {
     pub properties: crate::properties::Properties,
 }
 
+/// The most pages of a PDF read: a file of more is refused before its pages are (a 100 000-page
+/// file of empty pages is 6 MB, and reading it ran the worker out of memory).
+pub const MAX_PDF_PAGES: usize = 20_000;
+
 fn malformed(reason: impl ToString) -> ExtractError {
     ExtractError::Malformed {
         format: "pdf".into(),
@@ -92,6 +96,13 @@ fn text_of(obj: &Object) -> Option<String> {
 pub fn prescan_pdf(bytes: &[u8]) -> Result<PdfScan, ExtractError> {
     let doc = Document::load_mem(bytes).map_err(malformed)?;
     let pages = doc.get_pages();
+    // Counted before any page is read: each page read costs memory in the worker.
+    if pages.len() > MAX_PDF_PAGES {
+        return Err(malformed(format!(
+            "a PDF of {} pages: at most {MAX_PDF_PAGES} pages are read",
+            pages.len()
+        )));
+    }
     let page_of: HashMap<ObjectId, u32> = pages.iter().map(|(n, id)| (*id, *n)).collect();
     let page_count = u32::try_from(pages.len()).unwrap_or(u32::MAX);
     let labels = page_labels(&doc, page_count);

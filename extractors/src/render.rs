@@ -38,6 +38,10 @@ pub struct RenderRequest {
 /// The most pixels rendered at once (a 4 MiB-pixel page is ~16 MB of RGBA): a larger page
 /// or region starts at a lower resolution.
 pub const MAX_RENDER_PIXELS: f64 = 16_000_000.0;
+/// The longest side of a rendering, in pixels: a page of degenerate size (a MediaBox
+/// 99 999 996 points by 1) within [`MAX_RENDER_PIXELS`] would otherwise be a bitmap of
+/// 100 million pixels by one.
+pub const MAX_RENDER_SIDE: f64 = 16_384.0;
 /// The highest resolution rendered.
 pub const MAX_DPI: u32 = 600;
 /// A side shorter than this many pixels shows nothing: the budget is too small.
@@ -222,11 +226,36 @@ fn render_pdf(
         }
         None => (w_pt, h_pt),
     };
-    // Start at the resolution asked for, lower when that would be too many pixels.
+    // A region must show some of the page: its corners on the page's bitmap at one pixel
+    // a point, clamped to the page.
+    if let Some([x0, y0, x1, y1]) = request.region {
+        let at_one = PdfRenderConfig::new().scale_page_by_factor(1.0);
+        let corner = |x: i64, y: i64| {
+            page.points_to_pixels(PdfPoints::new(x as f32), PdfPoints::new(y as f32), &at_one)
+                .map_err(|e| refused(format!("PDFium: {e:?}")))
+        };
+        let ((ax, ay), (bx, by)) = (corner(x0, y0)?, corner(x1, y1)?);
+        let (w, h) = (w_pt.round() as i32, h_pt.round() as i32);
+        let inside_x = ax.max(bx).min(w) - ax.min(bx).max(0);
+        let inside_y = ay.max(by).min(h) - ay.min(by).max(0);
+        if inside_x < 1 || inside_y < 1 {
+            return Err(refused(format!(
+                "the region [{x0}, {y0}, {x1}, {y1}] lies outside page {} ({w_pt:.0} x \
+                 {h_pt:.0} points): give a box on the page, as positions show it",
+                request.page
+            )));
+        }
+    }
+    // Start at the resolution asked for, lower when that would be too many pixels, or a
+    // side too long.
     let mut dpi = f64::from(request.dpi.clamp(1, MAX_DPI));
     let pixels = shown.0 * shown.1 * (dpi / 72.0).powi(2);
     if pixels > MAX_RENDER_PIXELS {
         dpi *= (MAX_RENDER_PIXELS / pixels).sqrt();
+    }
+    let longest = shown.0.max(shown.1) * dpi / 72.0;
+    if longest > MAX_RENDER_SIDE {
+        dpi *= MAX_RENDER_SIDE / longest;
     }
     let start = dpi;
     let (png, scale) = fit(request.max_bytes, 1.0, |scale| {
@@ -285,7 +314,10 @@ fn render_pdf(
                 if scale < 1.0 {
                     format!("the PNG must fit in {} bytes", request.max_bytes)
                 } else {
-                    format!("at most {} pixels are rendered at once", MAX_RENDER_PIXELS)
+                    format!(
+                        "at most {MAX_RENDER_PIXELS} pixels, and {MAX_RENDER_SIDE} a side, are \
+                         rendered at once"
+                    )
                 }
             )),
         );
@@ -315,34 +347,52 @@ fn render_picture(bytes: &[u8], request: &RenderRequest) -> Result<(Png, Meta), 
             "a picture of {w}x{h} pixels is too large to render"
         )));
     }
-    let mut picture = image::DynamicImage::from_decoder(decoder).map_err(bad)?;
-    if let Some([x0, y0, x1, y1]) = request.region {
-        let clamp = |v: i64, max: u32| u32::try_from(v.max(0)).unwrap_or(u32::MAX).min(max);
-        let (l, t) = (clamp(x0.min(x1), w), clamp(y0.min(y1), h));
-        let (r, b) = (clamp(x0.max(x1), w), clamp(y0.max(y1), h));
-        if r <= l || b <= t {
-            return Err(refused("the region is empty or outside the picture"));
+    let picture = image::DynamicImage::from_decoder(decoder).map_err(bad)?;
+    // The part shown: the region (within the picture), else the whole.
+    let (l, t, r, b) = match request.region {
+        Some([x0, y0, x1, y1]) => {
+            let clamp = |v: i64, max: u32| u32::try_from(v.max(0)).unwrap_or(u32::MAX).min(max);
+            let (l, t) = (clamp(x0.min(x1), w), clamp(y0.min(y1), h));
+            let (r, b) = (clamp(x0.max(x1), w), clamp(y0.max(y1), h));
+            if r <= l || b <= t {
+                return Err(refused("the region is empty or outside the picture"));
+            }
+            (l, t, r, b)
         }
-        picture = picture.crop_imm(l, t, r - l, b - t);
-    }
-    let (pw, ph) = (picture.width(), picture.height());
-    let pixels = f64::from(pw) * f64::from(ph);
-    let start = if pixels > MAX_RENDER_PIXELS {
-        (MAX_RENDER_PIXELS / pixels).sqrt()
-    } else {
-        1.0
+        None => (0, 0, w, h),
     };
-    let (png, scale) = fit(request.max_bytes, start, |scale| {
-        let (tw, th) = (
-            ((f64::from(pw) * scale).round() as u32).max(1),
-            ((f64::from(ph) * scale).round() as u32).max(1),
-        );
-        let scaled = if (tw, th) == (pw, ph) {
-            picture.to_rgba8()
+    let (pw, ph) = (r - l, b - t);
+    let pixels = f64::from(pw) * f64::from(ph);
+    let mut start: f64 = 1.0;
+    if pixels > MAX_RENDER_PIXELS {
+        start = (MAX_RENDER_PIXELS / pixels).sqrt();
+    }
+    let longest = f64::from(pw.max(ph)) * start;
+    if longest > MAX_RENDER_SIDE {
+        start *= MAX_RENDER_SIDE / longest;
+    }
+    let size = |scale: f64, w: u32, h: u32| {
+        (
+            ((f64::from(w) * scale).round() as u32).clamp(1, w.max(1)),
+            ((f64::from(h) * scale).round() as u32).clamp(1, h.max(1)),
+        )
+    };
+    // Scaled once to the starting size, by averaging (memory: the scaled picture only, never
+    // a float copy of the whole: a 100-million-pixel picture fits the worker's memory), and
+    // the decoded picture let go; each smaller try scales that.
+    let (sw, sh) = size(start, pw, ph);
+    let base: image::RgbaImage = {
+        use image::GenericImageView as _;
+        let shown = picture.try_view(l, t, pw, ph).map_err(bad)?;
+        image::imageops::thumbnail(&*shown, sw, sh)
+    };
+    drop(picture);
+    let (png, scale) = fit(request.max_bytes, 1.0, |scale| {
+        let (tw, th) = size(scale, sw, sh);
+        let scaled = if (tw, th) == (sw, sh) {
+            base.clone()
         } else {
-            picture
-                .resize_exact(tw, th, image::imageops::FilterType::Triangle)
-                .to_rgba8()
+            image::imageops::thumbnail(&base, tw, th)
         };
         Ok(Raster {
             width: scaled.width(),
@@ -350,6 +400,7 @@ fn render_picture(bytes: &[u8], request: &RenderRequest) -> Result<(Png, Meta), 
             rgba: scaled.into_raw(),
         })
     })?;
+    let scale = start * scale;
     let mut meta = Meta::new();
     meta.insert("original_width".into(), json!(w));
     meta.insert("original_height".into(), json!(h));
@@ -489,6 +540,62 @@ mod tests {
         .unwrap();
         let img = image::load_from_memory(&blank).unwrap().to_luma8();
         assert_eq!(img.pixels().filter(|p| p.0[0] < 100).count(), 0);
+    }
+
+    #[test]
+    fn a_page_of_degenerate_size_is_rendered_within_both_sides_bounds() {
+        // 71 999 997 points by 0.72: at 100 dpi within the pixel bound (100 M by 1), but a
+        // side of 100 million pixels.
+        let pdf = crate::made_pdf::one_page([0.0, 0.0, 71_999_997.0, 0.72], "", 0);
+        let (png, meta) = rendered(
+            &pdf,
+            "thin.pdf",
+            RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 1_000_000,
+            },
+        )
+        .unwrap();
+        let (w, h) = png_size(&png);
+        assert!(
+            f64::from(w) <= MAX_RENDER_SIDE && f64::from(h) <= MAX_RENDER_SIDE,
+            "{w}x{h} {meta:?}"
+        );
+        assert!(
+            meta["note"].as_str().unwrap().contains("a side"),
+            "{meta:?}"
+        );
+    }
+
+    #[test]
+    fn a_region_wholly_off_the_page_is_refused() {
+        let pdf = survey();
+        let off = |region| {
+            rendered(
+                &pdf,
+                "s.pdf",
+                RenderRequest {
+                    page: 1,
+                    dpi: 100,
+                    region: Some(region),
+                    max_bytes: 1_000_000,
+                },
+            )
+        };
+        for region in [
+            [5000, 5000, 6000, 6000],
+            [-300, -300, -10, -10],
+            [700, 100, 900, 200],
+        ] {
+            let why = off(region).unwrap_err().to_string();
+            assert!(why.contains("lies outside page 1"), "{region:?}: {why}");
+        }
+        // Partly on the page: the part on it.
+        let (png, _) = off([500, 700, 900, 900]).unwrap();
+        let (w, h) = png_size(&png);
+        assert!(w > 1 && h > 1, "{w}x{h}");
     }
 
     #[test]

@@ -67,6 +67,33 @@ pub struct IsolationConfig {
 /// busy one, while the hostile inputs the limits are for are small files that expand or loop.
 pub const SECONDS_PER_MIB: u64 = 20;
 
+/// CPU seconds one rendering (`render_page`) may take, whatever its file's size: a page is
+/// drawn from the objects it uses, so a file padded with megabytes it never uses earns it no
+/// more time (its wall-clock deadline: [`RENDER_DEADLINE`]). Lower when the configured
+/// limits are lower.
+pub const RENDER_CPU_SECONDS: u64 = 20;
+/// The wall-clock deadline of one rendering, whatever its file's size.
+pub const RENDER_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The CPU time and the wall-clock deadline of a job: an extraction's grow with its input
+/// ([`allowance`]), a rendering's are fixed ([`RENDER_CPU_SECONDS`], [`RENDER_DEADLINE`]).
+pub(crate) fn job_limits(
+    cpu_seconds: u64,
+    deadline: Duration,
+    input: &ExtractInput<'_>,
+) -> (u64, Duration) {
+    if input.options.render.is_some() {
+        return (
+            cpu_seconds.min(RENDER_CPU_SECONDS),
+            deadline.min(RENDER_DEADLINE),
+        );
+    }
+    (
+        allowance(Duration::from_secs(cpu_seconds), input.bytes.len()).as_secs(),
+        allowance(deadline, input.bytes.len()),
+    )
+}
+
 /// `base` plus [`SECONDS_PER_MIB`] for each whole MiB of an input of `bytes`, past the first.
 pub(crate) fn allowance(base: Duration, bytes: usize) -> Duration {
     let extra_mib = (bytes as u64 / (1024 * 1024)).saturating_sub(1);
@@ -102,13 +129,14 @@ impl IsolationConfig {
             OsString::from(WORKER_ARG),
             OsString::from(format!("--memory-bytes={}", self.memory_bytes)),
             OsString::from(format!("--cpu-seconds={}", self.cpu_seconds)),
+            OsString::from(format!("--parent={}", std::process::id())),
         ];
         Ok((program, args))
     }
 }
 
 /// If this process was started as an extraction worker, serve jobs on stdin/stdout until
-/// stdin closes, then exit. Call it first thing in `main` of every binary that uses the
+/// stdin closes (or its parent dies: it is killed with it), then exit. Call it first thing in `main` of every binary that uses the
 /// library with [`Isolation::Processes`] and no explicit worker program.
 pub fn run_worker_if_requested() {
     let mut args = std::env::args_os().skip(1);
@@ -117,15 +145,18 @@ pub fn run_worker_if_requested() {
     }
     let mut memory = None;
     let mut cpu = None;
+    let mut parent = None;
     for a in args {
         let a = a.to_string_lossy();
         if let Some(v) = a.strip_prefix("--memory-bytes=") {
             memory = v.parse().ok();
         } else if let Some(v) = a.strip_prefix("--cpu-seconds=") {
             cpu = v.parse().ok();
+        } else if let Some(v) = a.strip_prefix("--parent=") {
+            parent = v.parse().ok();
         }
     }
-    let code = match worker::serve(memory, cpu.unwrap_or(60)) {
+    let code = match worker::serve(memory, cpu.unwrap_or(60), parent) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("extraction worker: {e}");
@@ -206,5 +237,43 @@ mod allowance_tests {
         // The 4.7 MB octave manual of the dev corpus: 60 + 3 × 20 s.
         assert_eq!(allowance(base, 4_707_275), Duration::from_secs(120));
         assert_eq!(allowance(Duration::MAX, usize::MAX), Duration::MAX);
+    }
+
+    #[test]
+    fn a_rendering_has_fixed_limits_whatever_its_files_size() {
+        let bytes = vec![b' '; 30 * 1024 * 1024];
+        let locator = extractors::Locator::root("padded.pdf");
+        let detected = extractors::detect(b"%PDF-1.4\n", "padded.pdf");
+        let extract = extractors::ExtractOptions::default();
+        let render = extractors::ExtractOptions {
+            render: Some(extractors::RenderRequest {
+                page: 1,
+                dpi: 100,
+                region: None,
+                max_bytes: 1_000_000,
+            }),
+            ..extractors::ExtractOptions::default()
+        };
+        let limits = |options: &extractors::ExtractOptions, cpu: u64, wall: u64| {
+            job_limits(
+                cpu,
+                Duration::from_secs(wall),
+                &ExtractInput {
+                    bytes: &bytes,
+                    locator: &locator,
+                    file_hash: "feed",
+                    detected: &detected,
+                    options,
+                },
+            )
+        };
+        // An extraction of 30 MiB: 60 + 29 × 20 s.
+        assert_eq!(limits(&extract, 60, 60), (640, Duration::from_secs(640)));
+        // A rendering of the same file: the fixed limits, or the configured ones if lower.
+        assert_eq!(
+            limits(&render, 60, 60),
+            (RENDER_CPU_SECONDS, RENDER_DEADLINE)
+        );
+        assert_eq!(limits(&render, 5, 3), (5, Duration::from_secs(3)));
     }
 }

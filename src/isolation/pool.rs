@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use extractors::{ExtractError, ExtractInput, Extraction, Extractor};
 
@@ -65,12 +65,8 @@ impl WorkerPool {
     fn run(&self, input: &ExtractInput<'_>) -> Result<Extraction, ExtractError> {
         // OCR stops starting pages at three quarters of the deadline: a long scan loses OCR
         // pages (the file says which), not the whole file to the watchdog.
-        let deadline = super::allowance(self.config.deadline, input.bytes.len());
-        let cpu_seconds = super::allowance(
-            Duration::from_secs(self.config.cpu_seconds),
-            input.bytes.len(),
-        )
-        .as_secs();
+        let (cpu_seconds, deadline) =
+            super::job_limits(self.config.cpu_seconds, self.config.deadline, input);
         let mut options = input.options.clone();
         let budget = deadline.mul_f64(0.75);
         options.ocr.file_budget = Some(options.ocr.file_budget.map_or(budget, |b| b.min(budget)));

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use extractors::{ExtractError, ExtractInput, Extraction};
@@ -18,9 +18,22 @@ use crate::lock;
 /// Bytes of a worker's stderr kept to explain its death.
 const STDERR_TAIL: usize = 4096;
 
-/// The worker's loop: limits first, then one job per request frame.
-pub(super) fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<()> {
+/// The worker's loop: tied to its parent's life first, then limits, then one job per request
+/// frame until stdin closes (the parent is done, or gone).
+pub(super) fn serve(
+    memory_bytes: Option<u64>,
+    cpu_seconds: u64,
+    parent: Option<i32>,
+) -> io::Result<()> {
     use nix::sys::resource::{setrlimit, Resource, RLIM_INFINITY};
+    // Killed when the parent dies, even in the middle of a job (stdin's end is only seen
+    // between jobs). The signal is sent when the thread that started this process ends:
+    // the parent starts workers from one thread that lives as long as it (`Worker::spawn`).
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(io::Error::other)?;
+    // A parent that died before the signal was asked for: no one to serve.
+    if parent.is_some_and(|p| nix::unistd::getppid().as_raw() != p) {
+        return Err(io::Error::other("the parent process is gone"));
+    }
     // No core files from a job that hits a limit; then the memory cap.
     setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(io::Error::other)?;
     if let Some(bytes) = memory_bytes {
@@ -34,20 +47,23 @@ pub(super) fn serve(memory_bytes: Option<u64>, cpu_seconds: u64) -> io::Result<(
         };
         // The CPU limit counts from what this worker used so far.
         let used = cpu_used().as_secs();
-        let allowed = super::allowance(Duration::from_secs(cpu_seconds), bytes.len()).as_secs();
+        let input = ExtractInput {
+            bytes: &bytes,
+            locator: &header.locator,
+            file_hash: &header.file_hash,
+            detected: &header.detected,
+            options: &header.options,
+        };
+        // A rendering's limit is fixed, an extraction's grows with its input.
+        let (allowed, _) = super::job_limits(cpu_seconds, Duration::MAX, &input);
         setrlimit(
             Resource::RLIMIT_CPU,
             used.saturating_add(allowed),
             RLIM_INFINITY,
         )
         .map_err(io::Error::other)?;
-        let result = extractors::extract(&ExtractInput {
-            bytes: &bytes,
-            locator: &header.locator,
-            file_hash: &header.file_hash,
-            detected: &header.detected,
-            options: &header.options,
-        });
+        crate::failpoint::hit("extract.job");
+        let result = extractors::extract(&input);
         drop(bytes);
         write_response(&mut output, &result)?;
     }
@@ -78,8 +94,50 @@ pub(super) struct Worker {
     stderr_thread: std::thread::JoinHandle<()>,
 }
 
+/// A request to start a worker, and where its answer goes.
+type SpawnRequest = (IsolationConfig, mpsc::Sender<io::Result<Worker>>);
+
+/// The thread that starts every worker of this process: a worker's parent-death signal
+/// fires when the thread that started it ends, so they are all started by this one, which
+/// lives as long as the process. `None` if it could not be started.
+fn spawner() -> Option<&'static Mutex<mpsc::Sender<SpawnRequest>>> {
+    static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<SpawnRequest>>>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<SpawnRequest>();
+            let started = std::thread::Builder::new()
+                .name("worker-spawner".into())
+                .spawn(move || {
+                    for (config, reply) in rx {
+                        let _ = reply.send(Worker::spawn_here(&config));
+                    }
+                });
+            match started {
+                Ok(_) => Some(Mutex::new(tx)),
+                Err(e) => {
+                    tracing::error!("no thread to start extraction workers: {e}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
 impl Worker {
+    /// Start a worker (on the process's spawner thread, see [`spawner`]).
     pub(super) fn spawn(config: &IsolationConfig) -> io::Result<Worker> {
+        let spawner = spawner().ok_or_else(|| io::Error::other("no thread to start workers"))?;
+        let (reply, answer) = mpsc::channel();
+        lock(spawner)
+            .send((config.clone(), reply))
+            .map_err(|_| io::Error::other("the worker spawner thread is gone"))?;
+        answer
+            .recv()
+            .map_err(|_| io::Error::other("the worker spawner thread is gone"))?
+    }
+
+    /// Start a worker from this thread.
+    fn spawn_here(config: &IsolationConfig) -> io::Result<Worker> {
         let (program, args) = config.command()?;
         let mut child = Command::new(&program)
             .args(&args)

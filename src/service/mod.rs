@@ -27,6 +27,9 @@ use crate::uploads::{Uploads, UploadsConfig};
 
 pub use routes::router;
 
+/// Heavy tool calls answered at once for one key when the configuration does not say.
+pub const DEFAULT_MAX_HEAVY_PER_KEY: usize = 1;
+
 /// The longest upload job lease (`job_lease_secs`): a day.
 pub const MAX_JOB_LEASE_SECS: u64 = 86_400;
 
@@ -42,6 +45,7 @@ pub const MAX_JOB_LEASE_SECS: u64 = 86_400;
 /// max_scope_runs = 2                 # scopes indexed at once
 /// max_queries = 8                    # searches and tool calls at once; more: 429
 /// max_queries_per_key = 4            # of those, for one key (default: half)
+/// max_heavy_per_key = 1              # of those, heavy tools (render_page, verify_quote) for one key
 /// max_connections = 256              # open connections; more wait to be accepted
 /// max_connections_per_peer = 64      # of those, from one address (behind a proxy: raise)
 /// header_timeout_secs = 10           # a request's headers, and an idle connection
@@ -100,6 +104,12 @@ pub struct ServiceConfig {
     /// Searches and tool calls answered at once for one key (default: half of
     /// `max_queries`), so one caller cannot take every place.
     pub max_queries_per_key: Option<usize>,
+    /// Calls of the heavy tools ([`crate::tools::HEAVY_TOOLS`]: `render_page`,
+    /// `verify_quote`, each seconds of CPU at worst) answered at once for one key, over HTTP
+    /// and MCP together (default [`DEFAULT_MAX_HEAVY_PER_KEY`], at most
+    /// `max_queries_per_key`): a key's heavy calls cannot hold all its places, nor, with a
+    /// second key, all the service's. More: 429, saying why.
+    pub max_heavy_per_key: Option<usize>,
     /// Bytes of uploaded archives kept for on-demand extraction of members a limit left
     /// out, per key: a key's oldest are evicted past it, never another's (default 1 GiB; 0
     /// keeps none).
@@ -403,6 +413,10 @@ impl ServiceConfig {
             (
                 "max_mcp_sessions_per_key",
                 self.max_mcp_sessions_per_key.map(|v| v as u64),
+            ),
+            (
+                "max_heavy_per_key",
+                self.max_heavy_per_key.map(|v| v as u64),
             ),
         ] {
             if value == Some(0) {

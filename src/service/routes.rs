@@ -60,6 +60,8 @@ struct Caller {
     key_id: String,
     /// The key's own share of the searches and tool calls answered at once.
     queries: Arc<tokio::sync::Semaphore>,
+    /// The key's heavy tool calls answered at once (`max_heavy_per_key`).
+    heavy: Arc<tokio::sync::Semaphore>,
     /// The key's own share of the request bodies held at once.
     bytes: ByteGate,
 }
@@ -108,6 +110,10 @@ pub fn router(
         .max_queries_per_key
         .unwrap_or((max_queries / 2).max(1))
         .max(1);
+    let heavy_per_key = config
+        .max_heavy_per_key
+        .unwrap_or(super::DEFAULT_MAX_HEAVY_PER_KEY)
+        .clamp(1, per_key);
     let keys = config
         .api_keys
         .iter()
@@ -118,6 +124,7 @@ pub fn router(
                 scope: k.scope(),
                 key_id: hex.get(..12).unwrap_or_default().to_string(),
                 queries: Arc::new(tokio::sync::Semaphore::new(per_key)),
+                heavy: Arc::new(tokio::sync::Semaphore::new(heavy_per_key)),
                 bytes: ByteGate::new(limits.max_body_bytes_in_flight_per_key),
             };
             (hash, caller)
@@ -471,6 +478,7 @@ async fn mcp_scope(
         scope: caller.scope.clone(),
         key_id: caller.key_id.clone(),
         slots: Some(Arc::clone(&caller.queries)),
+        heavy: Some(Arc::clone(&caller.heavy)),
         held: Some(Arc::new(held)),
     });
     let response = next.run(request).await;
@@ -613,6 +621,24 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
+}
+
+/// One of the caller's places for a heavy tool call ([`crate::tools::HEAVY_TOOLS`]), if
+/// `tool` is one; `Err` with the refusal when all are taken.
+fn heavy_slot(
+    caller: &Caller,
+    tool: &str,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Error> {
+    if !crate::tools::HEAVY_TOOLS.contains(&tool) {
+        return Ok(None);
+    }
+    Arc::clone(&caller.heavy)
+        .try_acquire_owned()
+        .map(Some)
+        .map_err(|_| Error::Busy {
+            reason: crate::tools::heavy_busy(tool),
+            retry_after_secs: 2,
+        })
 }
 
 /// The answer when every query slot is taken.
@@ -1144,6 +1170,10 @@ async fn tool(
         );
         return refuse(body, missing).await;
     }
+    let heavy = match heavy_slot(&caller, &name) {
+        Ok(h) => h,
+        Err(e) => return refuse(body, error_of(&e)).await,
+    };
     let Some(slot) = app.query_slot(&caller) else {
         return refuse(body, error_of(&queries_busy())).await;
     };
@@ -1157,7 +1187,7 @@ async fn tool(
     };
     drop(body);
     let host = Arc::clone(&app.tools);
-    let answered = run_held(&app, (slot, held), move |stop| {
+    let answered = run_held(&app, (slot, heavy, held), move |stop| {
         host.call_until(&scope, &call, stop)
     })
     .await;

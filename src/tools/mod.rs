@@ -25,6 +25,7 @@ use crate::ingestor::Ingestor;
 pub const DEFAULT_MAX_CHARS: usize = 4000;
 
 pub use crate::config::MIN_MAX_CHARS;
+pub(crate) use quote::search_text as quote_search_text;
 pub use quote::MAX_QUOTE_CHARS;
 
 /// What a search answers when no hit reaches its `min_score` (the model's relevance floor
@@ -50,6 +51,20 @@ pub const TOOL_NAMES: &[&str] = &[
     "gather_context",
     "end_workflow",
 ];
+
+/// The tools whose one call may cost seconds of CPU (rendering a page, comparing a long
+/// quote with a large file): the service answers fewer of them at once per key than other
+/// calls (`max_heavy_per_key`).
+pub const HEAVY_TOOLS: &[&str] = &["render_page", "verify_quote"];
+
+/// Why a heavy tool call of `tool` is refused when its key runs as many as it may.
+pub(crate) fn heavy_busy(tool: &str) -> String {
+    format!(
+        "{tool} is a heavy tool ({}): this key runs as many of them at once as it may \
+         (max_heavy_per_key); call again when one ends",
+        HEAVY_TOOLS.join(", ")
+    )
+}
 
 /// Arguments of `search_documents`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -602,7 +617,7 @@ pub fn call_until(
                 read::read_content_objects(ingestor, scope, a, budget)
             }
             ToolCall::ReadSection(a) => section::read_section(ingestor, scope, a, budget),
-            ToolCall::VerifyQuote(a) => quote::verify_quote(ingestor, scope, a, budget),
+            ToolCall::VerifyQuote(a) => quote::verify_quote(ingestor, scope, a, budget, stop),
             ToolCall::RenderPage(a) => {
                 render::render_page(ingestor, scope, a, budget).map(|(f, rendered)| {
                     image = Some(rendered);

@@ -35,7 +35,13 @@ pub(crate) fn top_level_path(
             ))
         });
     }
-    let path = PathBuf::from(top);
+    // The path as it is on disk: the locator's first segment, its escapes undone (a name
+    // holding `#`, `%` or an invisible character is printed escaped).
+    let path = top
+        .parse::<Locator>()
+        .ok()
+        .and_then(|l| l.segments.into_iter().next())
+        .map_or_else(|| PathBuf::from(top), PathBuf::from);
     // An archive cut short by a limit is catalogued without size and time (so that it is
     // walked again next run): then only "a regular file, not a link" can be checked.
     let known = entry.size != 0 || entry.mtime_ns != 0;

@@ -14,7 +14,9 @@
 //! points from the page's bottom-left corner): what `render_page` takes as `region`.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use extractors::{ContentType, Scope};
 use serde_json::{json, Map, Value};
@@ -39,6 +41,104 @@ const MAX_CONTEXT_CHARS: usize = 300;
 const CANDIDATE_WINDOWS: usize = 5;
 /// Line boxes given for one match, at most.
 const MAX_BOXES: usize = 64;
+/// The longest one call searches: past it the call stops and says how far it got.
+pub const QUOTE_TIME_LIMIT: Duration = Duration::from_secs(20);
+/// The most chars the canonical form of a file's text may hold: a char may fold into many
+/// (`\u{fdfa}` is 18), and the canonical form is held in memory with 4 bytes of origin a
+/// char.
+const MAX_CANONICAL_CHARS: usize = 2 * MAX_VERIFIED_CHARS as usize;
+/// The longest passage compared with a quote by edit distance, in chars of the quote: a window
+/// of the quote's word count in a text of very long words is cut to this (the comparison
+/// costs its length times the quote's).
+const WINDOW_CHARS_PER_QUOTE_CHAR: usize = 2;
+/// How many steps of a loop run between two looks at the clock and the stop flag.
+const CHECK_EVERY: usize = 1 << 14;
+
+/// When a search must stop: its caller went away, or its time is up.
+pub(crate) struct Limits<'a> {
+    stop: &'a AtomicBool,
+    /// `None`: a time too far to be reached.
+    until: Option<Instant>,
+    time: Duration,
+}
+
+/// Why a search stopped before its end, and how far it got.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// Stopped while `stage`, `done` of `total` (in `unit`) done.
+    Halted {
+        why: String,
+        stage: &'static str,
+        done: usize,
+        total: usize,
+        unit: &'static str,
+    },
+    /// The text's canonical form would hold more than [`MAX_CANONICAL_CHARS`].
+    Grew,
+}
+
+impl<'a> Limits<'a> {
+    /// Until `stop` is set or `time` has passed from now.
+    pub(crate) fn new(stop: &'a AtomicBool, time: Duration) -> Self {
+        Limits {
+            stop,
+            until: Instant::now().checked_add(time),
+            time,
+        }
+    }
+
+    /// `Err` once the search must stop, saying where it was.
+    fn check(
+        &self,
+        stage: &'static str,
+        done: usize,
+        total: usize,
+        unit: &'static str,
+    ) -> Result<(), Stop> {
+        let why = if self.stop.load(Ordering::SeqCst) {
+            "the caller went away".to_string()
+        } else if self.until.is_some_and(|u| Instant::now() >= u) {
+            format!("it reached its time limit of {} s", self.time.as_secs())
+        } else {
+            return Ok(());
+        };
+        Err(Stop::Halted {
+            why,
+            stage,
+            done,
+            total,
+            unit,
+        })
+    }
+}
+
+impl Stop {
+    /// The error answer for a search of `file` that stopped.
+    fn error(self, file: &str) -> ToolError {
+        match self {
+            Stop::Halted {
+                why,
+                stage,
+                done,
+                total,
+                unit,
+            } => {
+                tracing::info!(file, stage, done, total, "verify_quote stopped: {why}");
+                ToolError::Invalid(format!(
+                    "verify_quote stopped before an answer: {why}, while {stage} \
+                     ({done} of {total} {unit} done); nothing is said about the rest. Check \
+                     a shorter, more distinctive part of the quote, or find its page with \
+                     search_documents and read it with read_content_objects"
+                ))
+            }
+            Stop::Grew => ToolError::Invalid(format!(
+                "{file}: its text in the form quotes are compared in would be over \
+                 {MAX_CANONICAL_CHARS} chars (it holds characters that expand when \
+                 normalized): quotes are not checked in it"
+            )),
+        }
+    }
+}
 
 /// A text in canonical form, each char remembering where it came from.
 #[derive(Default)]
@@ -64,8 +164,14 @@ fn fold(c: char, out: &mut String) {
 }
 
 impl Canonical {
-    /// `original` (a sequence of chars) in canonical form.
-    fn of(original: impl Iterator<Item = char>) -> Canonical {
+    /// `original` (a sequence of `total` chars) in canonical form, within `limits`, at most
+    /// `max_chars` chars long.
+    fn within(
+        original: impl Iterator<Item = char>,
+        total: usize,
+        max_chars: usize,
+        limits: &Limits<'_>,
+    ) -> Result<Canonical, Stop> {
         let mut out = Canonical::default();
         // White space since the last char kept: none, some, or some with a line break.
         let (mut space, mut line_break) = (false, false);
@@ -73,6 +179,12 @@ impl Canonical {
         let mut hyphenated = false;
         let mut buf = String::new();
         for (i, c) in original.enumerate() {
+            if i % CHECK_EVERY == 0 {
+                limits.check("putting the text in canonical form", i, total, "chars")?;
+                if out.from.len() > max_chars {
+                    return Err(Stop::Grew);
+                }
+            }
             let at = u32::try_from(i).unwrap_or(u32::MAX);
             if c.is_whitespace() {
                 space = !out.text.is_empty();
@@ -95,7 +207,10 @@ impl Canonical {
                 out.from.push(at);
             }
         }
-        out
+        if out.from.len() > max_chars {
+            return Err(Stop::Grew);
+        }
+        Ok(out)
     }
 }
 
@@ -164,30 +279,28 @@ impl Joined {
     }
 }
 
-/// A word of a canonical text: the char and the byte it starts at, and the word.
-type Word<'a> = (usize, usize, &'a str);
-
-/// The words of canonical text `t` (split at its single spaces).
-fn words(t: &str) -> Vec<Word<'_>> {
-    let mut out = Vec::new();
-    let (mut chars, mut bytes) = (0usize, 0usize);
-    for w in t.split(' ') {
-        out.push((chars, bytes, w));
-        chars += w.chars().count() + 1;
-        bytes += w.len() + 1;
-    }
-    out
+/// A window of a canonical text: its first char and byte, and the char and byte after it.
+#[derive(Clone, Copy)]
+struct Window {
+    char_start: usize,
+    byte_start: usize,
+    byte_end: usize,
 }
 
 /// The passage of `doc` closest to `quote` (both canonical): among the windows of the
-/// quote's word count holding most of its words (a sliding count, keeping the best
-/// [`CANDIDATE_WINDOWS`]), the one nearest by edit distance. Its first and last canonical
-/// char and its similarity (0–1).
-fn closest(doc: &str, quote: &str) -> Option<(usize, usize, f64)> {
-    let doc_words = words(doc);
-    let m = words(quote).len();
-    if doc_words.is_empty() || m == 0 {
-        return None;
+/// quote's word count holding most of its words (a sliding count over the text's words,
+/// once, keeping the best [`CANDIDATE_WINDOWS`]), the one nearest by edit distance (a window
+/// cut to [`WINDOW_CHARS_PER_QUOTE_CHAR`] times the quote's length). Its first and last
+/// canonical char and its similarity (0–1). Time and memory grow as the text's length (the
+/// last quote-count words are held, not the text's), plus the few windows' comparisons.
+fn closest(
+    doc: &str,
+    quote: &str,
+    limits: &Limits<'_>,
+) -> Result<Option<(usize, usize, f64)>, Stop> {
+    let m = quote.split(' ').count();
+    if doc.is_empty() || quote.is_empty() {
+        return Ok(None);
     }
     let mut want: HashMap<&str, i64> = HashMap::new();
     for w in quote.split(' ') {
@@ -195,41 +308,158 @@ fn closest(doc: &str, quote: &str) -> Option<(usize, usize, f64)> {
     }
     let mut have: HashMap<&str, i64> = HashMap::new();
     let mut shared = 0i64;
-    // (words of the quote held, first word), best first.
-    let mut best: Vec<(i64, usize)> = Vec::with_capacity(CANDIDATE_WINDOWS + 1);
-    for (i, &(_, _, w)) in doc_words.iter().enumerate() {
-        let n = have.entry(w).or_default();
-        *n += 1;
-        if *n <= want.get(w).copied().unwrap_or(0) {
-            shared += 1;
+    // The last `m` words: (first char, first byte, word).
+    let mut last: VecDeque<(usize, usize, &str)> = VecDeque::with_capacity(m + 1);
+    // (words of the quote held, window), best first.
+    let mut best: Vec<(i64, Window)> = Vec::with_capacity(CANDIDATE_WINDOWS + 1);
+    let (mut chars, mut bytes) = (0usize, 0usize);
+    let mut seen = 0usize;
+    for (i, w) in doc.split(' ').enumerate() {
+        if i % CHECK_EVERY == 0 {
+            limits.check(
+                "looking for the closest passage",
+                bytes,
+                doc.len(),
+                "bytes of text",
+            )?;
         }
-        if let Some(&(_, _, gone)) = i.checked_sub(m).and_then(|g| doc_words.get(g)) {
-            let n = have.entry(gone).or_default();
-            if *n <= want.get(gone).copied().unwrap_or(0) {
-                shared -= 1;
+        let w_chars = w.chars().count();
+        last.push_back((chars, bytes, w));
+        if let Some(&wanted) = want.get(w) {
+            let n = have.entry(w).or_default();
+            *n += 1;
+            if *n <= wanted {
+                shared += 1;
             }
-            *n -= 1;
         }
-        if i + 1 >= m.min(doc_words.len())
+        if last.len() > m {
+            if let Some((_, _, gone)) = last.pop_front() {
+                if let (Some(&wanted), Some(n)) = (want.get(gone), have.get_mut(gone)) {
+                    if *n <= wanted {
+                        shared -= 1;
+                    }
+                    *n -= 1;
+                }
+            }
+        }
+        let window = last.front().map(|&(c, b, _)| Window {
+            char_start: c,
+            byte_start: b,
+            byte_end: bytes + w.len(),
+        });
+        chars += w_chars + 1;
+        bytes += w.len() + 1;
+        seen = i + 1;
+        let Some(window) = window else { continue };
+        if seen >= m
             && best
                 .last()
                 .is_none_or(|b| shared > b.0 || best.len() < CANDIDATE_WINDOWS)
         {
             let at = best.partition_point(|b| b.0 >= shared);
-            best.insert(at, (shared, (i + 1).saturating_sub(m)));
+            best.insert(at, (shared, window));
             best.truncate(CANDIDATE_WINDOWS);
         }
     }
-    best.into_iter()
-        .filter_map(|(_, start)| {
-            let &(a, a_byte, _) = doc_words.get(start)?;
-            let last = (start + m).min(doc_words.len()) - 1;
-            let &(b, b_byte, w) = doc_words.get(last)?;
-            let window = doc.get(a_byte..b_byte + w.len())?;
-            let end = b + w.chars().count();
-            Some((a, end, strsim::normalized_levenshtein(window, quote)))
-        })
-        .max_by(|x, y| x.2.total_cmp(&y.2).then(y.0.cmp(&x.0)))
+    // A text of fewer words than the quote: the one window is the whole text.
+    if seen < m {
+        if let Some(&(c, b, _)) = last.front() {
+            best.push((
+                shared,
+                Window {
+                    char_start: c,
+                    byte_start: b,
+                    byte_end: bytes.saturating_sub(1),
+                },
+            ));
+        }
+    }
+    let quote_chars: Vec<char> = quote.chars().collect();
+    let cap = quote_chars
+        .len()
+        .saturating_mul(WINDOW_CHARS_PER_QUOTE_CHAR);
+    let mut scored: Option<(usize, usize, f64)> = None;
+    for (k, (_, w)) in best.iter().enumerate() {
+        let Some(text) = doc.get(w.byte_start..w.byte_end) else {
+            continue;
+        };
+        let window: Vec<char> = text.chars().take(cap).collect();
+        let end = w.char_start + window.len();
+        let score = similarity(&window, &quote_chars, limits, k)?;
+        if scored.is_none_or(|s| score > s.2 || (score == s.2 && w.char_start < s.0)) {
+            scored = Some((w.char_start, end, score));
+        }
+    }
+    Ok(scored)
+}
+
+/// 1 − the edit distance (Levenshtein, in chars) of `a` and `b` over the longer's length:
+/// one row at a time, the limits looked at every few rows. `k` counts the comparisons so far
+/// (for the stop's report).
+fn similarity(a: &[char], b: &[char], limits: &Limits<'_>, k: usize) -> Result<f64, Stop> {
+    let longest = a.len().max(b.len());
+    if longest == 0 {
+        return Ok(1.0);
+    }
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        if i % 256 == 0 {
+            limits.check(
+                "comparing the closest passages with the quote",
+                k,
+                CANDIDATE_WINDOWS,
+                "passages",
+            )?;
+        }
+        let mut diagonal = i;
+        let mut left = i + 1;
+        for (cb, up) in b.iter().zip(row.iter_mut().skip(1)) {
+            let here = if ca == cb {
+                diagonal
+            } else {
+                1 + diagonal.min(*up).min(left)
+            };
+            diagonal = *up;
+            *up = here;
+            left = here;
+        }
+        if let Some(first) = row.first_mut() {
+            *first = i + 1;
+        }
+    }
+    let distance = row.last().copied().unwrap_or(longest);
+    Ok(1.0 - distance as f64 / longest as f64)
+}
+
+/// For benches only ([`crate::testing::quote_search`]): the whole search of `quote` in
+/// `text` (canonical forms, exact matches, else the closest passage), without a file:
+/// whether it was found, and the closest passage's score when it was not.
+/// `Err` when it stopped (its time limit is [`QUOTE_TIME_LIMIT`]), saying where.
+pub(crate) fn search_text(text: &str, quote: &str) -> Result<(bool, Option<f64>), String> {
+    let stop = AtomicBool::new(false);
+    let limits = Limits::new(&stop, QUOTE_TIME_LIMIT);
+    let run = || -> Result<(bool, Option<f64>), Stop> {
+        let doc = Canonical::within(
+            text.chars(),
+            text.chars().count(),
+            MAX_CANONICAL_CHARS,
+            &limits,
+        )?;
+        let quote = Canonical::within(
+            quote.chars(),
+            quote.chars().count(),
+            MAX_CANONICAL_CHARS,
+            &limits,
+        )?;
+        if doc.text.contains(quote.text.as_str()) {
+            return Ok((true, None));
+        }
+        Ok((
+            false,
+            closest(&doc.text, &quote.text, &limits)?.map(|c| c.2),
+        ))
+    };
+    run().map_err(|s| s.error("the text").to_string())
 }
 
 /// Answer a `verify_quote` call.
@@ -238,6 +468,24 @@ pub(crate) fn verify_quote(
     scope: &Scope,
     args: &QuoteArgs,
     budget: Budget,
+    stop: &AtomicBool,
+) -> Result<Finished, ToolError> {
+    verify_quote_within(
+        ingestor,
+        scope,
+        args,
+        budget,
+        &Limits::new(stop, QUOTE_TIME_LIMIT),
+    )
+}
+
+/// [`verify_quote`] within `limits`.
+fn verify_quote_within(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    args: &QuoteArgs,
+    budget: Budget,
+    limits: &Limits<'_>,
 ) -> Result<Finished, ToolError> {
     let quote_chars = args.quote.chars().count();
     if quote_chars > MAX_QUOTE_CHARS {
@@ -245,7 +493,8 @@ pub(crate) fn verify_quote(
             "quote is {quote_chars} chars: at most {MAX_QUOTE_CHARS}; check a shorter part"
         )));
     }
-    let quote = Canonical::of(args.quote.chars());
+    let quote = Canonical::within(args.quote.chars(), quote_chars, MAX_CANONICAL_CHARS, limits)
+        .map_err(|s| s.error("the quote"))?;
     if quote.text.chars().filter(|c| c.is_alphanumeric()).count() < 2 {
         return Err(ToolError::Invalid(
             "quote has no words to look for: give the quoted words".into(),
@@ -272,10 +521,14 @@ pub(crate) fn verify_quote(
         chars: Vec::new(),
         starts: Vec::new(),
     };
-    for i in 0..pack.objects.len() {
+    let objects = pack.objects.len();
+    for i in 0..objects {
         if pack.objects.get(i).map(|o| o.content_type) != Some(ContentType::Text) {
             continue;
         }
+        limits
+            .check("reading the file's text", i, objects, "objects")
+            .map_err(|s| s.error(&file))?;
         let text = pack.text(i)?;
         if !joined.chars.is_empty() {
             joined.chars.extend(['\n', '\n']);
@@ -283,7 +536,13 @@ pub(crate) fn verify_quote(
         joined.starts.push((joined.chars.len(), i));
         joined.chars.extend(text.chars());
     }
-    let canonical = Canonical::of(joined.chars.iter().copied());
+    let canonical = Canonical::within(
+        joined.chars.iter().copied(),
+        joined.chars.len(),
+        MAX_CANONICAL_CHARS,
+        limits,
+    )
+    .map_err(|s| s.error(&file))?;
     let mut base = Map::new();
     base.insert("locator".into(), json!(file));
     doc.note_owner(&mut base, scope);
@@ -341,7 +600,7 @@ pub(crate) fn verify_quote(
     let full = FullResult::of(matches.iter().filter_map(|m| m["locator"].as_str()));
     if matches.is_empty() {
         base.insert("found".into(), json!(false));
-        match closest(&canonical.text, &quote.text) {
+        match closest(&canonical.text, &quote.text, limits).map_err(|s| s.error(&file))? {
             Some((a, b, score)) => {
                 let (a, b) = (original(a), original(b.saturating_sub(1)) + 1);
                 let mut m = place(&pack.objects, a, b);
@@ -493,6 +752,17 @@ fn cut(chars: &[char], keep: usize) -> String {
 mod tests {
     use super::*;
 
+    fn unlimited() -> Limits<'static> {
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        Limits::new(&NEVER, Duration::from_secs(3600))
+    }
+
+    impl Canonical {
+        fn of(original: impl Iterator<Item = char>) -> Canonical {
+            Canonical::within(original, 0, usize::MAX, &unlimited()).unwrap()
+        }
+    }
+
     fn canon(s: &str) -> String {
         Canonical::of(s.chars()).text
     }
@@ -522,7 +792,7 @@ mod tests {
             "The tide gauge sits on the north pier. The keeper logs gusts of 41 knots on Thursday.",
         );
         let quote = canon("The keeper logs gusts of 44 knots on Thursday.");
-        let (a, b, score) = closest(&doc, &quote).unwrap();
+        let (a, b, score) = closest(&doc, &quote, &unlimited()).unwrap().unwrap();
         let found: String = doc.chars().skip(a).take(b - a).collect();
         assert_eq!(found, "the keeper logs gusts of 41 knots on thursday.");
         assert!(score > 0.9 && score < 1.0, "{score}");
@@ -540,5 +810,63 @@ mod tests {
             joined.sentence(a, a + 5),
             "The second sentence holds the quote here."
         );
+    }
+
+    #[test]
+    fn a_search_stops_when_its_caller_goes_away_or_its_time_is_up() {
+        let doc = canon(&"the keeper logs gusts of forty knots. ".repeat(2000));
+        let quote = canon("the keeper logs gusts of fifty knots");
+        let gone = AtomicBool::new(true);
+        let stopped = |limits: &Limits<'_>| {
+            let by_closest = closest(&doc, &quote, limits).err();
+            let by_canonical = Canonical::within(doc.chars(), doc.len(), usize::MAX, limits).err();
+            [by_closest, by_canonical]
+        };
+        for (limits, why) in [
+            (
+                Limits::new(&gone, Duration::from_secs(3600)),
+                "the caller went away",
+            ),
+            (
+                Limits::new(&AtomicBool::new(false), Duration::ZERO),
+                "its time limit of 0 s",
+            ),
+        ] {
+            for stop in stopped(&limits) {
+                let Some(stop) = stop else {
+                    panic!("not stopped: {why}")
+                };
+                let said = stop.error("f.txt").to_string();
+                assert!(said.contains(why) && said.contains(" of "), "{said}");
+            }
+        }
+        // Not stopped: the same search answers.
+        assert!(closest(&doc, &quote, &unlimited()).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_passage_compared_is_cut_to_twice_the_quote() {
+        // Words of 5 000 chars: a window of the quote's three words is 15 000 chars, cut to
+        // twice the quote's before its edit distance is taken.
+        let long = "x".repeat(5000);
+        let doc = format!("{long} {long} alpha {long} {long}");
+        let quote = "alpha beta gamma";
+        let (a, b, score) = closest(&doc, quote, &unlimited()).unwrap().unwrap();
+        assert!(b - a <= 2 * quote.len(), "{a}..{b}");
+        assert!(score < 0.5, "{score}");
+        // A text of fewer words than the quote is compared whole.
+        let (a, b, _) = closest("alpha beta", "alpha beta gamma", &unlimited())
+            .unwrap()
+            .unwrap();
+        assert_eq!((a, b), (0, 10));
+    }
+
+    #[test]
+    fn a_text_whose_canonical_form_grows_past_its_bound_is_refused() {
+        // U+FDFA folds into 18 chars.
+        let text = "\u{fdfa}".repeat(100);
+        let grown = Canonical::within(text.chars(), 100, 1000, &unlimited());
+        assert!(matches!(grown, Err(Stop::Grew)));
+        assert!(Canonical::within(text.chars(), 100, 2000, &unlimited()).is_ok());
     }
 }

@@ -312,6 +312,14 @@ impl Shared {
         let left_out = progress.lines.values().any(|l| {
             l.status == "skipped" && l.reason.as_deref().is_some_and(|r| r.contains("limit: "))
         });
+        // A PDF or picture that failed is never rendered: its bytes are not kept for it.
+        let top_failed = progress
+            .lines
+            .get(job.record.status.locator.as_str())
+            .is_some_and(|l| {
+                l.status == crate::report::FileStatus::Failed.as_str()
+                    || l.status == crate::report::FileStatus::Skipped.as_str()
+            });
         progress.finish(&mut job.record.status);
         if let Some(reason) = failure {
             job.record.status.state = JobState::Failed;
@@ -350,8 +358,10 @@ impl Shared {
                 crate::pipeline::quarantine::keep_body(&self.data, &scope.key(), name, &body);
             }
             // Kept for extract_container_item (members left out) and for render_page (a PDF
-            // or a picture is looked at again), within the principal's kept-bytes quota.
-            let kept = (left_out || super::spool::renderable(&body, name))
+            // or a picture that was indexed is looked at again; one that failed is not, and
+            // costs no quota), within the principal's kept-bytes quota.
+            let renderable = !top_failed && super::spool::renderable(&body, name);
+            let kept = (left_out || renderable)
                 && super::spool::keep(&kept_root, &body, scope, name, self.config.max_kept_bytes)
                     .map_err(|e| tracing::warn!("keeping an archive for extraction: {e}"))
                     .is_ok();

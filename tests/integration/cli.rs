@@ -134,6 +134,66 @@ fn archive_members_are_tracked_one_by_one() {
     assert_store_matches_catalog(&sb);
 }
 
+/// A member whose name holds a bidi override (`report\u{202e}fdp.md`, which a terminal shows
+/// as `reportdm.pdf`) is shown escaped wherever its name is shown — ingest's lines, `ingest
+/// browse`, the tools' answers — and that escaped locator names it when given back.
+#[test]
+fn names_that_would_read_as_others_are_shown_escaped() {
+    let sb = Sandbox::new();
+    let zip = sb.write(
+        "in/mail.zip",
+        &zip_of(&[
+            (
+                "report\u{202e}fdp.md",
+                &b"# Report\nThe harbour dues rose by a tenth this spring.\n"[..],
+            ),
+            ("a\u{200b}b.md", b"# Notes\nThe slipway was repaired.\n"),
+        ]),
+    );
+    let (lines, _, code) = sb.ingest(&[&zip]);
+    assert_eq!(code, 0, "{lines:#?}");
+    let shown = |out: &std::process::Output| {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "exit {:?}: {text}",
+            out.status.code()
+        );
+        text
+    };
+    let listed = format!("{lines:?}");
+    assert!(
+        !listed.contains('\u{202e}') && listed.contains("report%E2%80%AEfdp.md"),
+        "{listed}"
+    );
+    let zip_locator = zip.display().to_string();
+    let browsed = sb.run(&["browse", &zip_locator]);
+    let text = shown(&browsed);
+    assert!(
+        browsed.status.success() && text.contains("report%E2%80%AEfdp.md"),
+        "exit {:?}: {text}",
+        browsed.status.code()
+    );
+    let member = format!("{zip_locator}!/report%E2%80%AEfdp.md");
+    let read = sb.run(&["read", &member]);
+    let text = shown(&read);
+    assert!(
+        read.status.success() && text.contains("harbour dues"),
+        "exit {:?}: {text}",
+        read.status.code()
+    );
+    let hits = sb.search("harbour dues", 5);
+    let hits = format!("{hits:?}");
+    assert!(
+        !hits.contains('\u{202e}') && hits.contains("%E2%80%AE"),
+        "{hits}"
+    );
+}
+
 /// A member hidden by an earlier one of the same name has that member's locator. Its line must
 /// not stand for the earlier member's: when the earlier member is stored last (here it is long,
 /// the other one short), the archive is recorded only once it is, and the next run finds the

@@ -177,3 +177,191 @@ fn a_worker_that_dies_mid_job_fails_that_job_with_its_last_words() {
     let got = extract(&pool, "a.txt", b"hello\n").expect("answer");
     assert_eq!(got, Err(ExtractError::Aborted("killed (signal 9)".into())));
 }
+
+/// The state letter of process `pid` (`R`, `S`, `Z`…), from `/proc/PID/stat`; `None`: no
+/// such process.
+fn state_of(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state …`: comm may hold spaces and parentheses, so from the last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next()?.chars().next()
+}
+
+/// An extraction worker dies with its parent: `ingest` is killed (SIGKILL, nothing to clean
+/// up) while its worker is in the middle of a job (the `extract.job` failpoint makes the job
+/// last two minutes), and the worker is gone within seconds, not when its job ends.
+#[test]
+fn a_worker_dies_with_its_parent_killed_in_the_middle_of_a_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("docs");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("a.md"), "# Log\nThe keeper logs the gusts.\n").unwrap();
+    let mut ingest = std::process::Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["--json", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .arg(&folder)
+        .env(ingest::testing::FAILPOINTS_ENV, "extract.job=1:pause120000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let parent = ingest.id();
+    // Its worker, once started (a hang guard, not a speed test).
+    let mut worker = None;
+    for _ in 0..1200 {
+        worker = crate::util::workers_of(parent).first().map(|w| w.0);
+        if worker.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let Some(worker) = worker else {
+        let _ = ingest.kill();
+        let out = ingest.wait_with_output().unwrap();
+        panic!(
+            "no extraction worker of ingest ({}) appeared: {:?}",
+            parent, out.status
+        );
+    };
+    // The job was sent as the worker started: it is in its pause now.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        crate::util::workers_of(parent)
+            .iter()
+            .any(|w| w.0 == worker),
+        "the worker {worker} is working for {parent}"
+    );
+    ingest.kill().unwrap();
+    let status = ingest.wait().unwrap();
+    let mut last = None;
+    for _ in 0..100 {
+        last = state_of(worker);
+        // Gone, or a zombie no one reaped: dead either way.
+        if last.is_none_or(|s| s == 'Z') {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    panic!(
+        "the worker {worker} outlived its parent (killed: {status:?}) by 10 s: its state is \
+         {last:?}"
+    );
+}
+
+/// A PNG of `width` x `height` black RGBA pixels, written row by row (a 100-million-pixel
+/// picture is 400 MB decoded, 400 KB as a file).
+fn black_png(width: u32, height: u32) -> Vec<u8> {
+    use std::io::Write as _;
+    let chunk = |out: &mut Vec<u8>, kind: &[u8], data: &[u8]| {
+        out.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&crc.sum().to_be_bytes());
+    };
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 6, 0, 0, 0]); // 8 bits, RGBA
+    chunk(&mut out, b"IHDR", &header);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let row = vec![0u8; 1 + 4 * width as usize]; // filter 0, then the pixels
+    for _ in 0..height {
+        z.write_all(&row).unwrap();
+    }
+    chunk(&mut out, b"IDAT", &z.finish().unwrap());
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+/// Render `bytes` (named `name`) through `pool`: what the worker answers.
+fn render_through(pool: &WorkerPool, name: &str, bytes: &[u8]) -> Result<Extraction, ExtractError> {
+    let options = ingest::ExtractOptions {
+        render: Some(ingest::extractors::RenderRequest {
+            page: 1,
+            dpi: 100,
+            region: None,
+            max_bytes: 1_000_000,
+        }),
+        pdfium_library: ingest::find_pdfium(None),
+        ..ingest::ExtractOptions::default()
+    };
+    let locator = Locator::root(name);
+    let detected = detect(bytes, name);
+    pool.extract(&ExtractInput {
+        bytes,
+        locator: &locator,
+        file_hash: "feed",
+        detected: &detected,
+        options: &options,
+    })
+}
+
+/// A picture of 100 million pixels (the documented limit for pictures) is rendered within
+/// the worker's memory limit (the default 1 GiB): an image comes back, within its bounds, and
+/// the worker lives on. Decoded it is 400 MB; scaling it must not copy it again as floats.
+#[test]
+fn a_picture_of_100_million_pixels_renders_within_the_workers_memory() {
+    let pool = WorkerPool::new(config(
+        PathBuf::from(env!("CARGO_BIN_EXE_ingest")),
+        Duration::from_secs(120),
+    ));
+    let png = black_png(10_000, 10_000);
+    let rendered = render_through(&pool, "big.png", &png);
+    let object = match &rendered {
+        Ok(e) if e.objects.len() == 1 => &e.objects[0],
+        other => panic!("no image for a 100-million-pixel picture: {other:?}"),
+    };
+    let side = |k: &str| object.metadata[k].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        side("width") * side("height") <= 16_000_000,
+        "{:?}",
+        object.metadata
+    );
+    assert_eq!(side("original_width"), 10_000, "{:?}", object.metadata);
+    assert_eq!(
+        ingest::testing::idle_worker_pids(&pool).len(),
+        1,
+        "the worker lives on"
+    );
+}
+
+/// A PDF of 100 000 (empty) pages fails as a file whose page count is over the bound, said
+/// so before any page is read, by a worker that lives on: not a panic, nor a worker out of
+/// memory.
+#[test]
+fn a_pdf_of_100_000_pages_is_refused_by_its_page_count() {
+    let pool = WorkerPool::new(config(
+        PathBuf::from(env!("CARGO_BIN_EXE_ingest")),
+        Duration::from_secs(300),
+    ));
+    let pdf = ingest::extractors::made_pdf::many_pages(100_000);
+    let locator = Locator::root("pages.pdf");
+    let detected = detect(&pdf, "pages.pdf");
+    let got = pool.extract(&ExtractInput {
+        bytes: &pdf,
+        locator: &locator,
+        file_hash: "feed",
+        detected: &detected,
+        options: ingest::ExtractOptions::defaults(),
+    });
+    match &got {
+        Err(ExtractError::Malformed { reason, .. }) => assert!(
+            reason.contains("100000 pages") && reason.contains("at most 20000"),
+            "{reason}"
+        ),
+        other => panic!("{:?}", other.as_ref().map(|e| e.objects.len())),
+    }
+    assert_eq!(
+        ingest::testing::idle_worker_pids(&pool).len(),
+        1,
+        "the worker lives on"
+    );
+}

@@ -66,7 +66,7 @@ fn tool(client: &Client, name: &str, args: Value) -> (u16, Value) {
 }
 
 /// The service's `/metrics` value of `name`.
-fn metric(service: &Service, name: &str) -> f64 {
+pub(crate) fn metric(service: &Service, name: &str) -> f64 {
     let metrics = Client::new(service, Some(METRICS));
     let (status, text) = metrics.get("/metrics");
     assert_eq!(status, 200, "{text}");
@@ -78,7 +78,7 @@ fn metric(service: &Service, name: &str) -> f64 {
 }
 
 /// A minimal MCP client over streamable HTTP: one session of one key.
-struct Mcp {
+pub(crate) struct Mcp {
     url: String,
     key: String,
     session: String,
@@ -94,7 +94,7 @@ impl Mcp {
     }
 
     /// Open a session of `key` (initialize, then the initialized notification).
-    fn open(service: &Service, key: &str) -> Mcp {
+    pub(crate) fn open(service: &Service, key: &str) -> Mcp {
         let init = json!({
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -151,7 +151,7 @@ impl Mcp {
     }
 
     /// Call tool `name` with `args`: the status and the JSON-RPC answer.
-    fn call(
+    pub(crate) fn call(
         &self,
         name: &str,
         args: Value,
@@ -837,6 +837,43 @@ fn robustness_kept_archives_are_per_key_and_found_for_shared_uploads() {
         json!({ "locator": "shared.zip!/c.txt" }),
     );
     assert_eq!(answer["extracted"]["status"], "indexed", "{answer}");
+    assert!(service.stop().success());
+}
+
+/// A PDF that fails (here one of 100 000 pages, over the page bound) is not kept for
+/// `render_page` and costs nothing of its key's kept-bytes quota: the PDF kept before it,
+/// which a failed one would have evicted, is still rendered.
+#[test]
+fn robustness_a_failed_pdf_is_not_kept() {
+    let good = std::fs::read(crate::util::fixtures().join("formats/survey-report.pdf")).unwrap();
+    let bad = ingest::extractors::made_pdf::many_pages(100_000);
+    let sb = Sandbox::new();
+    let service = Service::start(
+        &sb,
+        &format!("max_kept_archive_bytes = {}", good.len() + 1000),
+    );
+    let alice = Client::new(&service, Some(ALICE));
+    let (status, a) = alice.upload("good.pdf", &good);
+    assert_eq!(status, 202, "{a}");
+    let ended = alice.wait_job(&crate::service::job_of(&a));
+    assert_eq!(ended["state"], "indexed", "{ended}");
+    let (status, b) = alice.upload("pages.pdf", &bad);
+    assert_eq!(status, 202, "{b}");
+    let ended = alice.wait_job(&crate::service::job_of(&b));
+    println!("the 100 000-page PDF: {ended}");
+    assert_eq!(ended["state"], "failed", "{ended}");
+    assert!(ended.to_string().contains("at most 20000 pages"), "{ended}");
+    let (status, page) = tool(
+        &alice,
+        "render_page",
+        json!({ "locator": "good.pdf", "max_bytes": 100_000 }),
+    );
+    println!(
+        "render_page of the PDF kept before: {status} {}",
+        page["error"]
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(page["image"]["base64"].is_string(), "{page}");
     assert!(service.stop().success());
 }
 

@@ -1194,3 +1194,93 @@ fn security_a_callers_storage_and_job_records_are_bounded() {
     assert_eq!(status, 202, "{answer}");
     assert!(service.stop().success());
 }
+
+/// Heavy tools (`render_page`, `verify_quote`: seconds of CPU a call at worst) have a smaller
+/// share of a key's places than its other calls (issue 56): with `max_heavy_per_key = 1` and
+/// every call's work lasting 6 s (a pause failpoint in the tool's thread), a key's second
+/// heavy call is refused while its first works — 429 over HTTP, a tool error over MCP, both
+/// saying why — while the same key's other calls and another key's heavy call still run. A
+/// quote longer than the limit is refused with its reason at both faces.
+#[test]
+fn security_heavy_tools_have_a_smaller_share_and_quotes_are_bounded() {
+    use crate::robustness::{metric, Mcp};
+    let sb = Sandbox::new();
+    config(
+        &sb,
+        "max_queries = 8\nmax_queries_per_key = 4\nmax_heavy_per_key = 1",
+        &[(ALICE, "alice", Some("acme")), (BOB, "bob", Some("acme"))],
+    );
+    let service = Service::start_config_env(
+        &sb,
+        &[],
+        &[(ingest::testing::FAILPOINTS_ENV, "tool.run=1:pause6000")],
+    );
+    // A call on its own thread: its status and answer (a hang guard of 60 s).
+    let call = |key: &'static str, name: &'static str, args: Value| {
+        let url = service.url.clone();
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(60)))
+                .build()
+                .into();
+            let mut r = agent
+                .post(format!("{url}/v1/tools/{name}"))
+                .header("Authorization", format!("Bearer {key}"))
+                .header("Content-Type", "application/json")
+                .send(args.to_string().as_bytes())
+                .unwrap();
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap();
+            (status, text)
+        })
+    };
+    let quote = json!({ "locator": "log.md", "quote": "the keeper logs the gusts" });
+    let first = call(ALICE, "verify_quote", quote.clone());
+    // Its work has started (it holds Alice's heavy place for 6 s).
+    let working = crate::util::wait_for(Duration::from_secs(30), || {
+        metric(&service, "ingest_queries_working") >= 1.0
+    });
+    assert!(working.is_some(), "the first call never started");
+    let alice = Client::new(&service, Some(ALICE));
+    let (status, refused) = tool(&alice, "render_page", json!({ "locator": "survey.pdf" }));
+    println!("a second heavy call of the key over HTTP: {status} {refused}");
+    assert_eq!(status, 429, "{refused}");
+    let why = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("heavy tool") && why.contains("max_heavy_per_key"),
+        "{refused}"
+    );
+    let mcp = Mcp::open(&service, ALICE);
+    let (status, answer) = mcp
+        .call("verify_quote", quote.clone(), Duration::from_secs(30))
+        .unwrap();
+    println!("a second heavy call of the key over MCP: {status} {answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer.to_string().contains("heavy tool"), "{answer}");
+    // The key's other calls, and another key's heavy call, still run.
+    let browse = call(ALICE, "browse_container", json!({}));
+    let bobs = call(BOB, "render_page", json!({ "locator": "survey.pdf" }));
+    for (who, handle) in [
+        ("alice's browse", browse),
+        ("bob's render", bobs),
+        ("alice's quote", first),
+    ] {
+        let (status, text) = handle.join().unwrap();
+        println!("{who}: {status} {text}");
+        assert_eq!(status, 200, "{who}: {text}");
+        assert!(!text.contains("heavy tool"), "{who}: {text}");
+    }
+    // A quote past the limit: refused with the reason, over HTTP and MCP.
+    let long = json!({ "locator": "log.md", "quote": "gust ".repeat(900) });
+    let (status, text) = call(ALICE, "verify_quote", long.clone()).join().unwrap();
+    println!("a quote of 4500 chars over HTTP: {status} {text}");
+    assert!(text.contains("at most 4000"), "{status} {text}");
+    let (status, answer) = mcp
+        .call("verify_quote", long, Duration::from_secs(30))
+        .unwrap();
+    println!("a quote of 4500 chars over MCP: {status} {answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer.to_string().contains("at most 4000"), "{answer}");
+    assert!(service.stop().success());
+}

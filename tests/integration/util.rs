@@ -459,3 +459,37 @@ pub fn document(id: u64, version: u64, rng: &mut Lcg) -> (String, String) {
     }
     (key, text)
 }
+
+/// The process ids of `parent`'s children that are extraction workers, with their CPU time
+/// in clock ticks.
+pub fn workers_of(parent: u32) -> Vec<(i32, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&cmdline).contains(ingest::testing::WORKER_ARG) {
+            continue;
+        }
+        // Fields after the command name in parentheses: state, ppid, ..., utime (14), stime (15).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ppid: u32 = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+        let cpu: u64 = fields
+            .get(11..13)
+            .map(|f| f.iter().filter_map(|x| x.parse::<u64>().ok()).sum())
+            .unwrap_or(0);
+        if ppid == parent {
+            out.push((pid, cpu));
+        }
+    }
+    out
+}
