@@ -262,9 +262,7 @@ fn detect_zip_based(head: &[u8]) -> Detected {
     }
     match mimetype.as_deref() {
         // A zip package of its own kind (EPUB and the like), named by its first member.
-        Some(m) if !m.is_empty() && m.len() <= 128 && m.is_ascii() => {
-            d(FileKind::Other, m)
-        }
+        Some(m) if !m.is_empty() && m.len() <= 128 && m.is_ascii() => d(FileKind::Other, m),
         _ => d(FileKind::Container(ContainerKind::Zip), "application/zip"),
     }
 }
@@ -609,7 +607,10 @@ mod tests {
                 stored,
             );
             assert_eq!(kind(&outer, "bundle.zip"), archive, "stored {stored}");
-            assert_eq!(package_kind(["crane-safety.docx", "readme.txt"], None), None);
+            assert_eq!(
+                package_kind(["crane-safety.docx", "readme.txt"], None),
+                None
+            );
         }
         // A zip named .docx holding plain files is an archive.
         let plain = zip_with(&[("notes.txt", b"n"), ("word/document.xml", b"x")], true);
@@ -642,7 +643,10 @@ mod tests {
             true,
         );
         let found = detect(&epub, "book.epub");
-        assert_eq!((found.kind, found.mime.as_str()), (FileKind::Other, "application/epub+zip"));
+        assert_eq!(
+            (found.kind, found.mime.as_str()),
+            (FileKind::Other, "application/epub+zip")
+        );
         // A JAR is a zip: its members are looked at one by one.
         let jar = zip_with(
             &[
@@ -653,7 +657,6 @@ mod tests {
         );
         assert_eq!(kind(&jar, "app.jar"), archive);
     }
-
 
     /// `n` MPEG-1 layer III frames of 128 kbit/s at 44.1 kHz (417 bytes each, no padding).
     fn mp3_frames(n: usize, sync1: u8) -> Vec<u8> {

@@ -146,7 +146,10 @@ impl Drop for Guarded {
 /// Before unpacking `input`: its mark is written (counting a process that died holding an
 /// earlier one), or, after [`MAX_CRASHES`] such deaths, the reason it is refused. A mark
 /// that cannot be written costs the guard, not the input (logged).
-pub(crate) fn enter(data: &DataDir, input: &InputIdentity<'_>) -> std::result::Result<Guarded, String> {
+pub(crate) fn enter(
+    data: &DataDir,
+    input: &InputIdentity<'_>,
+) -> std::result::Result<Guarded, String> {
     let folder = dir(data);
     let id = input.id();
     let path = mark_path(&folder, &id);
@@ -214,7 +217,12 @@ pub fn list(data: &DataDir) -> Result<Vec<QuarantineMark>> {
     let entries = match std::fs::read_dir(&folder) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(Error::Io { path: folder, source }),
+        Err(source) => {
+            return Err(Error::Io {
+                path: folder,
+                source,
+            })
+        }
     };
     let mut marks = Vec::new();
     for entry in entries.flatten() {
@@ -261,17 +269,15 @@ pub(crate) fn keep_body(data: &DataDir, scope: &str, locator: &str, body: &Path)
     let Ok(marks) = list(data) else {
         return;
     };
-    let Some(mut mark) = marks
-        .into_iter()
-        .find(|m| m.is_quarantined() && m.scope == scope && m.locator == locator && m.kept_body.is_none())
-    else {
+    let Some(mut mark) = marks.into_iter().find(|m| {
+        m.is_quarantined() && m.scope == scope && m.locator == locator && m.kept_body.is_none()
+    }) else {
         return;
     };
     let folder = dir(data);
     let kept = folder.join(format!("{}.body", mark.id));
-    let moved = std::fs::rename(body, &kept).or_else(|_| {
-        std::fs::copy(body, &kept).and_then(|_| std::fs::remove_file(body))
-    });
+    let moved = std::fs::rename(body, &kept)
+        .or_else(|_| std::fs::copy(body, &kept).and_then(|_| std::fs::remove_file(body)));
     match moved {
         Ok(()) => {
             mark.kept_body = Some(kept);
@@ -314,7 +320,10 @@ mod tests {
         assert_eq!(list(&data).unwrap()[0].crashes, 1);
         // The third is refused, saying why and how to purge.
         let refused = enter(&data, &input("a.eml", 10)).err().unwrap();
-        assert!(refused.starts_with("quarantined: the process died 2 times"), "{refused}");
+        assert!(
+            refused.starts_with("quarantined: the process died 2 times"),
+            "{refused}"
+        );
         let id = list(&data).unwrap()[0].id.clone();
         assert!(refused.contains(&id), "{refused}");
         // And again at every later start.
@@ -341,7 +350,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let data = DataDir::at(tmp.path());
         std::mem::forget(enter(&data, &input("c.zip", 1)).unwrap());
-        let path = std::fs::read_dir(dir(&data)).unwrap().next().unwrap().unwrap().path();
+        let path = std::fs::read_dir(dir(&data))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         std::fs::write(&path, b"{\"id\": \"ab").unwrap();
         let g = enter(&data, &input("c.zip", 1)).unwrap();
         std::mem::forget(g);

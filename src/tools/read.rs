@@ -158,7 +158,13 @@ fn narrowed(text: &str, o: &PackedObject, asked: Asked) -> Option<(String, (u64,
         let n = usize::try_from(to - from + 1).ok()?;
         let head = units.get(..header)?;
         let body = units.get(header + skip..header + skip + n)?;
-        Some(head.iter().chain(body).copied().collect::<Vec<_>>().join(sep))
+        Some(
+            head.iter()
+                .chain(body)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(sep),
+        )
     };
     let part = match asked {
         Asked::Lines { rows, .. } => {
@@ -560,7 +566,10 @@ pub(crate) fn read_content_objects(
                     Asked::Lines { rows: false, .. } => ("lines", "line"),
                     Asked::Paras { .. } => ("paragraphs", "para"),
                 };
-                let mut f = o.fragment.parse::<extractors::Fragment>().unwrap_or_default();
+                let mut f = o
+                    .fragment
+                    .parse::<extractors::Fragment>()
+                    .unwrap_or_default();
                 match key {
                     "rows" => f.rows = Some((a, b)),
                     "line" => f.lines = Some((a, b)),
@@ -573,10 +582,7 @@ pub(crate) fn read_content_objects(
                     fields.insert("locator".into(), json!(format!("{file}#{f}")));
                     fields.insert(
                         "part".into(),
-                        json!(format!(
-                            "{unit} {a}-{b} of this object's {}",
-                            o.fragment
-                        )),
+                        json!(format!("{unit} {a}-{b} of this object's {}", o.fragment)),
                     );
                 }
                 fields.insert("chars".into(), json!(part.chars().count()));

@@ -235,11 +235,13 @@ pub(crate) struct FlatDrop<'x>(pub(crate) mail_parser::Message<'x>);
 
 impl Drop for FlatDrop<'_> {
     fn drop(&mut self) {
-        fn take_nested<'x>(message: &mut mail_parser::Message<'x>, stack: &mut Vec<mail_parser::Message<'x>>) {
+        fn take_nested<'x>(
+            message: &mut mail_parser::Message<'x>,
+            stack: &mut Vec<mail_parser::Message<'x>>,
+        ) {
             for part in &mut message.parts {
                 if matches!(part.body, mail_parser::PartType::Message(_)) {
-                    if let mail_parser::PartType::Message(inner) = std::mem::take(&mut part.body)
-                    {
+                    if let mail_parser::PartType::Message(inner) = std::mem::take(&mut part.body) {
                         stack.push(inner);
                     }
                 }
@@ -794,7 +796,9 @@ mod tests {
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, "nest.eml");
         assert!(
-            got[0].1.starts_with("skipped: limit: depth (60000 message/* parts"),
+            got[0]
+                .1
+                .starts_with("skipped: limit: depth (60000 message/* parts"),
             "{got:?}"
         );
         // Parsed whole (the scan's bound lifted): the tree is 200 000 levels deep, and its
@@ -824,7 +828,8 @@ mod tests {
         let got = collect(&Limits::default(), "few.eml", nested_mail(20));
         assert_eq!(got.last().unwrap().0, "few.eml", "{got:?}");
         assert!(
-            got.iter().any(|(l, r)| l.ends_with("!/message.txt") && r.contains("Subject")),
+            got.iter()
+                .any(|(l, r)| l.ends_with("!/message.txt") && r.contains("Subject")),
             "{got:?}"
         );
     }

@@ -47,7 +47,10 @@ fn readers_answer_during_a_write_and_a_second_writer_is_told_who_holds_it() {
     });
     assert!(seen.is_some(), "no progress in status: {held}");
     let command = held["daemon"]["command"].as_str().unwrap();
-    assert!(command.starts_with("ingest ") && command.ends_with("more"), "{held}");
+    assert!(
+        command.starts_with("ingest ") && command.ends_with("more"),
+        "{held}"
+    );
     let pid = held["daemon"]["pid"].as_u64().unwrap();
     assert_eq!(pid, u64::from(writer.id()), "{held}");
     let text = sb.run(&["status"]);
@@ -64,7 +67,10 @@ fn readers_answer_during_a_write_and_a_second_writer_is_told_who_holds_it() {
             .any(|h| h["locator"].as_str().unwrap().ends_with("tides.txt")),
         "{hits:?}"
     );
-    assert!(writer.try_wait().unwrap().is_none(), "the writer ended too soon");
+    assert!(
+        writer.try_wait().unwrap().is_none(),
+        "the writer ended too soon"
+    );
 
     // A second writer is told who holds the data dir, and touches nothing.
     let other = sb.write("other/a.txt", b"A second writer's file.\n");
@@ -98,10 +104,10 @@ fn readers_answer_during_a_write_and_a_second_writer_is_told_who_holds_it() {
     );
     let lines = json_lines(&waited);
     assert!(
-        lines
-            .iter()
-            .any(|l| l["locator"].as_str().is_some_and(|s| s.ends_with("other/a.txt"))
-                && l["status"] == "indexed"),
+        lines.iter().any(|l| l["locator"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("other/a.txt"))
+            && l["status"] == "indexed"),
         "{}",
         told(&waited)
     );

@@ -302,7 +302,9 @@ fn fuzz_seeds_unpack_without_crashing() {
     let mut ran = 0;
     for dir in std::fs::read_dir(&seeds).unwrap().flatten() {
         let name = dir.file_name().to_string_lossy().into_owned();
-        let ext = name.strip_prefix("unpack_").unwrap_or_else(|| panic!("{name}"));
+        let ext = name
+            .strip_prefix("unpack_")
+            .unwrap_or_else(|| panic!("{name}"));
         for seed in std::fs::read_dir(dir.path()).unwrap().flatten() {
             let bytes = std::fs::read(seed.path()).unwrap();
             let top = ingest::Locator::root(format!("input.{ext}"));

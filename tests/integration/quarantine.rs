@@ -101,8 +101,7 @@ fn assert_indexed(client: &Client, job: &str) -> Value {
 }
 
 #[test]
-fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_the_rest_indexed(
-) {
+fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_the_rest_indexed() {
     let sb = Sandbox::new();
     write_config(&sb);
     // The failpoint kills the process whenever it is about to unpack an input named
@@ -111,10 +110,14 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
 
     let service = start_or_die(&sb, &armed).expect("the first start");
     let client = Client::new(&service, Some(ALICE));
-    let (status, answer) = client.upload("harbour-a.txt", b"The harbour master keeps the tide tables for the quay.");
+    let (status, answer) = client.upload(
+        "harbour-a.txt",
+        b"The harbour master keeps the tide tables for the quay.",
+    );
     assert_eq!(status, 202, "{answer}");
     assert_indexed(&client, &job_of(&answer));
-    let (status, answer) = client.upload("poison.eml", b"From: a@x.org\r\nSubject: p\r\n\r\nbody\r\n");
+    let (status, answer) =
+        client.upload("poison.eml", b"From: a@x.org\r\nSubject: p\r\n\r\nbody\r\n");
     assert_eq!(status, 202, "{answer}");
     let poison = job_of(&answer);
     let death = wait_death(service);
@@ -133,13 +136,18 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
             assert!(!status.success(), "{status:?}");
         }
     }
-    let deaths = serve_err(&sb).matches("failpoint unpack.top~poison").count();
+    let deaths = serve_err(&sb)
+        .matches("failpoint unpack.top~poison")
+        .count();
     assert_eq!(deaths, 2, "{}", serve_err(&sb));
 
     // Restart 2: the input is quarantined, the job ends failed naming it, the service stays
     // up and indexes what comes next.
     let service = start_or_die(&sb, &armed).unwrap_or_else(|s| {
-        panic!("the service died at its third start ({s:?}): {}", serve_err(&sb))
+        panic!(
+            "the service died at its third start ({s:?}): {}",
+            serve_err(&sb)
+        )
     });
     let client = Client::new(&service, Some(ALICE));
     let ended = client.wait_job(&poison);
@@ -149,30 +157,49 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
         reason.starts_with("poison.eml: failed (quarantined: the process died 2 times"),
         "{ended}"
     );
-    let (status, answer) = client.upload("harbour-b.txt", b"Lighthouse keepers log the fog signals every night.");
+    let (status, answer) = client.upload(
+        "harbour-b.txt",
+        b"Lighthouse keepers log the fog signals every night.",
+    );
     assert_eq!(status, 202, "{answer}");
     assert_indexed(&client, &job_of(&answer));
     let hits = client.search("fog signals of the lighthouse keepers", 5);
     assert!(
-        hits.iter().any(|h| h["locator"].as_str().is_some_and(|l| l.starts_with("harbour-b.txt#"))),
+        hits.iter().any(|h| h["locator"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("harbour-b.txt#"))),
         "{hits:?}"
     );
     let hits = client.search("tide tables of the harbour master", 5);
     assert!(
-        hits.iter().any(|h| h["locator"].as_str().is_some_and(|l| l.starts_with("harbour-a.txt#"))),
+        hits.iter().any(|h| h["locator"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("harbour-a.txt#"))),
         "{hits:?}"
     );
-    assert_eq!(serve_err(&sb).matches("failpoint unpack.top~poison").count(), 2);
+    assert_eq!(
+        serve_err(&sb)
+            .matches("failpoint unpack.top~poison")
+            .count(),
+        2
+    );
     let stopped = service.stop();
     assert!(stopped.success(), "{stopped:?}: {}", serve_err(&sb));
 
     // Restart 3: nothing is queued again; the service is up.
     let service = start_or_die(&sb, &armed).unwrap_or_else(|s| {
-        panic!("the service died at its fourth start ({s:?}): {}", serve_err(&sb))
+        panic!(
+            "the service died at its fourth start ({s:?}): {}",
+            serve_err(&sb)
+        )
     });
     let client = Client::new(&service, Some(ALICE));
     let (status, job) = client.get(&format!("/v1/jobs/{poison}"));
-    assert_eq!((status, job["state"].as_str()), (200, Some("failed")), "{job}");
+    assert_eq!(
+        (status, job["state"].as_str()),
+        (200, Some("failed")),
+        "{job}"
+    );
     let stopped = service.stop();
     assert!(stopped.success(), "{stopped:?}");
 
@@ -185,7 +212,10 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
         String::from_utf8_lossy(&list.stdout),
         String::from_utf8_lossy(&list.stderr)
     );
-    let marks = json_lines(&list).pop().unwrap()["marks"].as_array().cloned().unwrap();
+    let marks = json_lines(&list).pop().unwrap()["marks"]
+        .as_array()
+        .cloned()
+        .unwrap();
     assert_eq!(marks.len(), 1, "{marks:?}");
     assert_eq!(marks[0]["locator"], "poison.eml");
     assert_eq!(marks[0]["crashes"], 2);
@@ -211,7 +241,12 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
         String::from_utf8_lossy(&list.stdout)
     );
     let unknown = sb.run(&["quarantine", "purge", "0123"]);
-    assert_eq!(unknown.status.code(), Some(64), "{}", crate::util::told(&unknown));
+    assert_eq!(
+        unknown.status.code(),
+        Some(64),
+        "{}",
+        crate::util::told(&unknown)
+    );
 }
 
 #[test]
@@ -220,7 +255,11 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
     let docs = sb.path("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("poison.txt"), b"nothing wrong with these words").unwrap();
-    std::fs::write(docs.join("fine.txt"), b"the ferry leaves at noon from pier four").unwrap();
+    std::fs::write(
+        docs.join("fine.txt"),
+        b"the ferry leaves at noon from pier four",
+    )
+    .unwrap();
     let run = |armed: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ingest"));
         cmd.arg("--json")
@@ -247,7 +286,11 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
     let lines = json_lines(&out);
     let poison = lines
         .iter()
-        .find(|l| l["locator"].as_str().is_some_and(|s| s.ends_with("poison.txt")))
+        .find(|l| {
+            l["locator"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("poison.txt"))
+        })
         .unwrap_or_else(|| {
             panic!(
                 "exit {:?}\nstdout: {}\nstderr: {}",
@@ -265,16 +308,24 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
         "{poison}"
     );
     assert!(
-        lines.iter().any(|l| l["locator"].as_str().is_some_and(|s| s.ends_with("fine.txt"))
+        lines.iter().any(|l| l["locator"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("fine.txt"))
             && l["status"] == "indexed"),
         "{lines:?}"
     );
     // Changed, it is read again (and the failpoint, disarmed, lets it through).
-    std::fs::write(docs.join("poison.txt"), b"nothing wrong with these words, now longer").unwrap();
+    std::fs::write(
+        docs.join("poison.txt"),
+        b"nothing wrong with these words, now longer",
+    )
+    .unwrap();
     let out = run(false);
     let lines = json_lines(&out);
     assert!(
-        lines.iter().any(|l| l["locator"].as_str().is_some_and(|s| s.ends_with("poison.txt"))
+        lines.iter().any(|l| l["locator"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("poison.txt"))
             && l["status"] == "indexed"),
         "exit {:?}\nstdout: {}\nstderr: {}",
         out.status.code(),
@@ -293,7 +344,11 @@ fn quarantine_the_nested_mail_is_refused_by_its_bound_and_the_process_lives() {
     let lines = json_lines(&out);
     let line = lines
         .iter()
-        .find(|l| l["locator"].as_str().is_some_and(|s| s.ends_with("nest.eml")))
+        .find(|l| {
+            l["locator"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("nest.eml"))
+        })
         .unwrap_or_else(|| {
             panic!(
                 "exit {:?}\nstdout: {}\nstderr: {}",

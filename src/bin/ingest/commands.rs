@@ -283,7 +283,8 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         .paths
         .iter()
         .filter(|p| {
-            p.to_str().is_none_or(|t| !ingest::SourceUrl::looks_like_one(t))
+            p.to_str()
+                .is_none_or(|t| !ingest::SourceUrl::looks_like_one(t))
                 && std::fs::symlink_metadata(p).is_err()
         })
         .collect();
@@ -303,7 +304,10 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         "command": command.chars().take(300).collect::<String>(),
         "progress": null,
     })));
-    let _server = socket.serve(std::sync::Arc::clone(&ingestor), std::sync::Arc::clone(&state))?;
+    let _server = socket.serve(
+        std::sync::Arc::clone(&ingestor),
+        std::sync::Arc::clone(&state),
+    )?;
     let scope = scope(common, args.shared)?;
     let progress = (!common.json && !common.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
@@ -351,7 +355,11 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
                 if let Some(bar) = &progress {
                     bar.set_message(line.clone());
                 }
-                if let Some(st) = state.lock().unwrap_or_else(|p| p.into_inner()).as_object_mut() {
+                if let Some(st) = state
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_object_mut()
+                {
                     st.insert("progress".into(), output::progress_json(&snapshot, &line));
                 }
                 std::thread::sleep(std::time::Duration::from_millis(250));
@@ -439,7 +447,11 @@ pub(crate) fn quarantine(
         return Ok(ExitCode::SUCCESS);
     }
     if marks.is_empty() {
-        writeln!(out, "{verb}no quarantine marks in {}", common.data_dir.display())?;
+        writeln!(
+            out,
+            "{verb}no quarantine marks in {}",
+            common.data_dir.display()
+        )?;
     }
     for m in &marks {
         let state = if m.is_quarantined() {
@@ -450,11 +462,7 @@ pub(crate) fn quarantine(
         writeln!(
             out,
             "{verb}{}  {state}  {:?}  (scope {:?}, {} bytes, {} process deaths)",
-            m.id,
-            m.locator,
-            m.scope,
-            m.size,
-            m.crashes
+            m.id, m.locator, m.scope, m.size, m.crashes
         )?;
         if let Some(body) = &m.kept_body {
             writeln!(out, "    body kept at {}", body.display())?;
@@ -528,10 +536,7 @@ fn wait_or_refuse(common: &Common, wait: bool) -> anyhow::Result<()> {
             .into());
         }
         if !said && !common.quiet {
-            eprintln!(
-                "waiting: {} is held by {holder}",
-                common.data_dir.display()
-            );
+            eprintln!("waiting: {} is held by {holder}", common.data_dir.display());
             said = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
