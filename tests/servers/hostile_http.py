@@ -5,7 +5,8 @@
 It binds 127.0.0.1 on a free port, writes the port to PORT_FILE, and answers every request
 (GET, HEAD, PROPFIND, ...) by MODE:
 
-- `redirect`: 302 to ARG (a URL: "the server's own network").
+- `redirect`: a WebDAV listing of one file (`PROPFIND`), and 302 to ARG (a URL: "the server's
+  own network") for everything else (the file's `GET`).
 - `reflect`: ARG (an HTTP status, 500 by default) whose body echoes every request header (the
   Authorization header too), as a proxy's debug page would.
 - `huge`: 500 with a body of ARG MiB, sent in 64 KiB writes.
@@ -30,6 +31,23 @@ def note(line):
         f.write(line + "\n")
 
 
+# What `redirect` lists (a WebDAV folder holding one file): its file's GET is redirected.
+PROP = (
+    "<D:response><D:href>{href}</D:href><D:propstat><D:prop>{props}"
+    "<D:getlastmodified>Sun, 06 Dec 2026 01:00:00 GMT</D:getlastmodified></D:prop>"
+    "<D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+)
+LISTING = (
+    '<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">'
+    + PROP.format(href="/docs/", props="<D:resourcetype><D:collection/></D:resourcetype>")
+    + PROP.format(
+        href="/docs/notes.txt",
+        props='<D:resourcetype/><D:getcontentlength>55</D:getcontentlength><D:getetag>"e1"</D:getetag>',
+    )
+    + "</D:multistatus>"
+)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -41,7 +59,14 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
-        if MODE == "redirect":
+        if MODE == "redirect" and self.command == "PROPFIND":
+            body = LISTING.encode()
+            self.send_response(207)
+            self.send_header("Content-Type", "application/xml; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif MODE == "redirect":
             self.send_response(302)
             self.send_header("Location", ARG)
             self.send_header("Content-Length", "0")
