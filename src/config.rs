@@ -194,6 +194,10 @@ pub struct Config {
     /// (`list_sources`, `browse_source`, `pull_source`, `search_documents` with `source`)
     /// name, and what the daemons keep synced when marked `sync`.
     pub sources: Vec<crate::RegisteredSource>,
+    /// Where sources may connect besides the hosts their URLs name
+    /// (`[source_destinations]`, see [`crate::sources::Destinations`]): by default no
+    /// loopback, link-local, private, unspecified or multicast address.
+    pub source_destinations: crate::sources::Destinations,
     /// The most entries (files and archive members) the owner of a source may hold, shared or
     /// not, for `pull_source` to add to its scope: a pull for an owner holding as many is refused, and a folder pull reads
     /// at most the room left. `None` (the default): a pull's own bound only. `ingest serve`
@@ -263,6 +267,7 @@ impl Default for Config {
             ocr: extractors::OcrOptions::default(),
             workflow: WorkflowConfig::default(),
             sources: Vec::new(),
+            source_destinations: crate::sources::Destinations::default(),
             max_scope_files: None,
         }
     }
@@ -308,6 +313,7 @@ impl Config {
             return bad("a shared catalog (postgres://) describes a shared store: give --store qdrant://… too (nodes with embedded shards would each hold part of what the catalog lists)");
         }
         crate::sources::check_sources(&self.sources).map_err(Error::Config)?;
+        self.source_destinations.check().map_err(Error::Config)?;
         if self.channel_capacity == 0 {
             return bad("channel_capacity must be at least 1");
         }

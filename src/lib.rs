@@ -94,8 +94,8 @@ pub use reindex::{ReindexProgress, ReindexReport};
 pub use report::{FileReport, FileStatus, IngestReport, StageSeconds, Summary};
 pub use services::Services;
 pub use sources::{
-    check_sources as sources_check, Credentials, Provider, RegisteredSource, Source, SourceError,
-    SourceUrl,
+    check_sources as sources_check, Credentials, Destinations, Provider, RegisteredSource, Source,
+    SourceError, SourceUrl,
 };
 pub use tools::{AnsweredBy, ToolHost};
 pub use unpack::Exclusions;

@@ -397,7 +397,10 @@ impl<'r> WalkStage<'r> {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot spool: {e}")),
         };
-        let session = match crate::sources::RemoteSession::open(source) {
+        let session = match crate::sources::RemoteSession::open(
+            source,
+            &self.run.ing.config.source_destinations,
+        ) {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot open the source: {e}")),
         };
@@ -438,7 +441,10 @@ impl<'r> WalkStage<'r> {
                     };
                     self.expand_disk_file(f, limits, Vec::new(), false, leaves, index);
                 }
-                Err(e @ crate::sources::SourceError::TooLarge { .. }) => {
+                Err(
+                    e @ (crate::sources::SourceError::TooLarge { .. }
+                    | crate::sources::SourceError::Refused(_)),
+                ) => {
                     self.record_unread(&locator, None, &[], FileStatus::Skipped, e.to_string());
                 }
                 Err(e) => {
@@ -470,6 +476,10 @@ impl<'r> WalkStage<'r> {
                     }
                     self.remove_gone(gone, index);
                 }
+                Err(e @ crate::sources::SourceError::Refused(_)) => {
+                    self.run
+                        .report(&locator, FileStatus::Skipped, Some(e.to_string()), 0, None)
+                }
                 Err(e) => {
                     self.run
                         .report(&locator, FileStatus::Failed, Some(e.to_string()), 0, None)
@@ -482,6 +492,18 @@ impl<'r> WalkStage<'r> {
             Err(e) => return fail(e.to_string()),
             Ok(listing) => listing,
         };
+        for (path, why) in &listing.refused {
+            let at = Locator::root(url.locator_of(path)).to_string();
+            self.run
+                .report(&at, FileStatus::Skipped, Some(why.clone()), 0, None);
+        }
+        let unnamed = listing.refused_count - listing.refused.len() as u64;
+        if unnamed > 0 {
+            let at = Locator::root(root.clone()).to_string();
+            let reason = format!("{unnamed} more objects not read: a path that is not canonical");
+            self.run
+                .report(&at, FileStatus::Skipped, Some(reason), 0, None);
+        }
         if listing.long_paths > 0 {
             let at = Locator::root(root.clone()).to_string();
             let reason = format!(

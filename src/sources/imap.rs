@@ -79,7 +79,11 @@ async fn timed<T>(
 
 impl Mailbox {
     /// Connect, log in and select the source's mailbox (its root; `INBOX` when empty).
-    pub(super) async fn open(source: &Source, tls: bool) -> Result<Mailbox, SourceError> {
+    pub(super) async fn open(
+        source: &Source,
+        tls: bool,
+        policy: &super::destinations::Policy,
+    ) -> Result<Mailbox, SourceError> {
         let url = &source.url;
         let c = &source.credentials;
         let (host, port) = match url.authority.rsplit_once(':') {
@@ -104,7 +108,10 @@ impl Mailbox {
         let password = Credentials::or_var(&c.password, "INGEST_IMAP_PASSWORD").unwrap_or_default();
         let mailbox = mailbox_name(&url.root)?;
         timed(CONNECT_TIMEOUT, "cannot connect", async {
-            let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+            let addrs = super::destinations::resolve(policy, &host, port)
+                .await
+                .map_err(SourceError::Service)?;
+            let tcp = tokio::net::TcpStream::connect(addrs.as_slice())
                 .await
                 .map_err(|e| {
                     SourceError::Service(format!("cannot connect to {host}:{port}: {e}"))

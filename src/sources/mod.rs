@@ -23,9 +23,14 @@ use std::time::Duration;
 use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::Operator;
 
+mod destinations;
+mod http;
 mod imap;
+mod redact;
 mod registry;
 
+pub use destinations::Destinations;
+pub use redact::Secrets;
 pub use registry::{check_sources, visible, RegisteredSource};
 
 /// Longest source URL accepted.
@@ -57,6 +62,9 @@ pub enum SourceError {
         /// The limit.
         max: u64,
     },
+    /// The object's path is not one read ([`check_object_path`]).
+    #[error("{0}")]
+    Refused(String),
     /// The spool could not be written.
     #[error("cannot spool: {0}")]
     Spool(#[from] std::io::Error),
@@ -443,12 +451,53 @@ pub struct FolderListing {
 }
 
 /// What a listing went through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     /// It reached the end: what it did not hold is gone.
     pub complete: bool,
     /// Files left out for a path longer than [`MAX_OBJECT_PATH_BYTES`].
     pub long_paths: u64,
+    /// Files left out for a path that is not canonical ([`check_object_path`]): the first
+    /// [`MAX_REFUSED_SHOWN`] with why, each to be told as `skipped`.
+    pub refused: Vec<(String, String)>,
+    /// How many were left out so, those past [`MAX_REFUSED_SHOWN`] too.
+    pub refused_count: u64,
+}
+
+/// Refused paths one listing names, at most (the rest are counted).
+pub const MAX_REFUSED_SHOWN: usize = 100;
+
+impl Listing {
+    fn refuse(&mut self, path: &str, why: String) {
+        self.refused_count += 1;
+        if self.refused.len() < MAX_REFUSED_SHOWN {
+            self.refused.push((path.to_string(), why));
+        }
+    }
+}
+
+/// Whether `path` (an object's path below a source's root, as the service lists it) is
+/// canonical: not empty, no empty, `.` or `..` segment, no backslash, no control character.
+/// Anything else would be read from another place than the one it is listed and indexed
+/// under (an HTTP client normalises `a/../../b`; a server may take `\` for `/`), so it is
+/// neither read nor indexed.
+pub fn check_object_path(path: &str) -> Result<(), String> {
+    let why = if path.is_empty() {
+        "an empty path"
+    } else if path.contains('\\') {
+        "a backslash in its path"
+    } else if path.chars().any(char::is_control) {
+        "a control character in its path"
+    } else if path.split('/').any(|p| p == "." || p == "..") {
+        "a `.` or `..` segment in its path"
+    } else if path.split('/').any(str::is_empty) {
+        "an empty segment in its path (`//`, or `/` at an end)"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "not read: {why} (it would be read from outside the place it is listed at)"
+    ))
 }
 
 /// The user name (the URL's, else the credentials', else `user_var`) and the password (the
@@ -467,6 +516,63 @@ fn login(source: &Source, user_var: &str, password_var: &str) -> (Option<String>
 pub struct RemoteSession {
     backend: Backend,
     runtime: tokio::runtime::Runtime,
+    /// What its errors are cleaned of.
+    secrets: Secrets,
+}
+
+/// `e` with what the server said reduced by [`Secrets::reason`]: the one way a remote error
+/// leaves this module.
+fn clean(secrets: &Secrets, e: SourceError) -> SourceError {
+    match e {
+        SourceError::Service(said) => SourceError::Service(secrets.reason(&said)),
+        SourceError::Url(said) => SourceError::Url(secrets.reason(&said)),
+        other => other,
+    }
+}
+
+/// What an OpenDAL error says: its kind, the HTTP status when there was one, and its
+/// message (for an HTTP error, the start of the body, [`http::MAX_ERROR_BODY_BYTES`] at
+/// most) — not its context (the request's URL and the response's headers).
+fn said(e: &opendal::Error) -> String {
+    let full = e.to_string();
+    let status = full
+        .split_once("status: ")
+        .and_then(|(_, rest)| rest.get(..3))
+        .filter(|code| code.bytes().all(|b| b.is_ascii_digit()))
+        .map(|code| format!(" (HTTP {code})"))
+        .unwrap_or_default();
+    format!("{}{status}: {}", e.kind(), e.message())
+}
+
+/// The hosts the operator named for `source`: its URL's (not an S3 bucket), and the S3
+/// endpoint's (configuration or environment).
+fn named_hosts(source: &Source) -> Vec<String> {
+    let host_of = |authority: &str| -> String {
+        let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        if let Some(rest) = authority.strip_prefix('[') {
+            return rest.split_once(']').map_or(rest, |(h, _)| h).to_string();
+        }
+        authority
+            .split_once(':')
+            .map_or(authority, |(h, _)| h)
+            .to_string()
+    };
+    let mut named = Vec::new();
+    if source.url.provider == Provider::S3 {
+        if let Some(endpoint) =
+            Credentials::or_var(&source.credentials.endpoint, "AWS_ENDPOINT_URL")
+        {
+            let rest = endpoint
+                .split_once("://")
+                .map_or(endpoint.as_str(), |(_, r)| r);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            named.push(host_of(authority));
+        }
+    } else {
+        named.push(host_of(&source.url.authority));
+    }
+    named.retain(|h| !h.is_empty());
+    named
 }
 
 /// What a session talks to.
@@ -483,25 +589,46 @@ fn not_this_backend() -> SourceError {
 }
 
 impl RemoteSession {
-    /// Open `source` with its credentials (else the environment's); nothing is requested yet.
-    pub fn open(source: &Source) -> Result<RemoteSession, SourceError> {
+    /// Open `source` with its credentials (else the environment's), its connections held to
+    /// the deployment's `destinations` ([`Destinations`]); nothing is requested yet. What a
+    /// server says in an error reaches the caller only through [`Secrets::reason`].
+    pub fn open(
+        source: &Source,
+        destinations: &Destinations,
+    ) -> Result<RemoteSession, SourceError> {
+        let secrets = Secrets::of(source);
+        Self::open_unclean(source, destinations, secrets.clone()).map_err(|e| clean(&secrets, e))
+    }
+
+    fn open_unclean(
+        source: &Source,
+        destinations: &Destinations,
+        secrets: Secrets,
+    ) -> Result<RemoteSession, SourceError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let named = named_hosts(source);
+        let policy = destinations.compile(&named).map_err(SourceError::Url)?;
+        // The deny list refuses an operator-named host too (SFTP and FTP connect by name
+        // inside their clients: this is their check).
+        for host in &named {
+            policy.check_host(host).map_err(SourceError::Service)?;
+        }
         // TLS (S3, WebDAV, IMAP) with ring's primitives; a provider installed earlier stays.
         let _ = rustls::crypto::ring::default_provider().install_default();
         if let Provider::Imap { tls } = source.url.provider {
-            let mailbox = runtime.block_on(imap::Mailbox::open(source, tls))?;
+            let mailbox = runtime.block_on(imap::Mailbox::open(source, tls, &policy))?;
             return Ok(RemoteSession {
                 backend: Backend::Imap(std::sync::Mutex::new(mailbox)),
                 runtime,
+                secrets,
             });
         }
         let url = &source.url;
         let c = &source.credentials;
         let var = Credentials::or_var;
-        let service = |e: opendal::Error| SourceError::Service(e.to_string());
-        opendal_http_transport_reqwest::install_default();
+        let service = |e: opendal::Error| SourceError::Service(said(&e));
         let root = format!("/{}", url.root);
         let op = match url.provider {
             Provider::S3 => {
@@ -579,19 +706,72 @@ impl RemoteSession {
             }
             Provider::Imap { .. } => return Err(not_this_backend()),
         };
+        let notify = secrets.clone();
+        // S3 and WebDAV: the checked client, not a process default.
+        let transport = http::CheckedTransport::new(policy).map_err(SourceError::Service)?;
         let op = op
+            .with_context(
+                opendal::OperationContext::new()
+                    .with_http_transport(opendal::HttpTransporter::new(transport)),
+            )
             .layer(TimeoutLayer::new().with_timeout(REQUEST_TIMEOUT))
             .layer(
                 RetryLayer::new()
                     .with_max_times(ATTEMPTS - 1)
                     .with_jitter()
                     .with_min_delay(Duration::from_millis(200))
-                    .with_max_delay(Duration::from_secs(5)),
+                    .with_max_delay(Duration::from_secs(5))
+                    // Its default logs the whole error (the server's text, the response's
+                    // headers): only the cleaned reason is logged.
+                    .with_notify(move |event: opendal::layers::RetryEvent<'_>| {
+                        tracing::warn!(
+                            operation = ?event.op,
+                            attempt = event.attempt,
+                            "a source's request failed, retried in {:.1} s: {}",
+                            event.retry_after.as_secs_f64(),
+                            notify.reason(&said(event.err))
+                        );
+                    }),
             );
         Ok(RemoteSession {
             backend: Backend::Dal(op),
             runtime,
+            secrets,
         })
+    }
+
+    /// List every file under the source's root (recursively), handing each to `found` until
+    /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed; files whose path is longer
+    /// than [`MAX_OBJECT_PATH_BYTES`] are only counted.
+    pub fn list(&self, found: impl FnMut(RemoteObject) -> bool) -> Result<Listing, SourceError> {
+        self.list_raw(found).map_err(|e| clean(&self.secrets, e))
+    }
+
+    /// The object at `path` (below the root), or `None` when there is none; a folder there is
+    /// an error.
+    pub fn stat_file(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
+        self.stat_file_raw(path)
+            .map_err(|e| clean(&self.secrets, e))
+    }
+
+    /// Whether `path` (below the root; empty: the root) is a folder: `Some(true)`, a file:
+    /// `Some(false)`, or nothing at all: `None`.
+    pub fn kind_of(&self, path: &str) -> Result<Option<bool>, SourceError> {
+        self.kind_of_raw(path).map_err(|e| clean(&self.secrets, e))
+    }
+
+    /// The entries of the folder `path` (below the root; empty: the root), not recursively,
+    /// sorted by name: at most [`MAX_BROWSED_ENTRIES`] are read from the service.
+    pub fn list_folder(&self, path: &str) -> Result<FolderListing, SourceError> {
+        self.list_folder_raw(path)
+            .map_err(|e| clean(&self.secrets, e))
+    }
+
+    /// Stream the object at `path` into the file `to`, at most `max` bytes (refused before
+    /// the download when its listed `size` is larger, and cut off when more arrives).
+    pub fn download(&self, path: &str, size: u64, max: u64, to: &Path) -> Result<u64, SourceError> {
+        self.download_raw(path, size, max, to)
+            .map_err(|e| clean(&self.secrets, e))
     }
 
     /// The IMAP mailbox, when this session is one.
@@ -610,10 +790,8 @@ impl RemoteSession {
         }
     }
 
-    /// List every file under the source's root (recursively), handing each to `found` until
-    /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed; files whose path is longer
-    /// than [`MAX_OBJECT_PATH_BYTES`] are only counted.
-    pub fn list(
+    /// [`Self::list`], its errors not cleaned yet.
+    fn list_raw(
         &self,
         mut found: impl FnMut(RemoteObject) -> bool,
     ) -> Result<Listing, SourceError> {
@@ -624,29 +802,24 @@ impl RemoteSession {
             drop(mailbox);
             for object in objects {
                 if !found(object) {
-                    return Ok(Listing {
-                        complete: false,
-                        long_paths: 0,
-                    });
+                    return Ok(Listing::default());
                 }
             }
             return Ok(Listing {
                 complete: true,
-                long_paths: 0,
+                ..Listing::default()
             });
         }
         let op = self.op()?;
-        let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
+        let service =
+            |e: opendal::Error| SourceError::Service(format!("cannot list: {}", said(&e)));
         // Each request is one `block_on`: `found` runs outside the runtime (it downloads).
         let rt = &self.runtime;
         let mut lister = rt
             .block_on(async { op.lister_with("/").recursive(true).await })
             .map_err(service)?;
         let mut listed = 0usize;
-        let mut listing = Listing {
-            complete: false,
-            long_paths: 0,
-        };
+        let mut listing = Listing::default();
         while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
             let meta = entry.metadata();
             if !meta.is_file() {
@@ -654,6 +827,10 @@ impl RemoteSession {
             }
             if entry.path().len() > MAX_OBJECT_PATH_BYTES {
                 listing.long_paths += 1;
+                continue;
+            }
+            if let Err(why) = check_object_path(entry.path()) {
+                listing.refuse(entry.path(), why);
                 continue;
             }
             // Some services list names only: ask for the rest.
@@ -671,9 +848,9 @@ impl RemoteSession {
         Ok(listing)
     }
 
-    /// The object at `path` (below the root), or `None` when there is none; a folder there is
-    /// an error.
-    pub fn stat_file(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
+    /// [`Self::stat_file`], its errors not cleaned yet.
+    fn stat_file_raw(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
+        check_object_path(path).map_err(SourceError::Refused)?;
         if let Some(mut mailbox) = self.mailbox() {
             return self.runtime.block_on(mailbox.stat(path));
         }
@@ -681,22 +858,24 @@ impl RemoteSession {
             Ok(meta) if meta.is_file() => Ok(Some(object_of(path, &meta))),
             Ok(_) => Err(SourceError::Service(format!("{path} is a folder"))),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(SourceError::Service(format!("cannot read {path}: {e}"))),
+            Err(e) => Err(SourceError::Service(format!(
+                "cannot read {path}: {}",
+                said(&e)
+            ))),
         }
     }
 
-    /// Whether `path` (below the root; empty: the root) is a folder: `Some(true)`, a file:
-    /// `Some(false)`, or nothing at all: `None`.
-    pub fn kind_of(&self, path: &str) -> Result<Option<bool>, SourceError> {
+    /// [`Self::kind_of`], its errors not cleaned yet.
+    fn kind_of_raw(&self, path: &str) -> Result<Option<bool>, SourceError> {
         let path = path.trim_matches('/');
         if path.is_empty() {
             return Ok(Some(true));
         }
         if self.mailbox().is_some() {
             // A mailbox has no folders: a message, or nothing.
-            return Ok(self.stat_file(path)?.map(|_| false));
+            return Ok(self.stat_file_raw(path)?.map(|_| false));
         }
-        match self.stat_file(path) {
+        match self.stat_file_raw(path) {
             Ok(Some(_)) => return Ok(Some(false)),
             Ok(None) | Err(SourceError::Service(_)) => {}
             Err(e) => return Err(e),
@@ -705,13 +884,15 @@ impl RemoteSession {
             Ok(meta) if meta.is_dir() => Ok(Some(true)),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(SourceError::Service(format!("cannot read {path}: {e}"))),
+            Err(e) => Err(SourceError::Service(format!(
+                "cannot read {path}: {}",
+                said(&e)
+            ))),
         }
     }
 
-    /// The entries of the folder `path` (below the root; empty: the root), not recursively,
-    /// sorted by name: at most [`MAX_BROWSED_ENTRIES`] are read from the service.
-    pub fn list_folder(&self, path: &str) -> Result<FolderListing, SourceError> {
+    /// [`Self::list_folder`], its errors not cleaned yet.
+    fn list_folder_raw(&self, path: &str) -> Result<FolderListing, SourceError> {
         use futures_util::TryStreamExt;
         if let Some(mut mailbox) = self.mailbox() {
             if !path.trim_matches('/').is_empty() {
@@ -720,7 +901,8 @@ impl RemoteSession {
             return self.runtime.block_on(mailbox.folder());
         }
         let op = self.op()?;
-        let service = |e: opendal::Error| SourceError::Service(format!("cannot list: {e}"));
+        let service =
+            |e: opendal::Error| SourceError::Service(format!("cannot list: {}", said(&e)));
         let rt = &self.runtime;
         let dir = match path.trim_matches('/') {
             "" => "/".to_string(),
@@ -743,6 +925,10 @@ impl RemoteSession {
                 listing.long_paths += 1;
                 continue;
             }
+            // What would be read from elsewhere is not shown (a sync says why).
+            if check_object_path(entry.path().trim_end_matches('/')).is_err() {
+                continue;
+            }
             if listing.entries.len() >= MAX_BROWSED_ENTRIES {
                 listing.truncated = true;
                 break;
@@ -761,29 +947,32 @@ impl RemoteSession {
         Ok(listing)
     }
 
-    /// Stream the object at `path` into the file `to`, at most `max` bytes (refused before
-    /// the download when its listed `size` is larger, and cut off when more arrives).
-    pub fn download(&self, path: &str, size: u64, max: u64, to: &Path) -> Result<u64, SourceError> {
+    /// [`Self::download`], its errors not cleaned yet.
+    fn download_raw(&self, path: &str, size: u64, max: u64, to: &Path) -> Result<u64, SourceError> {
         use futures_util::TryStreamExt;
         if size > max {
             return Err(SourceError::TooLarge { size, max });
         }
+        check_object_path(path).map_err(SourceError::Refused)?;
         if let Some(mut mailbox) = self.mailbox() {
             return self.runtime.block_on(mailbox.download(path, size, max, to));
         }
         let op = self.op()?;
-        let service = |e: opendal::Error| SourceError::Service(format!("cannot download: {e}"));
+        let service =
+            |e: opendal::Error| SourceError::Service(format!("cannot download: {}", said(&e)));
         self.runtime.block_on(async {
             let reader = op.reader(path).await.map_err(service)?;
             let mut stream = reader.into_bytes_stream(..).await.map_err(service)?;
             let mut file = crate::perms::create_file(to)
                 .map_err(|e| SourceError::Spool(std::io::Error::other(e.to_string())))?;
             let mut written = 0u64;
-            while let Some(chunk) = stream
-                .try_next()
-                .await
-                .map_err(|e| SourceError::Service(format!("cannot download: {e}")))?
-            {
+            while let Some(chunk) = stream.try_next().await.map_err(|e| {
+                let said = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<opendal::Error>())
+                    .map_or_else(|| e.to_string(), said);
+                SourceError::Service(format!("cannot download: {said}"))
+            })? {
                 written += chunk.len() as u64;
                 if written > max {
                     return Err(SourceError::TooLarge { size: written, max });

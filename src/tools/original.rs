@@ -1,7 +1,8 @@
 //! The bytes a file was indexed from, for the tools that need more than its text
 //! (`extract_container_item`, `render_page`).
 //!
-//! A name is never a path: an uploaded file (its locator is the name it was uploaded under,
+//! A file read from a remote source has no bytes here (they are deleted once indexed): the
+//! tools say so. A name is never a path: an uploaded file (its locator is the name it was uploaded under,
 //! never absolute) is read only from the copy the upload queue kept of it; a file ingested on
 //! this machine (its locator is the canonical absolute path it was found at) is opened there,
 //! and only while it is still the regular file that was indexed. An archive member is taken
@@ -25,6 +26,12 @@ pub(crate) fn top_level_path(
     entry: &CatalogEntry,
 ) -> Result<PathBuf, ToolError> {
     let top = entry.locator.as_str();
+    if crate::sources::SourceUrl::looks_like_one(top) {
+        // A source's file is streamed into a spool, indexed and deleted: nothing keeps it.
+        return Err(ToolError::Invalid(format!(
+            "{top} was read from a remote source, whose files are not kept once indexed:              its pages cannot be rendered nor its members taken out here (its text stays              searchable and readable; pulling it again indexes it again, it keeps nothing)"
+        )));
+    }
     if !top.starts_with('/') {
         let kept = crate::uploads::kept_path(&ingestor.kept_root(), scope, top);
         return kept.is_file().then_some(kept).ok_or_else(|| {

@@ -82,8 +82,8 @@ fn provider_name(s: &RegisteredSource) -> String {
 
 /// Open a source's session, or say why not (worded without a secret: the URL carries none,
 /// and OpenDAL's errors name the service, not the credentials).
-fn session_of(source: &Source) -> Result<RemoteSession, ToolError> {
-    RemoteSession::open(source)
+fn session_of(ingestor: &Ingestor, source: &Source) -> Result<RemoteSession, ToolError> {
+    RemoteSession::open(source, &ingestor.config().source_destinations)
         .map_err(|e| ToolError::Invalid(format!("the source cannot be opened: {e}")))
 }
 
@@ -170,7 +170,7 @@ pub(crate) fn browse_source(
     let path = clean_path(args.path.as_deref())?;
     let source = registered.source().map_err(ToolError::Invalid)?;
     let owner = registered.owner();
-    let session = session_of(&source)?;
+    let session = session_of(ingestor, &source)?;
     let listing = session
         .list_folder(&path)
         .map_err(|e| ToolError::Invalid(format!("cannot browse {}: {e}", args.source)))?;
@@ -306,7 +306,7 @@ pub(crate) fn pull_source(
         )));
     }
     let room = quota.map_or(usize::MAX, |(held, max)| max - held);
-    let session = session_of(&source)?;
+    let session = session_of(ingestor, &source)?;
     let kind = session
         .kind_of(&path)
         .map_err(|e| ToolError::Invalid(format!("cannot read {}: {e}", args.source)))?;

@@ -1146,3 +1146,364 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
     );
     assert!(!answer.to_string().contains(SECRET), "{answer}");
 }
+
+/// A hostile server on a loopback port (tests/servers/hostile_http.py): `redirect`,
+/// `reflect`, `huge` and `internal` over HTTP, `imap` over a bare socket.
+struct Hostile {
+    child: Child,
+    port: u16,
+    hits: PathBuf,
+}
+
+impl Hostile {
+    fn start(sb: &Sandbox, mode: &str, arg: &str) -> Hostile {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = sb.path(&format!(
+            "hostile-{mode}-{}",
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port_file = dir.join("port");
+        let hits = dir.join("hits");
+        std::fs::write(&hits, "").unwrap();
+        let child = Command::new("python3")
+            .arg(repo_dir().join("tests/servers/hostile_http.py"))
+            .args([
+                mode,
+                port_file.to_str().unwrap(),
+                hits.to_str().unwrap(),
+                arg,
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start hostile_http.py");
+        let port = poll(Duration::from_secs(30), || {
+            std::fs::read_to_string(&port_file)
+                .ok()?
+                .trim()
+                .parse::<u16>()
+                .ok()
+        })
+        .expect("hostile_http.py did not start");
+        Hostile { child, port, hits }
+    }
+
+    /// What it was asked, one request a line (`sent N` for a huge body's bytes sent).
+    fn hits(&self) -> String {
+        std::fs::read_to_string(&self.hits).unwrap()
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What `check` gives once it gives something, within `limit`.
+fn poll<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = check() {
+            return Some(found);
+        }
+        if started.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `ingest --json URL` with `env` and RUST_LOG=debug: its output (exit code, ledger lines,
+/// the whole log), asserted to be a run that ended.
+fn ingest_url(sb: &Sandbox, url: &str, env: &[(&str, &str)]) -> (Option<i32>, Vec<Value>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ingest"));
+    cmd.args(["--json", url, "--data-dir"])
+        .arg(sb.data_dir())
+        .env("RUST_LOG", "debug");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), json_lines(&out), text)
+}
+
+/// A WebDAV source whose server lists a file and answers its download with 302 to the
+/// service's own network — to another port of the address the operator named, and to
+/// `localhost` — is not redirected: the internal service is never asked, nothing of it is
+/// indexed or shown, and the file's line says the status.
+#[test]
+fn a_source_redirect_into_the_servers_own_network_is_not_followed() {
+    let sb = Sandbox::new();
+    let internal = Hostile::start(&sb, "internal", "");
+    for target in [
+        format!("http://127.0.0.1:{}/secret", internal.port),
+        format!("http://localhost:{}/secret", internal.port),
+    ] {
+        let hostile = Hostile::start(&sb, "redirect", &target);
+        let url = format!("webdav://127.0.0.1:{}/docs", hostile.port);
+        let (code, lines, all) = ingest_url(&sb, &url, &[]);
+        assert_eq!(code, Some(2), "{all}");
+        assert!(!hostile.hits().is_empty(), "the source was asked: {all}");
+        assert_eq!(internal.hits(), "", "the internal service was asked: {all}");
+        assert!(!all.contains("INTERNAL-SERVICE-SECRET"), "{all}");
+        assert!(hostile.hits().contains("GET /docs/notes.txt"), "{all}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["status"] == "failed" && l["reason"].as_str().unwrap().contains("302")),
+            "{all}"
+        );
+        let files = sb.run(&["--json", "files"]);
+        assert!(
+            !String::from_utf8_lossy(&files.stdout).contains("INTERNAL"),
+            "{files:?}"
+        );
+    }
+}
+
+/// A server that echoes the request (its `Authorization` header, an IMAP `LOGIN` line) in
+/// its errors: the ledger line, the log (RUST_LOG=debug) and a tool's answer hold no form of
+/// the secret, and the reason is one short line.
+#[test]
+fn a_source_servers_echo_of_the_credentials_is_redacted_everywhere() {
+    use base64::Engine as _;
+    let sb = Sandbox::new();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("crew:{SECRET}"));
+    let check = |what: &str, all: &str| {
+        assert!(!all.contains(SECRET), "{what}: the secret: {all}");
+        assert!(
+            !all.contains(&basic),
+            "{what}: the Basic credentials: {all}"
+        );
+        assert!(!all.contains("hunter2"), "{what}: the IMAP password: {all}");
+    };
+    let env = [
+        ("INGEST_WEBDAV_USER", "crew"),
+        ("INGEST_WEBDAV_PASSWORD", SECRET),
+    ];
+    // A 500 is retried (each retry logged at WARN), a 401 is the source's line at once.
+    for status in ["500", "401"] {
+        let echo = Hostile::start(&sb, "reflect", status);
+        let url = format!("webdav://127.0.0.1:{}/docs", echo.port);
+        let (code, lines, all) = ingest_url(&sb, &url, &env);
+        assert_eq!(code, Some(2), "{all}");
+        check(status, &all);
+        assert!(
+            all.contains("[redacted]"),
+            "{status}: the echo came back: {all}"
+        );
+        if status == "401" {
+            let reason = lines[0]["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("[redacted]"), "{all}");
+            assert!(reason.chars().count() <= 201, "{reason}");
+            assert!(!reason.chars().any(char::is_control), "{reason}");
+        }
+    }
+    let reflect = Hostile::start(&sb, "reflect", "401");
+    let url = format!("webdav://127.0.0.1:{}/docs", reflect.port);
+    // A tool's answer: `ingest source browse` of the source registered with its secret.
+    let config = sb.write(
+        "config.toml",
+        format!(
+            "[[source]]\nname = \"echo\"\nurl = \"{url}\"\n[source.credentials]\n\
+             user = \"crew\"\npassword = \"{SECRET}\"\n\n[[source]]\nname = \"mail\"\n\
+             url = \"imap://crew@127.0.0.1:{{IMAP}}/INBOX\"\n[source.credentials]\n\
+             password = \"hunter2\"\n"
+        )
+        .as_bytes(),
+    );
+    let imap = Hostile::start(&sb, "imap", "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("{IMAP}", &imap.port.to_string());
+    std::fs::write(&config, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for name in ["echo", "mail"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+            .args(["--json", "source", "browse", name, "--data-dir"])
+            .arg(sb.data_dir())
+            .env("INGEST_CONFIG", &config)
+            .env("RUST_LOG", "debug")
+            .output()
+            .unwrap();
+        let all = format!(
+            "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(3), "{all}");
+        check(name, &all);
+        assert!(
+            all.contains("[redacted]"),
+            "{name}: the echo came back: {all}"
+        );
+    }
+    assert!(imap.hits().contains("LOGIN"), "{}", imap.hits());
+}
+
+/// A server answering 500 with a 300 MiB body: a few KiB of it are read, the rest never
+/// (the server could send little of it before the connection was dropped), and the log
+/// stays small.
+#[test]
+fn a_huge_error_body_is_not_read_and_not_logged() {
+    let sb = Sandbox::new();
+    let huge = Hostile::start(&sb, "huge", "300");
+    let url = format!("webdav://127.0.0.1:{}/docs", huge.port);
+    let started = Instant::now();
+    let (code, _, all) = ingest_url(&sb, &url, &[]);
+    assert_eq!(code, Some(2), "{}", all.get(..4000).unwrap_or(&all));
+    assert!(all.len() < 256 * 1024, "{} bytes of output", all.len());
+    let asked = huge
+        .hits()
+        .lines()
+        .filter(|l| !l.starts_with("sent"))
+        .count();
+    let sent: Vec<u64> = poll(Duration::from_secs(30), || {
+        let sent: Vec<u64> = huge
+            .hits()
+            .lines()
+            .filter_map(|l| l.strip_prefix("sent ")?.parse().ok())
+            .collect();
+        (sent.len() == asked).then_some(sent)
+    })
+    .unwrap_or_else(|| panic!("the server still sends: {}", huge.hits()));
+    for bytes in &sent {
+        assert!(*bytes < 32 * 1024 * 1024, "{bytes} bytes sent of 300 MiB");
+    }
+    println!(
+        "{asked} requests, {sent:?} bytes sent, {} bytes of output, {:?}",
+        all.len(),
+        started.elapsed()
+    );
+}
+
+/// Keys that are not canonical below a source's root (`docs/../outside.txt`, `docs//x`, a
+/// backslash) are not read: each has a `skipped` line saying why, and what the HTTP client
+/// would have fetched instead (the object outside the root) is not indexed.
+#[test]
+fn an_s3_key_that_is_not_canonical_is_not_read() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    server.put(
+        "docs/inside.txt",
+        b"Inside the root: the tide tables of the north pier.\n",
+    );
+    server.put(
+        "outside.txt",
+        b"OUTSIDE-THE-ROOT canary: never indexed from docs.\n",
+    );
+    // Sent as written (http.client does not normalise a path).
+    let put = |key: &str| {
+        let script = format!(
+            "import http.client; c = http.client.HTTPConnection('127.0.0.1', {}); \
+             c.request('PUT', '/{BUCKET}/{key}', body=b'odd key', headers={{'Authorization': '{}'}}); \
+             r = c.getresponse(); assert r.status == 200, (r.status, r.read())",
+            server.port,
+            Server::AUTHORIZATION
+        );
+        let out = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    for key in ["docs/../outside.txt", "docs/a//b.txt", "docs/a\\\\b.txt"] {
+        put(key);
+    }
+    let env: Vec<(&str, String)> = server.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, lines, all) = ingest_url(&sb, &server.source(), &env);
+    assert_eq!(code, Some(2), "{all}");
+    let skipped: Vec<&Value> = lines.iter().filter(|l| l["status"] == "skipped").collect();
+    assert_eq!(skipped.len(), 3, "{all}");
+    for l in &skipped {
+        assert!(
+            l["reason"].as_str().unwrap().starts_with("not read:"),
+            "{all}"
+        );
+    }
+    let files = sb.run(&["--json", "files"]);
+    let files = String::from_utf8_lossy(&files.stdout);
+    assert!(files.contains("docs/inside.txt"), "{files}");
+    let search = sb.run(&["--json", "search", "OUTSIDE-THE-ROOT canary"]);
+    let found = String::from_utf8_lossy(&search.stdout);
+    assert!(!found.contains("canary: never indexed"), "{found}");
+    // Synced again: still skipped (not `unchanged`), nothing downloaded outside the root.
+    let before = server.downloads().len();
+    let (_, lines, all) = ingest_url(&sb, &server.source(), &env);
+    assert_eq!(
+        lines.iter().filter(|l| l["status"] == "skipped").count(),
+        3,
+        "{all}"
+    );
+    assert_eq!(server.downloads().len(), before, "{all}");
+}
+
+/// `[source_destinations] deny` refuses even the host a source's URL names: nothing is
+/// asked of it. And a file read from a source has no bytes kept: `render-page` says so.
+#[test]
+fn a_denied_destination_is_not_asked_and_a_source_file_is_not_rendered() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
+    server.put("docs/report.pdf", &pdf);
+    let env: Vec<(&str, String)> = server.env();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, _, all) = ingest_url(&sb, &server.source(), &env);
+    assert_eq!(code, Some(0), "{all}");
+    let located = format!("{}/report.pdf#page=1", server.locator_root());
+    let png = sb.path("page.png");
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args([
+            "render-page",
+            &located,
+            "-o",
+            png.to_str().unwrap(),
+            "--data-dir",
+        ])
+        .arg(sb.data_dir())
+        .output()
+        .unwrap();
+    let said = format!("{out:?}");
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("read from a remote source") && !said.contains("upload it again"),
+        "{said}"
+    );
+    let config = sb.write(
+        "config.toml",
+        b"[source_destinations]\ndeny = [\"127.0.0.0/8\"]\n",
+    );
+    let config = config.to_str().unwrap().to_string();
+    env.push(("INGEST_CONFIG", &config));
+    let asked = std::fs::read_to_string(&server.log)
+        .unwrap()
+        .lines()
+        .count();
+    let (code, lines, all) = ingest_url(&sb, &server.source(), &env);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        lines[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("destination refused"),
+        "{all}"
+    );
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert_eq!(log.lines().count(), asked, "the server was asked: {log}");
+}

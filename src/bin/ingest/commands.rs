@@ -44,6 +44,7 @@ pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::
     config.server = common.store.as_deref().map(str::parse).transpose()?;
     let settings = crate::settings::Settings::load()?;
     config.sources = settings.sources.clone();
+    config.source_destinations = settings.source_destinations.clone();
     let catalog = match &common.catalog {
         Some(url) => Some(url.clone()),
         None => settings.catalog.clone(),

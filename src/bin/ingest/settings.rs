@@ -15,6 +15,10 @@
 //! shared = true
 //! sync = true                                       # polled by `ingest watch` / `serve`
 //! credentials = { access_key_id = "…", secret_access_key = "…" }  # else the environment
+//!
+//! [source_destinations]                             # where sources may connect besides
+//! allow = ["10.20.0.0/16"]                          # the hosts their URLs name
+//! deny = []
 //! ```
 //!
 //! A file that gives a source's secret must be readable by its owner only (as SSH asks of
@@ -46,6 +50,9 @@ pub(crate) struct Settings {
     /// name and the daemons keep synced (docs/SOURCES.md).
     #[serde(default, rename = "source")]
     pub sources: Vec<ingest::RegisteredSource>,
+    /// Where sources may connect besides the hosts their URLs name (docs/SOURCES.md).
+    #[serde(default)]
+    pub source_destinations: ingest::Destinations,
 }
 
 /// Where the file is looked for.
@@ -87,6 +94,7 @@ impl Settings {
         let settings: Settings =
             toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         ingest::sources_check(&settings.sources)
+            .and_then(|()| settings.source_destinations.check())
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let secret = settings.sources.iter().any(|s| {
             let c = &s.credentials;
