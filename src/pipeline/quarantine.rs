@@ -248,7 +248,7 @@ pub fn purge(data: &DataDir, ids: &[String]) -> Result<Vec<QuarantineMark>> {
         let chosen = if ids.is_empty() {
             mark.is_quarantined()
         } else {
-            ids.iter().any(|id| *id == mark.id)
+            ids.contains(&mark.id)
         };
         if !chosen {
             continue;

@@ -178,15 +178,18 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
     .unwrap();
     let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
     std::fs::write(b.docs.join("marsupials.zip"), &zip).unwrap();
-    // A link is skipped at every sync: recorded again each time, it keeps its card.
-    std::os::unix::fs::symlink("/etc/hostname", b.docs.join("koala-link.md")).unwrap();
+    // A FIFO is skipped at every sync: recorded again each time, it keeps its card. (A
+    // link is `ignored`, like a hidden file: no entry, no card.)
+    nix::unistd::mkfifo(&b.docs.join("koala-pipe.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", b.docs.join("emu-link.md")).unwrap();
     let report = b.sync();
     assert_eq!(report.summary.failed, 1, "{:#?}", report.files);
     assert_eq!(report.summary.skipped, 1, "{:#?}", report.files);
     assert_eq!(report.summary.entry_cards, 3);
     let pdf = b.docs.join("wombat-budget.pdf").display().to_string();
     let zip_locator = b.docs.join("marsupials.zip").display().to_string();
-    let link = b.docs.join("koala-link.md").display().to_string();
+    let link = b.docs.join("koala-pipe.md").display().to_string();
+    assert!(b.found("emu").is_empty(), "a link has no card");
     assert_eq!(
         b.entry_cards(),
         [link.clone(), zip_locator.clone(), pdf.clone()]

@@ -535,6 +535,17 @@ impl<'r> WalkStage<'r> {
                 "nothing at this source: no such bucket, folder or prefix, or it is empty".into(),
             );
         }
+        if seen.is_empty() {
+            // A listing that comes back empty where files were indexed is more often a
+            // service answering wrongly (an error taken for an empty folder, a retried
+            // request) than a source emptied: nothing is removed on its word.
+            return fail(format!(
+                "the source listed nothing: its {} indexed files are kept (an empty listing \
+                 is not taken as proof that everything is gone; if the source was emptied on \
+                 purpose, delete them by name)",
+                gone.len()
+            ));
+        }
         self.remove_gone(gone, index);
     }
 

@@ -280,7 +280,7 @@ fn workflows_users_and_mandates_never_see_each_others_data() {
         .iter()
         .map(|i| i["layer"].as_str().unwrap())
         .collect();
-    assert_eq!(layers, ["entity", "summary", "tool_result"], "{ctx}");
+    assert_eq!(layers, ["entity", "tool_result", "summary"], "{ctx}");
 }
 
 #[test]

@@ -40,9 +40,8 @@ fn one_answer(out: &std::process::Output, max_chars: usize) -> Value {
     value
 }
 
-/// What a command said (exit code, stdout, stderr), for assertions.
 fn stderr(out: &std::process::Output) -> String {
-    crate::util::told(out)
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The fixture documents and archives ingested into a fresh sandbox.
@@ -106,7 +105,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
     let top = one_answer(&sb.run(&["browse", "--json", "--max-chars", "1500"]), 1500);
     assert_eq!(top["kind"], "root", "{top}");
     let out = sb.run(&["browse", "--json", "--max-chars", "1500", bundle]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let archive = one_answer(&out, 1500);
     assert_eq!(archive["kind"], "archive", "{archive}");
     let names: Vec<&str> = archive["members"]
@@ -119,7 +118,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
 
     // A document's outline, then one section of it and its objects, all within budget.
     let out = sb.run(&["browse", "--json", "--max-chars", "2000", handbook]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let doc = one_answer(&out, 2000);
     assert_eq!(doc["kind"], "document", "{doc}");
     let first = doc["outline"][0]["id"]
@@ -134,7 +133,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
         handbook,
         &first,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let section = one_answer(&out, 600);
     assert_eq!(section["section"]["id"], first.as_str(), "{section}");
 
@@ -145,7 +144,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
             args.extend(["--cursor", c]);
         }
         let out = sb.run(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.status.success(), "{}", crate::util::told(&out));
         one_answer(&out, 300)
     };
     let page1 = read(None);
@@ -172,7 +171,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
         "0",
         "who kept the lighthouse on Skerry Point",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let found = one_answer(&out, 800);
     let hits = found["hits"].as_array().expect("hits");
     assert!(!hits.is_empty(), "{found}");
@@ -184,7 +183,7 @@ fn tool_commands_answer_json_within_max_chars_and_cursors_continue() {
 
     // The human rendering says how to continue.
     let out = sb.run(&["read", "--max-chars", "300", handbook]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("continue: ingest read"), "{text}");
     assert!(text.contains("--cursor "), "{text}");
@@ -451,14 +450,14 @@ fn render_page_writes_the_png_and_the_tool_face_carries_it_in_the_json() {
         "--max-bytes",
         "20000",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() <= 20_000);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("#page=2") && said.contains("PNG"), "{said}");
     // Standard output holds the PNG and nothing else.
     let out = sb.run(&["render-page", &located, "-o", "-", "--dpi", "50"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     assert!(out.stdout.starts_with(b"\x89PNG\r\n\x1a\n"));
     // --json: the text (the image went to the file).
     let out = sb.run(&[
@@ -478,7 +477,7 @@ fn render_page_writes_the_png_and_the_tool_face_carries_it_in_the_json() {
     // The generic tool face: the image in the JSON, as over HTTP.
     let args = serde_json::json!({ "locator": located, "max_bytes": 30000 }).to_string();
     let out = sb.run(&["tool", "render_page", &args, "--json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", crate::util::told(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let image = base64::engine::general_purpose::STANDARD
         .decode(v["image"]["base64"].as_str().unwrap())

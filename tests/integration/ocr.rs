@@ -19,7 +19,7 @@ fn scans(sb: &Sandbox) -> PathBuf {
 }
 
 fn answer(out: &std::process::Output) -> Value {
-    assert!(out.status.success(), "{}", crate::util::told(&out));
+    assert!(out.status.success(), "{}", crate::util::told(out));
     json_lines(out).pop().expect("an answer")
 }
 

@@ -205,13 +205,7 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
 
     // The operator sees the quarantined input with its body, and purges it.
     let list = sb.run(&["quarantine", "list", "--json"]);
-    assert!(
-        list.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        list.status.code(),
-        String::from_utf8_lossy(&list.stdout),
-        String::from_utf8_lossy(&list.stderr)
-    );
+    assert!(list.status.success(), "{}", crate::util::told(&list));
     let marks = json_lines(&list).pop().unwrap()["marks"]
         .as_array()
         .cloned()
@@ -226,13 +220,7 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
     );
     let id = marks[0]["id"].as_str().unwrap();
     let purge = sb.run(&["quarantine", "purge", id]);
-    assert!(
-        purge.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        purge.status.code(),
-        String::from_utf8_lossy(&purge.stdout),
-        String::from_utf8_lossy(&purge.stderr)
-    );
+    assert!(purge.status.success(), "{}", crate::util::told(&purge));
     assert!(!std::path::Path::new(body).exists());
     let list = sb.run(&["quarantine", "list"]);
     assert!(
@@ -291,14 +279,7 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
                 .as_str()
                 .is_some_and(|s| s.ends_with("poison.txt"))
         })
-        .unwrap_or_else(|| {
-            panic!(
-                "exit {:?}\nstdout: {}\nstderr: {}",
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        .unwrap_or_else(|| panic!("{}", crate::util::told(&out)));
     assert_eq!(poison["status"], "failed", "{poison}");
     assert!(
         poison["reason"]
@@ -327,10 +308,8 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
             .as_str()
             .is_some_and(|s| s.ends_with("poison.txt"))
             && l["status"] == "indexed"),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "{}",
+        crate::util::told(&out)
     );
 }
 
@@ -349,14 +328,7 @@ fn quarantine_the_nested_mail_is_refused_by_its_bound_and_the_process_lives() {
                 .as_str()
                 .is_some_and(|s| s.ends_with("nest.eml"))
         })
-        .unwrap_or_else(|| {
-            panic!(
-                "exit {:?}\nstdout: {}\nstderr: {}",
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        .unwrap_or_else(|| panic!("{}", crate::util::told(&out)));
     assert_eq!(line["status"], "skipped", "{line}");
     assert!(
         line["reason"]

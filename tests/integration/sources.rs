@@ -787,6 +787,41 @@ fn a_source_url_with_a_password_is_refused_and_an_empty_source_says_so() {
     );
 }
 
+/// A source that lists nothing where files were indexed (a service answering an error as an
+/// empty folder, or emptied) removes nothing on its word: the run says so and every file stays.
+#[test]
+fn a_source_that_lists_nothing_keeps_what_was_indexed() {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(Kind::S3, &sb) else {
+        return;
+    };
+    server.put(
+        "docs/a.txt",
+        b"The ferry timetable for the winter months.\n",
+    );
+    server.put("docs/b.txt", b"The pilot boat schedule for the harbour.\n");
+    let (lines, _, code) = ingest_remote(&sb, &server, &[]);
+    assert_eq!(code, Some(0), "{lines:?}");
+    server.delete("docs/a.txt");
+    server.delete("docs/b.txt");
+    let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
+    assert_eq!(code, Some(2), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l["reason"].as_str().is_some_and(
+            |r| r.starts_with("the source listed nothing: its 2 indexed files are kept")
+        )),
+        "{lines:?}"
+    );
+    assert_eq!(summary["removed"], 0, "{summary}");
+    let files = sb.run(&["files", "--json"]);
+    let listed = String::from_utf8_lossy(&files.stdout);
+    assert!(
+        listed.contains("docs/a.txt") && listed.contains("docs/b.txt"),
+        "{}",
+        crate::util::told(&files)
+    );
+}
+
 /// `ingest watch` with a remote source: synced at the start, then polled; an object added
 /// appears in the index and one deleted leaves it, with no notification from the server.
 #[test]

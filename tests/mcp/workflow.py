@@ -232,7 +232,7 @@ async def main(opts):
         layers = [i["layer"] for i in ctx["items"]]
         for layer in ("instance", "entity", "shared", "summary", "tool_result"):
             check(layer in layers, lambda: f"gather_context: no {layer} item: {json.dumps(ctx)[:2000]}")
-        order = ["instance", "entity", "shared", "summary", "tool_result"]
+        order = ["entity", "tool_result", "summary", "instance", "shared"]
         check(layers == sorted(layers, key=order.index), f"gather_context: layers out of order: {layers}")
         own = [i for i in ctx["items"] if i["layer"] == "instance"]
         check(any(opts.own_phrase in i.get("text", "") for i in own), "the own document's passage")
