@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::util::{json_lines, told, wait_for, Sandbox};
 
-/// A long ingest (every batch of points paused 1.5 s by a failpoint, as a big book would take
+/// A long ingest (every batch of points paused 4 s by a failpoint, so that it outlasts the checks below
+/// on a loaded machine, as a big book would take
 /// its time) is the data dir's writer: `status` shows its command and progress, `search`
 /// answers from what is committed, another `ingest` is refused naming the holder (exit 75),
 /// and one with `--wait` runs once the first ends.
@@ -32,7 +33,7 @@ fn readers_answer_during_a_write_and_a_second_writer_is_told_who_holds_it() {
         .arg(sb.path("more"))
         .arg("--data-dir")
         .arg(sb.data_dir())
-        .env(ingest::testing::FAILPOINTS_ENV, "store.upsert=1:pause1500")
+        .env(ingest::testing::FAILPOINTS_ENV, "store.upsert=1:pause4000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

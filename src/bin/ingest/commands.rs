@@ -294,7 +294,8 @@ pub(crate) fn ingest(common: &Common, args: &IngestArgs) -> anyhow::Result<ExitC
         anyhow::bail!("no such file or folder: {}", names.join(", "));
     }
     wait_or_refuse(common, args.wait)?;
-    let (socket, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
+    // The model loads on first use: a run of unchanged files never needs it.
+    let (socket, ingestor) = hold_data_dir(common, &args.extract, &|_| {}, false)?;
     let command = std::iter::once("ingest".to_string())
         .chain(args.paths.iter().map(|p| p.display().to_string()))
         .collect::<Vec<_>>()
@@ -574,6 +575,7 @@ fn hold_data_dir(
     common: &Common,
     extract: &ExtractArgs,
     adjust: &dyn Fn(&mut Config),
+    load_model: bool,
 ) -> anyhow::Result<(ingest::daemon::Listening, std::sync::Arc<Ingestor>)> {
     ingest::find_model_dir(common.model_dir.as_deref())?;
     refuse_if_served(common)?;
@@ -581,7 +583,11 @@ fn hold_data_dir(
         .with_context(|| format!("opening {}", common.data_dir.display()))?;
     let socket = Server::bind(&socket_path(&common.data_dir))?;
     let ingestor = std::sync::Arc::new(take_index(common, extract, adjust)?);
-    if let Err(e) = ingestor.load_model() {
+    if let Err(e) = if load_model {
+        ingestor.load_model()
+    } else {
+        Ok(())
+    } {
         tracing::warn!("embedding model not loaded ahead (searches will try again): {e}");
     }
     Ok((socket, ingestor))
@@ -596,11 +602,16 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         .context("no address to listen on: give --listen ADDR or `listen` in the config")?;
     let workflow = config.workflow.clone().unwrap_or_default();
     let max_scope_files = config.uploads().max_files_per_scope;
-    let (socket, ingestor) = hold_data_dir(common, &args.extract, &|c| {
-        workflow.apply(&mut c.workflow);
-        // A pull through the service is counted as its uploads are.
-        c.max_scope_files = Some(max_scope_files);
-    })?;
+    let (socket, ingestor) = hold_data_dir(
+        common,
+        &args.extract,
+        &|c| {
+            workflow.apply(&mut c.workflow);
+            // A pull through the service is counted as its uploads are.
+            c.max_scope_files = Some(max_scope_files);
+        },
+        true,
+    )?;
     let (roots, sources) = watched(&args.watch)?;
     let state = Arc::new(Mutex::new(serde_json::json!({
         "pid": std::process::id(),
@@ -712,7 +723,7 @@ fn record_sync(
 pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
-    let (listener, ingestor) = hold_data_dir(common, &args.extract, &|_| {})?;
+    let (listener, ingestor) = hold_data_dir(common, &args.extract, &|_| {}, true)?;
     let (roots, sources) = watched(&args.folders)?;
     let remote: Vec<String> = sources.iter().map(|s| s.url.to_string()).collect();
     let state = Arc::new(Mutex::new(serde_json::json!({
