@@ -10,8 +10,9 @@
 //! and lines starting with `#` are skipped.
 //!
 //! `expected` may be `-`: the question is about what the documents do not hold, and the
-//! right answer is none (a search that finds nothing relevant, [`Ingestor::relevance_floor`]);
-//! such *absent* questions are counted apart and never in recall (eval/absent.tsv).
+//! right answer is none: a search that finds nothing relevant, or only hits of low
+//! confidence ([`crate::index::confidence`]), has *flagged* it; such *absent* questions are
+//! counted apart and never in recall (eval/absent.tsv).
 //!
 //! A hit answers a question when its file (or a file holding identical bytes, `also_in`)
 //! is an expected one: the same locator, or one that ends with `/` and the expected path.
@@ -216,16 +217,39 @@ pub struct Outcome {
     /// Whether the question is about what the documents do not hold.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
-    /// Hits the search returned (after the relevance floor).
+    /// Hits the search returned.
     pub hits: usize,
-    /// The first hit's score (its relevance), if any.
+    /// Whether no hit among the first `k` has high confidence (or there is none): the
+    /// search flagged the question as not covered.
+    pub flagged: bool,
+    /// Whether the first hit in an expected file among the first `k` has high confidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_confident: Option<bool>,
+    /// The first `k` hits' evidence, for calibrating the confidence.
+    pub evidence: Vec<HitEvidence>,
+    /// The first hit's relevance, if any.
     pub best_score: Option<f32>,
-    /// The score of the first hit in an expected file, if any.
+    /// The relevance of the first hit in an expected file, if any.
     pub answer_score: Option<f32>,
     /// Milliseconds the search took.
     pub millis: f64,
     /// The locators of the first hits, for reading misses.
     pub top: Vec<String>,
+}
+
+/// What one hit's confidence was judged from.
+#[derive(Debug, Clone, Serialize)]
+pub struct HitEvidence {
+    /// Its cosine similarity (on the index model's scale), if ranked by meaning.
+    pub cosine: Option<f32>,
+    /// Its BM25 score / 80.
+    pub words: f32,
+    /// The share of the question's content words it holds.
+    pub coverage: f32,
+    /// Its confidence.
+    pub confidence: crate::index::Confidence,
+    /// Whether it is in an expected file.
+    pub expected: bool,
 }
 
 /// Scores over a set of questions.
@@ -237,6 +261,12 @@ pub struct Scores {
     pub absent_questions: usize,
     /// Share of absent questions answered with no hit: "nothing relevant".
     pub absent_nothing: f64,
+    /// Share of absent questions flagged: no hit, or none of high confidence in the first `k`.
+    pub absent_flagged: f64,
+    /// Share of (answerable) questions answered with no hit at all: withheld.
+    pub withheld: f64,
+    /// Share of questions whose expected file is among the first `k` at high confidence.
+    pub confident_recall: f64,
     /// Share of questions with a hit in an expected file among the first `k`.
     pub recall: f64,
     /// Page questions asked.
@@ -250,14 +280,17 @@ pub struct Scores {
 impl Scores {
     fn of<'a>(outcomes: impl Iterator<Item = &'a Outcome>, k: usize) -> Scores {
         let (mut n, mut found, mut pages, mut page_found, mut rr) = (0, 0, 0, 0, 0.0);
-        let (mut absent, mut nothing) = (0, 0);
+        let (mut absent, mut nothing, mut flagged, mut withheld, mut confident) = (0, 0, 0, 0, 0);
         for o in outcomes {
             if o.absent {
                 absent += 1;
                 nothing += usize::from(o.hits == 0);
+                flagged += usize::from(o.flagged);
                 continue;
             }
             n += 1;
+            withheld += usize::from(o.hits == 0);
+            confident += usize::from(o.answer_confident == Some(true));
             found += usize::from(o.file_rank.is_some_and(|r| r <= k));
             rr += o.file_rank.map_or(0.0, |r| 1.0 / r as f64);
             if o.has_page {
@@ -270,6 +303,9 @@ impl Scores {
             questions: n,
             absent_questions: absent,
             absent_nothing: share(nothing, absent),
+            absent_flagged: share(flagged, absent),
+            withheld: share(withheld, n),
+            confident_recall: share(confident, n),
             recall: share(found, n),
             page_questions: pages,
             page_recall: share(page_found, pages),
@@ -307,8 +343,8 @@ pub struct EvalOptions {
     pub k: usize,
     /// Hits asked for per question (MRR is computed over them); at least `k`.
     pub limit: usize,
-    /// Hits below this relevance are left out; `None`: the index's relevance floor
-    /// ([`Ingestor::relevance_floor`]), as the tools and the CLI apply it.
+    /// Hits below this relevance are left out; `None`: none, as the tools and the CLI
+    /// search by default (weak hits shown with low confidence).
     pub min_score: Option<f32>,
 }
 
@@ -332,7 +368,7 @@ pub fn evaluate(
 ) -> Result<ModeReport> {
     let limit = options.limit.max(options.k);
     let filter = SearchFilter::default();
-    let min_score = options.min_score.or(ingestor.relevance_floor(mode));
+    let min_score = options.min_score;
     // Load the model (and warm the index) before timing.
     if let Some(q) = questions.first() {
         ingestor.search_filtered(&q.text, scope, 1, min_score, &filter, mode)?;
@@ -343,7 +379,25 @@ pub fn evaluate(
         let hits = ingestor.search_filtered(&q.text, scope, limit, min_score, &filter, mode)?;
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         let (file_rank, page_rank) = judge(q, &hits);
+        let evidence: Vec<HitEvidence> = hits
+            .iter()
+            .take(options.k)
+            .map(|h| HitEvidence {
+                cosine: h.evidence.cosine,
+                words: h.evidence.words,
+                coverage: h.evidence.coverage,
+                confidence: h.confidence,
+                expected: judge(q, std::slice::from_ref(h)).0.is_some(),
+            })
+            .collect();
+        let high = |h: &Hit| h.confidence == crate::index::Confidence::High;
         outcomes.push(Outcome {
+            flagged: !hits.iter().take(options.k).any(high),
+            answer_confident: file_rank
+                .filter(|&r| r <= options.k)
+                .and_then(|r| hits.get(r - 1))
+                .map(high),
+            evidence,
             line: q.line,
             question: q.text.clone(),
             file_rank,
@@ -351,10 +405,10 @@ pub fn evaluate(
             has_page: q.has_page(),
             absent: q.is_absent(),
             hits: hits.len(),
-            best_score: hits.first().map(|h| h.score),
+            best_score: hits.first().map(|h| h.relevance),
             answer_score: file_rank
                 .and_then(|r| hits.get(r.saturating_sub(1)))
-                .map(|h| h.score),
+                .map(|h| h.relevance),
             millis,
             top: hits
                 .iter()
@@ -497,6 +551,10 @@ pub fn evaluate_ranked(questions: &[Question], lists: &RankedLists, k: usize) ->
                 has_page: q.has_page(),
                 absent: q.is_absent(),
                 hits: hits.len(),
+                // A list without confidences flags only what it leaves empty.
+                flagged: hits.is_empty(),
+                answer_confident: None,
+                evidence: Vec::new(),
                 best_score: None,
                 answer_score: None,
                 millis: 0.0,
@@ -653,6 +711,9 @@ mod tests {
         Hit {
             locator: locator.into(),
             score: 0.5,
+            relevance: 0.5,
+            confidence: Default::default(),
+            evidence: Default::default(),
             text: String::new(),
             kind: crate::embed::ChunkKind::Passage,
             section: None,
@@ -766,6 +827,9 @@ mod tests {
             has_page,
             absent: false,
             hits: 5,
+            flagged: false,
+            answer_confident: None,
+            evidence: Vec::new(),
             best_score: None,
             answer_score: None,
             millis: 1.0,
@@ -789,6 +853,7 @@ mod tests {
         let absent = |hits| Outcome {
             absent: true,
             hits,
+            flagged: hits == 0,
             ..o(None, None, false)
         };
         let os = [o(Some(1), None, false), absent(0), absent(0), absent(3)];
@@ -796,6 +861,8 @@ mod tests {
         assert_eq!((s.questions, s.absent_questions), (1, 3));
         assert!((s.recall - 1.0).abs() < 1e-9);
         assert!((s.absent_nothing - 2.0 / 3.0).abs() < 1e-9);
+        assert!((s.absent_flagged - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(s.withheld, 0.0);
         let qs = parse_questions("What is banana bread?\t-\tabsent\n").unwrap();
         assert!(qs[0].is_absent() && qs[0].tags == ["absent"]);
     }

@@ -80,8 +80,8 @@ pub use data_dir::DataDir;
 pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
 pub use index::{
-    CatalogStats, CatalogUrl, ExportedPoint, Hit, IndexQuery, LastRun, RepairReport, SearchFilter,
-    SearchMode, ServerConfig,
+    CatalogStats, CatalogUrl, Confidence, ExportedPoint, Hit, IndexQuery, LastRun, RepairReport,
+    SearchFilter, SearchMode, ServerConfig,
 };
 pub use ingestor::Ingestor;
 pub use isolation::{run_worker_if_requested, Isolation, IsolationConfig};

@@ -532,6 +532,12 @@ impl Services {
             };
             if !first.is_empty() {
                 hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
+                // Placed first by its name: ranked as the best of the others, at least.
+                let top = hits.first().map_or(0.0, |h| h.score);
+                let first = first.into_iter().map(|mut card| {
+                    card.score = card.score.max(top);
+                    card
+                });
                 hits.splice(0..0, first);
             }
         }
@@ -541,8 +547,36 @@ impl Services {
         // No locator twice in one answer: the first (best) hit of each stands for it.
         let mut seen = std::collections::HashSet::new();
         hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
+        self.judge(query, &mut hits, min_score.is_none());
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// Each hit's confidence ([`crate::index::confidence`]), judged from its evidence and
+    /// the share of the query's content words it holds; with `drop_unsupported` (no
+    /// `min_score` given) the hits tied to the query by nothing are left out, so that a
+    /// search whose candidates have no support answers nothing ("nothing relevant"). Then
+    /// each hit's `score` is made never to rise down the list: the order is the ranking's
+    /// (a file named by the query first, a page's other chunks after every page's best),
+    /// and the score printed beside a hit says where the ranking put it.
+    fn judge(&self, query: &str, hits: &mut Vec<Hit>, drop_unsupported: bool) {
+        use crate::index::confidence;
+        let floor = self.model_variant.relevance_floor();
+        for h in hits.iter_mut() {
+            let file = extractors::file_name_part(&h.locator);
+            let section = h.section.as_deref().unwrap_or_default();
+            let matched = format!("{file}\n{section}\n{}", h.text);
+            h.evidence.coverage = confidence::coverage(query, &matched);
+            h.confidence = confidence::judge(&h.evidence, floor);
+        }
+        if drop_unsupported {
+            hits.retain(|h| confidence::supported(&h.evidence, floor));
+        }
+        let mut ceiling = f32::INFINITY;
+        for h in hits.iter_mut() {
+            h.score = h.score.min(ceiling);
+            ceiling = h.score;
+        }
     }
 
     /// What the catalog holds under the locator `prefix` of a search by `scope` narrowed by
@@ -604,12 +638,16 @@ impl Services {
                 let share = name_match(&words, &card.locator, &card.text)?;
                 if let Some(found) = hits.iter().find(|h| h.chunk_id == card.chunk_id) {
                     card.score = found.score;
+                    card.relevance = found.relevance;
+                    card.evidence = found.evidence;
                 } else if mode != SearchMode::Keyword {
-                    card.score = share.0.max(card.score / crate::index::BM25_PER_RELEVANCE);
+                    card.relevance = share.0.max(card.relevance);
+                    card.evidence.words = card.relevance;
+                    card.score = card.relevance;
                 }
                 Some((share, card))
             })
-            .filter(|(_, card)| min_score.is_none_or(|m| card.score >= m))
+            .filter(|(_, card)| min_score.is_none_or(|m| card.relevance >= m))
             .collect();
         // The best named first; of equal names, the better word score (a stable order).
         named.sort_by(|((a, a2), x), ((b, b2), y)| {

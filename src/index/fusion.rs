@@ -22,8 +22,9 @@
 //!
 //! Content without pages (text files, sheets, slides) is ranked chunk by chunk.
 //!
-//! The fused scores order the hits; each hit is answered with its cosine similarity as its
-//! score (an absolute relevance, see [`fused`]).
+//! The fused scores order the hits and are their `score`; each hit also carries an absolute
+//! relevance (its cosine similarity, or its BM25 score / 80, see [`fused`]) and what it was
+//! made of, from which its confidence is judged (`super::confidence`).
 //!
 //! Why scores, not ranks: reciprocal-rank fusion (RRF, k = 2) sees only positions, so a page the words rank first by a wide margin and one they rank
 //! second by a hair weigh 1/2 and 1/3 whatever the margin, and the embedding (whose cosines
@@ -67,13 +68,25 @@ pub(super) fn search<S: IndexRead + ?Sized>(
         (Some(vector), Some(text)) => {
             fused(store, (vector, multilingual), text, end, min_score, &filter)?
         }
-        (Some(vector), None) => by_meaning(store, (vector, multilingual), end, min_score, &filter)?,
+        (Some(vector), None) => {
+            let mut hits = by_meaning(store, (vector, multilingual), end, min_score, &filter)?;
+            for h in &mut hits {
+                h.relevance = h.score;
+                h.evidence.cosine = Some(h.score);
+            }
+            hits
+        }
         (None, Some(text)) => {
             let ranking = match query.name {
                 true => Ranking::Name(text),
                 false => Ranking::Words(text),
             };
-            ranked(store, ranking, end, min_score, &filter)?
+            let mut hits = ranked(store, ranking, end, min_score, &filter)?;
+            for h in &mut hits {
+                h.relevance = h.score / BM25_PER_RELEVANCE;
+                h.evidence.words = h.relevance;
+            }
+            hits
         }
         (None, None) => Vec::new(),
     };
@@ -313,8 +326,8 @@ fn point_of(hit: &Hit) -> PointKey {
 /// [`FUSION_CANDIDATES`] (or `end`, if more) points `filter` lets through, fused by [`fuse`];
 /// the `end` best.
 ///
-/// The fused scores only order the hits. Each hit comes back with an absolute relevance as
-/// its `score`, comparable between searches so that a threshold can use it: its cosine
+/// The fused scores order the hits (their `score`, 1 for the best). Each hit also comes back
+/// with an absolute relevance as its `relevance`, comparable between searches so that a threshold can use it: its cosine
 /// similarity to the query, or its BM25 score divided by [`BM25_PER_RELEVANCE`] when that is
 /// higher (a passage holding the question's rare words is relevant whatever the embedding
 /// says: a part number, a German question to an English model). A hit the words found
@@ -381,8 +394,11 @@ fn fused<S: IndexRead + ?Sized>(
             } else {
                 0.0
             };
-            hit.score = (cosine.get(&point)? - lower).max(words);
-            min_score.is_none_or(|m| hit.score >= m).then_some(hit)
+            let meaning = cosine.get(&point)? - lower;
+            hit.relevance = meaning.max(words);
+            hit.evidence.cosine = Some(meaning);
+            hit.evidence.words = words;
+            min_score.is_none_or(|m| hit.relevance >= m).then_some(hit)
         })
         .take(end)
         .collect())
@@ -630,6 +646,9 @@ mod tests {
         Hit {
             locator: format!("{hash}.pdf"),
             score,
+            relevance: score,
+            confidence: Default::default(),
+            evidence: Default::default(),
             text: String::new(),
             section: None,
             label: None,

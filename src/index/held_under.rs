@@ -127,6 +127,9 @@ mod tests {
         Hit {
             locator: locator.into(),
             score: 1.0,
+            relevance: 1.0,
+            confidence: Default::default(),
+            evidence: Default::default(),
             text: String::new(),
             section: None,
             label: None,

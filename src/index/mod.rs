@@ -20,6 +20,7 @@
 
 mod catalog;
 mod catalog_pg;
+pub mod confidence;
 #[cfg(test)]
 mod conformance;
 mod edge;
@@ -47,8 +48,8 @@ pub use catalog::{
 };
 pub use catalog_pg::{CatalogUrl, PgCatalog};
 pub(crate) use catalog_pg::{PgResult, PgSession};
+pub use confidence::{Confidence, Evidence};
 pub use edge::EdgeIndex;
-pub(crate) use fusion::BM25_PER_RELEVANCE;
 pub(crate) use held_under::HeldUnder;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
@@ -147,8 +148,21 @@ fn is_zero(n: &usize) -> bool {
 pub struct Hit {
     /// The chunk's full locator: file locator and fragment.
     pub locator: String,
-    /// Cosine similarity to the query.
+    /// The ranking's score: what orders the hits of one answer, never rising down the
+    /// list. `dense`: the cosine similarity; `keyword`: the BM25 score; `hybrid`: the fused
+    /// score, 1 for the best hit of the answer (comparable within one answer only).
     pub score: f32,
+    /// How relevant the chunk is on an absolute scale, comparable between searches: its
+    /// cosine similarity to the query, or its BM25 score / [`fusion::BM25_PER_RELEVANCE`] when
+    /// that is higher (what `min_score` bounds).
+    #[serde(default)]
+    pub relevance: f32,
+    /// Whether the hit answers the question ([`confidence`]).
+    #[serde(default)]
+    pub confidence: Confidence,
+    /// What the relevance was made of, for judging the confidence; not serialized.
+    #[serde(skip)]
+    pub evidence: Evidence,
     /// The chunk's text.
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

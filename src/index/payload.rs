@@ -360,6 +360,9 @@ pub(super) fn hit(payload: &Map<String, Value>, score: f32) -> Hit {
     Hit {
         locator,
         score,
+        relevance: score,
+        confidence: Default::default(),
+        evidence: Default::default(),
         text: s("text").unwrap_or_default(),
         section: s("section_id"),
         label: s("label"),

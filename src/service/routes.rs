@@ -7,7 +7,7 @@
 //! | `GET /v1/jobs/{id}` | the job: state, reason, one line per file |
 //! | `GET /v1/files/status?locator=L` | where a file stands (and its members) |
 //! | `DELETE /v1/files?locator=L` | 200 with the ended delete job (202 if it takes over 30 s) |
-//! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...], "min_score"}` (each hit's `score` its relevance; below the model's floor when no `min_score` is given, left out; none: a `note` says nothing relevant was found) |
+//! | `POST /v1/search` `{"query", "limit", "min_score", "mode", "filters"}` | `{"hits": [...], "min_score", "note"}` (each hit's `score` the ranking's, never rising down the list; `relevance` absolute, what `min_score` bounds; `confidence` `high` or `low`; a `note` when no hit is confident or none is tied to the query: "nothing relevant") |
 //! | `POST /v1/tools/{tool}` (the tool's JSON arguments) | the tool's answer, within its budget |
 //! | `POST/GET/DELETE /mcp` | the same tools over MCP (streamable HTTP), each request in its key's scope, each session bound to the key that opened it |
 //! | `GET /health` | liveness (`{"status":"ok"}`), no key needed, nothing else said |
@@ -1112,7 +1112,7 @@ async fn search(
     let limit = request.limit.unwrap_or(10).min(MAX_HITS);
     let found = run_held(&app, (slot, held), move |_| {
         let mode = request.mode.unwrap_or_default();
-        let floor = request.min_score.or(ingestor.relevance_floor(mode));
+        let floor = request.min_score;
         ingestor
             .search_filtered(&request.query, &scope, limit, floor, &filter, mode)
             .map(|hits| (hits, floor))
@@ -1120,7 +1120,7 @@ async fn search(
     .await;
     let response = match found {
         Ok(Ok((hits, floor))) => {
-            let hits: Vec<Value> = hits
+            let hits_json: Vec<Value> = hits
                 .iter()
                 .map(|h| {
                     let mut v = json!(h);
@@ -1130,11 +1130,16 @@ async fn search(
                     v
                 })
                 .collect();
-            let answer = if hits.is_empty() {
-                json!({ "hits": hits, "min_score": floor, "note": crate::tools::NOTHING_RELEVANT })
-            } else {
-                json!({ "hits": hits, "min_score": floor })
-            };
+            let note = crate::tools::search_note(&hits, floor);
+            let mut answer = json!({ "hits": hits_json });
+            if let Some(m) = answer.as_object_mut() {
+                if let Some(floor) = floor {
+                    m.insert("min_score".into(), json!(floor));
+                }
+                if let Some(note) = note {
+                    m.insert("note".into(), json!(note));
+                }
+            }
             json_response(StatusCode::OK, &answer)
         }
         Ok(Err(e)) => error_of(&e),

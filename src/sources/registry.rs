@@ -42,6 +42,12 @@ pub struct RegisteredSource {
     /// How to log in (each field else from the environment); never shown.
     #[serde(default)]
     pub credentials: Credentials,
+    /// At most this many entries (files and archive members) under the source's root that
+    /// a pull by a user other than its owner may leave in the owner's scope: the share of
+    /// the owner's quota ([`crate::Config::max_scope_files`]) that the users of a shared
+    /// source can fill. Default: a quarter of that quota ([`Self::others_share`]).
+    #[serde(default)]
+    pub max_files: Option<usize>,
 }
 
 impl RegisteredSource {
@@ -54,6 +60,19 @@ impl RegisteredSource {
             is_shared: self.shared,
             workflow_id: None,
         }
+    }
+
+    /// How many entries under the source's root a pull by `caller` may leave in the owner's
+    /// scope when the owner holds at most `quota`: none of its own for the owner (her quota
+    /// bounds her), else [`Self::max_files`], by default a quarter of `quota` (at least 1),
+    /// so that a user of the mandate pulling a shared source can never fill the whole
+    /// scope's quota.
+    pub fn others_share(&self, caller: &Scope, quota: Option<usize>) -> Option<usize> {
+        let owner = self.owner();
+        if caller.user_id == owner.user_id && caller.mandate_id == owner.mandate_id {
+            return None;
+        }
+        self.max_files.or_else(|| quota.map(|q| (q / 4).max(1)))
     }
 
     /// Its URL, parsed.
@@ -138,6 +157,7 @@ mod tests {
                 secret_access_key: Some("s3cr3t".into()),
                 ..Credentials::default()
             },
+            max_files: None,
         }
     }
 
@@ -163,6 +183,25 @@ mod tests {
         assert_eq!(names(&reader("alice", "globex")), ["globex"]);
         assert!(names(&reader("mallory", "initech")).is_empty());
         assert!(!format!("{:?}", sources[0]).contains("s3cr3t"));
+    }
+
+    #[test]
+    fn others_fill_only_the_sources_share_of_the_owners_quota() {
+        let mut team = source("acme-team", Some("acme"), "alice", true);
+        let user = |user: &str| Scope {
+            user_id: user.into(),
+            feature_instance_id: None,
+            mandate_id: Some("acme".into()),
+            is_shared: false,
+            workflow_id: None,
+        };
+        assert_eq!(team.others_share(&user("alice"), Some(100)), None);
+        assert_eq!(team.others_share(&user("bob"), Some(100)), Some(25));
+        assert_eq!(team.others_share(&user("bob"), Some(2)), Some(1));
+        assert_eq!(team.others_share(&user("bob"), None), None);
+        team.max_files = Some(7);
+        assert_eq!(team.others_share(&user("bob"), Some(100)), Some(7));
+        assert_eq!(team.others_share(&user("bob"), None), Some(7));
     }
 
     #[test]

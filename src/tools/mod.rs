@@ -28,9 +28,29 @@ pub use crate::config::MIN_MAX_CHARS;
 pub(crate) use quote::search_text as quote_search_text;
 pub use quote::MAX_QUOTE_CHARS;
 
-/// What a search answers when no hit reaches its `min_score` (the model's relevance floor
-/// when the call gives none): nothing in the scope is about the query.
-pub const NOTHING_RELEVANT: &str = "nothing relevant: no passage is similar enough to the query (min_score); the documents do not seem to cover it. Try other words, or min_score 0 to see the closest passages anyway";
+/// What a search answers when no candidate is tied to the query at all (none holds one of
+/// its content words, none comes close to its meaning: [`crate::index::confidence`]).
+pub const NOTHING_RELEVANT: &str = "nothing relevant: no passage holds a content word of the query or comes close to its meaning; the documents do not seem to cover it. Try other words";
+
+/// What a search answers when no hit reaches the `min_score` the caller gave.
+pub const NONE_REACH_MIN_SCORE: &str = "nothing reaches min_score: no passage is that relevant to the query. Try a lower min_score, or none (weak matches are then shown, marked confidence low)";
+
+/// The note of an answer whose hits are all of low confidence.
+pub const ONLY_WEAK: &str = "no confident match: these are the closest passages (confidence low), weakly tied to the query; read them before relying on them, or try other words";
+
+/// The note a search answer carries, if any: nothing found ([`NOTHING_RELEVANT`], or
+/// [`NONE_REACH_MIN_SCORE`] under a caller's `min_score`), or only weak hits ([`ONLY_WEAK`]).
+pub fn search_note(hits: &[crate::Hit], min_score: Option<f32>) -> Option<&'static str> {
+    if hits.is_empty() {
+        return Some(match min_score {
+            Some(_) => NONE_REACH_MIN_SCORE,
+            None => NOTHING_RELEVANT,
+        });
+    }
+    hits.iter()
+        .all(|h| h.confidence == crate::index::Confidence::Low)
+        .then_some(ONLY_WEAK)
+}
 
 /// The tools' names, as MCP lists them and `--tools` selects them.
 pub const TOOL_NAMES: &[&str] = &[
@@ -76,12 +96,11 @@ pub struct SearchArgs {
     /// come with a `cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    /// Leave out hits whose relevance (each hit's `score`: in `hybrid` the cosine similarity
-    /// of meaning, 0..1, or the words' BM25 score / 80 when higher; the cosine in `dense`;
-    /// the BM25 score in `keyword`) is below this. Default:
-    /// the model's relevance floor (the answer's `min_score`), so that a search about what
-    /// the documents do not hold answers "nothing relevant"; 0 shows the closest passages
-    /// anyway.
+    /// Leave out hits whose relevance (each hit's `relevance`: the cosine similarity of
+    /// meaning, 0..1, or the words' BM25 score / 80 when higher) is below this. Default:
+    /// none — every hit tied to the query is shown, each with its `confidence` (`low`: a
+    /// weak match, read it before relying on it), and "nothing relevant" only when no
+    /// passage holds a content word of the query or comes close to its meaning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f32>,
     /// How hits are ranked: `hybrid` (default: meaning and exact words fused; best for most

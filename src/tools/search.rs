@@ -110,6 +110,8 @@ fn hit_value(hit: &Hit, reader: &Scope, query: &str, snippet_chars: usize) -> Va
     m.insert("locator".into(), json!(hit.locator));
     view::note_owner(&mut m, reader, &hit.owner, &[]);
     m.insert("score".into(), json!(rounded(hit.score)));
+    m.insert("relevance".into(), json!(rounded(hit.relevance)));
+    m.insert("confidence".into(), json!(hit.confidence.as_str()));
     m.insert(
         "file".into(),
         json!(extractors::file_name_part(&hit.locator)),
@@ -210,7 +212,7 @@ pub(crate) fn search_documents(
     let view = View::of(ingestor, scope, args.owner.as_deref());
     let filter = filter(ingestor, &view, args)?;
     let mode = args.mode.unwrap_or_default();
-    let min_score = args.min_score.or(ingestor.relevance_floor(mode));
+    let min_score = args.min_score;
     let hits = ingestor.search_filtered(query, scope, limit, min_score, &filter, mode)?;
     let full = FullResult::of(hits.iter().map(|h| h.text.as_str()));
     let remaining = hits.len().saturating_sub(start.item).max(1);
@@ -240,6 +242,9 @@ pub(crate) fn search_documents(
             m.insert("locator".into(), json!(h.locator));
             view::note_owner(&mut m, scope, &h.owner, &[]);
             m.insert("score".into(), json!(rounded(h.score)));
+            if h.confidence == crate::index::Confidence::Low {
+                m.insert("confidence".into(), json!(h.confidence.as_str()));
+            }
             let room = budget
                 .max
                 .saturating_sub(180 + h.locator.len())
@@ -255,18 +260,15 @@ pub(crate) fn search_documents(
     if let Some(floor) = min_score {
         base.insert("min_score".into(), json!(rounded(floor)));
     }
+    let note = super::search_note(&hits, min_score);
     if hits.is_empty() {
         base.insert("hits".into(), json!([]));
-        base.insert(
-            "note".into(),
-            json!(if min_score.is_some() {
-                super::NOTHING_RELEVANT
-            } else {
-                "nothing matched: try other words, fewer filters, or browse_container to look around"
-            }),
-        );
+        base.insert("note".into(), json!(note));
         let text = budget.finish(&base)?;
         return Ok(Finished { text, full });
+    }
+    if let Some(note) = note {
+        base.insert("note".into(), json!(note));
     }
     let text = fill_list(
         budget,

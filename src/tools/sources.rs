@@ -305,7 +305,25 @@ pub(crate) fn pull_source(
             registered.name
         )));
     }
-    let room = quota.map_or(usize::MAX, |(held, max)| max - held);
+    let mut room = quota.map_or(usize::MAX, |(held, max)| max - held);
+    // A user other than the owner fills at most the source's share of the owner's quota.
+    let share = registered
+        .others_share(scope, ingestor.config().max_scope_files)
+        .map(|max| {
+            let root = source.url.locator_root();
+            let held = ingestor.catalog().under(&owner, &root).len();
+            (held, max)
+        });
+    if let Some((held, max)) = share {
+        if held >= max {
+            return Err(ToolError::Invalid(format!(
+                "source {} holds {held} entries of the {max} its other users may pull \
+                 into its owner's scope (its max_files): nothing pulled; its owner can pull more",
+                registered.name
+            )));
+        }
+        room = room.min(max - held);
+    }
     let session = session_of(ingestor, &source)?;
     let kind = session
         .kind_of(&path)
@@ -345,13 +363,20 @@ pub(crate) fn pull_source(
                "duplicate": s.duplicate, "skipped": s.skipped, "failed": s.failed,
                "removed": s.removed}),
     );
-    if let Some((held, max)) = quota.filter(|_| room < PULL_MAX_OBJECTS) {
+    if room < PULL_MAX_OBJECTS {
+        let why = match (share, quota) {
+            (Some((held, max)), _) if max - held == room => format!(
+                "the source held {held} entries of the {max} its other users may pull \
+                 (its max_files)"
+            ),
+            (_, Some((held, max))) => format!(
+                "the source's files held {held} entries of at most {max} one scope may hold"
+            ),
+            _ => String::new(),
+        };
         base.insert(
             "quota".into(),
-            json!(format!(
-                "the source's files held {held} entries of at most {max} one scope may hold: \
-                 this pull read at most {room} objects"
-            )),
+            json!(format!("{why}: this pull read at most {room} objects")),
         );
     }
     let searchable = s.indexed + s.unchanged + s.duplicate > 0;

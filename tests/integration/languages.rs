@@ -29,7 +29,9 @@ fn an_english_question_finds_german_and_dutch_documents_with_the_multilingual_mo
     ];
     for (question, file) in cases {
         for mode in ["dense", "hybrid"] {
-            let hits = sb.search_with(&["--mode", mode, "--limit", "3"], question);
+            // Top 5: docs/fleet-report.pdf (three pages on battery-electric trucks) holds the
+            // battery question's words, which the German answer cannot.
+            let hits = sb.search_with(&["--mode", mode, "--limit", "5"], question);
             assert!(
                 hits.iter()
                     .any(|h| h["kind"] != "card" && h["locator"].as_str().unwrap().contains(file)),
@@ -103,7 +105,15 @@ fn an_english_question_finds_german_and_dutch_documents_by_default() {
         }
         // The same index searched without the multilingual model does not find them.
         assert!(
-            !found(&sb, "dense", question, file, &["--no-multilingual"]),
+            // (Weak hits are shown now, flagged: at the model's relevance floor, as a
+            // confident answer would have to be.)
+            !found(
+                &sb,
+                "dense",
+                question,
+                file,
+                &["--no-multilingual", "--min-score", "0.4"]
+            ),
             "{question:?} found {file} without the multilingual model: the test proves nothing"
         );
     }

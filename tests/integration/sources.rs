@@ -1102,18 +1102,12 @@ fn a_registered_source_marked_sync_is_polled_in_its_scope() {
     assert!(!log.contains(SECRET), "the daemon's log shows the secret");
 }
 
-/// A pull through `ingest serve` is counted against the owner's `max_files_per_key` as an
-/// upload is, its private and shared entries together: after 2 private uploads, a pull of a
-/// shared source reads at most the 3 left (and says so), and a pull for a full owner is
-/// refused before anything is downloaded.
-#[test]
-fn a_pull_through_the_service_counts_against_the_scopes_quota() {
-    use crate::service::{Client, Service, ALICE};
-    let sb = Sandbox::new();
-    let Some(server) = Server::start(Kind::S3, &sb) else {
-        return;
-    };
-    let mut rng = Lcg(9);
+/// An S3 server holding 12 documents (made from `seed`) under `alice/docs/`, the registry
+/// (mode 0600) of alice's shared source `alice-docs` over them, and `ingest.toml` written
+/// from `config`: the server and the registry's path; `None` when the server cannot start.
+fn shared_source_of_twelve(sb: &Sandbox, seed: u64, config: &str) -> Option<(Server, String)> {
+    let server = Server::start(Kind::S3, sb)?;
+    let mut rng = Lcg(seed);
     for i in 0..12u64 {
         let (_, text) = document(i, 1, &mut rng);
         server.put(&format!("alice/docs/{i:02}.txt"), text.as_bytes());
@@ -1131,15 +1125,28 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
     );
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&registry, std::fs::Permissions::from_mode(0o600)).unwrap();
-    std::fs::write(
-        sb.path("ingest.toml"),
-        format!(
+    std::fs::write(sb.path("ingest.toml"), config).unwrap();
+    Some((server, registry.to_string_lossy().to_string()))
+}
+
+/// A pull through `ingest serve` is counted against the owner's `max_files_per_key` as an
+/// upload is, its private and shared entries together: after 2 private uploads, a pull of a
+/// shared source reads at most the 3 left (and says so), and a pull for a full owner is
+/// refused before anything is downloaded.
+#[test]
+fn a_pull_through_the_service_counts_against_the_scopes_quota() {
+    use crate::service::{Client, Service, ALICE};
+    let sb = Sandbox::new();
+    let Some((server, registry)) = shared_source_of_twelve(
+        &sb,
+        9,
+        &format!(
             "max_files_per_key = 5\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\n\
              mandate = \"acme\"\n"
         ),
-    )
-    .unwrap();
-    let registry = registry.to_string_lossy().to_string();
+    ) else {
+        return;
+    };
     let service = Service::start_config_env(&sb, &[], &[("INGEST_CONFIG", &registry)]);
     let alice = Client::new(&service, Some(ALICE));
     let pull = || {
@@ -1179,6 +1186,65 @@ fn a_pull_through_the_service_counts_against_the_scopes_quota() {
         pulled,
         "a refused pull downloads"
     );
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
+}
+
+/// Another user of the mandate pulling a shared source fills at most the source's share of
+/// its owner's quota (`max_files`, by default a quarter of `max_files_per_key`), never the
+/// whole of it: bob's pulls of alice's shared source stop at 2 of her 8 (said in `quota`, then
+/// refused before any download), while alice's own pull still reads the room left.
+#[test]
+fn others_pulling_a_shared_source_fill_only_its_share() {
+    use crate::service::{Client, Service, ALICE, BOB};
+    let sb = Sandbox::new();
+    let Some((server, registry)) = shared_source_of_twelve(
+        &sb,
+        11,
+        &format!(
+            "max_files_per_key = 8\n\n[[api_keys]]\nkey = \"{ALICE}\"\nuser = \"alice\"\n\
+             mandate = \"acme\"\n\n[[api_keys]]\nkey = \"{BOB}\"\nuser = \"bob\"\n\
+             mandate = \"acme\"\n"
+        ),
+    ) else {
+        return;
+    };
+    let service = Service::start_config_env(&sb, &[], &[("INGEST_CONFIG", &registry)]);
+    let pull = |client: &Client| {
+        let args = serde_json::json!({ "source": "alice-docs", "path": "docs" });
+        client.post(
+            "/v1/tools/pull_source",
+            "application/json",
+            args.to_string().as_bytes(),
+        )
+    };
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let (status, answer) = pull(&bob);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["files"]["indexed"], 2, "{answer}");
+    assert!(
+        answer["quota"]
+            .as_str()
+            .is_some_and(|q| q.contains("max_files") && q.contains("at most 2")),
+        "{answer}"
+    );
+    let before = server.downloads().len();
+    let (status, answer) = pull(&bob);
+    assert_eq!(status, 200, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("nothing pulled") && error.contains("max_files"),
+        "{answer}"
+    );
+    assert_eq!(server.downloads().len(), before, "a refused pull downloads");
+    // The owner's own pull is bounded by her quota only: the 6 objects of the room left
+    // (those bob pulled among them, unchanged).
+    let (status, answer) = pull(&alice);
+    assert_eq!(status, 200, "{answer}");
+    let files = &answer["files"];
+    let read = files["indexed"].as_u64().unwrap_or(0) + files["unchanged"].as_u64().unwrap_or(0);
+    assert_eq!(read, 6, "{answer}");
+    assert!(files["indexed"].as_u64().unwrap_or(0) >= 4, "{answer}");
     assert!(!answer.to_string().contains(SECRET), "{answer}");
 }
 

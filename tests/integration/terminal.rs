@@ -234,9 +234,15 @@ fn search_has_one_json_shape_and_exit_1_when_nothing_is_relevant() {
     assert_eq!(lines.len(), 1, "one object: {lines:#?}");
     let hits = lines[0]["hits"].as_array().unwrap();
     assert!(hits[0]["locator"].as_str().unwrap().contains("ferry.txt"));
-    let floor = lines[0]["min_score"].as_f64().unwrap();
+    // No floor unless one is asked for; the hits come in the order of the score printed,
+    // each with its relevance and confidence, the answer first and confident.
+    assert!(lines[0].get("min_score").is_none(), "{lines:#?}");
+    assert_eq!(hits[0]["confidence"], "high", "{hits:#?}");
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{hits:#?}");
     assert!(
-        hits.iter().all(|h| h["score"].as_f64().unwrap() >= floor),
+        hits.iter().all(|h| h["relevance"].as_f64().is_some()
+            && matches!(h["confidence"].as_str(), Some("high" | "low"))),
         "{hits:#?}"
     );
     // No locator twice in one answer.
@@ -271,23 +277,56 @@ fn search_has_one_json_shape_and_exit_1_when_nothing_is_relevant() {
         "{}",
         stdout(&said)
     );
-    // --min-score filters on the score shown: 0 shows the closest passage anyway.
-    let anyway = ingest_in(
+    // A question whose words the documents hold, weakly: shown, every hit flagged, and a
+    // note saying so (exit 0: there is something to read).
+    let weak = ingest_in(
+        &sb,
+        &cwd,
+        &["search", "--json", "which point does the tide table cover"],
+    );
+    assert_eq!(weak.status.code(), Some(0), "{}", stdout(&weak));
+    let answer = &json_lines(&weak)[0];
+    let hits = answer["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{answer:#}");
+    if hits.iter().all(|h| h["confidence"] == "low") {
+        assert!(
+            answer["note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("no confident match")),
+            "{answer:#}"
+        );
+    }
+    // --min-score bounds each hit's relevance; none reaching it is said so, exit 1.
+    let strict = ingest_in(
         &sb,
         &cwd,
         &[
             "search",
             "--json",
             "--min-score",
-            "-1",
-            "banana bread recipe",
+            "0.99",
+            "who publishes the tables",
         ],
     );
-    assert_eq!(anyway.status.code(), Some(0));
-    let hits = search_hits(&anyway);
+    assert_eq!(strict.status.code(), Some(1), "{}", stdout(&strict));
+    let answer = &json_lines(&strict)[0];
+    assert_eq!(answer["hits"], serde_json::json!([]), "{answer:#}");
+    assert!(
+        answer["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("nothing reaches min_score")),
+        "{answer:#}"
+    );
+    let loose = ingest_in(
+        &sb,
+        &cwd,
+        &["search", "--json", "--min-score", "0.2", "ferry leaves"],
+    );
+    assert_eq!(loose.status.code(), Some(0), "{}", stdout(&loose));
+    let hits = search_hits(&loose);
     assert!(!hits.is_empty());
     assert!(
-        hits.iter().all(|h| h["score"].as_f64().unwrap() < floor),
+        hits.iter().all(|h| h["relevance"].as_f64().unwrap() >= 0.2),
         "{hits:#?}"
     );
 }

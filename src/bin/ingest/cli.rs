@@ -227,8 +227,9 @@ pub(crate) struct ReindexArgs {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Search what the scope may read, by meaning and words (the agent's `search_documents`
-    /// tool): each hit with its relevance, locator and snippet, within a budget with a cursor
-    /// to continue. Exits 1 when nothing relevant was found.
+    /// tool): each hit with its score, locator and snippet (weak ones marked low
+    /// confidence), within a budget with a cursor to continue. Exits 1 when nothing relevant
+    /// was found (no passage holds a content word of the query or comes close to its meaning).
     Search(SearchArgs),
     /// Browse: the scope's top level, a folder's or archive's members, or a document's
     /// outline (the agent's `browse_container` tool).
@@ -354,8 +355,9 @@ pub(crate) struct EvalArgs {
     /// absent question that got hits).
     #[arg(long)]
     pub(crate) misses: bool,
-    /// Leave out hits below this relevance (default: the model's relevance floor, as
-    /// `search` applies it; -1 keeps every hit).
+    /// Leave out hits below this relevance (default: none, as `search`: weak hits are kept,
+    /// marked low confidence; absent questions count as flagged when no hit of the first K
+    /// has high confidence).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub(crate) min_score: Option<f32>,
     /// Instead of questions: search for every indexed file by its name and count the files
@@ -419,9 +421,10 @@ pub(crate) struct SearchArgs {
     /// How many hits to print.
     #[arg(short = 'n', long, default_value_t = 5)]
     pub(crate) limit: usize,
-    /// Show only hits whose relevance (the number each hit shows: the cosine similarity of
-    /// meaning, or the BM25 score with --mode keyword) is at least this. Default for hybrid
-    /// and dense: the relevance floor (docs/CLI.md, "Scores"); 0 shows every hit.
+    /// Show only hits whose relevance (the cosine similarity of meaning, or the BM25
+    /// score / 80 when higher; the JSON's `relevance`) is at least this. Default: none —
+    /// every hit tied to the query is shown, weak ones marked "(low confidence)"
+    /// (docs/CLI.md, "Scores").
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub(crate) min_score: Option<f32>,
     /// How hits are ranked: hybrid (meaning and exact words fused), keyword (BM25 over

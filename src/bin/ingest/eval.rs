@@ -185,16 +185,34 @@ fn print_reports(
     for r in reports {
         row(out, &r.label, &r.all, (r.p50_ms, r.p95_ms))?;
     }
+    if first.all.questions > 0 {
+        writeln!(
+            out,
+            "\nanswerable questions: withheld (no hit at all), answered in the first {k} at high confidence:"
+        )?;
+        for r in reports {
+            shares(
+                out,
+                &r.label,
+                r.all.questions,
+                r.all.withheld,
+                r.all.confident_recall,
+            )?;
+        }
+    }
     if first.all.absent_questions > 0 {
         writeln!(
             out,
-            "\nabsent questions (about what the documents do not hold), answered \"nothing relevant\":"
+            "\nabsent questions (about what the documents do not hold): flagged (nothing relevant, or no hit of high confidence in the first {k}), answered \"nothing relevant\":"
         )?;
         for r in reports {
-            writeln!(
+            let all = &r.all;
+            shares(
                 out,
-                "{:<18} {:>4} {:>9.3}",
-                r.label, r.all.absent_questions, r.all.absent_nothing
+                &r.label,
+                all.absent_questions,
+                all.absent_flagged,
+                all.absent_nothing,
             )?;
         }
     }
@@ -224,7 +242,7 @@ fn print_reports(
             writeln!(out, "\nmissed at {k}, {}:", r.label)?;
             for o in &r.outcomes {
                 if o.absent {
-                    if o.hits > 0 {
+                    if !o.flagged {
                         writeln!(
                             out,
                             "  line {} (absent, {} hits, best {:.3}): {}",
@@ -250,4 +268,9 @@ fn print_reports(
         }
     }
     Ok(())
+}
+
+/// One row of a table of two shares: the mode's label, how many questions, the shares.
+fn shares(out: &mut impl Write, label: &str, n: usize, a: f64, b: f64) -> std::io::Result<()> {
+    writeln!(out, "{label:<18} {n:>4} {a:>9.3} {b:>9.3}")
 }

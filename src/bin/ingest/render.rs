@@ -120,11 +120,19 @@ fn hits(out: &mut impl Write, answer: &Value, paint: &Paint) -> anyhow::Result<(
     let hits = field(answer, "/hits")
         .as_array()
         .map_or(&[][..], Vec::as_slice);
+    // Only weak hits: said first, so that a person reads them as such.
+    if let Some(note) = text(answer, "/note").filter(|_| !hits.is_empty()) {
+        writeln!(out, "{}", paint.quiet(note))?;
+    }
     for (i, hit) in hits.iter().enumerate() {
         let score = field(hit, "/score").as_f64().unwrap_or(0.0);
+        let weak = match text(hit, "/confidence") {
+            Some("low") => format!("  {}", paint.quiet("(low confidence)")),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "{}. {}  {}",
+            "{}. {}  {}{weak}",
             i + 1,
             paint.strong(&format!("{score:.3}")),
             paint.locator(text(hit, "/locator").unwrap_or("?"))
@@ -155,13 +163,7 @@ fn hits(out: &mut impl Write, answer: &Value, paint: &Paint) -> anyhow::Result<(
         page_boxes(out, hit, "   ")?;
     }
     if hits.is_empty() {
-        match field(answer, "/min_score").as_f64() {
-            Some(floor) => writeln!(
-                out,
-                "nothing relevant: no passage reaches relevance {floor:.2} (--min-score 0 shows the closest passages anyway)"
-            )?,
-            None => writeln!(out, "no hits")?,
-        }
+        writeln!(out, "{}", text(answer, "/note").unwrap_or("no hits"))?;
     }
     Ok(())
 }
