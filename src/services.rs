@@ -395,11 +395,12 @@ impl Services {
 
     /// Search the chunks `scope` may read that `filter` lets through (under a locator, of a
     /// type, on pages, in a section, sheet or slide), best first, ranked as `mode` says, each
-    /// locator once. A hit's `score` is its relevance: the cosine similarity to the query
-    /// (`dense`, and `hybrid`, whose fused ranking orders the hits), the BM25 score
-    /// (`keyword`); `min_score` leaves out hits below it ([`Services::relevance_floor`] is
-    /// the floor the faces apply when a caller gives none). Blocks while the model loads on
-    /// first use (keyword searches never load it).
+    /// locator once. A hit's `score` orders the answer (the cosine similarity in `dense`,
+    /// the BM25 score in `keyword`, the fused score in `hybrid`), its `relevance` is
+    /// absolute (the cosine, or the BM25 score / 80 when higher) and `min_score` leaves out
+    /// hits below that; without one every hit tied to the query is kept, each with its
+    /// `confidence` ([`crate::index::confidence`]). Blocks while the model loads on first
+    /// use (keyword searches never load it).
     pub fn search_filtered(
         &self,
         query: &str,
@@ -422,17 +423,6 @@ impl Services {
     /// (the CLI's progress line does).
     pub fn progress(&self) -> Arc<crate::RunProgress> {
         Arc::clone(&self.progress)
-    }
-
-    /// The relevance below which a hit of `mode` is taken as unrelated to the query: the
-    /// cosine floor measured for this index's model (docs/EVALUATION.md, "Nothing
-    /// relevant"), or `None` (keyword searches: BM25 scores are not comparable between
-    /// indexes; a model without a measured floor). The tools, the HTTP service and the CLI
-    /// apply it when a search gives no `min_score`.
-    pub fn relevance_floor(&self, mode: SearchMode) -> Option<f32> {
-        mode.uses_embedding()
-            .then(|| self.model_variant.relevance_floor())
-            .flatten()
     }
 
     /// The query's embedding when `mode` ranks by meaning (loading the model on first use); a
@@ -513,8 +503,19 @@ impl Services {
         };
         // A page's other chunks share its locator: fetched beyond `limit` so that, each
         // locator once, `limit` hits are still there.
-        let wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
+        let mut wanted = limit.saturating_mul(2).max(limit.saturating_add(10));
+        if mode == SearchMode::Hybrid
+            && min_score.is_none()
+            && self.model_variant.relevance_floor().is_some()
+        {
+            // The whole fused list: those reaching the floor are ranked first ([`Self::judge`])
+            // from all of it, as when the floor left the others out (in `dense` and `keyword`
+            // the relevance follows the ranking: nothing moves).
+            wanted = wanted.max(crate::index::FUSION_CANDIDATES);
+        }
         let mut hits = store.search(scope, &index_query, wanted, 0, min_score, filter)?;
+        // The cards a query names, placed first (by their name, whatever their relevance).
+        let mut named = std::collections::HashSet::new();
         if filter.kind != Some(ChunkKind::Passage) {
             // A query that names a file (or its title) finds that file's card first, however
             // common the words of the name are elsewhere: by its exact file name, else by
@@ -532,6 +533,7 @@ impl Services {
             };
             if !first.is_empty() {
                 hits.retain(|h| !first.iter().any(|f| f.chunk_id == h.chunk_id));
+                named.extend(first.iter().map(|c| (c.owner.key(), c.chunk_id)));
                 // Placed first by its name: ranked as the best of the others, at least.
                 let top = hits.first().map_or(0.0, |h| h.score);
                 let first = first.into_iter().map(|mut card| {
@@ -547,7 +549,7 @@ impl Services {
         // No locator twice in one answer: the first (best) hit of each stands for it.
         let mut seen = std::collections::HashSet::new();
         hits.retain(|h| seen.insert((h.owner.key(), h.locator.clone())));
-        self.judge(query, &mut hits, min_score.is_none());
+        self.judge(query, &mut hits, &named, min_score.is_none());
         hits.truncate(limit);
         Ok(hits)
     }
@@ -555,22 +557,40 @@ impl Services {
     /// Each hit's confidence ([`crate::index::confidence`]), judged from its evidence and
     /// the share of the query's content words it holds; with `drop_unsupported` (no
     /// `min_score` given) the hits tied to the query by nothing are left out, so that a
-    /// search whose candidates have no support answers nothing ("nothing relevant"). Then
-    /// each hit's `score` is made never to rise down the list: the order is the ranking's
-    /// (a file named by the query first, a page's other chunks after every page's best),
-    /// and the score printed beside a hit says where the ranking put it.
-    fn judge(&self, query: &str, hits: &mut Vec<Hit>, drop_unsupported: bool) {
+    /// search whose candidates have no support answers nothing ("nothing relevant"). The
+    /// cards the query names (`named`, placed first by their name) and the hits whose
+    /// relevance reaches the model's floor come first, then the others, each in the
+    /// ranking's order (a page's other chunks after every page's best); then each hit's `score` is made never to rise down the list, so that the score
+    /// printed beside a hit says where it stands.
+    fn judge(
+        &self,
+        query: &str,
+        hits: &mut Vec<Hit>,
+        named: &std::collections::HashSet<(String, u64)>,
+        drop_unsupported: bool,
+    ) {
         use crate::index::confidence;
         let floor = self.model_variant.relevance_floor();
+        let is_named = |h: &Hit| named.contains(&(h.owner.key(), h.chunk_id));
         for h in hits.iter_mut() {
             let file = extractors::file_name_part(&h.locator);
             let section = h.section.as_deref().unwrap_or_default();
             let matched = format!("{file}\n{section}\n{}", h.text);
             h.evidence.coverage = confidence::coverage(query, &matched);
-            h.confidence = confidence::judge(&h.evidence, floor);
+            h.confidence = match is_named(h) {
+                // The query names the file: it is what was asked for.
+                true => confidence::Confidence::High,
+                false => confidence::judge(&h.evidence, floor),
+            };
         }
         if drop_unsupported {
             hits.retain(|h| confidence::supported(&h.evidence, floor));
+        }
+        // The hits reaching the model's floor first, each part in the ranking's order: a hit
+        // below it never takes a place above one that reaches it (the order the fixed floor
+        // gave by leaving them out, so recall is never lower than with it).
+        if let Some(floor) = floor {
+            hits.sort_by_key(|h| !is_named(h) && h.relevance < floor);
         }
         let mut ceiling = f32::INFINITY;
         for h in hits.iter_mut() {
@@ -640,8 +660,10 @@ impl Services {
                     card.score = found.score;
                     card.relevance = found.relevance;
                     card.evidence = found.evidence;
-                } else if mode != SearchMode::Keyword {
-                    card.relevance = share.0.max(card.relevance);
+                }
+                // Named by the query: as relevant as the share of its name's words asked.
+                if mode != SearchMode::Keyword && share.0 > card.relevance {
+                    card.relevance = share.0;
                     card.evidence.words = card.relevance;
                     card.score = card.relevance;
                 }

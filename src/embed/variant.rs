@@ -93,11 +93,12 @@ impl ModelVariant {
         matches!(self, ModelVariant::Bf16 | ModelVariant::MultilingualE5Small)
     }
 
-    /// The cosine similarity below which a passage is taken as unrelated to a question
-    /// (`Ingestor::relevance_floor`): measured on the question sets of eval/ and 50
-    /// questions about what the corpus does not hold (eval/absent.tsv; docs/EVALUATION.md,
-    /// "Nothing relevant"). All-MiniLM-L6-v2's files share one; multilingual-e5-small's
-    /// cosines crowd high for any text and no floor was measured for it.
+    /// The relevance below which a passage is weakly tied to a question: ranked after the
+    /// others and judged from it (`index::confidence`); measured on the question sets of
+    /// eval/ and the questions about what the corpus does not hold (eval/absent.tsv,
+    /// eval/absent2.tsv; docs/EVALUATION.md, "Nothing relevant" and "Answer, flag, never
+    /// hide"). All-MiniLM-L6-v2's files share one; multilingual-e5-small's cosines crowd
+    /// high for any text and no floor was measured for it.
     pub fn relevance_floor(self) -> Option<f32> {
         match self {
             ModelVariant::MultilingualE5Small => None,
@@ -117,11 +118,11 @@ impl ModelVariant {
     }
 }
 
-/// [`ModelVariant::relevance_floor`] of all-MiniLM-L6-v2: a hybrid hit's relevance (its
-/// cosine, or its BM25 score / 80, `BM25_PER_RELEVANCE`) below it is not shown. On the
-/// development corpus: 0 of the 131 real questions lose their answer from the first five,
-/// 45 of the 50 absent questions are answered "nothing relevant" (docs/EVALUATION.md,
-/// "Nothing relevant").
+/// [`ModelVariant::relevance_floor`] of all-MiniLM-L6-v2: the relevance (a hybrid hit's
+/// cosine, or its BM25 score / 80, `BM25_PER_RELEVANCE`) from which a hit is ranked before
+/// the weaker ones, and from which its confidence is judged (`index::confidence`: a cosine
+/// 0.15 above it, or words reaching it, make high confidence). Nothing below it is withheld
+/// any more (docs/EVALUATION.md, "Answer, flag, never hide").
 const MINILM_RELEVANCE_FLOOR: f32 = 0.4;
 
 impl std::fmt::Display for ModelVariant {

@@ -42,7 +42,7 @@ use super::{payload, Hit, IndexQuery, IndexRead, Ranking, SearchFilter, MAX_SEAR
 use crate::error::Result;
 
 /// Candidates each ranking contributes to a fused search, at least.
-pub(super) const FUSION_CANDIDATES: usize = 100;
+pub(crate) const FUSION_CANDIDATES: usize = 100;
 
 /// [`IndexRead::search`] on `store`: `filter` and `scope`'s access rule made one typed
 /// filter, each ranking asked of the backend, ties settled by point id, a hybrid query (both

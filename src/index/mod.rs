@@ -50,6 +50,7 @@ pub use catalog_pg::{CatalogUrl, PgCatalog};
 pub(crate) use catalog_pg::{PgResult, PgSession};
 pub use confidence::{Confidence, Evidence};
 pub use edge::EdgeIndex;
+pub(crate) use fusion::FUSION_CANDIDATES;
 pub(crate) use held_under::HeldUnder;
 pub use repair::RepairReport;
 pub(crate) use repair::{repair, DirtyMarker};
