@@ -572,11 +572,12 @@ impl Services {
         use crate::index::confidence;
         let floor = self.model_variant.relevance_floor();
         let is_named = |h: &Hit| named.contains(&(h.owner.key(), h.chunk_id));
+        let asked = confidence::Asked::of(query);
         for h in hits.iter_mut() {
             let file = extractors::file_name_part(&h.locator);
             let section = h.section.as_deref().unwrap_or_default();
             let matched = format!("{file}\n{section}\n{}", h.text);
-            h.evidence.coverage = confidence::coverage(query, &matched);
+            h.evidence.coverage = asked.coverage(&matched);
             h.confidence = match is_named(h) {
                 // The query names the file: it is what was asked for.
                 true => confidence::Confidence::High,

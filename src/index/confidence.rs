@@ -67,7 +67,7 @@ pub struct Evidence {
     /// Its BM25 score / [`super::fusion::BM25_PER_RELEVANCE`]; 0 when the words did not rank it.
     pub words: f32,
     /// The share of the question's content words (stemmed, no stop words) that its text,
-    /// section path or file name holds, 0..1 ([`coverage`]).
+    /// section path or file name holds, 0..1 ([`Asked::coverage`]).
     pub coverage: f32,
 }
 
@@ -130,25 +130,39 @@ fn keywords() -> Option<&'static Keywords> {
     KEYWORDS.get_or_init(|| Keywords::new().ok()).as_ref()
 }
 
-/// The share of `query`'s content words (its BM25 terms: stemmed, stop words left out, in
-/// the question's language and English) that `text` holds, 0..1; 0 for a query without
-/// content words.
-pub fn coverage(query: &str, text: &str) -> f32 {
-    let Some(k) = keywords() else {
-        return 0.0;
-    };
-    let asked = k.query(query).indices;
-    if asked.is_empty() {
-        return 0.0;
+/// A query's content words (its BM25 terms: stemmed, stop words left out, in the
+/// question's language and English), taken once for all the hits of its answer.
+pub struct Asked(Vec<u32>);
+
+impl Asked {
+    /// The content words of `query`.
+    pub fn of(query: &str) -> Asked {
+        Asked(
+            keywords()
+                .map(|k| k.query(query).indices)
+                .unwrap_or_default(),
+        )
     }
-    let held: std::collections::HashSet<u32> = k.document(text).indices.into_iter().collect();
-    let found = asked.iter().filter(|t| held.contains(t)).count();
-    found as f32 / asked.len() as f32
+
+    /// The share of these words that `text` holds, 0..1; 0 for a query without content
+    /// words.
+    pub fn coverage(&self, text: &str) -> f32 {
+        let Some(k) = keywords().filter(|_| !self.0.is_empty()) else {
+            return 0.0;
+        };
+        let held: std::collections::HashSet<u32> = k.document(text).indices.into_iter().collect();
+        let found = self.0.iter().filter(|t| held.contains(t)).count();
+        found as f32 / self.0.len() as f32
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn coverage(query: &str, text: &str) -> f32 {
+        Asked::of(query).coverage(text)
+    }
 
     fn evidence(cosine: f32, words: f32, coverage: f32) -> Evidence {
         Evidence {

@@ -260,15 +260,13 @@ pub(crate) fn search_documents(
     if let Some(floor) = min_score {
         base.insert("min_score".into(), json!(rounded(floor)));
     }
-    let note = super::search_note(&hits, min_score);
+    if let Some(note) = super::search_note(&hits, min_score) {
+        base.insert("note".into(), json!(note));
+    }
     if hits.is_empty() {
         base.insert("hits".into(), json!([]));
-        base.insert("note".into(), json!(note));
         let text = budget.finish(&base)?;
         return Ok(Finished { text, full });
-    }
-    if let Some(note) = note {
-        base.insert("note".into(), json!(note));
     }
     let text = fill_list(
         budget,

@@ -288,14 +288,12 @@ fn search_has_one_json_shape_and_exit_1_when_nothing_is_relevant() {
     let answer = &json_lines(&weak)[0];
     let hits = answer["hits"].as_array().unwrap();
     assert!(!hits.is_empty(), "{answer:#}");
-    if hits.iter().all(|h| h["confidence"] == "low") {
-        assert!(
-            answer["note"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("no confident match")),
-            "{answer:#}"
-        );
-    }
+    // The note says "no confident match" exactly when every hit is weak.
+    let all_weak = hits.iter().all(|h| h["confidence"] == "low");
+    let noted = answer["note"]
+        .as_str()
+        .is_some_and(|n| n.starts_with("no confident match"));
+    assert_eq!(noted, all_weak, "{answer:#}");
     // --min-score bounds each hit's relevance; none reaching it is said so, exit 1.
     let strict = ingest_in(
         &sb,
