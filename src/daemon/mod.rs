@@ -6,7 +6,7 @@ pub(crate) mod socket;
 mod watch;
 
 pub use socket::{
-    ask, ask_tool, status_of, Listening, Request, Server, MAX_CONNECTIONS, REQUEST_TIMEOUT,
-    TOOL_ANSWER_TIMEOUT,
+    ask, ask_tool, status_of, Lingering, Listening, Request, Server, MAX_CONNECTIONS,
+    REQUEST_TIMEOUT, TOOL_ANSWER_TIMEOUT,
 };
 pub use watch::{socket_path, watch, SyncCause, WatchConfig};

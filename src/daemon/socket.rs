@@ -1,7 +1,9 @@
 //! The daemon's local socket. While `ingest watch` runs it holds the index (the store allows
 //! one writer), so `ingest search`, `ingest status` and the agent's tools (the CLI faces and
 //! `ingest mcp`, through [`crate::ToolHost`]) ask the daemon instead of opening the data
-//! directory: one JSON request per connection, one JSON answer.
+//! directory: one JSON request per connection, one JSON answer. A lingering reader
+//! ([`Listening::serve_reader`], the process a read command leaves behind) answers the same
+//! requests, and also [`Request::StepAside`], which a writer sends to have the store back.
 //!
 //! The socket is owner-only (`0600`, in the owner-only data directory); at most
 //! [`MAX_CONNECTIONS`] are answered at a time (one more gets a `busy` error and is closed), a
@@ -14,7 +16,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -77,6 +79,51 @@ pub enum Request {
         /// The tool and its arguments (boxed: a call is larger than the other requests).
         call: Box<ToolCall>,
     },
+    /// A writer wants the store: a lingering reader ([`Listening::serve_reader`]) lets go of
+    /// it and ends; a writing daemon refuses.
+    StepAside,
+}
+
+/// What a lingering reader's owner watches: when it was last asked something, and whether a
+/// writer asked it to step aside.
+#[derive(Debug)]
+pub struct Lingering {
+    started: std::time::Instant,
+    /// Milliseconds after `started` of the last connection accepted or answered.
+    last_request_ms: AtomicU64,
+    /// Connections being answered now.
+    busy: AtomicUsize,
+    step_aside: AtomicBool,
+}
+
+impl Lingering {
+    fn new() -> Self {
+        Lingering {
+            started: std::time::Instant::now(),
+            last_request_ms: AtomicU64::new(0),
+            busy: AtomicUsize::new(0),
+            step_aside: AtomicBool::new(false),
+        }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_request_ms.store(now, Ordering::SeqCst);
+    }
+
+    /// How long no client has been connected (zero while one is being answered).
+    pub fn idle(&self) -> Duration {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        let last = Duration::from_millis(self.last_request_ms.load(Ordering::SeqCst));
+        self.started.elapsed().saturating_sub(last)
+    }
+
+    /// Whether a writer asked this reader to let go of the store.
+    pub fn asked_to_step_aside(&self) -> bool {
+        self.step_aside.load(Ordering::SeqCst)
+    }
 }
 
 /// Answers requests on a Unix socket until dropped.
@@ -109,7 +156,30 @@ impl Listening {
             .listener
             .take()
             .ok_or_else(|| Error::Daemon("socket already served".into()))?;
-        Server::start(ingestor, listener, &self.path, status)
+        Server::start(ingestor, listener, &self.path, status, None)
+    }
+
+    /// Answer requests as a lingering reader: as [`Listening::serve`], and a
+    /// [`Request::StepAside`] is granted. The owner watches the returned [`Lingering`] and
+    /// drops the server when it is idle or asked to step aside.
+    pub fn serve_reader(
+        mut self,
+        ingestor: Arc<Ingestor>,
+        status: Arc<Mutex<Value>>,
+    ) -> Result<(Server, Arc<Lingering>)> {
+        let listener = self
+            .listener
+            .take()
+            .ok_or_else(|| Error::Daemon("socket already served".into()))?;
+        let lingering = Arc::new(Lingering::new());
+        let server = Server::start(
+            ingestor,
+            listener,
+            &self.path,
+            status,
+            Some(Arc::clone(&lingering)),
+        )?;
+        Ok((server, lingering))
     }
 }
 
@@ -134,6 +204,7 @@ impl Server {
         listener: UnixListener,
         path: &Path,
         status: Arc<Mutex<Value>>,
+        lingering: Option<Arc<Lingering>>,
     ) -> Result<Server> {
         listener
             .set_nonblocking(true)
@@ -148,6 +219,9 @@ impl Server {
                 while !flag.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((stream, _)) => {
+                            if let Some(l) = &lingering {
+                                l.touch();
+                            }
                             if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
                                 refuse_busy(&stream);
                                 continue;
@@ -156,11 +230,25 @@ impl Server {
                             let ingestor = Arc::clone(&ingestor);
                             let status = Arc::clone(&status);
                             let reading = reading.clone();
+                            let lingering = lingering.clone();
                             let spawned = std::thread::Builder::new()
                                 .name("daemon-client".into())
                                 .spawn(move || {
                                     let _slot = slot;
-                                    answer(stream, &ingestor, &status, &reading)
+                                    if let Some(l) = &lingering {
+                                        l.busy.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                    answer(
+                                        stream,
+                                        &ingestor,
+                                        &status,
+                                        &reading,
+                                        lingering.as_deref(),
+                                    );
+                                    if let Some(l) = &lingering {
+                                        l.touch();
+                                        l.busy.fetch_sub(1, Ordering::SeqCst);
+                                    }
                                 });
                             if let Err(e) = spawned {
                                 tracing::warn!("daemon socket: no thread for a client: {e}");
@@ -289,7 +377,13 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
 
-fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>, reading: &ByteGate) {
+fn answer(
+    stream: UnixStream,
+    ingestor: &Ingestor,
+    status: &Mutex<Value>,
+    reading: &ByteGate,
+    lingering: Option<&Lingering>,
+) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
     // One request line, of bounded size and time: a client cannot make the daemon buffer
@@ -342,6 +436,13 @@ fn answer(stream: UnixStream, ingestor: &Ingestor, status: &Mutex<Value>, readin
                 Err(e) => json!({ "error": e.to_string() }),
             }
         }
+        Ok(Request::StepAside) => match lingering {
+            Some(l) => {
+                l.step_aside.store(true, Ordering::SeqCst);
+                json!({ "stepping_aside": true })
+            }
+            None => json!({ "error": "this daemon writes the data dir; it does not step aside" }),
+        },
         Err(e) => json!({ "error": format!("bad request: {e}") }),
     };
     drop(held);

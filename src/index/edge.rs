@@ -481,6 +481,7 @@ impl IndexRead for EdgeIndex {
         min_score: Option<f32>,
         typed: &TypedFilter,
     ) -> Result<Vec<Hit>> {
+        let dense = matches!(ranking, Ranking::Meaning(_) | Ranking::Multilingual(_));
         let scoring = match ranking {
             Ranking::Meaning(v) => {
                 ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(v.to_vec())))
@@ -511,7 +512,10 @@ impl IndexRead for EdgeIndex {
             score_threshold: min_score.map(Into::into),
             limit: want,
             offset: 0,
-            params: None,
+            params: dense.then(|| qdrant_edge::SearchParams {
+                hnsw_ef: Some(super::MEANING_SEARCH_EF.max(want)),
+                ..Default::default()
+            }),
             with_vector: WithVector::Bool(false),
             with_payload: WithPayloadInterface::Bool(true),
         };

@@ -388,6 +388,15 @@ pub enum Ranking<'a> {
 /// too when the index holds such points (`fusion.rs`).
 pub const MULTILINGUAL_VECTOR: &str = "multilingual";
 
+/// The beam of an HNSW search by meaning (`hnsw_ef`), on both backends. Qdrant's default
+/// (the index's `ef_construct`, 100) equals the candidates a fused search asks for, so the
+/// graph walk ends as soon as it has that many: clusters of near-identical rows (a
+/// spreadsheet's, a CSV's) trap it, and passages a full scan ranks first (cosine 0.62 against
+/// the walk's best 0.39, on the paraphrase set) are never returned. 512 makes the walk close
+/// to a full scan on these indexes at a few milliseconds (docs/EVALUATION.md, "The meaning
+/// search's beam").
+pub const MEANING_SEARCH_EF: usize = 512;
+
 /// A stable 64-bit point id for chunk `index` of content `hash` in scope `scope_key`.
 pub fn point_id(scope_key: &str, hash: &str, index: u32) -> u64 {
     let mut h = blake3::Hasher::new();

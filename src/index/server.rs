@@ -42,7 +42,7 @@ use qdrant_client::qdrant::{
     self, point_id::PointIdOptions, Condition, CountPointsBuilder, CreateCollectionBuilder,
     CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter,
     KeywordIndexParamsBuilder, Modifier, NamedVectors, PointId, PointStruct, Query,
-    QueryPointsBuilder, Range, ScrollPointsBuilder, SetPayloadPointsBuilder,
+    QueryPointsBuilder, Range, ScrollPointsBuilder, SearchParamsBuilder, SetPayloadPointsBuilder,
     SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdatePointVectorsBuilder,
     UpsertPointsBuilder, Vector, VectorInput, VectorParamsBuilder, WriteOrdering,
     WriteOrderingType,
@@ -743,6 +743,10 @@ impl IndexRead for ServerIndex {
             .limit(want as u64)
             .with_payload(true)
             .with_vectors(false);
+        if matches!(ranking, Ranking::Meaning(_) | Ranking::Multilingual(_)) {
+            let ef = super::MEANING_SEARCH_EF.max(want) as u64;
+            request = request.params(SearchParamsBuilder::default().hnsw_ef(ef));
+        }
         request = match ranking {
             Ranking::Meaning(v) => request.query(Query::new_nearest(VectorInput::new_dense(v))),
             Ranking::Multilingual(v) => {

@@ -1,9 +1,13 @@
 //! Where the agent's tools run: [`ToolHost`] sends each call to the daemon when one holds the
 //! data directory, and runs it in this process otherwise. The CLI faces (`ingest browse`,
 //! `read`, `read-section`, `extract`, `search` with filters) and the MCP server go through it,
-//! so they answer the same whether or not `ingest watch` runs.
+//! so they answer the same whether or not `ingest watch` runs. A host may start a lingering
+//! reader ([`ToolHost::launching`]) so that the next command's calls answer in milliseconds.
 
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -66,7 +70,14 @@ struct Auto {
     local: Mutex<Option<Arc<Ingestor>>>,
     /// Load the embedding model when the local `Ingestor` opens (a long-lived host).
     load_model_ahead: bool,
+    /// The command that starts a lingering reader ([`ToolHost::launching`]), taken when
+    /// first needed.
+    launch: Mutex<Option<std::process::Command>>,
 }
+
+/// How long a host waits for the lingering reader it started to listen (it opens the store
+/// first, which on a large index takes a few seconds).
+const READER_START: Duration = Duration::from_secs(30);
 
 /// How often a host holding its own `Ingestor` looks for a daemon that wants the store.
 const DAEMON_PROBE: Duration = Duration::from_secs(1);
@@ -95,6 +106,49 @@ impl Auto {
             tracing::warn!("no thread to look for a daemon: {e}");
         }
         Ok(opened)
+    }
+
+    /// Start the lingering reader (once, when no `Ingestor` is open here) and a connection to
+    /// it once it listens; `None` when there is no reader to start, it could not start, or
+    /// it ended without listening (another process holds the store).
+    fn launch_reader(&self) -> Option<UnixStream> {
+        if lock(&self.local).is_some() {
+            return None;
+        }
+        let mut command = lock(&self.launch).take()?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group: the terminal's Ctrl-C for this command is not its.
+            .process_group(0);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                tracing::warn!("no lingering reader started: {e}");
+                return None;
+            }
+        };
+        let started = std::time::Instant::now();
+        while started.elapsed() < READER_START {
+            if let Some(stream) = socket::connect(&self.socket) {
+                tracing::debug!(
+                    pid = child.id(),
+                    "answered by the lingering reader started now"
+                );
+                return Some(stream);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                tracing::debug!("the lingering reader ended without listening ({status})");
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        tracing::warn!(
+            "the lingering reader did not listen within {} s",
+            READER_START.as_secs()
+        );
+        None
     }
 
     /// Let go of the local `Ingestor`: a daemon wants the store.
@@ -153,8 +207,21 @@ impl ToolHost {
                 config,
                 local: Mutex::new(None),
                 load_model_ahead,
+                launch: Mutex::new(None),
             })),
         }
+    }
+
+    /// As this host, and when no daemon answers on the data directory's socket and this host
+    /// has not opened it yet, `command` is started first: a lingering reader (`ingest
+    /// linger`) that holds the index and its models for the calls after this one, which
+    /// then answer through its socket in milliseconds. It is started at most once; when it
+    /// does not listen, the call is answered here.
+    pub fn launching(self, command: std::process::Command) -> Self {
+        if let Kind::Auto(auto) = &self.kind {
+            *lock(&auto.launch) = Some(command);
+        }
+        self
     }
 
     /// A host that always runs calls in `ingestor` (for a process that holds the data
@@ -205,6 +272,10 @@ impl ToolHost {
                     // A daemon listens (or is about to): it needs the store this process may
                     // hold, so let go of it; calls still running keep their own reference.
                     auto.release();
+                    let answer = socket::ask_tool_on(&stream, &auto.socket, scope, &call)?;
+                    return Ok((answer, AnsweredBy::Daemon));
+                }
+                if let Some(stream) = auto.launch_reader() {
                     let answer = socket::ask_tool_on(&stream, &auto.socket, scope, &call)?;
                     return Ok((answer, AnsweredBy::Daemon));
                 }

@@ -24,6 +24,7 @@ mod hostile;
 mod isolation;
 mod languages;
 mod library;
+mod linger;
 mod mail;
 mod mcp;
 mod ocr;

@@ -101,6 +101,18 @@ pub(crate) struct Common {
     /// Logs (on stderr) as JSON lines, for log collectors.
     #[arg(long, global = true)]
     pub(crate) log_json: bool,
+    /// After a read command (search, browse, read, …) opened the index, keep it and its
+    /// models loaded in a background reader for SECS seconds without a request, so the next
+    /// one answers in milliseconds; a command that writes makes it step aside at once. 0:
+    /// never (each command opens the index itself). Embedded indexes only.
+    #[arg(
+        long,
+        global = true,
+        env = "INGEST_LINGER",
+        value_name = "SECS",
+        default_value_t = 120
+    )]
+    pub(crate) linger: u64,
 }
 
 #[derive(Args, Debug)]
@@ -294,6 +306,11 @@ pub(crate) enum Command {
     /// stored texts: no file is read or parsed again. An index made with another recipe
     /// refuses new files until this runs.
     Reindex(ReindexArgs),
+    /// The background reader a read command leaves behind (see --linger): holds the index
+    /// and answers the data dir's socket until idle, asked to step aside, or the data dir
+    /// is gone.
+    #[command(hide = true)]
+    Linger,
     /// Move this data dir's index into the empty shared catalog of --catalog (PostgreSQL):
     /// its entries, contents, records and workflows; its holder records in the Qdrant
     /// collection are re-keyed to the catalog's, so the data dir becomes the catalog's first

@@ -48,7 +48,7 @@ pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitC
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
@@ -59,7 +59,7 @@ pub(crate) fn browse(common: &Common, args: &BrowseArgs) -> anyhow::Result<ExitC
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode> {
@@ -98,7 +98,7 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> anyhow::Result<ExitCode>
         read.locator = whole.clone();
     }
     let call = ToolCall::ReadContentObjects(read);
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 pub(crate) fn verify_quote(common: &Common, args: &VerifyQuoteArgs) -> anyhow::Result<ExitCode> {
@@ -119,7 +119,7 @@ pub(crate) fn verify_quote(common: &Common, args: &VerifyQuoteArgs) -> anyhow::R
         owner: args.owner.clone(),
         max_chars: args.max_chars,
     });
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 /// `render-page`: the `render_page` tool; the PNG written to `--output`, what it shows
@@ -142,7 +142,7 @@ pub(crate) fn render_page(common: &Common, args: &RenderPageArgs) -> anyhow::Res
     run_with(
         common,
         &call,
-        ToolHost::new(config(common, None)?),
+        crate::linger::host(common)?,
         false,
         Some(&args.output),
     )
@@ -171,7 +171,7 @@ pub(crate) fn read_section(common: &Common, args: &ReadSectionArgs) -> anyhow::R
         max_chars: args.budget.max_chars,
         cursor: args.budget.cursor.clone(),
     });
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 pub(crate) fn extract(common: &Common, args: &ExtractItemArgs) -> anyhow::Result<ExitCode> {
@@ -259,7 +259,7 @@ pub(crate) fn tool(common: &Common, args: &ToolArgs) -> anyhow::Result<ExitCode>
         }
     }
     let call = ToolCall::parse(&args.name, value).map_err(|e| Usage(e.to_string()))?;
-    run(common, &call, ToolHost::new(config(common, None)?), false)
+    run(common, &call, crate::linger::host(common)?, false)
 }
 
 /// A tool's error for a person at a terminal: the tools' model-facing advice ("Call

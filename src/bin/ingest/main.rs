@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod eval;
 mod faces;
+mod linger;
 mod output;
 mod place;
 mod render;
@@ -131,6 +132,9 @@ pub(crate) mod exit {
 
 /// Run the command the arguments name.
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if opens_the_store_itself(&cli.command) {
+        linger::step_aside(&cli.common)?;
+    }
     match &cli.command {
         Some(Command::Search(args)) => commands::search(&cli.common, args),
         Some(Command::Browse(args)) => faces::browse(&cli.common, args),
@@ -152,8 +156,32 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Reindex(args)) => commands::reindex(&cli.common, args),
         Some(Command::Files(args)) => commands::files(&cli.common, args),
         Some(Command::Migrate) => commands::migrate(&cli.common),
+        Some(Command::Linger) => linger::run(&cli.common),
         None => commands::ingest(&cli.common, &cli.ingest),
     }
+}
+
+/// Whether `command` opens the store in this process (a lingering reader holding it is asked
+/// to step aside first), rather than asking the process that holds it (the read commands
+/// and the tools, `status`, `mcp`) or not needing it (`quarantine`). The commands that
+/// write, and those whose flags must hold (`extract`, `source`), run here.
+fn opens_the_store_itself(command: &Option<Command>) -> bool {
+    !matches!(
+        command,
+        Some(
+            Command::Search(_)
+                | Command::Browse(_)
+                | Command::Read(_)
+                | Command::ReadSection(_)
+                | Command::VerifyQuote(_)
+                | Command::RenderPage(_)
+                | Command::Tool(_)
+                | Command::Mcp(_)
+                | Command::Status
+                | Command::Quarantine(_)
+                | Command::Linger
+        )
+    )
 }
 
 /// End the process with `code`, stdout and stderr flushed, without the C and C++ exit

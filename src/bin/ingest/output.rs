@@ -295,6 +295,14 @@ pub(crate) fn print_status(
     }
     let daemon = field(status, "/daemon");
     if let Some(pid) = field(daemon, "/pid").as_u64() {
+        if field(daemon, "/lingering").as_bool() == Some(true) {
+            writeln!(
+                out,
+                "reader:    pid {pid}, keeps the index loaded for the next searches (ends after {} s without one, or when a command writes)",
+                field(daemon, "/linger_secs")
+            )?;
+            return Ok(());
+        }
         match field(daemon, "/command").as_str() {
             Some(command) => {
                 writeln!(out, "writing:   `{command}` (pid {pid})")?;
