@@ -439,7 +439,7 @@ fn answer(
         Ok(Request::StepAside) => match lingering {
             Some(l) => {
                 l.step_aside.store(true, Ordering::SeqCst);
-                json!({ "stepping_aside": true })
+                json!({ "stepping_aside": true, "pid": std::process::id() })
             }
             None => json!({ "error": "this daemon writes the data dir; it does not step aside" }),
         },

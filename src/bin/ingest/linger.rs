@@ -114,17 +114,12 @@ pub(crate) fn run(common: &Common) -> anyhow::Result<ExitCode> {
 /// aside, and waited for until its process has ended (so the store is free). A writing
 /// daemon is left alone (the command then refuses or waits, naming it).
 pub(crate) fn step_aside(common: &Common) -> anyhow::Result<()> {
-    let socket = socket_path(&common.data_dir);
-    let Ok(Some(status)) = ask(&socket, &Request::Status) else {
+    // Asked straight away (no status first: that walks the whole data dir): a reader grants
+    // it and says its pid, a writing daemon refuses, and no socket means no one holds it.
+    let Ok(Some(granted)) = ask(&socket_path(&common.data_dir), &Request::StepAside) else {
         return Ok(());
     };
-    let daemon = status.get("daemon").cloned().unwrap_or_default();
-    if daemon.get("lingering").and_then(|v| v.as_bool()) != Some(true) {
-        return Ok(());
-    }
-    let pid = daemon.get("pid").and_then(|v| v.as_u64());
-    // Asked twice at most: the answer is only a courtesy, what counts is the process ending.
-    let _ = ask(&socket, &Request::StepAside);
+    let pid = granted.get("pid").and_then(|v| v.as_u64());
     let started = Instant::now();
     while started.elapsed() < STEP_ASIDE_WAIT {
         if pid.is_none_or(ended) {
