@@ -450,6 +450,16 @@ impl Extractor for Html {
                         blocks.add(&text, line);
                         continue;
                     }
+                    if let Some(said) = picture_text(tag, &name) {
+                        if run.trim().is_empty() {
+                            run_line = line;
+                        } else {
+                            run.push(' ');
+                        }
+                        run.push_str(&said);
+                        run.push(' ');
+                        continue;
+                    }
                     let is_block = BLOCK_TAGS.contains(&name.as_str());
                     if is_block {
                         blocks.add(&run, run_line);
@@ -506,6 +516,32 @@ fn without_icons(text: &str) -> String {
             |c| !matches!(u32::from(*c), 0xE000..=0xF8FF | 0xF0000..=0xFFFFD | 0x100000..=0x10FFFD),
         )
         .collect()
+}
+
+/// What a picture shows, as its page says it in words: an `<img>`'s (or image map area's)
+/// `alt` text, else its `title`, as `[picture: …]` in the running text, so that a search
+/// for what the picture shows finds the page holding it. At most
+/// [`MAX_ATTRIBUTE_VALUE_BYTES`], whitespace folded; `None` for no such text (a decorative
+/// `alt=""`) or another element.
+fn picture_text(tag: &tl::HTMLTag<'_>, name: &str) -> Option<String> {
+    if !matches!(name, "img" | "area") {
+        return None;
+    }
+    let attributes = tag.attributes();
+    let said = ["alt", "title"].into_iter().find_map(|key| {
+        let value = attributes.get(key).flatten()?.as_utf8_str();
+        let value = without_icons(&html_escape::decode_html_entities(&value));
+        let folded = value.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!folded.is_empty()).then_some(folded)
+    })?;
+    let mut end = said.len().min(MAX_ATTRIBUTE_VALUE_BYTES);
+    while !said.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(format!(
+        "[picture: {}]",
+        said.get(..end).unwrap_or_default()
+    ))
 }
 
 /// Elements that decorate rather than say something: the permalink anchors Sphinx and
@@ -580,6 +616,27 @@ mod tests {
         );
         assert_eq!(last.context_ref.location, "page.html#line=7-8");
         assert_eq!(last.metadata["title"], "T & C");
+    }
+
+    #[test]
+    fn a_pictures_alt_text_is_part_of_its_page() {
+        let long = "penguins ".repeat(60);
+        let html = format!(
+            "<html><body>\n<p>Field season <img src=\"a.png\" alt=\"Cartoon of the three penguin species: Chinstrap, Gentoo and Ad&eacute;lie\"> results</p>\n<p><img src=\"spacer.gif\" alt=\"\"><img src=\"b.png\" title=\"Map of the colonies\"></p>\n<p><img src=\"c.png\" alt=\"{long}\"></p>\n</body></html>\n"
+        );
+        let e = run("season.html", &html);
+        let all = crate::testing::all_text(&e);
+        assert!(
+            all.contains(
+                "Field season [picture: Cartoon of the three penguin species: Chinstrap, Gentoo and Adélie] results"
+            ),
+            "{all}"
+        );
+        assert!(all.contains("[picture: Map of the colonies]"), "{all}");
+        // A decorative picture says nothing; a long text is cut at the bound.
+        assert!(!all.contains("[picture: ]"), "{all}");
+        let cut = all.split("[picture: penguins").nth(1).unwrap_or_default();
+        assert!(cut.len() <= MAX_ATTRIBUTE_VALUE_BYTES + 2, "{all}");
     }
 
     /// What generators put around the text: an XHTML document type with its public
