@@ -268,16 +268,26 @@ impl ToolHost {
                 AnsweredBy::Local,
             )),
             Kind::Auto(auto) => {
-                if let Some(stream) = socket::connect(&auto.socket) {
-                    // A daemon listens (or is about to): it needs the store this process may
-                    // hold, so let go of it; calls still running keep their own reference.
-                    auto.release();
-                    let answer = socket::ask_tool_on(&stream, &auto.socket, scope, &call)?;
-                    return Ok((answer, AnsweredBy::Daemon));
-                }
-                if let Some(stream) = auto.launch_reader() {
-                    let answer = socket::ask_tool_on(&stream, &auto.socket, scope, &call)?;
-                    return Ok((answer, AnsweredBy::Daemon));
+                let daemon = match socket::connect(&auto.socket) {
+                    Some(stream) => {
+                        // A daemon listens (or is about to): it needs the store this process
+                        // may hold, so let go of it; calls still running keep their own
+                        // reference.
+                        auto.release();
+                        Some(stream)
+                    }
+                    None => auto.launch_reader(),
+                };
+                if let Some(stream) = daemon {
+                    match socket::ask_tool_on(&stream, &auto.socket, scope, &call) {
+                        Ok(answer) => return Ok((answer, AnsweredBy::Daemon)),
+                        // It ended before answering (killed, out of memory): answered here,
+                        // from the store it let go of.
+                        Err(e) if gone(&auto.socket) => tracing::warn!(
+                            "the daemon ended before answering ({e}); answering here"
+                        ),
+                        Err(e) => return Err(e),
+                    }
                 }
                 let ingestor = auto.local()?;
                 Ok((
@@ -287,6 +297,23 @@ impl ToolHost {
             }
         }
     }
+}
+
+/// How long a host watches the daemon that failed to answer for its end (its connection
+/// closes a moment before its listening socket as it exits).
+const GONE_AFTER: Duration = Duration::from_millis(200);
+
+/// Whether no daemon listens on `socket` any more (watched for [`GONE_AFTER`]): one that
+/// failed to answer and still listens (a timeout, a refusal) is not answered around.
+fn gone(socket: &std::path::Path) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < GONE_AFTER {
+        if socket::connect(socket).is_none() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    false
 }
 
 /// `call` with its `max_chars` no larger than `ceiling` (an absent one stands for the

@@ -160,6 +160,49 @@ fn a_reader_ends_when_idle_and_when_its_data_dir_is_gone() {
     assert!(gone.is_some(), "the reader {pid} outlived its data dir");
 }
 
+/// A reader killed while it answers (here by a failpoint at its second tool call, as the
+/// out-of-memory killer would) costs the command nothing: it is answered locally.
+#[test]
+fn a_reader_that_dies_before_answering_is_answered_around() {
+    let sb = Sandbox::new();
+    let tides = sb.write(
+        "docs/tides.txt",
+        b"The harbour master publishes the spring tide tables every March.\n",
+    );
+    indexed(&sb, tides.parent().unwrap());
+    // The reader inherits the failpoint from the search that starts it.
+    let out = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(["search", "--json", "spring tide tables", "--data-dir"])
+        .arg(sb.data_dir())
+        .env("INGEST_LINGER", "120")
+        .env(ingest::testing::FAILPOINTS_ENV, "tool.run=2")
+        .output()
+        .expect("run ingest");
+    assert_eq!(out.status.code(), Some(0), "{}", told(&out));
+    let pid = reader_pid(&sb).unwrap_or_else(|| panic!("no reader: {}", told(&out)));
+    let again = lingering(
+        &sb,
+        "120",
+        &["search", "--json", "-v", "tide tables in March"],
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", told(&again));
+    let hits = search_hits(&again);
+    assert!(
+        hits[0]["locator"].as_str().unwrap().contains("tides.txt"),
+        "{hits:?}"
+    );
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        log.contains("ended before answering") && log.contains("local"),
+        "{}",
+        told(&again)
+    );
+    assert!(
+        ended(pid),
+        "the reader {pid} was to be killed at its second call"
+    );
+}
+
 /// `StepAside` is a lingering reader's request only: a writing daemon refuses it and keeps
 /// its place (a client cannot make `ingest watch` let go of the index).
 #[test]
