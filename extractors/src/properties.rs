@@ -170,7 +170,8 @@ fn media_tags(bytes: &[u8]) -> Properties {
     props
 }
 
-/// A picture's EXIF description, title, subject, keywords, comment and artist.
+/// A picture's EXIF description, title, subject, keywords, comment and artist, the camera
+/// (make and model) and when it was taken.
 fn exif(bytes: &[u8]) -> Properties {
     use exif::{In, Tag, Value};
     let mut props = Properties::new();
@@ -196,6 +197,33 @@ fn exif(bytes: &[u8]) -> Properties {
             put(&mut props, name, &text);
         }
     }
+    // The camera that took it and when: what a person looking for a photo remembers
+    // ("the one from the Canon", "taken in January 2020").
+    let ascii = |tag: Tag| match data.get_field(tag, In::PRIMARY).map(|f| &f.value) {
+        Some(Value::Ascii(parts)) => Some(
+            parts
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).trim().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+        .filter(|s| !s.trim().is_empty()),
+        _ => None,
+    };
+    let camera = match (ascii(Tag::Make), ascii(Tag::Model)) {
+        // Models often repeat their make: "Canon" + "Canon PowerShot A80".
+        (Some(make), Some(model)) if model.to_lowercase().starts_with(&make.to_lowercase()) => {
+            Some(model)
+        }
+        (Some(make), Some(model)) => Some(format!("{make} {model}")),
+        (make, model) => make.or(model),
+    };
+    if let Some(camera) = camera {
+        put(&mut props, "camera", &camera);
+    }
+    if let Some(taken) = ascii(Tag::DateTimeOriginal).or_else(|| ascii(Tag::DateTime)) {
+        put(&mut props, "taken", &exif_date(&taken));
+    }
     // Windows' XP* tags: UTF-16LE in BYTE fields.
     for (number, name) in [
         (0x9c9b, "title"),
@@ -210,6 +238,20 @@ fn exif(bytes: &[u8]) -> Properties {
         }
     }
     props
+}
+
+/// An EXIF date (`2020:01:24 23:11:53`) as people and searches write it (`2020-01-24
+/// 23:11:53`); anything else as it is.
+fn exif_date(value: &str) -> String {
+    let b = value.as_bytes();
+    let is_exif = b.len() >= 10
+        && b.get(4) == Some(&b':')
+        && b.get(7) == Some(&b':')
+        && b.get(..4).is_some_and(|y| y.iter().all(u8::is_ascii_digit));
+    match (is_exif, value.get(..4), value.get(5..7), value.get(8..)) {
+        (true, Some(y), Some(m), Some(rest)) => format!("{y}-{m}-{rest}"),
+        _ => value.to_string(),
+    }
 }
 
 /// UTF-16 text up to its first NUL, each unit read from two bytes by `unit`.
@@ -279,6 +321,66 @@ mod tests {
         assert_eq!(p["author"], "Jan");
         assert_eq!(p["keywords"], "a, b");
         assert!(dublin_core(b"<not xml").is_empty());
+    }
+
+    #[test]
+    fn a_photos_camera_and_date_taken() {
+        use exif::{Field, In, Tag, Value};
+        let field = |tag: Tag, text: &str| Field {
+            tag,
+            ifd_num: In::PRIMARY,
+            value: Value::Ascii(vec![text.as_bytes().to_vec()]),
+        };
+        let tiff = |fields: &[Field]| {
+            let mut writer = exif::experimental::Writer::new();
+            for f in fields {
+                writer.push_field(f);
+            }
+            let mut out = Cursor::new(Vec::new());
+            writer.write(&mut out, false).expect("a TIFF with EXIF");
+            out.into_inner()
+        };
+        let photo = tiff(&[
+            field(Tag::Make, "Canon"),
+            field(Tag::Model, "Canon PowerShot A80"),
+            field(Tag::DateTimeOriginal, "2020:01:24 23:11:53"),
+            field(Tag::ImageDescription, "Harbour at dawn"),
+        ]);
+        let p = read(FileKind::Image, &photo);
+        assert_eq!(
+            p.get("camera").map(String::as_str),
+            Some("Canon PowerShot A80"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("taken").map(String::as_str),
+            Some("2020-01-24 23:11:53"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("description").map(String::as_str),
+            Some("Harbour at dawn")
+        );
+        // A model that does not repeat its make gets it in front; a bare make stands alone.
+        let phone = tiff(&[field(Tag::Make, "Xiaomi"), field(Tag::Model, "Mi A3")]);
+        let p = read(FileKind::Image, &phone);
+        assert_eq!(
+            p.get("camera").map(String::as_str),
+            Some("Xiaomi Mi A3"),
+            "{p:?}"
+        );
+        assert!(!p.contains_key("taken"), "{p:?}");
+        let make = tiff(&[
+            field(Tag::Make, "NIKON"),
+            field(Tag::DateTime, "not a date"),
+        ]);
+        let p = read(FileKind::Image, &make);
+        assert_eq!(p.get("camera").map(String::as_str), Some("NIKON"), "{p:?}");
+        assert_eq!(
+            p.get("taken").map(String::as_str),
+            Some("not a date"),
+            "{p:?}"
+        );
     }
 
     #[test]

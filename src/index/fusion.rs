@@ -609,7 +609,10 @@ fn files_found_by_both(
 /// about, even when another's single passage scores higher by one of them. Only the best
 /// hit gains: lifting all of a file's hits would lift the file that already crowds the list.
 fn with_file_agreement(ranked: &mut [(f32, Hit)], agreeing: &HashSet<FileKey>) {
-    if agreeing.is_empty() {
+    // Among the hits of one file (a search under its locator) there is nothing to tell
+    // apart: its best hit is first already, and a lift would only say less of the others.
+    let first_file = ranked.first().map(|(_, h)| file_of(h));
+    if agreeing.is_empty() || ranked.iter().all(|(_, h)| Some(file_of(h)) == first_file) {
         return;
     }
     let gain = FILE_AGREEMENT * ranked.first().map_or(0.0, |(s, _)| s.max(0.0));
@@ -955,6 +958,16 @@ mod tests {
         let scores: Vec<f32> = ranked.iter().map(|(s, _)| *s).collect();
         // The FAQ's best hit gains a fifth of the best score; its other hit, nothing.
         assert_eq!(scores, vec![1.0, 0.95, 0.9 + FILE_AGREEMENT, 0.85]);
+        // The hits of one file alone keep their scores.
+        let mut one_file = vec![
+            (1.0, hit(3, "faq", None, 1.0)),
+            (0.9, hit(4, "faq", None, 0.9)),
+        ];
+        with_file_agreement(&mut one_file, &agreeing);
+        assert_eq!(
+            one_file.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            vec![1.0, 0.9]
+        );
 
         // In the fusion, the FAQ's best hit now leads the manual's.
         let fused = fuse(dense, keyword);
