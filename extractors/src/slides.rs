@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::model::{ContentType, Structure, StructureNode};
 use crate::objects::{ObjectSink, Place};
 use crate::package::{join, odf_content, open_package, part, relationships, Zip};
-use crate::xmlutil::{attr, local, resolve};
+use crate::xmlutil::{attr, local, picture_text, resolve};
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
 
 pub(crate) struct Pptx;
@@ -29,9 +29,25 @@ fn drawingml_paragraphs(xml: &[u8]) -> Vec<Paragraph> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     let (mut role, mut current, mut in_text) = (String::from("body"), String::new(), false);
+    let mut in_picture = false;
     while let Ok(event) = reader.read_event_into(&mut buf) {
+        // An empty `p:pic` holds nothing to describe.
+        let opened = matches!(event, Event::Start(_));
         match event {
             Event::Start(e) | Event::Empty(e) => match local(e.name().as_ref()) {
+                b"pic" => in_picture = opened,
+                // A picture's description (its alternative text) says what it shows.
+                b"cNvPr" if in_picture => {
+                    let said = attr(&e, b"descr")
+                        .filter(|d| !d.trim().is_empty())
+                        .or_else(|| attr(&e, b"title"));
+                    if let Some(text) = said.as_deref().and_then(picture_text) {
+                        out.push(Paragraph {
+                            role: "body".into(),
+                            text,
+                        });
+                    }
+                }
                 b"sp" => role = "body".into(),
                 b"ph" => role = attr(&e, b"type").unwrap_or_else(|| "body".into()),
                 b"t" => in_text = true,
@@ -40,6 +56,7 @@ fn drawingml_paragraphs(xml: &[u8]) -> Vec<Paragraph> {
             },
             Event::End(e) => match local(e.name().as_ref()) {
                 b"t" => in_text = false,
+                b"pic" => in_picture = false,
                 b"p" => {
                     let text = current.trim().to_string();
                     if !text.is_empty() {
@@ -399,6 +416,28 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(e.structure.nodes[1].title, "Outlook");
+    }
+
+    #[test]
+    fn a_slide_pictures_description_is_part_of_the_slide() {
+        let slide = "<p:sld xmlns:p=\"p\" xmlns:a=\"a\"><p:cSld><p:spTree>\
+            <p:sp><p:txBody><a:p><a:r><a:t>Colonies visited</a:t></a:r></a:p></p:txBody></p:sp>\
+            <p:pic><p:nvPicPr><p:cNvPr id=\"4\" name=\"Picture 3\" descr=\"Cartoon of the three penguin species:&#10;Chinstrap, Gentoo and Ad&#233;lie\"/></p:nvPicPr></p:pic>\
+            <p:pic><p:nvPicPr><p:cNvPr id=\"5\" name=\"Picture 4\" descr=\"\"/></p:nvPicPr></p:pic>\
+            <p:sp><p:nvSpPr><p:cNvPr id=\"6\" name=\"Box\" descr=\"a text box, not a picture\"/></p:nvSpPr></p:sp>\
+            </p:spTree></p:cSld></p:sld>";
+        let texts: Vec<String> = drawingml_paragraphs(slide.as_bytes())
+            .into_iter()
+            .map(|p| p.text)
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                "Colonies visited".to_string(),
+                "[picture: Cartoon of the three penguin species: Chinstrap, Gentoo and Adélie]"
+                    .to_string()
+            ]
+        );
     }
 
     #[test]

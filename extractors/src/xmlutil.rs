@@ -20,6 +20,27 @@ pub(crate) fn attr(e: &BytesStart<'_>, key: &[u8]) -> Option<String> {
         })
 }
 
+/// The most bytes of a picture's description kept in the text ([`picture_text`]).
+pub(crate) const MAX_PICTURE_TEXT_BYTES: usize = 200;
+
+/// What a picture shows, as its document says it in words (an HTML `alt`, a slide picture's
+/// `descr`): `[picture: …]`, whitespace folded, at most [`MAX_PICTURE_TEXT_BYTES`] of it;
+/// `None` when it says nothing (a decorative `alt=""`).
+pub(crate) fn picture_text(said: &str) -> Option<String> {
+    let folded = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.is_empty() {
+        return None;
+    }
+    let mut end = folded.len().min(MAX_PICTURE_TEXT_BYTES);
+    while !folded.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(format!(
+        "[picture: {}]",
+        folded.get(..end).unwrap_or_default()
+    ))
+}
+
 /// The text of a character or predefined entity reference (`&#233;`, `&amp;`); other
 /// entities resolve to nothing.
 pub(crate) fn resolve(r: &BytesRef<'_>) -> String {
