@@ -519,29 +519,18 @@ fn without_icons(text: &str) -> String {
 }
 
 /// What a picture shows, as its page says it in words: an `<img>`'s (or image map area's)
-/// `alt` text, else its `title`, as `[picture: …]` in the running text, so that a search
-/// for what the picture shows finds the page holding it. At most
-/// [`MAX_ATTRIBUTE_VALUE_BYTES`], whitespace folded; `None` for no such text (a decorative
-/// `alt=""`) or another element.
+/// `alt` text, else its `title` ([`crate::xmlutil::picture_text`]), in the running text, so
+/// that a search for what the picture shows finds the page holding it; `None` for no such
+/// text (a decorative `alt=""`) or another element.
 fn picture_text(tag: &tl::HTMLTag<'_>, name: &str) -> Option<String> {
     if !matches!(name, "img" | "area") {
         return None;
     }
     let attributes = tag.attributes();
-    let said = ["alt", "title"].into_iter().find_map(|key| {
+    ["alt", "title"].into_iter().find_map(|key| {
         let value = attributes.get(key).flatten()?.as_utf8_str();
-        let value = without_icons(&html_escape::decode_html_entities(&value));
-        let folded = value.split_whitespace().collect::<Vec<_>>().join(" ");
-        (!folded.is_empty()).then_some(folded)
-    })?;
-    let mut end = said.len().min(MAX_ATTRIBUTE_VALUE_BYTES);
-    while !said.is_char_boundary(end) {
-        end -= 1;
-    }
-    Some(format!(
-        "[picture: {}]",
-        said.get(..end).unwrap_or_default()
-    ))
+        crate::xmlutil::picture_text(&without_icons(&html_escape::decode_html_entities(&value)))
+    })
 }
 
 /// Elements that decorate rather than say something: the permalink anchors Sphinx and
@@ -636,7 +625,10 @@ mod tests {
         // A decorative picture says nothing; a long text is cut at the bound.
         assert!(!all.contains("[picture: ]"), "{all}");
         let cut = all.split("[picture: penguins").nth(1).unwrap_or_default();
-        assert!(cut.len() <= MAX_ATTRIBUTE_VALUE_BYTES + 2, "{all}");
+        assert!(
+            cut.len() <= crate::xmlutil::MAX_PICTURE_TEXT_BYTES + 2,
+            "{all}"
+        );
     }
 
     /// What generators put around the text: an XHTML document type with its public
