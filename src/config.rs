@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::isolation::{Isolation, IsolationConfig};
+// Sub-configs owned by the stages they configure, composed here.
+pub use crate::embed::ChunkingConfig;
+pub use crate::unpack::Limits;
 
 /// Read a TOML file with `parse` (its errors name the file).
 pub(crate) fn load_toml<T>(
@@ -20,95 +23,6 @@ pub(crate) fn load_toml<T>(
         Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
         other => other,
     })
-}
-
-/// Hard limits applied to one container tree (a top-level archive and everything nested in
-/// it). Sizes are counted on bytes actually decompressed, never on declared sizes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Limits {
-    /// Decompressed bytes, summed over the whole tree.
-    pub max_total_bytes: u64,
-    /// Members, summed over the whole tree: every entry counts (links, devices, duplicate
-    /// names, encrypted and overlapping entries too). The member past it ends the walk and
-    /// its archive's line says `limit: file-count`, so a tree yields at most `max_files + 1`
-    /// ledger lines.
-    pub max_files: u64,
-    /// Nesting depth: a member of a member of a top-level archive is at depth 2.
-    pub max_depth: usize,
-    /// Decompressed bytes per byte of container, over a whole container.
-    pub max_ratio: u64,
-    /// Output below this many bytes is never flagged by the ratio check (tiny files compress
-    /// extremely well without being bombs).
-    pub ratio_grace_bytes: u64,
-    /// Largest single file that is read for extraction.
-    pub max_file_bytes: u64,
-    /// Longest name of a member inside an archive (its path in the archive), in bytes. A
-    /// longer one is `skipped` (`limit: name-length`) under a shortened name: every
-    /// ledger line, catalog entry and stored point names its file, so a name's length is
-    /// work and memory for each of them.
-    pub max_member_name_bytes: usize,
-    /// Most folders a member's path inside an archive may have (`a/b/c.txt` has 2). A
-    /// deeper one is `skipped` (`limit: path-depth`): a search can filter by any folder
-    /// above a file, so every folder is stored with each of its chunks.
-    pub max_member_folders: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_total_bytes: 500 * 1024 * 1024,
-            max_files: 10_000,
-            max_depth: 5,
-            max_ratio: 250,
-            ratio_grace_bytes: 4 * 1024 * 1024,
-            max_file_bytes: 256 * 1024 * 1024,
-            max_member_name_bytes: 1024,
-            max_member_folders: 64,
-        }
-    }
-}
-
-/// How text is cut into chunks for embedding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkingConfig {
-    /// Target chunk length in model tokens (special tokens excluded). Never more than the
-    /// model's window minus its two special tokens.
-    pub max_tokens: usize,
-    /// Tokens repeated from the end of one chunk at the start of the next.
-    pub overlap_tokens: usize,
-    /// Body tokens (rows, header excluded) per chunk of a table; tables do not overlap.
-    pub table_rows_tokens: usize,
-    /// Most chunks one file may have. A file that needs more is `skipped` with
-    /// `limit: chunks` before anything of it is embedded. The default (about 2.5 M tokens,
-    /// some 4000 pages of prose) takes 3–7 minutes to embed at 25–50 chunks/s; chunking stops
-    /// at the limit, so refusing a 100 MB one-line text costs seconds, not hours.
-    pub max_file_chunks: usize,
-    /// Give every indexed file a card: one more chunk with its name, place, type, properties
-    /// and outline (see [`crate::embed::card`]), so that every file is found by its name,
-    /// those without text too. The card is not counted against `max_file_chunks`.
-    pub file_cards: bool,
-    /// Leave out of the embedded chunks what only looks like text: table-of-contents
-    /// dot-leader lines, bare page numbers, running headers and footers (see
-    /// [`crate::embed::junk`]). They stay readable through the read tools.
-    pub drop_junk: bool,
-    /// Embed each passage behind a short header — the document's title and the passage's
-    /// section path — as keyword search already matches them (see [`crate::embed::Chunk::context`]).
-    pub contextual_headers: bool,
-}
-
-impl Default for ChunkingConfig {
-    fn default() -> Self {
-        ChunkingConfig {
-            max_tokens: 250,
-            overlap_tokens: 32,
-            table_rows_tokens: 48,
-            max_file_chunks: 10_000,
-            file_cards: true,
-            drop_junk: true,
-            contextual_headers: true,
-        }
-    }
 }
 
 /// Everything needed to open an [`crate::Ingestor`].

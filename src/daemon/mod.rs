@@ -5,8 +5,9 @@
 pub(crate) mod socket;
 mod watch;
 
+pub use crate::tools::daemon_client::socket_path;
 pub use socket::{
     ask, ask_tool, status_of, Lingering, Listening, Request, Server, MAX_CONNECTIONS,
     REQUEST_TIMEOUT, TOOL_ANSWER_TIMEOUT,
 };
-pub use watch::{socket_path, watch, SyncCause, WatchConfig};
+pub use watch::{watch, SyncCause, WatchConfig};

@@ -313,11 +313,6 @@ fn outermost(paths: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The socket the daemon answers searches and status requests on.
-pub fn socket_path(data_dir: &Path) -> PathBuf {
-    crate::DataDir::at(data_dir).daemon_socket()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,49 @@
 use extractors::{ContentObject, ContentType, ContextRef, FileContentIndex, Fragment, Locator};
 use serde::{Deserialize, Serialize};
 
-use crate::config::ChunkingConfig;
 use crate::embed::junk::RunningLines;
+
+/// How text is cut into chunks for embedding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkingConfig {
+    /// Target chunk length in model tokens (special tokens excluded). Never more than the
+    /// model's window minus its two special tokens.
+    pub max_tokens: usize,
+    /// Tokens repeated from the end of one chunk at the start of the next.
+    pub overlap_tokens: usize,
+    /// Body tokens (rows, header excluded) per chunk of a table; tables do not overlap.
+    pub table_rows_tokens: usize,
+    /// Most chunks one file may have. A file that needs more is `skipped` with
+    /// `limit: chunks` before anything of it is embedded. The default (about 2.5 M tokens,
+    /// some 4000 pages of prose) takes 3–7 minutes to embed at 25–50 chunks/s; chunking stops
+    /// at the limit, so refusing a 100 MB one-line text costs seconds, not hours.
+    pub max_file_chunks: usize,
+    /// Give every indexed file a card: one more chunk with its name, place, type, properties
+    /// and outline (see [`crate::embed::card`]), so that every file is found by its name,
+    /// those without text too. The card is not counted against `max_file_chunks`.
+    pub file_cards: bool,
+    /// Leave out of the embedded chunks what only looks like text: table-of-contents
+    /// dot-leader lines, bare page numbers, running headers and footers (see
+    /// [`crate::embed::junk`]). They stay readable through the read tools.
+    pub drop_junk: bool,
+    /// Embed each passage behind a short header — the document's title and the passage's
+    /// section path — as keyword search already matches them (see [`crate::embed::Chunk::context`]).
+    pub contextual_headers: bool,
+}
+
+impl Default for ChunkingConfig {
+    fn default() -> Self {
+        ChunkingConfig {
+            max_tokens: 250,
+            overlap_tokens: 32,
+            table_rows_tokens: 48,
+            max_file_chunks: 10_000,
+            file_cards: true,
+            drop_junk: true,
+            contextual_headers: true,
+        }
+    }
+}
 
 /// A [`Chunker`] is built once per [`crate::Ingestor`] and shared (`Arc<Chunker>`) by every
 /// extraction thread: chunking takes `&self`.

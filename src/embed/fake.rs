@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Chunker, Embedder};
-use crate::config::ChunkingConfig;
+use crate::embed::ChunkingConfig;
 use crate::error::Result;
 
 /// Vectors as long as the real model's, so a store made in a test is like a real one.

@@ -27,7 +27,7 @@ mod openvino;
 pub(crate) mod recipe;
 mod variant;
 
-pub use self::chunk::{Chunk, ChunkKind, Chunker, TooManyChunks, WINDOW_BYTES};
+pub use self::chunk::{Chunk, ChunkKind, Chunker, ChunkingConfig, TooManyChunks, WINDOW_BYTES};
 pub use self::fastembed::FastEmbedder;
 pub use self::openvino::OpenVinoEmbedder;
 pub use self::recipe::Recipe;

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ChunkingConfig;
+use crate::embed::ChunkingConfig;
 
 /// What decides an index's chunks and the text their vectors embed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,10 +15,10 @@ use std::time::Duration;
 use extractors::Scope;
 
 use crate::config::Config;
-use crate::daemon::socket;
 use crate::error::Result;
 use crate::ingestor::Ingestor;
 use crate::lock;
+use crate::tools::daemon_client as socket;
 use crate::tools::{self, ToolAnswer, ToolCall};
 
 /// Who answered a tool call.
@@ -41,7 +41,7 @@ impl AnsweredBy {
 }
 
 /// Runs tool calls against one data directory: in the daemon when one answers on its socket
-/// ([`crate::daemon::socket_path`]), else in an [`Ingestor`] this host opens on first need
+/// ([`socket::socket_path`]), else in an [`Ingestor`] this host opens on first need
 /// and keeps.
 ///
 /// The daemon is looked for on every call, so a host started before or after `ingest watch`
@@ -203,7 +203,7 @@ impl ToolHost {
     fn auto(config: Config, load_model_ahead: bool) -> Self {
         ToolHost {
             kind: Kind::Auto(Arc::new(Auto {
-                socket: crate::daemon::socket_path(&config.data_dir),
+                socket: socket::socket_path(&config.data_dir),
                 config,
                 local: Mutex::new(None),
                 load_model_ahead,

@@ -764,6 +764,7 @@ pub fn error_answer(message: &str, max: usize) -> ToolAnswer {
 mod browse;
 mod budget;
 mod cursor;
+pub(crate) mod daemon_client;
 mod extract;
 mod files;
 mod host;

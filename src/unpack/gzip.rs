@@ -64,8 +64,8 @@ fn gunzipped_name(name: &str) -> String {
 mod tests {
     use std::io::Write;
 
-    use crate::config::Limits;
     use crate::unpack::tests::collect;
+    use crate::unpack::Limits;
 
     #[test]
     fn every_gzip_member_is_read() {

@@ -610,9 +610,9 @@ impl<R: BufRead> MboxSplit<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Limits;
     use crate::testing::zip_of;
     use crate::unpack::tests::{assert_locators, collect};
+    use crate::unpack::Limits;
 
     fn eml(subject: &str, attachments: &[(&str, &str, &[u8])]) -> Vec<u8> {
         use base64::Engine;

@@ -42,11 +42,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use extractors::{detect, ContainerKind, Detected, FileKind, Locator, SNIFF_LEN};
 
-use crate::config::Limits;
-
 mod disk;
 mod exclude;
 mod gzip;
+mod limits;
 mod mail;
 mod msg;
 mod tar;
@@ -55,6 +54,7 @@ mod zip;
 use self::zip::office_package;
 pub use disk::{is_hidden, mtime_ns, DiskEntry, DiskFile, DiskWalk, WalkOptions};
 pub use exclude::{Exclusions, MAX_GLOBS};
+pub use limits::Limits;
 pub(crate) use mail::mailbox_member_name;
 
 /// Which limit a member ran into.

@@ -255,8 +255,8 @@ pub(crate) mod tests {
     use std::io::{Cursor, Write};
 
     use super::*;
-    use crate::config::Limits;
     use crate::unpack::tests::{assert_locators, collect};
+    use crate::unpack::Limits;
 
     fn put(cf: &mut CompoundFile<Cursor<Vec<u8>>>, path: &str, bytes: &[u8]) {
         cf.create_stream(path).unwrap().write_all(bytes).unwrap();

@@ -209,9 +209,9 @@ fn tar_size(field: &[u8]) -> u64 {
 mod tests {
     use std::io::Write;
 
-    use crate::config::Limits;
     use crate::testing::zip_of;
     use crate::unpack::tests::collect;
+    use crate::unpack::Limits;
 
     #[test]
     fn links_devices_and_duplicate_tar_members_count_as_members() {

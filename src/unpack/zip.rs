@@ -157,8 +157,8 @@ mod tests {
     use std::io::{Cursor, Write};
 
     use super::*;
-    use crate::config::Limits;
     use crate::unpack::tests::collect;
+    use crate::unpack::Limits;
 
     /// A zip laid out by hand: stored entries, each with its own local header unless `at`
     /// points its central entry at an earlier entry's header (an overlap).
