@@ -36,30 +36,24 @@
 // still reported there.
 #![cfg_attr(not(any(test, feature = "testing")), allow(dead_code, unused_imports))]
 
-mod access;
-mod batcher;
-mod bounded_json;
+// The base layer (crates/base), under the names the modules here have always used.
+pub(crate) use ingest_base::{
+    access, batcher, bounded_json, data_dir, error, failpoint, gate, lock, names, perms, progress,
+    report,
+};
 mod config;
 pub mod daemon;
-mod data_dir;
 mod embed;
-mod error;
 pub mod eval;
-mod failpoint;
-mod gate;
 mod index;
 mod ingestor;
 mod isolation;
 #[cfg(feature = "tokio")]
 pub mod mcp;
 mod migrate;
-mod names;
-mod perms;
 mod pipeline;
-mod progress;
 mod records;
 mod reindex;
-mod report;
 mod run_slots;
 #[cfg(feature = "tokio")]
 pub mod service;
@@ -111,13 +105,4 @@ pub use uploads::{
 pub use extractors;
 pub use extractors::{ContentType, ExtractOptions, Locator, OcrOptions, Scope};
 
-/// The longest search query, in bytes: the model reads at most 256 tokens of it, and a
-/// longer one only costs tokenizing.
-pub const MAX_QUERY_BYTES: usize = 4096;
-
-/// Lock a mutex, poisoned or not: a panic while holding one of the crate's locks leaves
-/// consistent data behind (every update is a single insert/remove or assignment), so
-/// poisoning is not a reason to stop.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub use ingest_base::MAX_QUERY_BYTES;

@@ -5,7 +5,7 @@
 
 use std::io::{Cursor, Write};
 
-/// Failpoint sites and the variable that arms them, for crash tests (see `src/failpoint.rs`).
+/// Failpoint sites and the variable that arms them, for crash tests (see `crates/base/src/failpoint.rs`).
 pub use crate::failpoint::{ENV as FAILPOINTS_ENV, SITES as FAILPOINT_SITES};
 
 /// The stages' internals, for benches, fuzz targets and checks on what is stored.

@@ -524,7 +524,7 @@ fn is_header_block(block: &[u8], named: bool) -> bool {
 }
 
 fn text_kind(head: &[u8], ext: &str, name: &str) -> TextKind {
-    if crate::man::is_man_page(&String::from_utf8_lossy(head), name) {
+    if is_man_page(&String::from_utf8_lossy(head), name) {
         return TextKind::Man;
     }
     let trimmed = head
@@ -559,6 +559,34 @@ fn text_kind(head: &[u8], ext: &str, name: &str) -> TextKind {
         return TextKind::Json;
     }
     TextKind::Plain
+}
+
+/// Whether a text file is a manual page: its name ends in a manual section (`ls.1`,
+/// `printf.3p`, `git.1.in`…) or `.man`, and its first request is `.TH`/`.Dd`, or a comment
+/// (`.\"`, `'\"`) before one, or the name says so and a `.SH`/`.Sh` comes early.
+pub fn is_man_page(head: &str, name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let ext = base.rsplit_once('.').map_or("", |(_, e)| e);
+    let named = ext == "man"
+        || ext
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() && c != '0')
+            && ext.len() <= 4
+            && ext.chars().skip(1).all(|c| c.is_ascii_alphanumeric());
+    let mut requests = head
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| !l.is_empty())
+        .filter(|l| !(l.starts_with(".\\\"") || l.starts_with("'\\\"") || *l == "."));
+    let first = requests.next().unwrap_or("");
+    let opens = first.starts_with(".TH ") || first.starts_with(".Dd") || first.starts_with(".TH\t");
+    opens
+        || named
+            && head
+                .lines()
+                .take(200)
+                .any(|l| l.starts_with(".SH") || l.starts_with(".Sh"))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod sheets;
 mod slides;
 mod text;
 mod textcodec;
+mod tidy;
 mod xmlutil;
 
 pub use detect::{

@@ -28,34 +28,6 @@ const MAX_STRING_BYTES: usize = 256;
 /// The most arguments of one macro line read.
 const MAX_ARGS: usize = 64;
 
-/// Whether a text file is a manual page: its name ends in a manual section (`ls.1`,
-/// `printf.3p`, `git.1.in`…) or `.man`, and its first request is `.TH`/`.Dd`, or a comment
-/// (`.\"`, `'\"`) before one, or the name says so and a `.SH`/`.Sh` comes early.
-pub fn is_man_page(head: &str, name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    let ext = base.rsplit_once('.').map_or("", |(_, e)| e);
-    let named = ext == "man"
-        || ext
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_digit() && c != '0')
-            && ext.len() <= 4
-            && ext.chars().skip(1).all(|c| c.is_ascii_alphanumeric());
-    let mut requests = head
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| !l.is_empty())
-        .filter(|l| !(l.starts_with(".\\\"") || l.starts_with("'\\\"") || *l == "."));
-    let first = requests.next().unwrap_or("");
-    let opens = first.starts_with(".TH ") || first.starts_with(".Dd") || first.starts_with(".TH\t");
-    opens
-        || named
-            && head
-                .lines()
-                .take(200)
-                .any(|l| l.starts_with(".SH") || l.starts_with(".Sh"))
-}
-
 /// One rendered line and the source line it came from.
 struct Out {
     text: String,
@@ -707,6 +679,7 @@ fn push_lines(sink: &mut ObjectSink<'_>, lines: &[Out], section: Option<String>,
 mod tests {
     use super::*;
     use crate::detect;
+    use crate::detect::is_man_page;
 
     pub(crate) fn run(name: &str, text: &str) -> Extraction {
         assert_eq!(detect(text.as_bytes(), name).mime, "text/troff", "{name}");

@@ -514,7 +514,7 @@ fn mean_confidence(tsv: &str) -> Option<f64> {
 
 /// Trim lines, drop the form feed tesseract ends a page with, collapse blank runs.
 fn tidy(text: &str) -> String {
-    crate::pdf::tidy_lines(text, |line| {
+    crate::tidy::tidy_lines(text, |line| {
         line.trim_matches(|c: char| c.is_whitespace() || c == '\u{c}')
     })
 }

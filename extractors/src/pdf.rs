@@ -24,6 +24,7 @@ use crate::model::{ContentType, PageInfo, Structure, StructureNode};
 use crate::objects::{ObjectSink, Place, SECTION_SEPARATOR};
 use crate::ocr::{OcrSession, OcrText};
 use crate::positions::PDF_POINTS;
+use crate::tidy::tidy;
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment, Locator};
 
 pub(crate) struct Pdf;
@@ -742,8 +743,7 @@ impl pdf_extract::OutputDev for PageText {
     }
 }
 
-/// One page's text, or why it could not be read.
-pub type PageTextResult = (u32, Result<String, String>);
+pub use crate::pdfium::PageTextResult;
 
 /// The text of each page in `pages` (1-based), page by page: a page that fails or panics
 /// yields `Err(reason)` and the others go on.
@@ -789,31 +789,6 @@ fn lopdf_page_text(doc: &Document, page: u32) -> Option<String> {
         .ok()
         .map(|t| tidy(&t))
         .filter(|t| !t.is_empty())
-}
-
-/// Trim trailing spaces and collapse runs of blank lines.
-pub(crate) fn tidy(text: &str) -> String {
-    tidy_lines(text, str::trim_end)
-}
-
-/// Each line cut down by `trim`, runs of blank lines collapsed to one, the whole trimmed.
-pub(crate) fn tidy_lines(text: &str, trim: impl Fn(&str) -> &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
-    for line in text.lines() {
-        let line = trim(line);
-        if line.is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-        } else {
-            blank = 0;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.trim().to_string()
 }
 
 /// The text engines, as `text_source` names them.

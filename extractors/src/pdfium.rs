@@ -19,8 +19,12 @@ use pdfium_render::prelude::{
     PdfDocument, PdfPageObjectCommon, PdfPageObjectType, PdfPageObjectsCommon, Pdfium, PdfiumError,
 };
 
-use crate::pdf::{tidy, PageTextResult};
+use crate::tidy::tidy;
+
 use crate::positions::{counted, union, Word};
+
+/// One page's text, or why it could not be read.
+pub type PageTextResult = (u32, Result<String, String>);
 
 /// Where a page's glyphs and pictures are (PDF points, origin bottom-left), for
 /// [`crate::positions`].

@@ -104,16 +104,22 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The library's source files (not the binary's) with their text, test-only code removed:
-/// files named `tests.rs` or `testkit.rs`, and each file's inline `#[cfg(test)]` module.
+/// The library's source files (not the binary's) with their text, test-only code removed.
 fn library_sources() -> Vec<(String, String)> {
+    sources_under(&src(), true)
+}
+
+/// The source files under `root` with their text, paths relative to it, test-only code
+/// removed: files named `tests.rs` or `testkit.rs`, test support (`testing.rs`, and
+/// `conformance.rs`, reached only from `#[cfg(test)]`), and each file's inline `#[cfg(test)]`
+/// module. With `skip_bin`, the binary's folder (`bin/`) is left out.
+fn sources_under(root: &Path, skip_bin: bool) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    files(&src(), &mut all);
+    files(root, &mut all);
     all.into_iter()
-        .filter(|p| !p.starts_with(src().join("bin")))
+        .filter(|p| !(skip_bin && p.starts_with(root.join("bin"))))
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            // Test support: the suites' helpers, and the one reached only by `#[cfg(test)]`.
             name != "tests.rs"
                 && name != "testkit.rs"
                 && name != "testing.rs"
@@ -131,11 +137,7 @@ fn library_sources() -> Vec<(String, String)> {
                 Some((at, _)) => text[..at].to_string(),
                 None => text,
             };
-            let rel = p
-                .strip_prefix(src())
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
             (rel, text)
         })
         .collect()
@@ -203,12 +205,22 @@ fn crate_paths(text: &str) -> BTreeSet<String> {
 /// Module → the modules it refers to, over every module of the library (test support left
 /// out).
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
-    let names = reexports(&lib);
+    module_graph_of(&src(), "lib.rs", true)
+}
+
+/// Module → the modules it refers to, over the crate whose sources are under `root` and
+/// whose root file (`lib.rs`, `main.rs`) names what it re-exports.
+fn module_graph_of(
+    root: &Path,
+    root_file: &str,
+    skip_bin: bool,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let top = std::fs::read_to_string(root.join(root_file)).unwrap();
+    let names = reexports(&top);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (rel, text) in library_sources() {
+    for (rel, text) in sources_under(root, skip_bin) {
         let module = module_of(&rel);
-        if module == "lib" {
+        if rel == root_file {
             continue;
         }
         let entry = graph.entry(module.clone()).or_default();
@@ -220,6 +232,81 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     graph
+}
+
+/// The workspace's crates, lowest first, with the folder of their sources and their root
+/// file: each may depend on those before it, never on one after it.
+const CRATES: &[(&str, &str, &str)] = &[
+    ("ingest-extractors", "extractors/src", "lib.rs"),
+    ("ingest-base", "crates/base/src", "lib.rs"),
+    ("ingest", "src", "lib.rs"),
+    ("ingest (the binary)", "src/bin/ingest", "main.rs"),
+];
+
+#[test]
+fn no_crate_of_the_workspace_has_an_import_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (name, dir, root_file) in CRATES {
+        let graph = module_graph_of(&root.join(dir), root_file, *name == "ingest");
+        assert!(graph.len() > 3, "{name}: no modules found under {dir}");
+        assert_eq!(
+            cycle(&graph),
+            None,
+            "an import cycle in {name} ({dir}): {graph:#?}"
+        );
+    }
+}
+
+#[test]
+fn no_crate_depends_on_one_above_it() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rank = |name: &str| CRATES.iter().position(|(c, _, _)| *c == name);
+    let packages = meta["packages"].as_array().unwrap();
+    let mut seen = 0;
+    for package in packages {
+        let name = package["name"].as_str().unwrap();
+        let Some(own) = rank(name) else {
+            panic!("crate {name} is not placed in CRATES (tests/integration/architecture.rs)");
+        };
+        seen += 1;
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            // A crate's dev-dependency on itself (features for its own tests) is no layer.
+            if dep_name == name || dep["path"].is_null() {
+                continue;
+            }
+            let Some(theirs) = rank(dep_name) else {
+                panic!("{name} depends on {dep_name}, which is not placed in CRATES");
+            };
+            assert!(
+                theirs < own,
+                "{name} depends on {dep_name}, a crate above it"
+            );
+        }
+    }
+    assert_eq!(
+        seen,
+        CRATES.len() - 1,
+        "the workspace's packages: {packages:#?}"
+    );
 }
 
 /// A cycle in `graph`, if there is one.
@@ -349,10 +436,14 @@ fn the_data_directory_layout_is_named_only_by_data_dir() {
         "join(\"jobs\")",
         "join(\"workflows\")",
     ];
-    let data_dir = std::fs::read_to_string(src().join("data_dir.rs")).unwrap();
+    let base = src().join("../crates/base/src");
+    let data_dir = std::fs::read_to_string(base.join("data_dir.rs")).unwrap();
     assert!(data_dir.contains("\"catalog.sqlite\""));
-    for (rel, text) in library_sources() {
-        if rel == "data_dir.rs" {
+    let base_sources = sources_under(&base, false)
+        .into_iter()
+        .map(|(rel, text)| (format!("crates/base/src/{rel}"), text));
+    for (rel, text) in library_sources().into_iter().chain(base_sources) {
+        if rel == "crates/base/src/data_dir.rs" {
             continue;
         }
         for name in names {

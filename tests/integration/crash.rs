@@ -1,5 +1,5 @@
 //! Crash safety at chosen points. The binary is killed with SIGKILL right after a chosen write
-//! (a failpoint: `INGEST_FAILPOINTS=site=N`, see `src/failpoint.rs`) — for every write site
+//! (a failpoint: `INGEST_FAILPOINTS=site=N`, see `crates/base/src/failpoint.rs`) — for every write site
 //! of a run, at its 1st, 2nd, 3rd, 5th, 8th… pass — and then run again without failpoints.
 //! After that one clean run the index must equal a reference index built without any crash:
 //! the same points (content, chunk, locators), the same catalog, no run marker left. Nothing

@@ -87,6 +87,7 @@ fn names_code(sources: &[(String, String)], name: &str) -> bool {
 fn every_file_architecture_names_exists() {
     let files = source_files(&[
         "src",
+        "crates",
         "extractors",
         "tests",
         "benches",
@@ -165,7 +166,7 @@ fn the_walk_of_one_file_counts_what_it_names_and_its_code_names_exist() {
     // The names of code in the steps (`WalkStage`, `Ingestor::open`, `route_leaf`) are
     // still in the source.
     let root = repo_dir();
-    let sources: Vec<(String, String)> = source_files(&["src", "extractors/src"])
+    let sources: Vec<(String, String)> = source_files(&["src", "crates", "extractors/src"])
         .into_iter()
         .map(|f| {
             let text = std::fs::read_to_string(root.join(&f)).unwrap();

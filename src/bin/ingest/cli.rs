@@ -40,7 +40,7 @@ pub(crate) struct Common {
     pub(crate) data_dir: PathBuf,
     /// How it was chosen.
     #[arg(skip)]
-    pub(crate) data_dir_origin: crate::place::Origin,
+    pub(crate) data_dir_origin: Origin,
     /// Machine-readable output: one JSON shape per command (docs/CLI.md).
     #[arg(short = 'j', long, global = true)]
     pub(crate) json: bool,
@@ -704,4 +704,30 @@ pub(crate) struct McpArgs {
     pub(crate) shared: bool,
     #[command(flatten)]
     pub(crate) extract: ExtractArgs,
+}
+
+/// How the data directory was chosen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// `--data-dir`.
+    #[default]
+    Flag,
+    /// `$INGEST_DATA_DIR`.
+    Env,
+    /// The nearest `.ingest` in the working directory or above it.
+    Nearest,
+    /// The per-user default.
+    UserDefault,
+}
+
+impl Origin {
+    /// How `status` says it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Origin::Flag => "--data-dir",
+            Origin::Env => "$INGEST_DATA_DIR",
+            Origin::Nearest => "the nearest .ingest in the working directory or above",
+            Origin::UserDefault => "the per-user default",
+        }
+    }
 }

@@ -10,7 +10,7 @@ use ingest::eval::{
 use ingest::SearchMode;
 
 use crate::cli::{Common, EvalArgs};
-use crate::commands::{open, scope};
+use crate::settings::{open, scope};
 
 /// The tag of the questions whose expected file a peer's ranked lists say it could read.
 const PEER_READABLE: &str = "peer-readable";

@@ -15,9 +15,9 @@ use crate::cli::{
     BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, RenderPageArgs,
     SearchArgs, SourceCommand, ToolArgs, VerifyQuoteArgs,
 };
-use crate::commands::{config, scope};
 use crate::exit::{self, Usage};
 use crate::render;
+use crate::settings::{config, scope};
 
 /// The locator a person means by `typed` (a path as typed at the shell, or a locator), in
 /// this process's working directory.

@@ -15,8 +15,8 @@ use ingest::daemon::{ask, socket_path, Request, Server};
 use ingest::{Ingestor, ToolHost};
 
 use crate::cli::Common;
-use crate::commands::config;
 use crate::now_secs;
+use crate::settings::config;
 
 /// How often the reader looks at its clock, its data dir and a writer's request.
 const LOOK: Duration = Duration::from_millis(100);

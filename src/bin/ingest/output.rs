@@ -148,7 +148,7 @@ pub(crate) fn print_files(
             "{} {:>6} {:>10}  {}{notes}",
             paint.status(&format!("{:<9}", f.status)),
             f.chunks,
-            crate::render::human_size(f.bytes),
+            human_size(f.bytes),
             paint.locator(&f.locator)
         )?;
     }
@@ -250,7 +250,7 @@ pub(crate) fn print_status(
         writeln!(
             out,
             "on disk:   {} (the data dir's files, as allocated)",
-            crate::render::human_size(bytes)
+            human_size(bytes)
         )?;
     }
     writeln!(
@@ -324,6 +324,23 @@ pub(crate) fn print_status(
 /// The value at a JSON pointer (`/a/b`), or null: reading an answer's fields without indexing.
 pub(crate) fn field<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a serde_json::Value {
     value.pointer(pointer).unwrap_or(&serde_json::Value::Null)
+}
+
+/// Bytes as B, KiB, MiB or GiB.
+pub(crate) fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let name = UNITS.get(unit).copied().unwrap_or("B");
+    if unit == 0 {
+        format!("{bytes} {name}")
+    } else {
+        format!("{value:.1} {name}")
+    }
 }
 
 #[cfg(test)]

@@ -9,36 +9,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::cli::{Cli, Command, Common};
+use crate::cli::{Cli, Command, Common, Origin};
 
 /// The name of a data directory the lookup finds in a folder or its parents.
 pub(crate) const NEAREST_NAME: &str = ".ingest";
-
-/// How the data directory was chosen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// `--data-dir`.
-    #[default]
-    Flag,
-    /// `$INGEST_DATA_DIR`.
-    Env,
-    /// The nearest `.ingest` in the working directory or above it.
-    Nearest,
-    /// The per-user default.
-    UserDefault,
-}
-
-impl Origin {
-    /// How `status` says it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Origin::Flag => "--data-dir",
-            Origin::Env => "$INGEST_DATA_DIR",
-            Origin::Nearest => "the nearest .ingest in the working directory or above",
-            Origin::UserDefault => "the per-user default",
-        }
-    }
-}
 
 /// What the environment offers the lookup (tests give their own).
 pub(crate) struct Env {

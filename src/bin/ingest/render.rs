@@ -8,7 +8,7 @@ use std::io::Write;
 use ingest::tools::ToolCall;
 use serde_json::Value;
 
-use crate::output::{field, Paint};
+use crate::output::{field, human_size, Paint};
 
 /// Print `answer` (a tool's JSON answer, not an error) for `call`. `continue_with` makes
 /// the command line that continues with a cursor.
@@ -519,23 +519,6 @@ fn number(v: &Value, pointer: &str) -> Option<u64> {
 /// `text` on one line.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Bytes as B, KiB, MiB or GiB.
-pub(crate) fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    let name = UNITS.get(unit).copied().unwrap_or("B");
-    if unit == 0 {
-        format!("{bytes} {name}")
-    } else {
-        format!("{value:.1} {name}")
-    }
 }
 
 #[cfg(test)]

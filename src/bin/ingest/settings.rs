@@ -30,7 +30,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::WalkArgs;
+use ingest::{Config, Ingestor, Isolation, Scope};
+
+use crate::cli::{Common, ExtractArgs, WalkArgs};
+use crate::exit::Usage;
 
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -133,4 +136,62 @@ impl Settings {
             glob_root: Some(cwd.to_path_buf()),
         }
     }
+}
+
+/// The scope of `--user`, `--feature-instance`, `--mandate` and `--shared`, refused when
+/// its ids could be confused with another scope's or it shares without a mandate.
+pub(crate) fn scope(common: &Common, shared: bool) -> anyhow::Result<Scope> {
+    let scope = Scope {
+        user_id: common.user.clone().unwrap_or_else(|| "local".into()),
+        feature_instance_id: common.feature_instance.clone(),
+        mandate_id: common.mandate.clone(),
+        is_shared: shared,
+        workflow_id: None,
+    };
+    ingest::check_scope(&scope).map_err(|e| anyhow::anyhow!("invalid scope: {e}"))?;
+    Ok(scope)
+}
+
+pub(crate) fn open(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Ingestor> {
+    Ingestor::open(config(common, extract)?)
+        .with_context(|| format!("opening {}", common.data_dir.display()))
+}
+
+/// The library's configuration from the command line: data and model folders and, for
+/// commands that extract, the extraction settings.
+pub(crate) fn config(common: &Common, extract: Option<&ExtractArgs>) -> anyhow::Result<Config> {
+    let mut config = Config::new(&common.data_dir);
+    config.server = common.store.as_deref().map(str::parse).transpose()?;
+    let settings = Settings::load()?;
+    config.sources = settings.sources.clone();
+    config.source_destinations = settings.source_destinations.clone();
+    let catalog = match &common.catalog {
+        Some(url) => Some(url.clone()),
+        None => settings.catalog.clone(),
+    };
+    config.catalog = catalog.as_deref().map(str::parse).transpose()?;
+    config.model_dir = common.model_dir.clone();
+    config.model_variant = common.model_variant;
+    config.multilingual = !common.no_multilingual;
+    if let Some(args) = extract {
+        config.partition = args.partition;
+        config.include_hidden = args.hidden;
+        config.follow_links = args.follow_links;
+        config.retry_unindexed = args.retry;
+        config.ocr.enabled = !args.no_ocr;
+        config.chunking.max_file_chunks = args.max_chunks;
+        args.recipe.apply(&mut config.chunking);
+        config.checkpoint_interval = std::time::Duration::from_millis(args.checkpoint_ms);
+        let cwd = std::env::current_dir().context("the working directory")?;
+        config.exclusions = settings.exclusions(&args.walk, &cwd);
+        config.exclusions.check().map_err(Usage)?;
+        let iso = &mut config.isolation;
+        iso.memory_bytes = args.extract_memory_mb.saturating_mul(1024 * 1024);
+        iso.cpu_seconds = args.extract_timeout;
+        iso.deadline = std::time::Duration::from_secs(args.extract_timeout);
+        if args.in_process {
+            iso.mode = Isolation::InProcess;
+        }
+    }
+    Ok(config)
 }

@@ -19,11 +19,11 @@ struct State {
 
 /// Bytes in flight, bounded by a budget. Cheap to clone (shared state).
 #[derive(Debug, Clone)]
-pub(crate) struct ByteGate(Arc<State>);
+pub struct ByteGate(Arc<State>);
 
 /// Bytes taken from a [`ByteGate`], given back on drop.
 #[derive(Debug)]
-pub(crate) struct Permit {
+pub struct Permit {
     gate: ByteGate,
     bytes: u64,
 }
@@ -120,7 +120,7 @@ impl Drop for Permit {
 /// How many of something are under way, and the most that ever were at once (the service's
 /// searches and tool calls at work, for its metrics). Cheap to clone (shared counts).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Gauge(Arc<GaugeCounts>);
+pub struct Gauge(Arc<GaugeCounts>);
 
 #[derive(Debug, Default)]
 struct GaugeCounts {
@@ -130,7 +130,7 @@ struct GaugeCounts {
 
 /// One thing under way on a [`Gauge`], counted until dropped.
 #[derive(Debug)]
-pub(crate) struct Counted(Gauge);
+pub struct Counted(Gauge);
 
 impl Gauge {
     /// Count one more under way until the returned guard is dropped.

@@ -15,23 +15,23 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// Values any JSON text may hold, however short.
-pub(crate) const BASE_VALUES: usize = 4096;
+pub const BASE_VALUES: usize = 4096;
 
 /// Bytes of text a value needs on average beyond [`BASE_VALUES`]. A parsed value costs 32 to
 /// 64 bytes (a `Value`, an array's spare capacity; a key's `String` and map slot), so a text
 /// within its budget costs at most ~16× its size, where `[0,0,…]` costs 32×. Ordinary JSON
 /// (records with names and numbers) has 5 to 10 bytes per value and passes.
-pub(crate) const BYTES_PER_VALUE: usize = 4;
+pub const BYTES_PER_VALUE: usize = 4;
 
 /// How many values a JSON text of `len` bytes may hold.
-pub(crate) fn value_budget(len: usize) -> usize {
+pub fn value_budget(len: usize) -> usize {
     BASE_VALUES.saturating_add(len / BYTES_PER_VALUE)
 }
 
 /// Check that `bytes` is one JSON text holding at most `max` values (objects, arrays, keys,
 /// strings, numbers, booleans and nulls each count one), without building any; nesting is
 /// bounded by the parser (128 levels). The error says what was refused and why.
-pub(crate) fn check_values(bytes: &[u8], max: usize) -> Result<(), String> {
+pub fn check_values(bytes: &[u8], max: usize) -> Result<(), String> {
     let left = Cell::new(max);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     Counter { left: &left, max }
@@ -42,7 +42,7 @@ pub(crate) fn check_values(bytes: &[u8], max: usize) -> Result<(), String> {
 
 /// Parse `bytes` as a `T` after checking it holds at most [`value_budget`] values for its
 /// size.
-pub(crate) fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+pub fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     check_values(bytes, value_budget(bytes.len()))?;
     serde_json::from_slice(bytes).map_err(|e| e.to_string())
 }

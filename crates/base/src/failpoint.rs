@@ -121,7 +121,7 @@ fn pass(site: &'static str) -> Option<(u64, Action)> {
 }
 
 /// Count a pass through `site`; when it is armed for this pass, crash (or panic).
-pub(crate) fn hit(site: &'static str) {
+pub fn hit(site: &'static str) {
     if let Some((n, action)) = pass(site) {
         fire(site, n, action);
     }
@@ -130,7 +130,7 @@ pub(crate) fn hit(site: &'static str) {
 /// Count a pass through `site` concerning `subject` (a locator): armed as `site~TEXT=N`, it
 /// counts only the passes whose subject contains TEXT (a crash at one file, whatever the
 /// order of the others); armed as `site=N`, every pass.
-pub(crate) fn hit_for(site: &'static str, subject: &str) {
+pub fn hit_for(site: &'static str, subject: &str) {
     hit(site);
     let Some(armed) = armed() else {
         return;
@@ -160,9 +160,11 @@ pub(crate) fn hit_for(site: &'static str, subject: &str) {
 
 /// Count a pass through `site`; when it is armed for this pass, fail with an error (or crash,
 /// or panic).
-pub(crate) fn check(site: &'static str) -> crate::Result<()> {
+pub fn check(site: &'static str) -> crate::error::Result<()> {
     match pass(site) {
-        Some((n, Action::Error)) => Err(crate::Error::Failpoint(format!("{site} (hit {n})"))),
+        Some((n, Action::Error)) => {
+            Err(crate::error::Error::Failpoint(format!("{site} (hit {n})")))
+        }
         Some((n, action)) => {
             fire(site, n, action);
             Ok(())

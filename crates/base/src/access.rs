@@ -21,7 +21,7 @@
 //! The rule is data ([`ReadRule`]): a list of alternatives, each a list of conditions on the
 //! owner's fields. [`ReadRule::admits`] evaluates it on a scope (the catalog, the tools, the
 //! upload queue) and the index translates the same conditions ([`ReadRule::alternatives`])
-//! into its typed filter (`crate::index::filter`, for every search), so the two cannot drift apart; a property test over generated
+//! into its typed filter (`ingest::index::filter`, for every search), so the two cannot drift apart; a property test over generated
 //! scopes checks them against each other on a real index.
 
 use extractors::Scope;
@@ -31,7 +31,7 @@ pub const MAX_ID_BYTES: usize = 128;
 
 /// A field of the scope a point or catalog entry was stored in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Field {
+pub enum Field {
     User,
     FeatureInstance,
     Mandate,
@@ -51,7 +51,7 @@ impl Field {
 
 /// One condition on an owner scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Condition {
+pub enum Condition {
     /// The field has exactly this value.
     Is(Field, String),
     /// The field has no value.
@@ -75,7 +75,7 @@ impl Condition {
 
 /// What one reader may read: owners matching every condition of at least one alternative.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ReadRule {
+pub struct ReadRule {
     alternatives: Vec<Vec<Condition>>,
 }
 
@@ -135,13 +135,13 @@ impl ReadRule {
 }
 
 /// Whether `reader` may read content stored in scope `owner`.
-pub(crate) fn can_read(reader: &Scope, owner: &Scope) -> bool {
+pub fn can_read(reader: &Scope, owner: &Scope) -> bool {
     ReadRule::of(reader).admits(owner)
 }
 
 /// Whether `a` and `b` are the same principal (user, feature instance, mandate), shared or
 /// not: who may follow a job.
-pub(crate) fn same_principal(a: &Scope, b: &Scope) -> bool {
+pub fn same_principal(a: &Scope, b: &Scope) -> bool {
     a.user_id == b.user_id
         && a.feature_instance_id == b.feature_instance_id
         && a.mandate_id == b.mandate_id
@@ -150,7 +150,7 @@ pub(crate) fn same_principal(a: &Scope, b: &Scope) -> bool {
 /// How content stored in `owner` is named to a reader who shares its mandate: the user, its
 /// feature instance after `/`, and ` (shared)` for shared content. Ids hold no `/` or white
 /// space ([`check_scope`]), so two owners never have the same label.
-pub(crate) fn owner_label(owner: &Scope) -> String {
+pub fn owner_label(owner: &Scope) -> String {
     let mut label = owner.user_id.clone();
     if let Some(fi) = &owner.feature_instance_id {
         label.push('/');
@@ -171,7 +171,7 @@ pub(crate) fn owner_label(owner: &Scope) -> String {
 /// the same locator, the reader's own wins. 0: its exact private scope; 1: its own private
 /// content elsewhere (another feature instance); 2: its own shared content; 3: shared by
 /// another user.
-pub(crate) fn closeness(reader: &Scope, owner: &Scope) -> u8 {
+pub fn closeness(reader: &Scope, owner: &Scope) -> u8 {
     match (owner.user_id == reader.user_id, owner.is_shared) {
         (true, false) if owner.feature_instance_id == reader.feature_instance_id => 0,
         (true, false) => 1,
@@ -183,11 +183,7 @@ pub(crate) fn closeness(reader: &Scope, owner: &Scope) -> u8 {
 /// The owners among `owners` (a catalog's scopes) whose content `reader` may read, closest
 /// first (then by label), narrowed to the one labelled `owner` when a call names one: an
 /// unknown label selects nobody, as a missing file would.
-pub(crate) fn readable_owners(
-    owners: Vec<Scope>,
-    reader: &Scope,
-    owner: Option<&str>,
-) -> Vec<Scope> {
+pub fn readable_owners(owners: Vec<Scope>, reader: &Scope, owner: Option<&str>) -> Vec<Scope> {
     let mut owners: Vec<Scope> = owners
         .into_iter()
         .filter(|o| can_read(reader, o))
@@ -256,7 +252,7 @@ fn generated_scopes(extra: usize, seed: u64) -> Vec<Scope> {
 /// The owners the access property tests store content in (distinct scopes of
 /// [`generated_scopes`]), each with a locator of its own (`/owner/N.txt`).
 #[cfg(any(test, feature = "testing"))]
-pub(crate) fn generated_owners() -> Vec<(Scope, String)> {
+pub fn generated_owners() -> Vec<(Scope, String)> {
     let mut seen = std::collections::HashSet::new();
     generated_scopes(60, 0x5eed_0fac_ce55)
         .into_iter()
@@ -268,7 +264,7 @@ pub(crate) fn generated_owners() -> Vec<(Scope, String)> {
 
 /// The readers the access property tests ask as.
 #[cfg(any(test, feature = "testing"))]
-pub(crate) fn generated_readers() -> Vec<Scope> {
+pub fn generated_readers() -> Vec<Scope> {
     generated_scopes(40, 0x00ac_ce55)
 }
 
@@ -323,14 +319,14 @@ fn check_id(what: &str, id: &str) -> Result<(), String> {
 
 /// Characters that change how text around them looks without being seen themselves (the
 /// one definition, [`extractors::is_invisible`]).
-pub(crate) fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     extractors::is_invisible(c)
 }
 
 /// 128 random bits from the operating system (job ids, MCP session owners). Should the OS
 /// refuse, the bits come from a hash of the time and a counter, logged: ids stay unique,
 /// only no longer unguessable.
-pub(crate) fn random_u128() -> u128 {
+pub fn random_u128() -> u128 {
     let mut bytes = [0u8; 16];
     if let Err(e) = getrandom::fill(&mut bytes) {
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -353,7 +349,7 @@ pub(crate) fn random_u128() -> u128 {
 }
 
 /// `c` named for an error message.
-pub(crate) fn describe_char(c: char) -> String {
+pub fn describe_char(c: char) -> String {
     if c == ' ' {
         "a space".into()
     } else if c.is_whitespace() {

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 const GROUP_OTHER: u32 = 0o077;
 
 /// Create `dir` (and missing parents) owner-only; an existing folder is left as it is.
-pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+pub fn create_dir(dir: &Path) -> Result<()> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -30,7 +30,7 @@ pub(crate) fn create_dir(dir: &Path) -> Result<()> {
 
 /// Create (or truncate) `path` as an owner-only file. An existing file's mode is tightened
 /// too: `mode` applies only to files the call creates.
-pub(crate) fn create_file(path: &Path) -> Result<File> {
+pub fn create_file(path: &Path) -> Result<File> {
     let f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -47,7 +47,7 @@ pub(crate) fn create_file(path: &Path) -> Result<File> {
 }
 
 /// Write `bytes` to an owner-only file at `path`.
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     create_file(path)?
         .write_all(bytes)
         .map_err(|e| Error::io(path, e))

@@ -1,5 +1,5 @@
 //! The library's error type. Per-file problems are not errors of the run: they are reported in
-//! the file's [`crate::FileReport`] and the run goes on.
+//! the file's [`crate::report::FileReport`] and the run goes on.
 
 use std::path::PathBuf;
 
@@ -75,7 +75,7 @@ pub enum Error {
         owner: u32,
     },
     /// A scope's ids could be confused with another scope's, or it shares without a
-    /// mandate (see [`crate::check_scope`]).
+    /// mandate (see [`crate::access::check_scope`]).
     #[error("invalid scope: {0}")]
     Scope(String),
     /// A workflow's record or stored tool result could not be read as written.
@@ -155,7 +155,7 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,

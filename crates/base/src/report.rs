@@ -60,7 +60,7 @@ pub struct FileReport {
 
 impl FileReport {
     /// A line for `locator` with no reason, chunks or hash; the setters below add them.
-    pub(crate) fn new(locator: impl Into<String>, status: FileStatus) -> Self {
+    pub fn new(locator: impl Into<String>, status: FileStatus) -> Self {
         FileReport {
             locator: locator.into(),
             status,
@@ -71,23 +71,23 @@ impl FileReport {
         }
     }
 
-    pub(crate) fn reason(mut self, reason: Option<String>) -> Self {
+    pub fn reason(mut self, reason: Option<String>) -> Self {
         self.reason = reason;
         self
     }
 
-    pub(crate) fn chunks(mut self, chunks: u32) -> Self {
+    pub fn chunks(mut self, chunks: u32) -> Self {
         self.chunks = chunks;
         self
     }
 
-    pub(crate) fn hash(mut self, hash: Option<String>) -> Self {
+    pub fn hash(mut self, hash: Option<String>) -> Self {
         self.hash = hash;
         self
     }
 
     /// Mark the line as an archive's own.
-    pub(crate) fn archive(mut self, archive: bool) -> Self {
+    pub fn archive(mut self, archive: bool) -> Self {
         self.archive = archive;
         self
     }
@@ -142,7 +142,7 @@ pub struct Summary {
     #[serde(default)]
     pub tokens_embedded: u64,
     /// Of those chunks, the ones in other languages than English that the multilingual model
-    /// embedded too (a second vector each; see [`crate::Config::multilingual`]).
+    /// embedded too (a second vector each; see `ingest::Config::multilingual`).
     #[serde(default)]
     pub chunks_multilingual: u64,
     /// Cards stored for files without content of their own (failed, skipped) and archives,
@@ -192,7 +192,7 @@ pub struct IngestReport {
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the time stamps of catalog
 /// entries and runs.
-pub(crate) fn now_secs() -> u64 {
+pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -106,7 +106,7 @@ impl DataDir {
         self.root.join("embedding-recipe.json")
     }
 
-    /// Present while a run writes (see [`crate::index`]'s repair).
+    /// Present while a run writes (see the index's repair).
     pub fn run_marker(&self) -> PathBuf {
         self.root.join("run-in-progress")
     }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 /// that have items queued, with the files they complete. `T` is one queued item (a chunk),
 /// `F` what is known of its file.
 #[derive(Debug)]
-pub(crate) struct Batcher<T, F> {
+pub struct Batcher<T, F> {
     batch_size: usize,
     /// Files with items still queued (or not yet reported complete), in arrival order.
     files: VecDeque<Waiting<T, F>>,

@@ -1,7 +1,7 @@
 //! How far a run has come, for a person watching it: counters the stages add to as they go
 //! (files and bytes found by the walk and read by extraction, chunks known and embedded, the
 //! files being embedded with their own counts), read at any moment by a caller such as the
-//! CLI's progress line ([`crate::Ingestor::progress`]).
+//! CLI's progress line (`ingest::Ingestor::progress`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::lock;
 
-/// A run's progress, shared by its stages. One per [`crate::Ingestor`], started again by
+/// A run's progress, shared by its stages. One per `ingest::Ingestor`, started again by
 /// each run (with several scopes' runs at once, it adds theirs up).
 #[derive(Debug)]
 pub struct RunProgress {
@@ -109,7 +109,7 @@ impl RunProgress {
     }
 
     /// A run starts: everything from zero.
-    pub(crate) fn start(&self) {
+    pub fn start(&self) {
         for a in [
             &self.files_found,
             &self.bytes_found,
@@ -125,25 +125,25 @@ impl RunProgress {
     }
 
     /// The walk handed a file of `bytes` to extraction.
-    pub(crate) fn found(&self, bytes: u64) {
+    pub fn found(&self, bytes: u64) {
         self.files_found.fetch_add(1, Ordering::Relaxed);
         self.bytes_found.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Extraction read a file of `bytes` (and cut `chunks` from it).
-    pub(crate) fn read(&self, bytes: u64, chunks: u64) {
+    pub fn read(&self, bytes: u64, chunks: u64) {
         self.files_read.fetch_add(1, Ordering::Relaxed);
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         self.chunks_known.fetch_add(chunks, Ordering::Relaxed);
     }
 
     /// The embed stage took `locator`'s `chunks`.
-    pub(crate) fn waiting(&self, locator: &str, chunks: u64) {
+    pub fn waiting(&self, locator: &str, chunks: u64) {
         lock(&self.embedding).insert(locator.to_string(), (0, chunks));
     }
 
     /// `n` more chunks of `locator` are embedded (the file leaves the list with its last).
-    pub(crate) fn embedded(&self, locator: &str, n: u64) {
+    pub fn embedded(&self, locator: &str, n: u64) {
         self.chunks_embedded.fetch_add(n, Ordering::Relaxed);
         let mut files = lock(&self.embedding);
         if let Some((done, total)) = files.get_mut(locator) {
