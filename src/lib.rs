@@ -41,13 +41,15 @@ pub(crate) use ingest_base::{
     access, batcher, bounded_json, data_dir, error, failpoint, gate, lock, names, perms, progress,
     report,
 };
+pub(crate) use ingest_embed as embed;
+pub(crate) use ingest_index as index;
+pub(crate) use ingest_isolation as isolation;
+pub(crate) use ingest_sources as sources;
+pub(crate) use ingest_unpack as unpack;
 mod config;
 pub mod daemon;
-mod embed;
 pub mod eval;
-mod index;
 mod ingestor;
-mod isolation;
 #[cfg(feature = "tokio")]
 pub mod mcp;
 mod migrate;
@@ -58,9 +60,7 @@ mod run_slots;
 #[cfg(feature = "tokio")]
 pub mod service;
 mod services;
-mod sources;
 pub mod tools;
-mod unpack;
 mod uploads;
 pub mod workflow;
 

@@ -6,9 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers of the library, lowest first: the crates the workspace is being cut into
-/// (ARCHITECTURE.md). A module may use modules of its own layer and of the layers it lists,
-/// nothing above: the compiler will keep this once each layer is its own crate.
+/// The layers of the library, lowest first (ARCHITECTURE.md). The lower ones are crates of
+/// their own (`crates/`; `ingest` names each under its old module name, `crate::index`),
+/// which the compiler keeps in order; the modules of the upper ones are still in `src/`: a
+/// module may use modules of its own layer and of the layers it lists, nothing above.
 const LAYERS: &[(&str, &[&str], &[&str])] = &[
     // (layer, its modules, the layers it may use)
     (
@@ -239,6 +240,11 @@ fn module_graph_of(
 const CRATES: &[(&str, &str, &str)] = &[
     ("ingest-extractors", "extractors/src", "lib.rs"),
     ("ingest-base", "crates/base/src", "lib.rs"),
+    ("ingest-isolation", "crates/isolation/src", "lib.rs"),
+    ("ingest-unpack", "crates/unpack/src", "lib.rs"),
+    ("ingest-embed", "crates/embed/src", "lib.rs"),
+    ("ingest-sources", "crates/sources/src", "lib.rs"),
+    ("ingest-index", "crates/index/src", "lib.rs"),
     ("ingest", "src", "lib.rs"),
     ("ingest (the binary)", "src/bin/ingest", "main.rs"),
 ];
