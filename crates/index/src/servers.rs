@@ -50,7 +50,7 @@ impl QdrantServer {
         }
         let dirs = [
             std::env::var_os("INGEST_QDRANT_DIR").map(std::path::PathBuf::from),
-            Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/qdrant")),
+            Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/qdrant")),
         ];
         for dir in dirs.into_iter().flatten() {
             let get = dir.join("get.sh");
