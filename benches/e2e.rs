@@ -41,14 +41,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ingest::extractors::{detect, extract, ContentType, ExtractInput, Extractor, Locator};
-use ingest::testing::{
-    load_embedder, load_tokenizer, EdgeIndex, ExportedPoint, IndexRead, IndexWrite, Leaf, Unpacker,
-    WorkerPool,
-};
 use ingest::{
     find_model_dir, Config, Ingestor, IsolationConfig, Limits, ModelVariant, Scope, SearchFilter,
     SearchMode,
 };
+use ingest_embed::{load_embedder, load_tokenizer};
+use ingest_index::{EdgeIndex, ExportedPoint, IndexRead, IndexWrite};
+use ingest_isolation::WorkerPool;
+use ingest_unpack::{Leaf, Unpacker};
 use rayon::prelude::*;
 
 struct Args {

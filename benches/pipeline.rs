@@ -9,11 +9,11 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
-use ingest::testing::{
-    load_embedder, load_tokenizer, Catalog, CatalogEntry, Chunker, InProcess, Leaf, SqliteCatalog,
-    Unpacker, WorkerPool,
-};
 use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
+use ingest_embed::{load_embedder, load_tokenizer, Chunker};
+use ingest_index::{Catalog, CatalogEntry, SqliteCatalog};
+use ingest_isolation::{InProcess, WorkerPool};
+use ingest_unpack::{Leaf, Unpacker};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(
@@ -108,7 +108,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
     let chunker = Chunker::new(
         load_tokenizer(&dir).expect("tokenizer"),
         &ChunkingConfig::default(),
-        ingest::testing::MAX_SEQ_TOKENS,
+        ingest_embed::MAX_SEQ_TOKENS,
     );
     let text = report_text(20_000);
     let locator = Locator::root("r.txt");

@@ -11,7 +11,8 @@
 
 use std::time::Instant;
 
-use ingest::testing::{Catalog, CatalogEntry, PgCatalog, PostgresServer, SqliteCatalog};
+use ingest_index::testkit::PostgresServer;
+use ingest_index::{Catalog, CatalogEntry, PgCatalog, SqliteCatalog};
 
 /// Entry `i`: in folder `i / 1000`; every tenth file an archive of 20 members.
 fn entries(i: u64) -> Vec<CatalogEntry> {

@@ -11,7 +11,8 @@
 
 use std::time::Instant;
 
-use ingest::testing::{fill_catalog, generated_entry, Catalog, SqliteCatalog};
+use ingest_index::testkit::{fill_catalog, generated_entry};
+use ingest_index::{Catalog, SqliteCatalog};
 
 fn main() -> ingest::Result<()> {
     let mut args = std::env::args().skip(1);

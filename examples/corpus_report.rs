@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ingest::extractors::{ExtractInput, Extractor, FileKind};
-use ingest::testing::{DiskEntry, DiskWalk, InProcess, Leaf, Unpacker, WorkerPool};
 use ingest::{IsolationConfig, Limits};
+use ingest_isolation::{InProcess, WorkerPool};
+use ingest_unpack::{DiskEntry, DiskWalk, Leaf, Unpacker};
 
 #[derive(Default)]
 struct Row {

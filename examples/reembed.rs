@@ -13,8 +13,9 @@
 
 use std::path::PathBuf;
 
-use ingest::testing::{load_embedder, EdgeIndex, IndexRead, IndexWrite};
 use ingest::{find_model_dir, ModelVariant};
+use ingest_embed::load_embedder;
+use ingest_index::{EdgeIndex, IndexRead, IndexWrite};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

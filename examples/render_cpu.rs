@@ -63,9 +63,9 @@ fn main() {
     );
     let config = ingest::IsolationConfig::default();
     let pool: Box<dyn Extractor> = if in_process {
-        Box::new(ingest::testing::InProcess)
+        Box::new(ingest_isolation::InProcess)
     } else {
-        Box::new(ingest::testing::WorkerPool::new(config.clone()))
+        Box::new(ingest_isolation::WorkerPool::new(config.clone()))
     };
     let before = cpu(nix::sys::resource::UsageWho::RUSAGE_SELF);
     let options = ingest::ExtractOptions {

@@ -13,7 +13,8 @@ use crate::isolation::{Isolation, IsolationConfig};
 pub use crate::embed::ChunkingConfig;
 pub use crate::unpack::Limits;
 
-/// Read a TOML file with `parse` (its errors name the file).
+/// Read a TOML file with `parse` (its errors name the file): the faces' configuration files.
+#[cfg(feature = "tokio")]
 pub(crate) fn load_toml<T>(
     path: &std::path::Path,
     parse: impl FnOnce(&str) -> Result<T>,

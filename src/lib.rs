@@ -31,10 +31,6 @@
 //! ```
 
 #![warn(missing_docs)]
-// Some internals exist for `ingest::testing` alone (benches, integration tests, fuzz targets).
-// Without that feature they are unused; `make lint` builds with it, so code no one uses is
-// still reported there.
-#![cfg_attr(not(any(test, feature = "testing")), allow(dead_code, unused_imports))]
 
 // The base layer (crates/base), under the names the modules here have always used.
 pub(crate) use ingest_base::{

@@ -1,7 +1,7 @@
 //! Shared entry points of the fuzz targets.
 
 use extractors::{detect, DocumentKind, ExtractInput, FileKind, Locator, TextKind};
-use ingest::testing::{Leaf, Unpacker};
+use ingest_unpack::{Leaf, Unpacker};
 use ingest::Limits;
 
 /// Every extractor kind, selected by a fuzz input's first byte.

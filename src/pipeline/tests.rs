@@ -127,7 +127,7 @@ fn swapping_two_files_contents_loses_neither() {
 fn an_archive_that_becomes_a_plain_file_and_back_leaves_no_member_behind() {
     // Once hung the walk stage (a catalog lock held across the removal of the old members).
     let b = Bench::new();
-    let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
+    let zip = crate::unpack::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
     std::fs::write(b.docs.join("box.zip"), &zip).unwrap();
     b.sync();
     assert!(b
@@ -176,7 +176,7 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
         b"%PDF-1.7\n1 0 obj <</Type /Catalog",
     )
     .unwrap();
-    let zip = crate::testing::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
+    let zip = crate::unpack::zip_of(&[("inner/quokka.md", b"# Q\n\nThe quokka member.\n")]);
     std::fs::write(b.docs.join("marsupials.zip"), &zip).unwrap();
     // A FIFO is skipped at every sync: recorded again each time, it keeps its card. (A
     // link is `ignored`, like a hidden file: no entry, no card.)
@@ -234,11 +234,11 @@ fn a_failed_file_and_an_archive_are_found_by_their_names_until_they_change_or_go
 #[test]
 fn an_archive_card_lists_its_members_nested_ones_too_and_forgets_a_removed_one() {
     let b = Bench::new();
-    let inner = crate::testing::zip_of(&[
+    let inner = crate::unpack::zip_of(&[
         ("emu.md", b"# Emu\n\nThe emu runs.\n"),
         ("dingo.md", b"# Dingo\n\nThe dingo howls.\n"),
     ]);
-    let outer = crate::testing::zip_of(&[
+    let outer = crate::unpack::zip_of(&[
         ("outback.zip", inner.as_slice()),
         ("numbat.md", b"# Numbat\n\nThe numbat digs.\n"),
     ]);
@@ -280,7 +280,7 @@ fn an_archive_card_lists_its_members_nested_ones_too_and_forgets_a_removed_one()
 fn an_uploads_tags_find_its_unread_members_and_a_member_read_later() {
     let b = Bench::new();
     let long = "The ledger of the lighthouse keeper, page after page. ".repeat(10);
-    let upload = crate::testing::zip_of(&[
+    let upload = crate::unpack::zip_of(&[
         ("a.md", b"# Tide\n\nThe lighthouse tide table.\n"),
         ("lighthouse-log.md", long.as_bytes()),
     ]);

@@ -964,7 +964,7 @@ mod tests {
     fn each_file_and_each_archive_member_is_one_leaf_and_the_archive_one_line() {
         let b = Bench::new();
         b.write("a.md", "The tinker mends pots.\n");
-        let zip = crate::testing::zip_of(&[
+        let zip = crate::unpack::zip_of(&[
             ("c.md", b"The cooper hoops barrels.\n"),
             ("sub/d.md", b"The chandler pours candles.\n"),
         ]);
@@ -1053,9 +1053,9 @@ mod tests {
     #[test]
     fn an_uploads_tags_reach_every_member_read_or_not() {
         let b = Bench::new();
-        let inner = crate::testing::zip_of(&[("b.md", b"The sawyer cuts planks.\n")]);
+        let inner = crate::unpack::zip_of(&[("b.md", b"The sawyer cuts planks.\n")]);
         let big = "The long text of a member past the size limit. ".repeat(10);
-        let upload = crate::testing::zip_of(&[
+        let upload = crate::unpack::zip_of(&[
             ("a.md", b"The tanner cures hides.\n"),
             ("big.md", big.as_bytes()),
             ("inner.zip", &inner),

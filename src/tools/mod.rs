@@ -25,6 +25,7 @@ use crate::ingestor::Ingestor;
 pub const DEFAULT_MAX_CHARS: usize = 4000;
 
 pub use crate::config::MIN_MAX_CHARS;
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use quote::search_text as quote_search_text;
 pub use quote::MAX_QUOTE_CHARS;
 
@@ -78,6 +79,7 @@ pub const TOOL_NAMES: &[&str] = &[
 pub const HEAVY_TOOLS: &[&str] = &["render_page", "verify_quote"];
 
 /// Why a heavy tool call of `tool` is refused when its key runs as many as it may.
+#[cfg(feature = "tokio")]
 pub(crate) fn heavy_busy(tool: &str) -> String {
     format!(
         "{tool} is a heavy tool ({}): this key runs as many of them at once as it may \
@@ -690,8 +692,10 @@ pub fn call_until(
 
 /// Sets its flag when dropped: the future of a call whose client went away is dropped, and
 /// the call's work ([`call_until`]) then leaves undone what it still can.
+#[cfg(feature = "tokio")]
 pub(crate) struct StopOnDrop(pub std::sync::Arc<AtomicBool>);
 
+#[cfg(feature = "tokio")]
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
@@ -737,6 +741,7 @@ impl FullResult {
 
 /// A short hash naming an answer in logs (the first 16 hex digits of its blake3), so two log
 /// lines can be matched to one answer without logging its text.
+#[cfg(feature = "tokio")]
 pub(crate) fn short_hash(text: &str) -> String {
     let hex = blake3::hash(text.as_bytes()).to_hex();
     hex.get(..16).unwrap_or_default().to_string()
@@ -782,7 +787,10 @@ mod workflow;
 
 pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
-pub(crate) use read::{parse_pages, parse_range, parse_type};
+pub(crate) use read::parse_range;
+// For the HTTP face's search filters.
+#[cfg(feature = "tokio")]
+pub(crate) use read::{parse_pages, parse_type};
 pub use sources::PULL_MAX_OBJECTS;
 pub use workflow::{
     EndArgs, GatherArgs, RawJson, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs,

@@ -435,6 +435,7 @@ fn similarity(a: &[char], b: &[char], limits: &Limits<'_>, k: usize) -> Result<f
 /// `text` (canonical forms, exact matches, else the closest passage), without a file:
 /// whether it was found, and the closest passage's score when it was not.
 /// `Err` when it stopped (its time limit is [`QUOTE_TIME_LIMIT`]), saying where.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn search_text(text: &str, quote: &str) -> Result<(bool, Option<f64>), String> {
     let stop = AtomicBool::new(false);
     let limits = Limits::new(&stop, QUOTE_TIME_LIMIT);

@@ -105,11 +105,6 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The library's source files (not the binary's) with their text, test-only code removed.
-fn library_sources() -> Vec<(String, String)> {
-    sources_under(&src(), true)
-}
-
 /// The source files under `root` with their text, paths relative to it, test-only code
 /// removed: files named `tests.rs` or `testkit.rs`, test support (`testing.rs`, and
 /// `conformance.rs`, reached only from `#[cfg(test)]`), and each file's inline `#[cfg(test)]`

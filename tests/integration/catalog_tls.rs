@@ -1,5 +1,5 @@
 //! TLS to the shared catalog's PostgreSQL (issue 56): a throw-away cluster that takes TCP
-//! connections with TLS only (`ingest::testing::PostgresServer::start_tls`), its certificate
+//! connections with TLS only (`ingest_index::testkit::PostgresServer::start_tls`), its certificate
 //! made here by a throw-away authority with the `openssl` command; a second authority that
 //! signed nothing of the server's.
 //!
@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ingest::testing::{catalog_tls_version, Catalog, PgCatalog, PostgresServer};
 use ingest::CatalogUrl;
+use ingest_index::testkit::{catalog_tls_version, PostgresServer};
+use ingest_index::{Catalog, PgCatalog};
 
 /// Run `openssl ARGS` in `dir`; its exit code and output said when it fails.
 fn openssl(dir: &Path, args: &[&str]) {
@@ -149,7 +150,7 @@ fn the_postgres_catalog_speaks_tls_and_verifies_the_server() {
     );
     let catalog = open(&full, data.path()).unwrap();
     let scope = ingest::Scope::user("tls");
-    let entry = ingest::testing::CatalogEntry::indexed("/t/a.txt", None, "h", 3, 4, 5);
+    let entry = ingest_index::CatalogEntry::indexed("/t/a.txt", None, "h", 3, 4, 5);
     catalog.put(&scope, entry.clone());
     catalog.save().unwrap();
     assert_eq!(catalog.get(&scope, "/t/a.txt"), Some(entry.clone()));

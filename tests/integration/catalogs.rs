@@ -1,5 +1,5 @@
 //! The catalog's two implementations behave alike (the embedded SQLite one and PostgreSQL,
-//! on a real throw-away cluster: `ingest::testing::PostgresServer`), and nodes sharing a
+//! on a real throw-away cluster: `ingest_index::testkit::PostgresServer`), and nodes sharing a
 //! PostgreSQL catalog and a Qdrant collection answer alike.
 //!
 //! Tests needing PostgreSQL print `SKIPPED` and pass when it cannot start (Debian
@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use ingest::testing::{
-    catalog_access_property, catalog_conformance, Catalog, PostgresServer, QdrantServer,
-    SqliteCatalog, QDRANT_SKIPPED,
-};
+use ingest::testing::catalog_access_property;
 use ingest::CatalogUrl;
+use ingest_index::testkit::{catalog_conformance, PostgresServer, QdrantServer, QDRANT_SKIPPED};
+use ingest_index::{Catalog, SqliteCatalog};
 use serde_json::{json, Value};
 
 use crate::util::{json_lines, Sandbox};
@@ -51,8 +50,8 @@ fn the_access_rule_holds_through_the_postgres_catalog() {
     eprintln!("{readers} generated readers checked on PostgreSQL");
 }
 
-fn pg_catalog(url: &str, dir: &Path) -> ingest::testing::PgCatalog {
-    ingest::testing::PgCatalog::open(&url.parse::<CatalogUrl>().unwrap(), dir).unwrap()
+fn pg_catalog(url: &str, dir: &Path) -> ingest_index::PgCatalog {
+    ingest_index::PgCatalog::open(&url.parse::<CatalogUrl>().unwrap(), dir).unwrap()
 }
 
 #[test]
@@ -68,7 +67,7 @@ fn the_postgres_catalog_conforms_and_nodes_share_it() {
     // copy of a pack is made on first read).
     let node_b = pg_catalog(&url, b.path());
     let scope = ingest::Scope::user("shared");
-    let e = ingest::testing::CatalogEntry::indexed("/n/a.txt", None, "hn", 3, 4, 5);
+    let e = ingest_index::CatalogEntry::indexed("/n/a.txt", None, "hn", 3, 4, 5);
     node_a.put(&scope, e.clone());
     assert_eq!(node_b.get(&scope, "/n/a.txt"), Some(e));
     assert!(node_b.scopes().contains(&scope));
@@ -89,7 +88,7 @@ fn a_postgres_outage_fails_the_save_and_the_catalog_reconnects_after_it() {
     let c = pg_catalog(&url, dir.path());
     let scope = ingest::Scope::user("u");
     let entry =
-        |n: u32| ingest::testing::CatalogEntry::indexed(format!("/o/{n}.txt"), None, "h", 1, 1, n);
+        |n: u32| ingest_index::CatalogEntry::indexed(format!("/o/{n}.txt"), None, "h", 1, 1, n);
     c.put(&scope, entry(1));
     c.save().unwrap();
     if let Err(e) = pg.stop() {
@@ -143,7 +142,7 @@ fn postgres_migrations_apply_once_however_many_nodes_open_at_once() {
     client
         .execute("INSERT INTO ingest_migrations (version) VALUES (999)", &[])
         .unwrap();
-    let err = ingest::testing::PgCatalog::open(&url.parse().unwrap(), dirs[0].path())
+    let err = ingest_index::PgCatalog::open(&url.parse().unwrap(), dirs[0].path())
         .unwrap_err()
         .to_string();
     assert!(err.contains("999") && err.contains("newer"), "{err}");
@@ -201,7 +200,7 @@ fn node(data: &Path, catalog: &str, store: &str, args: &[&str]) -> Output {
         .arg(data)
         .args(["--catalog", catalog, "--store", store])
         .args(args)
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .env_remove("INGEST_STORE")
         .env_remove("INGEST_CATALOG")
         .output()
@@ -237,7 +236,7 @@ fn write_docs(sb: &Sandbox) {
         "docs/orchard.md",
         b"# Orchard\n\nThe orchard's pear trees were grafted in 1911 by the harbour master.\n",
     );
-    let zip = ingest::testing::zip_of(&[
+    let zip = ingest_unpack::zip_of(&[
         (
             "inner/turbine.txt",
             b"The turbine hall flooded in the spring of 1952.",
@@ -592,7 +591,7 @@ fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() 
     let mut nodes: Vec<Service> = (0..3)
         .map(|n| Service::start_with(&sandboxes[n], &config("spool"), &args(n)))
         .collect();
-    let zip = ingest::testing::zip_of(&[
+    let zip = ingest_unpack::zip_of(&[
         ("logs/1952.txt", NOTES[3].as_bytes()),
         ("logs/quarry.txt", NOTES[4].as_bytes()),
         ("logs/choir.txt", NOTES[5].as_bytes()),
@@ -697,7 +696,7 @@ fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() 
     let mut doomed = Service::start_config_env(
         &sandboxes[2],
         &args(2),
-        &[(ingest::testing::FAILPOINTS_ENV, "store.upsert=1")],
+        &[(ingest_base::failpoint::ENV, "store.upsert=1")],
     );
     let (status, answer) = Client::new(&doomed, Some(ALICE)).upload("logs.zip", &zip);
     assert_eq!(status, 202, "{answer}");
@@ -796,7 +795,7 @@ fn qdrant_three_serve_nodes_share_one_queue_and_take_over_a_killed_nodes_jobs() 
 /// job is never claimed again; open jobs are counted per scope on every node.
 #[test]
 fn the_postgres_job_queue_claims_in_order_under_leases() {
-    use ingest::testing::JobRow;
+    use ingest_index::JobRow;
     let Some(pg) = PostgresServer::start() else {
         return;
     };
@@ -947,7 +946,7 @@ fn solo(data: &Path, store: &str, args: &[&str]) -> Output {
         .arg(data)
         .args(["--store", store])
         .args(args)
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .env_remove("INGEST_STORE")
         .env_remove("INGEST_CATALOG")
         .output()

@@ -21,7 +21,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::util::*;
-use ingest::testing::{Catalog, IndexRead};
+use ingest_index::{Catalog, IndexRead};
 
 /// Passes of a site to kill at: the first few, then sparser (a site can pass dozens of times).
 const SCHEDULE: &[u64] = &[1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
@@ -53,9 +53,9 @@ impl Area {
         cmd.args(["--json", "--checkpoint-ms", "0", "--data-dir"])
             .arg(&self.data)
             .arg(&self.folder)
-            .env_remove(ingest::testing::FAILPOINTS_ENV);
+            .env_remove(ingest_base::failpoint::ENV);
         if !failpoints.is_empty() {
-            cmd.env(ingest::testing::FAILPOINTS_ENV, failpoints);
+            cmd.env(ingest_base::failpoint::ENV, failpoints);
         }
         cmd.output().expect("run ingest")
     }
@@ -103,7 +103,7 @@ impl Area {
     fn snapshot(&self) -> Snapshot {
         let prefix = format!("{}/", self.folder.display());
         let rel = |l: &str| l.replacen(&prefix, "", 1);
-        let store = ingest::testing::EdgeIndex::open(&self.data).unwrap();
+        let store = ingest_index::EdgeIndex::open(&self.data).unwrap();
         let points = store
             .point_records()
             .unwrap()
@@ -124,7 +124,7 @@ impl Area {
         let total = points.len();
         let points: BTreeSet<_> = points.into_iter().collect();
         assert_eq!(points.len(), total, "two points with the same identity");
-        let catalog = ingest::testing::SqliteCatalog::open(&self.data).unwrap();
+        let catalog = ingest_index::SqliteCatalog::open(&self.data).unwrap();
         let entries = catalog
             .entries(&ingest::Scope::user("local"))
             .into_iter()
@@ -233,7 +233,7 @@ fn reference(prepare: impl Fn(&Path)) -> Snapshot {
 fn kill_everywhere(area: &Area, expected: &Snapshot) -> BTreeMap<&'static str, u64> {
     let mut kills = BTreeMap::new();
     let mut mismatches = Vec::new();
-    for &site in ingest::testing::FAILPOINT_SITES {
+    for &site in ingest_base::failpoint::SITES {
         for &n in SCHEDULE {
             area.restore();
             let out = area.ingest(&format!("{site}={n}"));
@@ -326,7 +326,7 @@ fn a_crash_at_any_write_of_a_sync_is_repaired_by_the_next_run() {
     let (expected, area) = changed_after_a_clean_ingest();
     area.save();
     let kills = kill_everywhere(&area, &expected);
-    for &site in ingest::testing::FAILPOINT_SITES {
+    for &site in ingest_base::failpoint::SITES {
         if site != "repair.store" {
             assert!(kills.contains_key(site), "{site} never reached: {kills:?}");
         }
@@ -366,7 +366,7 @@ fn a_content_index_that_cannot_be_written_fails_its_file() {
         .args(["--json", "--data-dir"])
         .arg(sb.data_dir())
         .arg(&docs)
-        .env(ingest::testing::FAILPOINTS_ENV, "content.write=1:error")
+        .env(ingest_base::failpoint::ENV, "content.write=1:error")
         .output()
         .expect("run ingest");
     assert_eq!(out.status.code(), Some(2), "a failed file: exit 2");

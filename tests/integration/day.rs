@@ -33,7 +33,7 @@ fn readers_answer_during_a_write_and_a_second_writer_is_told_who_holds_it() {
         .arg(sb.path("more"))
         .arg("--data-dir")
         .arg(sb.data_dir())
-        .env(ingest::testing::FAILPOINTS_ENV, "store.upsert=1:pause4000")
+        .env(ingest_base::failpoint::ENV, "store.upsert=1:pause4000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use ingest::testing::{DiskEntry, DiskWalk, WalkOptions};
+use ingest_unpack::{DiskEntry, DiskWalk, WalkOptions};
 
 use crate::util::repo_dir;
 

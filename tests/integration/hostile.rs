@@ -297,7 +297,7 @@ fn a_worker_killed_mid_job_costs_exactly_that_file() {
 /// each on a thread with the walk thread's 2 MiB stack: each ends, within the member limit.
 #[test]
 fn fuzz_seeds_unpack_without_crashing() {
-    use ingest::testing::{Leaf, Unpacker};
+    use ingest_unpack::{Leaf, Unpacker};
     let seeds = crate::util::repo_dir().join("fuzz/seeds");
     let mut ran = 0;
     for dir in std::fs::read_dir(&seeds).unwrap().flatten() {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ingest::extractors::{detect, ExtractError, ExtractInput, Extraction, Extractor, Locator};
-use ingest::testing::WorkerPool;
 use ingest::IsolationConfig;
+use ingest_isolation::WorkerPool;
 
 fn config(program: PathBuf, deadline: Duration) -> IsolationConfig {
     IsolationConfig {
@@ -52,7 +52,7 @@ fn extract(
 fn in_process(name: &str, bytes: &[u8]) -> Result<Extraction, ExtractError> {
     let locator = Locator::root(name);
     let detected = detect(bytes, name);
-    ingest::testing::InProcess.extract(&ExtractInput {
+    ingest_isolation::InProcess.extract(&ExtractInput {
         bytes,
         locator: &locator,
         file_hash: "feed",
@@ -117,7 +117,7 @@ fn the_ingest_binary_as_worker_answers_as_in_process_extraction_and_is_reused() 
     let got = extract(&pool, "a.md", md).expect("answer");
     assert_eq!(got, in_process("a.md", md));
     assert!(got.is_ok_and(|e| e.objects.len() >= 2));
-    let pids = ingest::testing::idle_worker_pids(&pool);
+    let pids = pool.idle_pids();
     assert_eq!(pids.len(), 1);
     // A file the extractor refuses is an answer too, and the worker stays.
     let bad = b"%PDF-1.4\nnot a pdf\n";
@@ -127,11 +127,7 @@ fn the_ingest_binary_as_worker_answers_as_in_process_extraction_and_is_reused() 
         "{got:?}"
     );
     assert_eq!(got, in_process("b.pdf", bad));
-    assert_eq!(
-        ingest::testing::idle_worker_pids(&pool),
-        pids,
-        "the same worker served both jobs"
-    );
+    assert_eq!(pool.idle_pids(), pids, "the same worker served both jobs");
 }
 
 #[test]
@@ -146,10 +142,7 @@ fn a_worker_that_hangs_is_killed_at_the_deadline_and_replaced() {
             got,
             Err(ExtractError::Aborted("timed out after 0.3 s".into()))
         );
-        assert!(
-            ingest::testing::idle_worker_pids(&pool).is_empty(),
-            "a killed worker is not reused"
-        );
+        assert!(pool.idle_pids().is_empty(), "a killed worker is not reused");
     }
 }
 
@@ -200,7 +193,7 @@ fn a_worker_dies_with_its_parent_killed_in_the_middle_of_a_job() {
         .args(["--json", "--data-dir"])
         .arg(dir.path().join("data"))
         .arg(&folder)
-        .env(ingest::testing::FAILPOINTS_ENV, "extract.job=1:pause120000")
+        .env(ingest_base::failpoint::ENV, "extract.job=1:pause120000")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -326,11 +319,7 @@ fn a_picture_of_100_million_pixels_renders_within_the_workers_memory() {
         object.metadata
     );
     assert_eq!(side("original_width"), 10_000, "{:?}", object.metadata);
-    assert_eq!(
-        ingest::testing::idle_worker_pids(&pool).len(),
-        1,
-        "the worker lives on"
-    );
+    assert_eq!(pool.idle_pids().len(), 1, "the worker lives on");
 }
 
 /// A PDF of 100 000 (empty) pages fails as a file whose page count is over the bound, said
@@ -359,9 +348,5 @@ fn a_pdf_of_100_000_pages_is_refused_by_its_page_count() {
         ),
         other => panic!("{:?}", other.as_ref().map(|e| e.objects.len())),
     }
-    assert_eq!(
-        ingest::testing::idle_worker_pids(&pool).len(),
-        1,
-        "the worker lives on"
-    );
+    assert_eq!(pool.idle_pids().len(), 1, "the worker lives on");
 }

@@ -175,7 +175,7 @@ fn a_reader_that_dies_before_answering_is_answered_around() {
         .args(["search", "--json", "spring tide tables", "--data-dir"])
         .arg(sb.data_dir())
         .env("INGEST_LINGER", "120")
-        .env(ingest::testing::FAILPOINTS_ENV, "tool.run=2")
+        .env(ingest_base::failpoint::ENV, "tool.run=2")
         .output()
         .expect("run ingest");
     assert_eq!(out.status.code(), Some(0), "{}", told(&out));

@@ -149,7 +149,7 @@ fn run_checks(sb: &Sandbox, layout: &Layout) {
         .arg("--big-pdf-expect")
         .arg(&layout.expect)
         .current_dir(repo_dir())
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .output()
         .expect("run tests/mcp/check_tools.py");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -181,7 +181,7 @@ fn a_failed_sync_is_retried_and_the_daemon_lives_on() {
         &sb,
         &[&docs],
         &[],
-        &[(ingest::testing::FAILPOINTS_ENV, "sync.start=2:error")],
+        &[(ingest_base::failpoint::ENV, "sync.start=2:error")],
     );
     wait_for(WITHIN, || {
         daemon_status(&sb).is_some_and(|st| st["daemon"]["syncs"] == 1)
@@ -294,7 +294,7 @@ fn a_repair_deletes_content_indexes_no_entry_holds() {
         .arg("--data-dir")
         .arg(sb.data_dir())
         .arg(&docs)
-        .env(ingest::testing::FAILPOINTS_ENV, "content.written=1")
+        .env(ingest_base::failpoint::ENV, "content.written=1")
         .output()
         .expect("run ingest");
     assert!(!out.status.success(), "the failpoint did not fire");

@@ -43,7 +43,7 @@ fn start_or_die(sb: &Sandbox, env: &[(&str, &str)]) -> Result<Service, ExitStatu
         .arg(sb.path("ingest.toml"))
         .arg("--data-dir")
         .arg(sb.data_dir())
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -106,7 +106,7 @@ fn quarantine_an_input_that_kills_the_service_is_failed_at_the_second_death_and_
     write_config(&sb);
     // The failpoint kills the process whenever it is about to unpack an input named
     // *poison*: the crash an unbounded parser would cause, at every start.
-    let armed = [(ingest::testing::FAILPOINTS_ENV, "unpack.top~poison=1")];
+    let armed = [(ingest_base::failpoint::ENV, "unpack.top~poison=1")];
 
     let service = start_or_die(&sb, &armed).expect("the first start");
     let client = Client::new(&service, Some(ALICE));
@@ -254,9 +254,9 @@ fn quarantine_a_local_file_that_kills_ingest_is_refused_at_the_third_run_until_i
             .arg(&docs)
             .arg("--data-dir")
             .arg(sb.data_dir())
-            .env_remove(ingest::testing::FAILPOINTS_ENV);
+            .env_remove(ingest_base::failpoint::ENV);
         if armed {
-            cmd.env(ingest::testing::FAILPOINTS_ENV, "unpack.top~poison=1");
+            cmd.env(ingest_base::failpoint::ENV, "unpack.top~poison=1");
         }
         cmd.output().unwrap()
     };
@@ -342,7 +342,7 @@ fn quarantine_the_nested_mail_is_refused_by_its_bound_and_the_process_lives() {
     write_config(&sb);
     let service = start_or_die(&sb, &[]).expect("start");
     let client = Client::new(&service, Some(ALICE));
-    let zip = ingest::testing::zip_of(&[("inner/nest.eml", &nested_mail(60_000))]);
+    let zip = ingest_unpack::zip_of(&[("inner/nest.eml", &nested_mail(60_000))]);
     for (name, bytes) in [("nest.eml", nested_mail(60_000)), ("nest.zip", zip)] {
         let (status, answer) = client.upload(name, &bytes);
         assert_eq!(status, 202, "{answer}");

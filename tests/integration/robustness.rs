@@ -389,7 +389,7 @@ fn robustness_places_are_held_by_the_work_not_the_request() {
     let service = Service::start_config_env(
         &sb,
         &[],
-        &[(ingest::testing::FAILPOINTS_ENV, "tool.run=1:pause8000")],
+        &[(ingest_base::failpoint::ENV, "tool.run=1:pause8000")],
     );
     let impatient = |key: &'static str, n: usize| -> Vec<Option<u16>> {
         let url = service.url.clone();
@@ -686,7 +686,7 @@ fn robustness_entries_that_hold_nothing_cost_rows_not_embeddings() {
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
     let before = points(&sb);
-    let (status, answer) = alice.upload("big.zip", &ingest::testing::zip_of(&refs));
+    let (status, answer) = alice.upload("big.zip", &ingest_unpack::zip_of(&refs));
     assert_eq!(status, 202, "{answer}");
     // Ended (failed: nothing in it could be read), every member with its line.
     let job = alice.wait_job(&crate::service::job_of(&answer));
@@ -743,7 +743,7 @@ fn robustness_upload_tags_are_stored_once_and_bounded_per_hit() {
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
-    let zip = ingest::testing::zip_of(&refs);
+    let zip = ingest_unpack::zip_of(&refs);
     let query: String = (0..32)
         .map(|i| format!("tag.k{i:02}{}={}", "k".repeat(58), "v".repeat(256)))
         .collect::<Vec<_>>()
@@ -787,7 +787,7 @@ fn robustness_upload_tags_are_stored_once_and_bounded_per_hit() {
 #[test]
 fn robustness_kept_archives_are_per_key_and_found_for_shared_uploads() {
     let crate_of = |who: &str| {
-        ingest::testing::zip_of(&[
+        ingest_unpack::zip_of(&[
             (
                 "a.txt",
                 format!("The first note of {who}'s crate.\n").as_bytes(),
@@ -966,7 +966,7 @@ fn robustness_one_tenants_bulk_is_never_rewritten_by_anothers_call() {
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
-    let (status, answer) = bob.upload("bulk.zip", &ingest::testing::zip_of(&refs));
+    let (status, answer) = bob.upload("bulk.zip", &ingest_unpack::zip_of(&refs));
     assert_eq!(status, 202, "{answer}");
     let job = bob.wait_job(&crate::service::job_of(&answer));
     assert_eq!(job["state"], "indexed", "{job}");

@@ -4,7 +4,7 @@
 //!
 //! The reference is always the same corpus ingested by one node into the embedded shard:
 //! the server collection must end up with exactly its points (ids, locators, text).
-//! Every test here needs a server (see `ingest::testing::QdrantServer`); their names hold
+//! Every test here needs a server (see `ingest_index::testkit::QdrantServer`); their names hold
 //! `qdrant` so that `make test` leaves them out, reported as skipped, when none is provisioned.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use ingest::testing::{QdrantServer, QDRANT_SKIPPED};
+use ingest_index::testkit::{QdrantServer, QDRANT_SKIPPED};
 use serde_json::Value;
 
 use crate::util::{json_lines, search_hits, Lcg, Sandbox};
@@ -63,7 +63,7 @@ fn ingest_cmd(data: &Path, store: Option<&str>, args: &[&str], paths: &[PathBuf]
         .arg(data)
         .args(args)
         .args(paths)
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .env_remove("INGEST_STORE");
     if let Some(s) = store {
         cmd.args(["--store", s]);
@@ -298,7 +298,7 @@ fn qdrant_a_node_killed_mid_run_is_repaired_by_its_next_sync() {
         let store = server.store_url(0, &format!("killed{n}"));
         let (a, b) = (sb.path(&format!("a{n}")), sb.path(&format!("b{n}")));
         let mut killed = ingest_cmd(&a, Some(&store), &["--checkpoint-ms", "0"], &folders[..3]);
-        killed.env(ingest::testing::FAILPOINTS_ENV, failpoint);
+        killed.env(ingest_base::failpoint::ENV, failpoint);
         let killed = spawn(killed);
         let other = spawn(ingest_cmd(&b, Some(&store), &[], &folders[1..]));
         let out = killed.wait_with_output().unwrap();

@@ -107,8 +107,8 @@ struct Nodes {
 
 /// The servers two nodes share, and the catalog and store URLs they are started with.
 struct Shared {
-    _pg: ingest::testing::PostgresServer,
-    _qdrant: ingest::testing::QdrantServer,
+    _pg: ingest_index::testkit::PostgresServer,
+    _qdrant: ingest_index::testkit::QdrantServer,
     catalog: String,
     store: String,
 }
@@ -126,9 +126,9 @@ impl Nodes {
     /// Two nodes sharing PostgreSQL and Qdrant, or `None` (said loudly) when either cannot
     /// start here.
     fn two(sb: &Sandbox) -> Option<Nodes> {
-        let pg = ingest::testing::PostgresServer::start()?;
-        let Some(qdrant) = ingest::testing::QdrantServer::start() else {
-            eprintln!("{}", ingest::testing::QDRANT_SKIPPED);
+        let pg = ingest_index::testkit::PostgresServer::start()?;
+        let Some(qdrant) = ingest_index::testkit::QdrantServer::start() else {
+            eprintln!("{}", ingest_index::testkit::QDRANT_SKIPPED);
             return None;
         };
         let (catalog, store) = (pg.database("security"), qdrant.store_url(0, "security"));
@@ -264,7 +264,7 @@ fn left_out_members_are_extracted(start: fn(&Sandbox) -> Option<Nodes>) {
     };
     let alice = Client::new(nodes.first(), Some(ALICE));
     let bob = Client::new(nodes.last(), Some(BOB));
-    let zip = ingest::testing::zip_of(&[
+    let zip = ingest_unpack::zip_of(&[
         ("a.txt", b"The first note of the crate.\n"),
         ("b.txt", b"The second note of the crate.\n"),
         (
@@ -1173,7 +1173,7 @@ fn security_a_callers_storage_and_job_records_are_bounded() {
     // 1100 empty members: one content, 1100 lines.
     let names: Vec<String> = (0..1100).map(|i| format!("e/{i:04}.txt")).collect();
     let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
-    let zip = ingest::testing::zip_of(&entries);
+    let zip = ingest_unpack::zip_of(&entries);
     let job = uploaded(&alice, "many.zip", &zip);
     assert_eq!(job["files"].as_array().unwrap().len(), 1000, "kept lines");
     assert_eq!(job["files_omitted"], 101, "{}", job["files_omitted"]);
@@ -1213,7 +1213,7 @@ fn security_heavy_tools_have_a_smaller_share_and_quotes_are_bounded() {
     let service = Service::start_config_env(
         &sb,
         &[],
-        &[(ingest::testing::FAILPOINTS_ENV, "tool.run=1:pause6000")],
+        &[(ingest_base::failpoint::ENV, "tool.run=1:pause6000")],
     );
     // A call on its own thread: its status and answer (a hang guard of 60 s).
     let call = |key: &'static str, name: &'static str, args: Value| {

@@ -59,7 +59,7 @@ impl Service {
             .arg("--data-dir")
             .arg(sb.data_dir())
             .args(args)
-            .env_remove(ingest::testing::FAILPOINTS_ENV)
+            .env_remove(ingest_base::failpoint::ENV)
             .envs(env.iter().copied())
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(sb.path("serve.err")).unwrap())

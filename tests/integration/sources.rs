@@ -1003,7 +1003,7 @@ fn the_agent_lists_browses_pulls_and_searches_a_registered_source() {
         .arg(&config)
         .arg(SECRET)
         .env_remove("AWS_SECRET_ACCESS_KEY")
-        .env_remove(ingest::testing::FAILPOINTS_ENV)
+        .env_remove(ingest_base::failpoint::ENV)
         .output()
         .unwrap();
     println!("{}", String::from_utf8_lossy(&out.stdout));

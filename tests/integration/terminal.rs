@@ -445,7 +445,7 @@ fn hostile_globs_config_and_ignore_files_are_bounded() {
     assert_eq!(by_name(&lines, "tree/a.txt")["status"], "indexed");
     // Too many globs, a glob of many lines, an unclosed class: usage errors, nothing read.
     let mut many: Vec<String> = Vec::new();
-    for _ in 0..=ingest::testing::MAX_GLOBS {
+    for _ in 0..=ingest_unpack::MAX_GLOBS {
         many.push("--exclude".into());
         many.push("*.x".into());
     }

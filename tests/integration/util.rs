@@ -261,7 +261,7 @@ pub fn library_config(data_dir: &Path) -> ingest::Config {
     config
 }
 
-pub use ingest::testing::zip_of;
+pub use ingest_unpack::zip_of;
 
 /// The reports keyed by locator suffix after `root`.
 pub fn by_name<'a>(lines: &'a [Value], suffix: &str) -> &'a Value {
@@ -302,7 +302,7 @@ impl Daemon {
             .arg(sb.data_dir())
             .args(args)
             .args(folders)
-            .env_remove(ingest::testing::FAILPOINTS_ENV)
+            .env_remove(ingest_base::failpoint::ENV)
             .envs(env.iter().copied())
             .stdout(log("daemon.out"))
             .stderr(log("daemon.err"))
@@ -474,7 +474,7 @@ pub fn workers_of(parent: u32) -> Vec<(i32, u64)> {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
-        if !String::from_utf8_lossy(&cmdline).contains(ingest::testing::WORKER_ARG) {
+        if !String::from_utf8_lossy(&cmdline).contains(ingest_isolation::WORKER_ARG) {
             continue;
         }
         // Fields after the command name in parentheses: state, ppid, ..., utime (14), stime (15).

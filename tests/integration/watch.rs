@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::util::*;
-use ingest::testing::IndexRead;
+use ingest_index::IndexRead;
 
 /// A hang guard, not a latency requirement (a change usually lands in well under a second;
 /// the latencies are printed).
@@ -201,7 +201,7 @@ fn changes_reach_the_index_and_the_daemon_stops_cleanly() {
 /// Points and contents of the data dir, for comparing two indexes of the same folder.
 fn stored_contents(sb: &Sandbox) -> (u64, HashSet<String>) {
     let points = sb.status()["points"].as_u64().unwrap();
-    let store = ingest::testing::EdgeIndex::open(&sb.data_dir()).unwrap();
+    let store = ingest_index::EdgeIndex::open(&sb.data_dir()).unwrap();
     let contents = store
         .inventory()
         .unwrap()
@@ -230,7 +230,7 @@ fn a_daemon_killed_at_a_chosen_write_is_repaired_by_its_next_start() {
             &sb,
             &[&dir],
             &["--checkpoint-ms", "0"],
-            &[(ingest::testing::FAILPOINTS_ENV, failpoint)],
+            &[(ingest_base::failpoint::ENV, failpoint)],
         );
         let mut ended = None;
         wait_for(HANG_GUARD, || {
@@ -358,7 +358,7 @@ fn sigkill_at_random_moments_loses_nothing_and_leaves_nothing_stale() {
                 .to_string()
         })
         .collect();
-    let store = ingest::testing::EdgeIndex::open(&sb.data_dir()).unwrap();
+    let store = ingest_index::EdgeIndex::open(&sb.data_dir()).unwrap();
     let stored: HashSet<String> = store
         .inventory()
         .unwrap()

@@ -1,7 +1,7 @@
 //! The backend-conformance suite: what the pipeline, sync, repair and the agent tools rely on
 //! from a [`VectorIndex`], run on the embedded shard and on a real Qdrant server (a fresh
 //! collection per index), with the same assertions. Without a server (see
-//! [`crate::servers::QdrantServer`]) the server half prints `SKIPPED` and does not run.
+//! [`crate::testkit::QdrantServer`]) the server half prints `SKIPPED` and does not run.
 //!
 //! Also here: the two backends answer the same searches identically, and the rules for
 //! several nodes writing one server collection (holder records).
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::testing::{chunks, inventory, unit};
 use super::*;
-use crate::servers::{QdrantServer, QDRANT_SKIPPED};
+use crate::testkit::{QdrantServer, QDRANT_SKIPPED};
 use extractors::Scope;
 
 /// Which backend [`open`] opens in the running test.
@@ -59,8 +59,8 @@ macro_rules! on_every_backend {
         mod qdrant {
             $(#[test]
             fn $name() {
-                let Some(server) = crate::servers::QdrantServer::start() else {
-                    eprintln!("{}", crate::servers::QDRANT_SKIPPED);
+                let Some(server) = crate::testkit::QdrantServer::start() else {
+                    eprintln!("{}", crate::testkit::QDRANT_SKIPPED);
                     return;
                 };
                 super::BACKEND.with(|b| *b.borrow_mut() = super::Backend::Server(server.grpc[0].clone()));

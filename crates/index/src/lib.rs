@@ -40,7 +40,7 @@ mod pg_tls;
 mod repair;
 mod server;
 #[cfg(any(test, feature = "testing"))]
-pub mod servers;
+pub mod testkit;
 
 use std::collections::{BTreeSet, HashMap};
 

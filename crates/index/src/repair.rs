@@ -179,8 +179,8 @@ mod tests {
     /// The same on a Qdrant server collection (one node).
     #[test]
     fn qdrant_repair_makes_store_and_catalog_agree_and_a_second_repair_changes_nothing() {
-        let Some(server) = crate::servers::QdrantServer::start() else {
-            eprintln!("{}", crate::servers::QDRANT_SKIPPED);
+        let Some(server) = crate::testkit::QdrantServer::start() else {
+            eprintln!("{}", crate::testkit::QDRANT_SKIPPED);
             return;
         };
         let dir = tempfile::tempdir().unwrap();
