@@ -223,7 +223,7 @@ pub(crate) struct RequestScope {
     pub key_id: String,
     /// The caller's own share of the calls answered at once, when bounded.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
-    /// The caller's own heavy tool calls ([`crate::tools::HEAVY_TOOLS`]) answered at once,
+    /// The caller's own heavy tool calls ([`crate::tools::ToolSpec::heavy`]) answered at once,
     /// when bounded.
     pub heavy: Option<Arc<tokio::sync::Semaphore>>,
     /// What the request holds while it is answered (its body's bytes in the service's
@@ -462,7 +462,7 @@ impl ServerHandler for IngestMcp {
         let slots =
             take(caller.slots.as_ref()).and_then(|own| Ok((own, take(self.slots.as_ref())?)));
         // A heavy tool takes one of the caller's heavy places too.
-        let heavy = if crate::tools::HEAVY_TOOLS.contains(&&*request.name) {
+        let heavy = if tools::is_heavy(&request.name) {
             match take(caller.heavy.as_ref()) {
                 Ok(h) => h,
                 Err(_) => {
@@ -505,11 +505,8 @@ fn result_of(answer: ToolAnswer) -> CallToolResult {
 }
 
 /// The JSON schema of a tool's arguments (JSON Schema 2020-12, as MCP asks).
-fn input_schema<T: schemars::JsonSchema>() -> JsonObject {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    match serde_json::to_value(schema) {
+fn input_schema(spec: &tools::ToolSpec) -> JsonObject {
+    match serde_json::to_value((spec.schema)()) {
         Ok(Value::Object(mut object)) => {
             object.remove("$schema");
             object
@@ -522,216 +519,27 @@ fn input_schema<T: schemars::JsonSchema>() -> JsonObject {
     }
 }
 
-/// The annotations of a tool that writes.
-fn writes(destructive: bool, idempotent: bool) -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(false)
-        .destructive(destructive)
-        .idempotent(idempotent)
-        .open_world(false)
-}
-
-/// One tool as MCP lists it: name, title, description for the model, argument schema,
-/// annotations.
+/// One tool as MCP lists it: its declaration ([`tools::TOOLS`]) — name, title, description
+/// for the model, argument schema — with its effect as MCP annotations.
 fn definition(name: &str) -> Option<Tool> {
-    let read_only = ToolAnnotations::new()
-        .read_only(true)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false);
-    let (title, description, schema, annotations) = match name {
-        "search_documents" => (
-            "Search documents",
-            SEARCH_DESCRIPTION,
-            input_schema::<tools::SearchArgs>(),
-            read_only,
-        ),
-        "browse_container" => (
-            "Browse a folder, archive or document outline",
-            BROWSE_DESCRIPTION,
-            input_schema::<tools::BrowseArgs>(),
-            read_only,
-        ),
-        "read_content_objects" => (
-            "Read part of a document",
-            READ_DESCRIPTION,
-            input_schema::<tools::ReadArgs>(),
-            read_only,
-        ),
-        "read_section" => (
-            "Read one section",
-            SECTION_DESCRIPTION,
-            input_schema::<tools::SectionArgs>(),
-            read_only,
-        ),
-        "verify_quote" => (
-            "Check a quote against its file",
-            QUOTE_DESCRIPTION,
-            input_schema::<tools::QuoteArgs>(),
-            read_only,
-        ),
-        "render_page" => (
-            "Look at a page as an image",
-            RENDER_DESCRIPTION,
-            input_schema::<tools::RenderArgs>(),
-            read_only,
-        ),
-        "extract_container_item" => (
-            "Extract and index an archive member",
-            EXTRACT_DESCRIPTION,
-            input_schema::<tools::ExtractArgs>(),
-            // Writes the index (adds the member), deletes nothing; the same call again only
-            // finds it indexed.
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        "list_sources" => (
-            "List the remote sources you may use",
-            LIST_SOURCES_DESCRIPTION,
-            input_schema::<tools::ListSourcesArgs>(),
-            read_only,
-        ),
-        "browse_source" => (
-            "Browse a folder of a remote source (without indexing)",
-            BROWSE_SOURCE_DESCRIPTION,
-            input_schema::<tools::BrowseSourceArgs>(),
-            // Reads the remote service, which may change between calls.
-            ToolAnnotations::new()
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(true),
-        ),
-        "pull_source" => (
-            "Index a file or folder of a remote source now",
-            PULL_SOURCE_DESCRIPTION,
-            input_schema::<tools::PullSourceArgs>(),
-            // Adds what it downloads, removes what the service no longer holds there.
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(true),
-        ),
-        "store_tool_result" => (
-            "Store a tool result in a workflow",
-            STORE_RESULT_DESCRIPTION,
-            input_schema::<tools::StoreResultArgs>(),
-            // Adds a new result (a new handle) each time.
-            writes(false, false),
-        ),
-        "recall_tool_result" => (
-            "Read a stored tool result",
-            RECALL_DESCRIPTION,
-            input_schema::<tools::RecallArgs>(),
-            read_only,
-        ),
-        "remember" => (
-            "Remember an entity of a workflow",
-            REMEMBER_DESCRIPTION,
-            input_schema::<tools::RememberArgs>(),
-            // Replaces the key's earlier value.
-            writes(true, true),
-        ),
-        "store_summary" => (
-            "Store a conversation summary",
-            SUMMARY_DESCRIPTION,
-            input_schema::<tools::SummaryArgs>(),
-            writes(false, false),
-        ),
-        "gather_context" => (
-            "Gather the context for the next round",
-            GATHER_DESCRIPTION,
-            input_schema::<tools::GatherArgs>(),
-            read_only,
-        ),
-        "end_workflow" => (
-            "End a workflow (delete its data)",
-            END_DESCRIPTION,
-            input_schema::<tools::EndArgs>(),
-            writes(true, true),
-        ),
-        _ => return None,
-    };
-    let mut annotations = annotations;
-    annotations.title = Some(title.to_string());
+    let spec = tools::spec(name)?;
+    let effect = spec.effect;
+    let mut annotations = ToolAnnotations::new()
+        .read_only(effect.read_only)
+        .destructive(effect.destructive)
+        .idempotent(effect.idempotent)
+        .open_world(effect.open_world);
+    annotations.title = Some(spec.title.to_string());
     Some(
-        Tool::new(name.to_string(), description, Arc::new(schema))
-            .with_title(title)
-            .with_annotations(annotations),
+        Tool::new(
+            name.to_string(),
+            spec.description,
+            Arc::new(input_schema(spec)),
+        )
+        .with_title(spec.title)
+        .with_annotations(annotations),
     )
 }
-
-const SEARCH_DESCRIPTION: &str = "\
-Find passages by meaning and exact words in the indexed documents (`mode`: hybrid by default, `keyword` for a name, code or option to match literally, `dense` for meaning only). Use it when you do not know where something is; when you know the file, browse its outline and read the section or pages instead.
-Each hit has a locator (file and place, e.g. /data/outer.zip!/report.pdf#page=12), a score (in the default hybrid mode relative to the best hit: 1 = the best, about 0.5 = found by one of meaning and words only, or middling by both), a snippet, the section and page label when known, and also_in (identical copies elsewhere).
-Every file also has a card (kind \"card\": its name, folder, type, title, author, outline, sheets, a picture's size, a recording's length), so a file is found by its name or what it is, pictures and recordings without text too; kind \"card\" searches only cards (which files are about X?), kind \"passage\" only text inside files.
-Narrow with locator (a folder, an archive at any depth, or one file, without #fragment), source (a name from list_sources: only what was indexed from it) and with content_type, kind, pages (\"40-47\"), section (an id from browse_container for that file), sheet or slide.
-The answer is at most max_chars (default 4000); when hits were left out, call again with the same arguments plus the answer's cursor.";
-
-const BROWSE_DESCRIPTION: &str = "\
-See what there is before reading. Without a locator: the top-level folders and files you can read. With a folder or archive locator (archives nest: outer.zip!/inner.tar.gz): its members, with kind, type, size, status (indexed, skipped with a reason, failed) and chunk counts.
-With a file locator: the document's overview: type, pages, page labels, which pages have images or tables, object counts and its outline (sections with ids such as s12, levels, page ranges; sheets with rows and columns; slides). Entries with `hidden` have more under them: browse again with section set to that id.
-Then use read_section or read_content_objects for exactly the part you need. Long listings come with a cursor: call again with the same arguments plus cursor.";
-
-const READ_DESCRIPTION: &str = "\
-Read the content objects of one file (text blocks, tables, image and media entries) in document order, each with its exact locator (page, sheet and rows, slide, lines) to cite.
-Select what you need with the filters: pages (\"47\" or \"40-47\", 1-based physical pages), section (an id from browse_container), content_type (text, image, videostream, audiostream, other), sheet and rows (\"1-50\"), slide. Without filters you get the file from its beginning.
-To read around a search hit, give around: the hit's locator (report.pdf#page=12). You get the object holding it (hit: true) with before objects ahead and after objects behind (default 2 each; unit \"chars\" counts chars of text instead), and earlier / later: the arguments that read on in either direction.
-positions: true adds each object's place on its page (PDF and OCR text: a box [x0, y0, x1, y1] per line, in PDF points from the page's bottom-left corner, with the line's char offsets; a picture's box), what render_page takes as region.
-The answer is at most max_chars (default 4000): a text too long is cut in the middle (head[N chars omitted]tail, with offset, end and omitted char ranges). Call again with the same arguments plus the answer's cursor to get exactly what was left out, then the next objects.";
-
-const QUOTE_DESCRIPTION: &str = "\
-Check that a quote you want to cite really is in a file, before you cite it: whether it occurs (white space, line breaks, hyphens split across lines, ligatures, typographic quotes and case are not held against it), on which page(s) or at which locators, and the exact sentence around each place. In PDFs each place also has boxes: the lines holding it on the page (render_page with that box as region shows them).
-When it does not occur, found is false and closest is the most similar passage of the file with a score (1 = identical): cite that passage's words instead, or do not cite. A changed word, number or letter is not the quote.
-Give the file's locator (from a search hit, without the #fragment) and the quote (at most 4000 chars). The answer is at most max_chars (default 4000); match_count says how many places hold the quote when not all fit.";
-
-const RENDER_DESCRIPTION: &str = "\
-Look at a page: one page of a PDF, or a region of it, or a picture, as a PNG image (image content) for when the text is not enough: a chart, a diagram, a scanned table, a layout. Give the locator (a search hit's report.pdf#page=12 names the page; or page), optionally dpi (default 100) and region [x0, y0, x1, y1] (a box from read_content_objects positions or verify_quote, PDF points from the page's bottom-left corner; a picture's pixels from its top-left).
-The image is at most max_bytes (default 1000000): a larger rendering is scaled down until it fits, and the answer says so (dpi, note). The text part (locator, width, height, bytes, dpi) is at most max_chars.";
-
-const SECTION_DESCRIPTION: &str = "\
-Read the whole text of one section of a file: its objects' texts joined by blank lines, with the section's title and pages. Take the section id (s12) from browse_container's outline of that file.
-The answer is at most max_chars (default 4000); a longer section is cut in the middle ([N chars omitted]) and the answer's cursor (call again with the same arguments plus cursor) continues with exactly the omitted part.";
-
-const EXTRACT_DESCRIPTION: &str = "\
-Extract and index one archive member now, typically one that browse_container shows as skipped (a size or count limit) or that was not listed. The locator names the member inside its archive(s): /data/outer.zip!/docs/big.pdf.
-It can take a while for large files. The answer is what browse_container shows for that member (a document's overview and outline, or an archive's members) plus `extracted` (status, chunks, reason). Afterwards the member can be read and searched. Calling it again on an indexed member changes nothing.";
-
-const LIST_SOURCES_DESCRIPTION: &str = "\
-The remote sources (S3 buckets, SFTP, FTP and WebDAV folders) registered for you: each with its name, provider, locator root (s3://bucket/prefix), how many of its files are indexed (indexed_files), whether it is kept in sync (synced), and whose it is when not yours. Use a name with browse_source, pull_source and search_documents' source argument. No source: only indexed documents can be read.";
-
-const BROWSE_SOURCE_DESCRIPTION: &str = "\
-List one folder of a source as the remote service holds it now, without downloading or indexing anything: folders (name ending in /) and files with size and `indexed` (indexed, changed since indexed, not indexed). `path` is a folder below the source's root (absent: the root); browse a folder entry's path to go down. Pages of at most 200 entries: call again with the same arguments plus cursor for the rest.";
-
-const PULL_SOURCE_DESCRIPTION: &str = "\
-Download and index one file or folder of a source now (path as browse_source shows it; absent: the whole source), so it can be searched and read at once: archives are unpacked, unchanged files are not downloaded again, files the service no longer holds there leave the index. At most 1000 files per call (pull subfolders for more). The answer counts what was read, indexed, unchanged, skipped and failed (with reasons) and says how to search it (search_documents with source, or the locator). It can take a while for large files.";
-
-const STORE_RESULT_DESCRIPTION: &str = "\
-Keep a tool's result whole in a workflow (one agent run, named by `workflow`) instead of putting all of it in the context: the answer is a handle (tr_3) plus a preview of the result's head and tail within max_chars ([N chars omitted] in the middle) and its size.
-The result (`content`: a string, kept exactly, or any JSON value) is also indexed, so gather_context finds its passages; recall_tool_result with the handle reads any part of it later. With extract_entities true, amounts, dates, IBANs, e-mail addresses and document ids found in it are remembered as entities of the workflow.
-Only this workflow of your scope sees what is stored; end_workflow deletes it.";
-
-const RECALL_DESCRIPTION: &str = "\
-Read a tool result stored with store_tool_result, by its handle and workflow: exactly the stored text, from its beginning or only `lines` (\"120-180\", 1-based), page by page.
-Each answer has offset and end (char offsets) and, when more remains, a cursor: call again with the same arguments plus that cursor to continue exactly where it stopped. Concatenating the texts gives the result back byte for byte. A handle not stored in this workflow is answered as not found.";
-
-const REMEMBER_DESCRIPTION: &str = "\
-Remember an entity of the workflow: a key (customer, invoice_total, deadline) and its value, with its source (a handle, a locator). Remembering a key again replaces its value.
-Entities are searchable and come back in gather_context (second in priority, after your own documents).";
-
-const SUMMARY_DESCRIPTION: &str = "\
-Store a conversation summary of the workflow (written by you or your host), with what it covers (\"rounds 1-12\"). gather_context includes the latest summary; end_workflow with keep_summary true keeps summaries and deletes the rest.";
-
-const GATHER_DESCRIPTION: &str = "\
-Before a round: one call that gathers the context for `query` from every layer, within max_chars, in priority order: all the workflow's entities, its working facts, whatever the query (10, most recently set first), relevant passages of its stored tool results, its 3 newest results first (5), the workflow's latest summary, then your own documents (limit 15, min_score 0.45) and documents shared in your mandate (10, 0.5); `layers` in the answer states each layer's share. `layers` changes any of these limits per layer, e.g. {\"shared\": {\"limit\": 3}}.
-Each item has its layer and what to read on with: a locator (read_content_objects), a handle (recall_tool_result) or a key. A passage found in two layers appears once. Items that did not fit are named in left_out, counted in left_out_count, and the cursor continues with them (call again with the same arguments plus cursor); an item cut to fit says omitted_chars.";
-
-const END_DESCRIPTION: &str = "\
-End a workflow: delete everything stored in it (tool results, entities, summaries, their index entries). With keep_summary true its summaries stay (and stay searchable) and the rest is deleted. Ending a workflow that holds nothing is not an error.";
 
 #[cfg(test)]
 mod tests {

@@ -104,7 +104,7 @@ pub struct ServiceConfig {
     /// Searches and tool calls answered at once for one key (default: half of
     /// `max_queries`), so one caller cannot take every place.
     pub max_queries_per_key: Option<usize>,
-    /// Calls of the heavy tools ([`crate::tools::HEAVY_TOOLS`]: `render_page`,
+    /// Calls of the heavy tools ([`crate::tools::ToolSpec::heavy`]: `render_page`,
     /// `verify_quote`, each seconds of CPU at worst) answered at once for one key, over HTTP
     /// and MCP together (default [`DEFAULT_MAX_HEAVY_PER_KEY`], at most
     /// `max_queries_per_key`): a key's heavy calls cannot hold all its places, nor, with a

@@ -623,13 +623,13 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-/// One of the caller's places for a heavy tool call ([`crate::tools::HEAVY_TOOLS`]), if
+/// One of the caller's places for a heavy tool call ([`crate::tools::ToolSpec::heavy`]), if
 /// `tool` is one; `Err` with the refusal when all are taken.
 fn heavy_slot(
     caller: &Caller,
     tool: &str,
 ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Error> {
-    if !crate::tools::HEAVY_TOOLS.contains(&tool) {
+    if !crate::tools::is_heavy(tool) {
         return Ok(None);
     }
     Arc::clone(&caller.heavy)

@@ -53,38 +53,18 @@ pub fn search_note(hits: &[crate::Hit], min_score: Option<f32>) -> Option<&'stat
         .then_some(ONLY_WEAK)
 }
 
-/// The tools' names, as MCP lists them and `--tools` selects them.
-pub const TOOL_NAMES: &[&str] = &[
-    "search_documents",
-    "browse_container",
-    "read_content_objects",
-    "read_section",
-    "verify_quote",
-    "render_page",
-    "extract_container_item",
-    "list_sources",
-    "browse_source",
-    "pull_source",
-    "store_tool_result",
-    "recall_tool_result",
-    "remember",
-    "store_summary",
-    "gather_context",
-    "end_workflow",
-];
-
-/// The tools whose one call may cost seconds of CPU (rendering a page, comparing a long
-/// quote with a large file): the service answers fewer of them at once per key than other
-/// calls (`max_heavy_per_key`).
-pub const HEAVY_TOOLS: &[&str] = &["render_page", "verify_quote"];
-
 /// Why a heavy tool call of `tool` is refused when its key runs as many as it may.
 #[cfg(feature = "tokio")]
 pub(crate) fn heavy_busy(tool: &str) -> String {
     format!(
         "{tool} is a heavy tool ({}): this key runs as many of them at once as it may \
          (max_heavy_per_key); call again when one ends",
-        HEAVY_TOOLS.join(", ")
+        TOOLS
+            .iter()
+            .filter(|t| t.heavy)
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
@@ -374,89 +354,7 @@ pub struct PullSourceArgs {
     pub max_chars: Option<usize>,
 }
 
-/// One tool call: the tool's name and its arguments, as the socket and the faces pass it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "tool", content = "args", rename_all = "snake_case")]
-pub enum ToolCall {
-    /// Find passages.
-    SearchDocuments(SearchArgs),
-    /// Structure first: a container's members or a document's outline.
-    BrowseContainer(BrowseArgs),
-    /// Content objects of one file, filtered, in document order.
-    ReadContentObjects(ReadArgs),
-    /// The text of one section.
-    ReadSection(SectionArgs),
-    /// Whether a quote occurs in a file, where and in which sentence.
-    VerifyQuote(QuoteArgs),
-    /// One PDF page (or a region), or a picture, as a PNG within a byte budget.
-    RenderPage(RenderArgs),
-    /// Extract and index one archive member now.
-    ExtractContainerItem(ExtractArgs),
-    /// The registered sources the caller may use.
-    ListSources(ListSourcesArgs),
-    /// One folder of a source, without indexing it.
-    BrowseSource(BrowseSourceArgs),
-    /// Index one object or folder of a source now.
-    PullSource(PullSourceArgs),
-    /// Keep a tool result whole in a workflow; a handle and a preview.
-    StoreToolResult(StoreResultArgs),
-    /// Read a stored tool result back, page by page.
-    RecallToolResult(RecallArgs),
-    /// Remember an entity of a workflow.
-    Remember(RememberArgs),
-    /// Store a conversation summary of a workflow.
-    StoreSummary(SummaryArgs),
-    /// The context of the next round: documents, entities, summary, tool results.
-    GatherContext(GatherArgs),
-    /// Delete everything of a workflow.
-    EndWorkflow(EndArgs),
-}
-
 impl ToolCall {
-    /// The `max_chars` the call asks for, if any.
-    pub fn max_chars(&self) -> Option<usize> {
-        match self {
-            ToolCall::SearchDocuments(a) => a.max_chars,
-            ToolCall::BrowseContainer(a) => a.max_chars,
-            ToolCall::ReadContentObjects(a) => a.max_chars,
-            ToolCall::ReadSection(a) => a.max_chars,
-            ToolCall::VerifyQuote(a) => a.max_chars,
-            ToolCall::RenderPage(a) => a.max_chars,
-            ToolCall::ExtractContainerItem(a) => a.max_chars,
-            ToolCall::ListSources(a) => a.max_chars,
-            ToolCall::BrowseSource(a) => a.max_chars,
-            ToolCall::PullSource(a) => a.max_chars,
-            ToolCall::StoreToolResult(a) => a.max_chars,
-            ToolCall::RecallToolResult(a) => a.max_chars,
-            ToolCall::Remember(a) => a.max_chars,
-            ToolCall::StoreSummary(a) => a.max_chars,
-            ToolCall::GatherContext(a) => a.max_chars,
-            ToolCall::EndWorkflow(a) => a.max_chars,
-        }
-    }
-
-    /// The call's `max_chars`, to change it.
-    pub fn max_chars_mut(&mut self) -> &mut Option<usize> {
-        match self {
-            ToolCall::SearchDocuments(a) => &mut a.max_chars,
-            ToolCall::BrowseContainer(a) => &mut a.max_chars,
-            ToolCall::ReadContentObjects(a) => &mut a.max_chars,
-            ToolCall::ReadSection(a) => &mut a.max_chars,
-            ToolCall::VerifyQuote(a) => &mut a.max_chars,
-            ToolCall::RenderPage(a) => &mut a.max_chars,
-            ToolCall::ExtractContainerItem(a) => &mut a.max_chars,
-            ToolCall::ListSources(a) => &mut a.max_chars,
-            ToolCall::BrowseSource(a) => &mut a.max_chars,
-            ToolCall::PullSource(a) => &mut a.max_chars,
-            ToolCall::StoreToolResult(a) => &mut a.max_chars,
-            ToolCall::RecallToolResult(a) => &mut a.max_chars,
-            ToolCall::Remember(a) => &mut a.max_chars,
-            ToolCall::StoreSummary(a) => &mut a.max_chars,
-            ToolCall::GatherContext(a) => &mut a.max_chars,
-            ToolCall::EndWorkflow(a) => &mut a.max_chars,
-        }
-    }
-
     /// The longest answer the call accepts: `max_chars` (default [`DEFAULT_MAX_CHARS`]),
     /// at most `ceiling`. A `max_chars` under [`MIN_MAX_CHARS`] is refused with an error
     /// saying so, which may take up to [`MIN_MAX_CHARS`] chars: an answer that cannot say
@@ -466,36 +364,6 @@ impl ToolCall {
             .unwrap_or(DEFAULT_MAX_CHARS)
             .min(ceiling)
             .max(MIN_MAX_CHARS)
-    }
-
-    /// The call of tool `name` with `args` (a JSON object), or what is wrong with them,
-    /// worded for the model: what MCP, HTTP and `ingest tool` receive.
-    pub fn parse(name: &str, args: serde_json::Value) -> Result<ToolCall, String> {
-        fn parse<T: serde::de::DeserializeOwned>(
-            name: &str,
-            args: serde_json::Value,
-        ) -> Result<T, String> {
-            serde_json::from_value(args).map_err(|e| format!("invalid arguments for {name}: {e}"))
-        }
-        Ok(match name {
-            "search_documents" => ToolCall::SearchDocuments(parse(name, args)?),
-            "browse_container" => ToolCall::BrowseContainer(parse(name, args)?),
-            "read_content_objects" => ToolCall::ReadContentObjects(parse(name, args)?),
-            "read_section" => ToolCall::ReadSection(parse(name, args)?),
-            "verify_quote" => ToolCall::VerifyQuote(parse(name, args)?),
-            "render_page" => ToolCall::RenderPage(parse(name, args)?),
-            "extract_container_item" => ToolCall::ExtractContainerItem(parse(name, args)?),
-            "list_sources" => ToolCall::ListSources(parse(name, args)?),
-            "browse_source" => ToolCall::BrowseSource(parse(name, args)?),
-            "pull_source" => ToolCall::PullSource(parse(name, args)?),
-            "store_tool_result" => ToolCall::StoreToolResult(parse(name, args)?),
-            "recall_tool_result" => ToolCall::RecallToolResult(parse(name, args)?),
-            "remember" => ToolCall::Remember(parse(name, args)?),
-            "store_summary" => ToolCall::StoreSummary(parse(name, args)?),
-            "gather_context" => ToolCall::GatherContext(parse(name, args)?),
-            "end_workflow" => ToolCall::EndWorkflow(parse(name, args)?),
-            other => return Err(format!("unknown tool: {other}")),
-        })
     }
 
     /// The call of tool `name` with `json` (a JSON object's text; empty: no arguments),
@@ -516,28 +384,6 @@ impl ToolCall {
         let args = crate::bounded_json::parse(json)
             .map_err(|e| format!("invalid arguments for {name}: {e}"))?;
         Self::parse(name, args)
-    }
-
-    /// The tool's name (`search_documents`, …).
-    pub fn name(&self) -> &'static str {
-        match self {
-            ToolCall::SearchDocuments(_) => "search_documents",
-            ToolCall::BrowseContainer(_) => "browse_container",
-            ToolCall::ReadContentObjects(_) => "read_content_objects",
-            ToolCall::ReadSection(_) => "read_section",
-            ToolCall::VerifyQuote(_) => "verify_quote",
-            ToolCall::RenderPage(_) => "render_page",
-            ToolCall::ExtractContainerItem(_) => "extract_container_item",
-            ToolCall::ListSources(_) => "list_sources",
-            ToolCall::BrowseSource(_) => "browse_source",
-            ToolCall::PullSource(_) => "pull_source",
-            ToolCall::StoreToolResult(_) => "store_tool_result",
-            ToolCall::RecallToolResult(_) => "recall_tool_result",
-            ToolCall::Remember(_) => "remember",
-            ToolCall::StoreSummary(_) => "store_summary",
-            ToolCall::GatherContext(_) => "gather_context",
-            ToolCall::EndWorkflow(_) => "end_workflow",
-        }
     }
 }
 
@@ -770,6 +616,7 @@ mod browse;
 mod budget;
 mod cursor;
 pub(crate) mod daemon_client;
+mod declared;
 mod extract;
 mod files;
 mod host;
@@ -785,6 +632,7 @@ mod sources;
 pub(crate) mod view;
 mod workflow;
 
+pub use declared::{is_heavy, spec, Effect, ToolCall, ToolSpec, TOOLS, TOOL_NAMES};
 pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::parse_range;
