@@ -50,9 +50,13 @@ servers:
 deps: ocr-tools postgres servers
 	@test -x .venv-test/bin/python || python3 -m venv .venv-test
 	@.venv-test/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PIN)")' 2>/dev/null \
-		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt
+		|| .venv-test/bin/python -m pip install -q -r tests/mcp/requirements.txt \
+		|| { echo "pip failed; retrying in 10 s without its cache" >&2; sleep 10; \
+		     .venv-test/bin/python -m pip install -q --no-cache-dir -r tests/mcp/requirements.txt; }
 	@test -x .venv-servers/bin/moto_server || { python3 -m venv .venv-servers \
-		&& .venv-servers/bin/python -m pip install -q -r tests/servers/requirements.txt; }
+		&& { .venv-servers/bin/python -m pip install -q -r tests/servers/requirements.txt \
+		|| { echo "pip failed; retrying in 10 s without its cache" >&2; sleep 10; \
+		     .venv-servers/bin/python -m pip install -q --no-cache-dir -r tests/servers/requirements.txt; }; }; }
 
 build:
 	cargo build --release --locked

