@@ -27,13 +27,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use extractors::Scope;
 use futures_util::StreamExt;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES, JSON_BODY_WEIGHT};
 use crate::error::Error;
 use crate::gate::{ByteGate, Gauge, Permit};
-use crate::index::{SearchFilter, SearchMode};
 use crate::lock;
 use crate::tools::ToolHost;
 use crate::uploads::{AsyncUploads, JobId, UploadOptions, Uploads};
@@ -41,8 +39,8 @@ use crate::uploads::{AsyncUploads, JobId, UploadOptions, Uploads};
 /// How long `DELETE /v1/files` waits for its job before answering 202.
 const DELETE_WAIT: Duration = Duration::from_secs(30);
 
-/// Hits a search may ask for.
-const MAX_HITS: usize = 100;
+/// Hits `POST /v1/search` gives when its `limit` does not say (at most 50, as the tool).
+const HTTP_SEARCH_LIMIT: usize = 10;
 
 /// The one route whose body may be larger than `max_request_bytes`
 /// (`max_tool_result_request_bytes`, which `paced_body` enforces).
@@ -999,73 +997,6 @@ async fn delete_file(State(app): Shared, RawQuery(raw): RawQuery, headers: Heade
     }
 }
 
-/// `POST /v1/search`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchRequest {
-    query: String,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    min_score: Option<f32>,
-    #[serde(default)]
-    mode: Option<SearchMode>,
-    #[serde(default)]
-    filters: SearchFilters,
-}
-
-/// The `filters` of a search: every one given must hold.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchFilters {
-    /// Under this locator (a file, an archive at any depth).
-    locator: Option<String>,
-    /// `text`, `image`, `videostream`, `audiostream`, `other`.
-    content_type: Option<String>,
-    /// `card` (file cards only) or `passage` (text from inside files only).
-    kind: Option<String>,
-    /// `"12"` or `"10-14"` (1-based physical pages).
-    pages: Option<String>,
-    /// A section path (`2 Setup › 2.1 Install`).
-    section: Option<String>,
-    sheet: Option<String>,
-    slide: Option<u32>,
-    /// User tags the file was uploaded with: `{"team": "ops"}`; every one must be present.
-    #[serde(default)]
-    tags: std::collections::BTreeMap<String, String>,
-}
-
-impl SearchFilters {
-    fn filter(&self) -> Result<SearchFilter, String> {
-        Ok(SearchFilter {
-            locator_prefix: self.locator.clone(),
-            content_type: self
-                .content_type
-                .as_deref()
-                .map(crate::tools::parse_type)
-                .transpose()
-                .map_err(|e| e.to_string())?,
-            kind: self.kind.as_deref().map(str::parse).transpose()?,
-            pages: self
-                .pages
-                .as_deref()
-                .map(crate::tools::parse_pages)
-                .transpose()
-                .map_err(|e| e.to_string())?,
-            section_path: self.section.clone(),
-            sheet: self.sheet.clone(),
-            slide: self.slide,
-            tags: crate::uploads::encode_tags(&self.tags).map_err(|e| e.to_string())?,
-            owner_key: None,
-            file_name: None,
-            name_words: Vec::new(),
-            shared: None,
-            ids: Vec::new(),
-            unnamed_under: Vec::new(),
-        })
-    }
-}
-
 /// Run `work` on the blocking pool holding `held` (the caller's query places and body bytes)
 /// until it ends, whatever becomes of the request: a client that goes away frees no place
 /// while its work still runs. `work` is told when the request was dropped.
@@ -1085,6 +1016,10 @@ async fn run_held<T: Send + 'static>(
     .await
 }
 
+/// `POST /v1/search`: the arguments of the `search_documents` tool (`tools::SearchArgs`:
+/// the same fields, filters and checks on every face), answered with each hit's whole chunk
+/// instead of the tool's budgeted snippets — so `max_chars` and `cursor`, which page that
+/// budget, are refused here. `limit` defaults to 10.
 async fn search(
     State(app): Shared,
     Extension(caller): Extension<Caller>,
@@ -1099,33 +1034,37 @@ async fn search(
         Ok(b) => b,
         Err(refused) => return refused,
     };
-    let request: SearchRequest = match crate::bounded_json::parse(&body) {
+    let args: crate::tools::SearchArgs = match crate::bounded_json::parse(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("search request: {e}")),
     };
     drop(body);
-    let filter = match request.filters.filter() {
-        Ok(f) => f,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
-    };
+    if args.max_chars.is_some() || args.cursor.is_some() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "max_chars and cursor page the tool's budgeted answer (POST \
+             /v1/tools/search_documents); /v1/search answers whole chunks, `limit` of them",
+        );
+    }
     let ingestor = Arc::clone(app.uploads.blocking().ingestor());
-    let limit = request.limit.unwrap_or(10).min(MAX_HITS);
     let found = run_held(&app, (slot, held), move |_| {
-        let mode = request.mode.unwrap_or_default();
-        let floor = request.min_score;
-        ingestor
-            .search_filtered(&request.query, &scope, limit, floor, &filter, mode)
-            .map(|hits| (hits, floor))
+        let hits = crate::tools::search_hits(&ingestor, &scope, &args, HTTP_SEARCH_LIMIT)?;
+        let boxes = crate::tools::boxes_of(&ingestor, &args, &hits, 0);
+        Ok::<_, crate::tools::ToolError>((hits, boxes, args.min_score))
     })
     .await;
     let response = match found {
-        Ok(Ok((hits, floor))) => {
+        Ok(Ok((hits, boxes, floor))) => {
             let hits_json: Vec<Value> = hits
                 .iter()
-                .map(|h| {
+                .zip(boxes)
+                .map(|(h, boxes)| {
                     let mut v = json!(h);
                     if let Some(m) = v.as_object_mut() {
                         crate::tools::note_owner(m, &caller.scope, &h.owner);
+                        if let Some(boxes) = boxes {
+                            m.insert("boxes".into(), boxes);
+                        }
                     }
                     v
                 })
@@ -1142,7 +1081,11 @@ async fn search(
             }
             json_response(StatusCode::OK, &answer)
         }
-        Ok(Err(e)) => error_of(&e),
+        Ok(Err(crate::tools::ToolError::Internal(e))) => error_of(&e),
+        Ok(Err(e @ crate::tools::ToolError::NotFound(_))) => {
+            error(StatusCode::NOT_FOUND, &e.to_string())
+        }
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     tracing::info!(

@@ -68,15 +68,22 @@ pub(crate) fn heavy_busy(tool: &str) -> String {
     )
 }
 
-/// Arguments of `search_documents`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// Arguments of `search_documents`: one declaration for every face. MCP's schema and the
+/// JSON of `ingest tool`, the daemon socket and `POST /v1/tools/search_documents` come from
+/// serde and schemars; `POST /v1/search` takes the same fields (`face_http::search`); `ingest
+/// search` takes them as the flags declared here (clap), the query as its words.
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema, clap::Args,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
     /// What to look for, in plain words (a question or key terms).
+    #[arg(skip)]
     pub query: String,
     /// The most hits to return (default 5, at most 50). Hits that do not fit `max_chars`
     /// come with a `cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short = 'n', long, value_name = "N")]
     pub limit: Option<usize>,
     /// Leave out hits whose relevance (each hit's `relevance`: the cosine similarity of
     /// meaning, 0..1, or the words' BM25 score / 80 when higher) is below this. Default:
@@ -84,56 +91,101 @@ pub struct SearchArgs {
     /// weak match, read it before relying on it), and "nothing relevant" only when no
     /// passage holds a content word of the query or comes close to its meaning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub min_score: Option<f32>,
     /// How hits are ranked: `hybrid` (default: meaning and exact words fused; best for most
-    /// questions), `keyword` (exact words, names, codes, file and section names) or `dense`
-    /// (meaning only).
+    /// questions), `keyword` (exact words, names, codes, file and section names; loads no
+    /// model) or `dense` (meaning only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long, value_name = "MODE")]
     pub mode: Option<crate::index::SearchMode>,
     /// Search only under this locator: a folder, an archive (at any depth) or one file, as
-    /// `browse_container` or an earlier hit shows it (no `#fragment`).
+    /// `browse_container` or an earlier hit shows it (no `#fragment`). On the command line
+    /// also a path as typed (relative, ~/…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long)]
     pub locator: Option<String>,
     /// Search only what was indexed from this source (a `name` from `list_sources`); with
     /// `locator`, that locator must lie inside the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "NAME")]
     pub source: Option<String>,
-    /// Only this owner's files (an `owner` an earlier answer showed): when two files you
-    /// may read have the same locator (yours and one a colleague shared), or to search one
-    /// colleague's shared files.
+    /// Only this owner's files (an `owner` an earlier answer showed, e.g. "bob (shared)"):
+    /// when two files you may read have the same locator (yours and one a colleague
+    /// shared), or to search one colleague's shared files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub owner: Option<String>,
     /// Only objects of this type: `text`, `image`, `videostream`, `audiostream`, `other`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short = 't', long = "type", value_name = "TYPE")]
     pub content_type: Option<String>,
     /// `card`: only file cards (one per file: its name, folder, type, title, author, outline,
     /// sheets; finds files by what they are, pictures and recordings too); `passage`: only
     /// text from inside files. Absent: both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long, value_name = "KIND")]
     pub kind: Option<String>,
     /// Only these 1-based physical pages: `"47"` or `"40-47"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long)]
     pub pages: Option<String>,
     /// Only this section (and its subsections): a section id (`s12`) from the outline that
     /// `browse_container` shows for the file given as `locator`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(short, long)]
     pub section: Option<String>,
     /// Only this spreadsheet sheet (by name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub sheet: Option<String>,
     /// Only this 1-based slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub slide: Option<u32>,
+    /// Only files uploaded with these tags, every one of them: `{"team": "ops"}` (on the
+    /// command line `team=ops,case=17`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "KEY=VALUE,…")]
+    pub tags: Option<Tags>,
     /// Also give each hit's `boxes` on its page (opt-in): the lines holding the passage, as
     /// `[x0, y0, x1, y1]` in PDF points from the page's bottom-left corner (PDF and OCR text).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[arg(long)]
     pub positions: bool,
-    /// Budget of the answer in chars (default 4000).
+    /// Budget of the answer in chars (default 4000, at least 200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "N")]
     pub max_chars: Option<usize>,
     /// The `cursor` of the previous answer, to continue it (repeat the other arguments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+}
+
+/// User tags a search asks for, each `key=value` on the file (`UploadOptions::tags`): JSON
+/// `{"team": "ops"}`, on the command line `team=ops,case=17`. Checked by
+/// [`crate::uploads::encode_tags`] where the filter is made.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Tags(pub std::collections::BTreeMap<String, String>);
+
+impl std::str::FromStr for Tags {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut tags = std::collections::BTreeMap::new();
+        for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("tag {pair:?} is not key=value"))?;
+            if tags.len() >= crate::uploads::MAX_TAGS {
+                return Err(format!("at most {} tags", crate::uploads::MAX_TAGS));
+            }
+            tags.insert(key.trim().to_string(), value.to_string());
+        }
+        Ok(Tags(tags))
+    }
 }
 
 /// Arguments of `browse_container`.
@@ -626,6 +678,9 @@ mod quote;
 mod read;
 mod render;
 mod search;
+// For the HTTP face's `/v1/search` (whole chunks, the tool's arguments).
+#[cfg(feature = "tokio")]
+pub(crate) use search::{boxes_of, search_hits};
 mod section;
 mod snippet;
 mod sources;
@@ -636,9 +691,6 @@ pub use declared::{is_heavy, spec, Effect, ToolCall, ToolSpec, TOOLS, TOOL_NAMES
 pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
 pub(crate) use read::parse_range;
-// For the HTTP face's search filters.
-#[cfg(feature = "tokio")]
-pub(crate) use read::{parse_pages, parse_type};
 pub use sources::PULL_MAX_OBJECTS;
 pub use workflow::{
     EndArgs, GatherArgs, RawJson, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs,

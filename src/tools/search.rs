@@ -87,6 +87,12 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
     }
     f.sheet = args.sheet.clone();
     f.slide = args.slide;
+    if let Some(tags) = &args.tags {
+        f.tags = crate::uploads::encode_tags(&tags.0).map_err(|e| match e {
+            crate::Error::Upload(why) => ToolError::Invalid(format!("tags: {why}")),
+            other => ToolError::Internal(other),
+        })?;
+    }
     if let Some(id) = &args.section {
         let Some(loc) = &f.locator_prefix else {
             return Err(ToolError::Invalid(
@@ -181,15 +187,16 @@ fn hit_boxes(
     None
 }
 
-/// Answer a `search_documents` call.
-pub(crate) fn search_documents(
+/// The hits `args` ask for in `scope`, best first: the query and limit checked (`limit`
+/// defaults to `default_limit`), the filters resolved against what the scope sees. Every
+/// face's search comes through here: the tool's budgeted answer below, and the HTTP
+/// `/v1/search` answer of whole chunks.
+pub(crate) fn search_hits(
     ingestor: &Ingestor,
     scope: &Scope,
     args: &SearchArgs,
-    budget: Budget,
-) -> Result<Finished, ToolError> {
-    let digest = cursor::digest(args);
-    let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
+    default_limit: usize,
+) -> Result<Vec<Hit>, ToolError> {
     let query = args.query.trim();
     if query.len() > crate::MAX_QUERY_BYTES {
         return Err(ToolError::Invalid(format!(
@@ -203,7 +210,7 @@ pub(crate) fn search_documents(
             "query is empty: say what to look for".into(),
         ));
     }
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    let limit = args.limit.unwrap_or(default_limit);
     if limit == 0 || limit > MAX_LIMIT {
         return Err(ToolError::Invalid(format!(
             "limit must be between 1 and {MAX_LIMIT}"
@@ -212,8 +219,44 @@ pub(crate) fn search_documents(
     let view = View::of(ingestor, scope, args.owner.as_deref());
     let filter = filter(ingestor, &view, args)?;
     let mode = args.mode.unwrap_or_default();
+    Ok(ingestor.search_filtered(query, scope, limit, args.min_score, &filter, mode)?)
+}
+
+/// Each hit's `boxes` from `from` on (the ones before: `None`), when `args` ask for
+/// positions; otherwise nothing is looked up.
+pub(crate) fn boxes_of(
+    ingestor: &Ingestor,
+    args: &SearchArgs,
+    hits: &[Hit],
+    from: usize,
+) -> Vec<Option<Value>> {
+    if !args.positions {
+        return vec![None; hits.len()];
+    }
+    // Hits of one file share its pack: opened once per call.
+    let mut packs = HashMap::new();
+    hits.iter()
+        .enumerate()
+        .map(|(i, hit)| {
+            (i >= from)
+                .then(|| hit_boxes(ingestor, &mut packs, hit))
+                .flatten()
+        })
+        .collect()
+}
+
+/// Answer a `search_documents` call.
+pub(crate) fn search_documents(
+    ingestor: &Ingestor,
+    scope: &Scope,
+    args: &SearchArgs,
+    budget: Budget,
+) -> Result<Finished, ToolError> {
+    let digest = cursor::digest(args);
+    let start = cursor::start(args.cursor.as_deref(), TAG, &digest)?;
+    let hits = search_hits(ingestor, scope, args, DEFAULT_LIMIT)?;
+    let query = args.query.trim();
     let min_score = args.min_score;
-    let hits = ingestor.search_filtered(query, scope, limit, min_score, &filter, mode)?;
     let full = FullResult::of(hits.iter().map(|h| h.text.as_str()));
     let remaining = hits.len().saturating_sub(start.item).max(1);
     // Share the budget among the hits still to show: shorter snippets, more hits.
@@ -223,15 +266,13 @@ pub(crate) fn search_documents(
         .iter()
         .map(|h| hit_value(h, scope, query, snippet_chars))
         .collect();
-    if args.positions {
-        // Only the hits this answer can show are looked up (the cursor's page onwards).
-        let mut packs = HashMap::new();
-        for (hit, item) in hits.iter().zip(items.iter_mut()).skip(start.item) {
-            if let (Some(boxes), Value::Object(m)) =
-                (hit_boxes(ingestor, &mut packs, hit), &mut *item)
-            {
-                m.insert("boxes".into(), boxes);
-            }
+    // Only the hits this answer can show are looked up (the cursor's page onwards).
+    for (boxes, item) in boxes_of(ingestor, args, &hits, start.item)
+        .into_iter()
+        .zip(items.iter_mut())
+    {
+        if let (Some(boxes), Value::Object(m)) = (boxes, &mut *item) {
+            m.insert("boxes".into(), boxes);
         }
     }
     // Compact hits for small budgets: locator, score, and what snippet room is left.

@@ -189,3 +189,92 @@ fn the_walk_of_one_file_counts_what_it_names_and_its_code_names_exist() {
         "the walk names code that is not there: {gone:?}"
     );
 }
+
+/// The quoted texts of `row` that are folders (`src/tools/`, `crates/embed/`).
+fn folders_of(row: &str) -> Vec<&str> {
+    quoted(row)
+        .into_iter()
+        .filter(|q| q.ends_with('/'))
+        .collect()
+}
+
+/// Whether `folder` (as "Where things are" names it) holds the source files of `dir`: the
+/// folder itself, or a crate folder whose `src/` it is.
+fn folder_holds(folder: &str, dir: &str) -> bool {
+    let dir = format!("{dir}/");
+    dir == folder || dir.strip_prefix(folder) == Some("src/")
+}
+
+#[test]
+fn every_source_file_is_named_under_its_crate_and_folder() {
+    let doc = architecture();
+    let table = section(&doc, "## Where things are");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| `")).collect();
+    let files = source_files(&["src", "crates", "extractors/src"]);
+    assert!(files.len() > 100, "{files:?}");
+    // Every file: by its full path, or by its name in a row of its own folder.
+    let unnamed: Vec<&String> = files
+        .iter()
+        .filter(|f| {
+            if table.contains(&format!("`{f}`")) {
+                return false;
+            }
+            let (dir, name) = f.rsplit_once('/').unwrap();
+            !rows.iter().any(|row| {
+                quoted(row).contains(&name)
+                    && folders_of(row)
+                        .iter()
+                        .any(|folder| folder_holds(folder, dir))
+            })
+        })
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "ARCHITECTURE.md's \"Where things are\" does not name these source files in a row of \
+         their folder: {unnamed:?}"
+    );
+    // And every bare file name a folder's row gives is a file of that folder (of the right
+    // crate), not of another.
+    let root = repo_dir();
+    let misplaced: Vec<(Vec<&str>, &str)> = rows
+        .iter()
+        .flat_map(|row| {
+            let folders = folders_of(row);
+            let misplaced: Vec<&str> = quoted(row)
+                .into_iter()
+                .filter(|q| is_source_path(q) && !q.contains('/'))
+                .filter(|name| {
+                    !folders.is_empty()
+                        && !folders.iter().any(|folder| {
+                            root.join(folder).join(name).is_file()
+                                || root.join(folder).join("src").join(name).is_file()
+                        })
+                })
+                .collect();
+            misplaced
+                .into_iter()
+                .map(move |name| (folders.clone(), name))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        misplaced.is_empty(),
+        "ARCHITECTURE.md names files under folders that do not hold them: {misplaced:?}"
+    );
+}
+
+#[test]
+fn nothing_architecture_calls_not_yet_exists() {
+    // What the design once listed as "not yet" was built (the PostgreSQL catalog, its job
+    // queue and workflow records, a shared spool): the document says what is, not what was
+    // planned, so a "not yet" must name nothing the source already holds.
+    let doc = architecture();
+    let not_yet: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().contains("not yet"))
+        .collect();
+    assert!(
+        not_yet.is_empty(),
+        "ARCHITECTURE.md says \"not yet\" (say what is; plans go to issues): {not_yet:?}"
+    );
+}

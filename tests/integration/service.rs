@@ -225,7 +225,12 @@ impl Client {
     }
 
     pub(crate) fn search_filtered(&self, query: &str, limit: usize, filters: Value) -> Vec<Value> {
-        let body = json!({ "query": query, "limit": limit, "filters": filters }).to_string();
+        // The tool's arguments (`search_documents`): the filters sit beside the query.
+        let mut body = json!({ "query": query, "limit": limit });
+        if let (Some(b), Some(f)) = (body.as_object_mut(), filters.as_object()) {
+            b.extend(f.clone());
+        }
+        let body = body.to_string();
         let (status, answer) = self.post("/v1/search", "application/json", body.as_bytes());
         assert_eq!(status, 200, "{answer}");
         answer["hits"].as_array().cloned().unwrap_or_default()
@@ -475,11 +480,26 @@ fn service_tags_travel_with_every_chunk_and_filter_searches() {
     let ops_again = alice.search_filtered("ferry to Skerry", 1, with_tags(json!({"team": "ops"})));
     assert_eq!(ops_again[0]["tags"], json!(["team=ops"]), "{ops_again:?}");
 
+    // The tool takes the same tags (one vocabulary on every face) and finds the same files.
+    let (status, tool) = alice.post(
+        "/v1/tools/search_documents",
+        "application/json",
+        json!({"query": "ferry to Skerry", "tags": {"team": "ops"}, "limit": 10})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(status, 200, "{tool}");
+    assert_eq!(
+        locators(tool["hits"].as_array().unwrap()),
+        locators(&alice.search_filtered("ferry to Skerry", 10, with_tags(json!({"team": "ops"})))),
+        "{tool}"
+    );
+
     // Bad tags are refused before anything is stored.
     let (status, answer) = alice.post("/v1/files?name=x.txt&tag.bad%20key=1", "text/plain", b"x");
     assert_eq!(status, 400, "{answer}");
     assert!(answer.to_string().contains("bad tag key"), "{answer}");
-    let body = json!({ "query": "x", "filters": { "tags": { "k": "a\u{7}b" } } }).to_string();
+    let body = json!({ "query": "x", "tags": { "k": "a\u{7}b" } }).to_string();
     assert_eq!(
         alice
             .post("/v1/search", "application/json", body.as_bytes())
@@ -849,4 +869,113 @@ fn service_rust_example_upload_handler_runs() {
         "{out}"
     );
     assert!(out.contains("\nhit "), "{out}");
+}
+
+/// `POST /v1/search` takes the `search_documents` tool's arguments, checked alike: `positions`
+/// gives each hit's boxes, the old `filters` object and the tool's paging fields are refused
+/// with a message, a limit out of range is refused as by the tool, and another key's
+/// locator is answered exactly like a missing one.
+#[test]
+fn service_search_takes_the_tools_arguments() {
+    let sb = Sandbox::new();
+    let service = Service::start(&sb, "max_upload_bytes = 10000000");
+    let alice = Client::new(&service, Some(ALICE));
+    let bob = Client::new(&service, Some(BOB));
+    let pdf = std::fs::read(fixtures().join("formats/survey-report.pdf")).unwrap();
+    let (status, answer) = alice.upload("survey-report.pdf", &pdf);
+    assert_eq!(status, 202, "{answer}");
+    let ended = alice.wait_job(&job_of(&answer));
+    assert_eq!(ended["state"], "indexed", "{ended}");
+    let search = |who: &Client, body: Value| {
+        who.post(
+            "/v1/search",
+            "application/json",
+            body.to_string().as_bytes(),
+        )
+    };
+    let query = "Install the tide gauge on the north pier";
+    let (status, with) = search(
+        &alice,
+        json!({"query": query, "locator": "survey-report.pdf", "positions": true}),
+    );
+    assert_eq!(status, 200, "{with}");
+    let hit = with["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["locator"] == "survey-report.pdf#page=2")
+        .unwrap_or_else(|| panic!("no page-2 hit: {with}"));
+    let boxes = hit["boxes"].as_array().unwrap_or_else(|| panic!("{hit}"));
+    assert!(
+        !boxes.is_empty() && boxes.iter().all(|b| b["page"] == 2),
+        "{hit}"
+    );
+    // The tool over HTTP gives the same boxes for the same hit.
+    let (_, tool) = alice.post(
+        "/v1/tools/search_documents",
+        "application/json",
+        json!({"query": query, "locator": "survey-report.pdf", "positions": true})
+            .to_string()
+            .as_bytes(),
+    );
+    let tool_hit = tool["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["locator"] == "survey-report.pdf#page=2")
+        .unwrap_or_else(|| panic!("{tool}"));
+    assert_eq!(tool_hit["boxes"], hit["boxes"], "{tool}");
+    let (status, without) = search(
+        &alice,
+        json!({"query": query, "locator": "survey-report.pdf"}),
+    );
+    assert_eq!(status, 200, "{without}");
+    assert!(
+        !without.to_string().contains("boxes"),
+        "opt-in only: {without}"
+    );
+
+    let (status, old) = search(
+        &alice,
+        json!({"query": query, "filters": {"locator": "survey-report.pdf"}}),
+    );
+    assert_eq!(status, 400, "{old}");
+    assert!(old.to_string().contains("filters"), "{old}");
+    let (status, paged) = search(&alice, json!({"query": query, "max_chars": 500}));
+    assert_eq!(status, 400, "{paged}");
+    assert!(paged.to_string().contains("search_documents"), "{paged}");
+    let (status, many) = search(&alice, json!({"query": query, "limit": 51}));
+    assert_eq!(status, 400, "{many}");
+    assert!(many.to_string().contains("between 1 and 50"), "{many}");
+
+    // Tags are bounded alike on both faces: 33 are refused before any search runs.
+    let tags: serde_json::Map<String, Value> =
+        (0..33).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let (status, too_many) = search(&alice, json!({"query": query, "tags": tags}));
+    assert_eq!(status, 400, "{too_many}");
+    assert!(too_many.to_string().contains("at most 32"), "{too_many}");
+    let (_, tool_many) = alice.post(
+        "/v1/tools/search_documents",
+        "application/json",
+        json!({"query": query, "tags": tags}).to_string().as_bytes(),
+    );
+    assert!(tool_many.to_string().contains("at most 32"), "{tool_many}");
+
+    // Bob asking under Alice's file is told what he is told of a file nobody has.
+    let (theirs_status, theirs) = search(
+        &bob,
+        json!({"query": query, "locator": "survey-report.pdf"}),
+    );
+    let (missing_status, missing) =
+        search(&bob, json!({"query": query, "locator": "no-such-file.pdf"}));
+    assert_eq!(
+        (theirs_status, missing_status),
+        (404, 404),
+        "{theirs} / {missing}"
+    );
+    assert_eq!(
+        theirs.to_string().replace("survey-report.pdf", "X"),
+        missing.to_string().replace("no-such-file.pdf", "X")
+    );
+    assert!(service.stop().success());
 }

@@ -435,54 +435,10 @@ pub(crate) struct SearchArgs {
     /// What to look for, in plain words.
     #[arg(required = true)]
     pub(crate) query: Vec<String>,
-    /// How many hits to print.
-    #[arg(short = 'n', long, default_value_t = 5)]
-    pub(crate) limit: usize,
-    /// Show only hits whose relevance (the cosine similarity of meaning, or the BM25
-    /// score / 80 when higher; the JSON's `relevance`) is at least this. Default: none —
-    /// every hit tied to the query is shown, weak ones marked "(low confidence)"
-    /// (docs/CLI.md, "Scores").
-    #[arg(long, value_name = "S", allow_negative_numbers = true)]
-    pub(crate) min_score: Option<f32>,
-    /// How hits are ranked: hybrid (meaning and exact words fused), keyword (BM25 over
-    /// words, file and section names; loads no model) or dense (meaning only).
-    #[arg(short, long, default_value_t = SearchMode::Hybrid, value_name = "MODE")]
-    pub(crate) mode: SearchMode,
-    /// Only under this folder, archive (at any depth) or file: a path as typed (relative,
-    /// ~/…) or a locator.
-    #[arg(short, long)]
-    pub(crate) locator: Option<String>,
-    /// Only what was indexed from this registered source (`ingest source list`).
-    #[arg(long, value_name = "NAME")]
-    pub(crate) source: Option<String>,
-    /// Only objects of this type: text, image, videostream, audiostream, other.
-    #[arg(short = 't', long = "type", value_name = "TYPE")]
-    pub(crate) content_type: Option<String>,
-    /// card: only file cards (a file's name, folder, type, title, author, outline); passage:
-    /// only text from inside files. Both by default.
-    #[arg(short, long, value_name = "KIND")]
-    pub(crate) kind: Option<String>,
-    /// Only these 1-based physical pages: 47 or 40-47.
-    #[arg(short, long)]
-    pub(crate) pages: Option<String>,
-    /// Only this section (an id such as s12 from `ingest browse FILE`), with --locator FILE.
-    #[arg(short, long)]
-    pub(crate) section: Option<String>,
-    /// Only this spreadsheet sheet.
-    #[arg(long)]
-    pub(crate) sheet: Option<String>,
-    /// Only this 1-based slide.
-    #[arg(long)]
-    pub(crate) slide: Option<u32>,
-    /// Also print each hit's line boxes on its page (PDF points, origin bottom-left).
-    #[arg(long)]
-    pub(crate) positions: bool,
-    /// Whose file, when two you may read share a locator: an `owner` an earlier answer
-    /// showed (e.g. "bob (shared)").
-    #[arg(long)]
-    pub(crate) owner: Option<String>,
+    /// Every other flag is an argument of the `search_documents` tool, declared once with it
+    /// (`ingest::tools::SearchArgs`): the same names and checks as over MCP and HTTP.
     #[command(flatten)]
-    pub(crate) budget: Budget,
+    pub(crate) tool: ingest::tools::SearchArgs,
 }
 
 /// The answer's budget and where to continue, for every tool command.

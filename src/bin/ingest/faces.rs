@@ -32,21 +32,8 @@ pub(crate) fn locator(typed: &str) -> anyhow::Result<String> {
 pub(crate) fn search(common: &Common, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let call = ToolCall::SearchDocuments(tools::SearchArgs {
         query: args.query.join(" "),
-        limit: Some(args.limit),
-        min_score: args.min_score,
-        mode: Some(args.mode),
-        locator: args.locator.as_deref().map(locator).transpose()?,
-        source: args.source.clone(),
-        owner: args.owner.clone(),
-        content_type: args.content_type.clone(),
-        kind: args.kind.clone(),
-        pages: args.pages.clone(),
-        section: args.section.clone(),
-        sheet: args.sheet.clone(),
-        slide: args.slide,
-        positions: args.positions,
-        max_chars: args.budget.max_chars,
-        cursor: args.budget.cursor.clone(),
+        locator: args.tool.locator.as_deref().map(locator).transpose()?,
+        ..args.tool.clone()
     });
     run(common, &call, crate::linger::host(common)?, false)
 }
