@@ -143,6 +143,11 @@ pub struct SearchArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long)]
     pub slide: Option<u32>,
+    /// `true`: only files shared with the whole mandate (colleagues' and your own shared
+    /// uploads); `false`: only files that are not shared (your own). Absent: both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "BOOL")]
+    pub shared: Option<bool>,
     /// Only files uploaded with these tags, every one of them: `{"team": "ops"}` (on the
     /// command line `team=ops,case=17`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

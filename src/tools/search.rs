@@ -87,6 +87,7 @@ fn filter(ingestor: &Ingestor, view: &View, args: &SearchArgs) -> Result<SearchF
     }
     f.sheet = args.sheet.clone();
     f.slide = args.slide;
+    f.shared = args.shared;
     if let Some(tags) = &args.tags {
         f.tags = crate::uploads::encode_tags(&tags.0).map_err(|e| match e {
             crate::Error::Upload(why) => ToolError::Invalid(format!("tags: {why}")),

@@ -961,6 +961,60 @@ fn service_search_takes_the_tools_arguments() {
     );
     assert!(tool_many.to_string().contains("at most 32"), "{tool_many}");
 
+    // `shared` narrows to the mandate's shared files, or to one's own unshared ones.
+    let notice = b"Harbour notice: the slipway at Skerry Point closes for repairs in May.\n";
+    let (status, answer) = alice.post(
+        "/v1/files?name=notice.txt&shared=true",
+        "application/octet-stream",
+        notice,
+    );
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(alice.wait_job(&job_of(&answer))["state"], "indexed");
+    let (status, answer) = bob.upload(
+        "bob-notes.txt",
+        b"Bob's notes: the slipway repairs need timber.\n",
+    );
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(bob.wait_job(&job_of(&answer))["state"], "indexed");
+    let files_of = |answer: &Value| -> Vec<String> {
+        let mut files: Vec<String> = answer["hits"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|h| {
+                h["locator"]
+                    .as_str()
+                    .unwrap()
+                    .split('#')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    };
+    let slipway = |shared: Option<bool>| {
+        let mut body = json!({"query": "slipway repairs", "limit": 10});
+        if let Some(shared) = shared {
+            body["shared"] = json!(shared);
+        }
+        let (status, http) = search(&bob, body.clone());
+        assert_eq!(status, 200, "{http}");
+        let (status, tool) = bob.post(
+            "/v1/tools/search_documents",
+            "application/json",
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{tool}");
+        assert_eq!(files_of(&http), files_of(&tool), "{http} / {tool}");
+        files_of(&http)
+    };
+    assert_eq!(slipway(None), ["bob-notes.txt", "notice.txt"]);
+    assert_eq!(slipway(Some(true)), ["notice.txt"]);
+    assert_eq!(slipway(Some(false)), ["bob-notes.txt"]);
+
     // Bob asking under Alice's file is told what he is told of a file nobody has.
     let (theirs_status, theirs) = search(
         &bob,

@@ -70,7 +70,7 @@ CALL_TIMEOUT_S = 300
 TOOLS = {
     "search_documents": ["query", "limit", "min_score", "mode", "locator", "source", "owner",
                          "content_type",
-                         "kind", "pages", "section", "sheet", "slide", "tags", "positions", "max_chars",
+                         "kind", "pages", "section", "sheet", "slide", "shared", "tags", "positions", "max_chars",
                          "cursor"],
     "browse_container": ["locator", "owner", "section", "max_chars", "cursor"],
     "read_content_objects": ["locator", "owner", "pages", "section", "content_type", "sheet", "rows",
