@@ -11,7 +11,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ingest::extractors::{detect, extract, ExtractInput, Extractor, Locator};
 use ingest::{find_model_dir, ChunkingConfig, IsolationConfig, Limits, ModelVariant, Scope};
 use ingest_embed::{load_embedder, load_tokenizer, Chunker};
-use ingest_index::{Catalog, CatalogEntry, SqliteCatalog};
+use ingest_index::prelude::*;
+use ingest_index::{CatalogEntry, SqliteCatalog};
 use ingest_isolation::{InProcess, WorkerPool};
 use ingest_unpack::{Leaf, Unpacker};
 

@@ -11,8 +11,9 @@
 
 use std::time::Instant;
 
+use ingest_index::prelude::*;
 use ingest_index::testkit::{fill_catalog, generated_entry};
-use ingest_index::{Catalog, SqliteCatalog};
+use ingest_index::SqliteCatalog;
 
 fn main() -> ingest::Result<()> {
     let mut args = std::env::args().skip(1);

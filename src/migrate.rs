@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::index::objects::ContentRecord;
-use crate::index::{Catalog, CatalogUrl, EntryStatus, Holders, PgCatalog};
+use crate::index::{
+    CatalogContents, CatalogEntries, CatalogRecords, CatalogUrl, EntryStatus, Holders, PgCatalog,
+};
 use crate::{Config, Ingestor};
 
 /// What a migration moved.

@@ -235,7 +235,7 @@ impl<'a> ScopeCatalog<'a> {
     }
 
     /// Write content `hash`'s index and object pack, then record `entry`, in one step
-    /// ([`Catalog::write_content_and_put`]). Nothing is recorded when the write fails.
+    /// ([`CatalogContents::write_content_and_put`]). Nothing is recorded when the write fails.
     pub(super) fn write_content_and_put(
         &self,
         hash: &str,

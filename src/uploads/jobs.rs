@@ -348,7 +348,7 @@ pub(crate) fn records_dir(data: &DataDir) -> PathBuf {
 }
 
 /// Write `record` durably: where every node reads it when the catalog is the queue of many
-/// nodes ([`crate::index::Catalog::shares_jobs`]: its row there is the record), else in the
+/// nodes ([`crate::index::CatalogJobs::shares_jobs`]: its row there is the record), else in the
 /// data dir (a temporary file renamed over the old one, both synced). `node` is the node
 /// running the job (`None` when accepting it): a shared record is written only while that
 /// node holds the job; `Ok(false)` when another node took it over (or it has ended).

@@ -16,7 +16,7 @@
 //! (a folder sync, an on-demand extraction) waits for its scope: run slots are served in
 //! turn, so a steady stream of uploads cannot keep the others out.
 //!
-//! With a catalog shared by many nodes ([`crate::index::Catalog::shares_jobs`]) the catalog
+//! With a catalog shared by many nodes ([`crate::index::CatalogJobs::shares_jobs`]) the catalog
 //! is the queue: an accepted job is a row nobody holds; a node claims rows under a lease
 //! (the node that received the upload first, right away; any node with room, every quarter
 //! of a lease), renews the lease of what it holds while it runs, and runs what it claimed as
@@ -208,7 +208,7 @@ impl Shared {
         let Some(feed) = run.feed.as_ref() else {
             return; // closing: the next run takes them
         };
-        if !run.sent.is_empty() && self.ing.runs.wanted(key) {
+        if !run.sent.is_empty() && self.ing.runs().wanted(key) {
             // Another run (a sync, an on-demand extraction) waits for this scope: no more
             // jobs for this run, so that it ends and the other goes; the next run takes them.
             // (A run given none yet may be the one waiting: it takes them, in its turn.)
@@ -582,7 +582,7 @@ impl Shared {
         }
         self.pump(&mut state, key);
         let idle = state.queues.get(key).is_none_or(VecDeque::is_empty);
-        let yielding = self.ing.runs.wanted(key);
+        let yielding = self.ing.runs().wanted(key);
         if let Some(run) = state.runs.get_mut(key) {
             if run.running.is_empty() && (idle || yielding) {
                 run.feed = None; // the run finishes and ends

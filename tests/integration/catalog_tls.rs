@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ingest::CatalogUrl;
+use ingest_index::prelude::*;
 use ingest_index::testkit::{catalog_tls_version, PostgresServer};
-use ingest_index::{Catalog, PgCatalog};
+use ingest_index::PgCatalog;
 
 /// Run `openssl ARGS` in `dir`; its exit code and output said when it fails.
 fn openssl(dir: &Path, args: &[&str]) {

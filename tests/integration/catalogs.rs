@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use ingest::testing::catalog_access_property;
 use ingest::CatalogUrl;
+use ingest_index::prelude::*;
 use ingest_index::testkit::{catalog_conformance, PostgresServer, QdrantServer, QDRANT_SKIPPED};
-use ingest_index::{Catalog, SqliteCatalog};
+use ingest_index::SqliteCatalog;
 use serde_json::{json, Value};
 
 use crate::util::{json_lines, Sandbox};

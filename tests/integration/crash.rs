@@ -21,7 +21,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::util::*;
-use ingest_index::{Catalog, IndexRead};
+use ingest_index::prelude::*;
+use ingest_index::IndexRead;
 
 /// Passes of a site to kill at: the first few, then sparser (a site can pass dozens of times).
 const SCHEDULE: &[u64] = &[1, 2, 3, 5, 8, 13, 21, 34, 55, 89];

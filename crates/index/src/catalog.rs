@@ -703,7 +703,7 @@ impl Db {
         self.or_fail(r.map(|_| ()), ());
     }
 
-    /// See [`Catalog::record_once`]; committed at once (with what was written before it).
+    /// See [`CatalogRecords::record_once`]; committed at once (with what was written before it).
     pub fn record_once(&self, key: &str, value: &str) -> Result<String> {
         let key = format!("record:{key}");
         if self.begin() {
@@ -905,7 +905,7 @@ impl Db {
 
     /// The contents held by indexed entries of `scope` whose locator starts with `prefix`
     /// that another indexed entry of `scope` holds too (at most `max`, in hash order): the
-    /// contents whose points may not name the files under `prefix` ([`Catalog::repeated_under`]).
+    /// contents whose points may not name the files under `prefix` ([`CatalogEntries::repeated_under`]).
     pub fn repeated_under(&self, scope: &Scope, prefix: &str, max: usize) -> Vec<String> {
         let Some(id) = self.scope_id(scope) else {
             return Vec::new();
@@ -1313,7 +1313,7 @@ impl Db {
     }
 }
 
-/// An upload job's row in a shared catalog ([`Catalog::put_job`]).
+/// An upload job's row in a shared catalog ([`CatalogJobs::put_job`]).
 #[derive(Debug, Clone, Copy)]
 pub struct JobRow<'a> {
     /// The job's id.
@@ -1341,11 +1341,19 @@ pub fn shared_holder_name(catalog: &dyn Catalog) -> Result<String> {
 }
 
 /// What the pipeline, the tools, the upload queue and the workflows know of the catalog:
-/// the one interface to it. Every operation takes what it needs for itself (no lock is
-/// handed out); those that must see and change the catalog in one step across scopes
-/// (write a content index and record its file; drop a content index nobody holds) are
-/// single operations. [`SqliteCatalog`] is the embedded implementation.
-pub trait Catalog: Send + Sync {
+/// the one interface to it, its four concerns together ([`CatalogRecords`],
+/// [`CatalogJobs`], [`CatalogEntries`], [`CatalogContents`]; every type implementing the
+/// four is a `Catalog`). Every operation takes what it needs for itself (no lock is handed
+/// out); those that must see and change the catalog in one step across scopes (write a
+/// content index and record its file; drop a content index nobody holds) are single
+/// operations. [`SqliteCatalog`] is the embedded implementation, `PgCatalog` the shared
+/// one; the conformance suite (`testkit.rs`) checks both.
+pub trait Catalog: CatalogRecords + CatalogJobs + CatalogEntries + CatalogContents {}
+
+impl<T: CatalogRecords + CatalogJobs + CatalogEntries + CatalogContents> Catalog for T {}
+
+/// The node's own records: commits and the write-ahead log, the last run, what the index is made of (`record_once`).
+pub trait CatalogRecords: Send + Sync {
     /// Commit what was written since the last save (a checkpoint). A failure of the database
     /// since then is returned here.
     fn save(&self) -> Result<()>;
@@ -1358,8 +1366,18 @@ pub trait Catalog: Send + Sync {
     /// The last run that ended, if any.
     fn last_run(&self) -> Option<LastRun>;
 
+    fn set_last_run(&self, run: LastRun);
+
+    /// The value recorded under `key` (how the index is made: its store, model, recipe),
+    /// recording `value` first if nothing is: the first writer's value stands, so every node
+    /// of a shared catalog learns what the first one made it with.
+    fn record_once(&self, key: &str, value: &str) -> Result<String>;
+}
+
+/// The upload queue several nodes share (the embedded catalog keeps none: its node's data dir holds the job files).
+pub trait CatalogJobs: Send + Sync {
     /// Whether this catalog is the upload queue of many nodes: job records live in it
-    /// ([`Catalog::put_job`]) and every node claims jobs from it ([`Catalog::claim_jobs`]).
+    /// ([`CatalogJobs::put_job`]) and every node claims jobs from it ([`CatalogJobs::claim_jobs`]).
     /// The embedded catalog is not: its node's data dir keeps the job files.
     fn shares_jobs(&self) -> bool {
         false
@@ -1378,7 +1396,7 @@ pub trait Catalog: Send + Sync {
         Ok(false)
     }
 
-    /// The record [`Catalog::put_job`] keeps for job `id`, if any.
+    /// The record [`CatalogJobs::put_job`] keeps for job `id`, if any.
     fn job(&self, _id: &str) -> Option<String> {
         None
     }
@@ -1410,14 +1428,10 @@ pub trait Catalog: Send + Sync {
     fn open_jobs(&self, _scopes: &[String]) -> Result<u64> {
         Ok(0)
     }
+}
 
-    fn set_last_run(&self, run: LastRun);
-
-    /// The value recorded under `key` (how the index is made: its store, model, recipe),
-    /// recording `value` first if nothing is: the first writer's value stands, so every node
-    /// of a shared catalog learns what the first one made it with.
-    fn record_once(&self, key: &str, value: &str) -> Result<String>;
-
+/// What each scope holds, file by file: entries, their holders and members, counts.
+pub trait CatalogEntries: Send + Sync {
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry>;
 
     /// Insert or replace an entry. A member's tags are its upload's: the set is stored once
@@ -1526,7 +1540,10 @@ pub trait Catalog: Send + Sync {
     fn members_of(&self, scope: &Scope, parent: &str) -> Vec<CatalogEntry>;
 
     fn stats(&self, scope: Option<&Scope>) -> CatalogStats;
+}
 
+/// The content indexes and object packs, shared by every scope holding the same bytes; writing one and recording its file is one step.
+pub trait CatalogContents: Send + Sync {
     /// The object pack of content `hash` (see `super::objects`), if stored.
     fn pack(&self, hash: &str) -> Result<Option<PackReader>>;
 
@@ -1581,7 +1598,7 @@ impl SqliteCatalog {
     }
 }
 
-impl Catalog for SqliteCatalog {
+impl CatalogRecords for SqliteCatalog {
     fn save(&self) -> Result<()> {
         self.db().save()
     }
@@ -1601,7 +1618,11 @@ impl Catalog for SqliteCatalog {
     fn record_once(&self, key: &str, value: &str) -> Result<String> {
         self.db().record_once(key, value)
     }
+}
 
+impl CatalogJobs for SqliteCatalog {}
+
+impl CatalogEntries for SqliteCatalog {
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
         self.db().get(scope, locator)
     }
@@ -1682,7 +1703,9 @@ impl Catalog for SqliteCatalog {
     fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
         self.db().stats(scope)
     }
+}
 
+impl CatalogContents for SqliteCatalog {
     fn pack(&self, hash: &str) -> Result<Option<PackReader>> {
         let path = self.db().pack_path(hash);
         if !path.is_file() {

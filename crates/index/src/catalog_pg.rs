@@ -5,7 +5,7 @@
 //! What differs from the embedded catalog ([`super::SqliteCatalog`]), and why:
 //! - Every write commits by itself (a statement, or a short transaction where it must see
 //!   and change rows in one step): a transaction held open until the next checkpoint would
-//!   hold row locks other nodes wait on. [`Catalog::save`] returns the first failure since
+//!   hold row locks other nodes wait on. [`CatalogRecords::save`] returns the first failure since
 //!   the last save, as the embedded catalog does.
 //! - Rows name their scope and tag set by key (the scope's key, the blake3 of the tag set),
 //!   not by an id cached in memory: another node may add or drop a scope at any time.
@@ -35,11 +35,12 @@ use extractors::{FileContentIndex, Scope};
 use postgres::Client;
 
 use super::catalog::{
-    bounded_holders, entry_of_row, to_i64, to_u64, CatalogEntry, CatalogStats, LastRun,
+    bounded_holders, entry_of_row, to_i64, to_u64, CatalogContents, CatalogEntries, CatalogEntry,
+    CatalogJobs, CatalogRecords, CatalogStats, LastRun,
 };
 use super::objects::{ContentRecord, PackReader};
 use super::pg_tls::{take_tls_params, Manager, Tls};
-use super::{Catalog, Holders, JobRow};
+use super::{Holders, JobRow};
 use crate::error::{Error, Result};
 
 /// The schema, by version: each step applied once, in order, in one transaction.
@@ -159,7 +160,7 @@ CREATE INDEX ingest_jobs_open ON ingest_jobs (seq) WHERE ended_at IS NULL;
 const QUEUE_LOCK: i64 = 0x696e_6765_7374_0002;
 
 /// Claim up to `$3` open jobs for node `$1` under a lease of `$2` seconds (see
-/// [`Catalog::claim_jobs`]); run under [`QUEUE_LOCK`].
+/// [`CatalogJobs::claim_jobs`]); run under [`QUEUE_LOCK`].
 const CLAIM: &str = "
 UPDATE ingest_jobs j SET owner = $1, lease_until = now() + make_interval(secs => $2)
 FROM (
@@ -425,7 +426,7 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 }
 
 impl PgCatalog {
-    /// The value [`Catalog::record_once`] recorded under `key`, if any (nothing written).
+    /// The value [`CatalogRecords::record_once`] recorded under `key`, if any (nothing written).
     pub fn recorded(&self, key: &str) -> Result<Option<String>> {
         let key = format!("record:{key}");
         self.try_call(|c| {
@@ -657,7 +658,7 @@ fn put_on(
     Ok(())
 }
 
-impl Catalog for PgCatalog {
+impl CatalogRecords for PgCatalog {
     fn save(&self) -> Result<()> {
         if let Some(reason) = crate::lock(&self.failed).take() {
             return Err(self.error(reason));
@@ -688,6 +689,20 @@ impl Catalog for PgCatalog {
         })
     }
 
+    fn record_once(&self, key: &str, value: &str) -> Result<String> {
+        let key = format!("record:{key}");
+        self.try_call(|c| {
+            c.execute(
+                "INSERT INTO ingest_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                &[&key, &value],
+            )?;
+            c.query_one("SELECT value FROM ingest_meta WHERE key = $1", &[&key])?
+                .try_get(0)
+        })
+    }
+}
+
+impl CatalogJobs for PgCatalog {
     fn shares_jobs(&self) -> bool {
         true
     }
@@ -795,19 +810,9 @@ impl Catalog for PgCatalog {
             .map(|_| ())
         })
     }
+}
 
-    fn record_once(&self, key: &str, value: &str) -> Result<String> {
-        let key = format!("record:{key}");
-        self.try_call(|c| {
-            c.execute(
-                "INSERT INTO ingest_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-                &[&key, &value],
-            )?;
-            c.query_one("SELECT value FROM ingest_meta WHERE key = $1", &[&key])?
-                .try_get(0)
-        })
-    }
-
+impl CatalogEntries for PgCatalog {
     fn get(&self, scope: &Scope, locator: &str) -> Option<CatalogEntry> {
         let key = scope.key();
         self.query_entries("e.scope = $1 AND e.locator = $2", &[&key, &locator])
@@ -1077,7 +1082,9 @@ impl Catalog for PgCatalog {
         });
         CatalogStats::from_counts(by_status, distinct, chunks.saturating_add(cards))
     }
+}
 
+impl CatalogContents for PgCatalog {
     fn pack(&self, hash: &str) -> Result<Option<PackReader>> {
         let path = self.cached_pack(hash);
         if !path.is_file() {

@@ -50,10 +50,16 @@ use extractors::Scope;
 
 pub use catalog::{entry_card_key, shared_holder_name, MAX_HOLDERS};
 pub use catalog::{
-    holder_rank, Catalog, CatalogEntry, CatalogStats, EntryStatus, JobRow, LastRun, ShadowedMember,
-    SqliteCatalog,
+    holder_rank, Catalog, CatalogContents, CatalogEntries, CatalogEntry, CatalogJobs,
+    CatalogRecords, CatalogStats, EntryStatus, JobRow, LastRun, ShadowedMember, SqliteCatalog,
 };
 pub use catalog_pg::{CatalogUrl, PgCatalog};
+
+/// The catalog's four traits, for code that calls them on a concrete catalog
+/// (`use ingest_index::prelude::*`); through `dyn Catalog` they need no import.
+pub mod prelude {
+    pub use crate::catalog::{CatalogContents, CatalogEntries, CatalogJobs, CatalogRecords};
+}
 pub use catalog_pg::{PgResult, PgSession};
 pub use confidence::{Confidence, Evidence};
 pub use edge::EdgeIndex;

@@ -155,7 +155,7 @@ pub fn repair(catalog: &dyn Catalog, store: &dyn VectorIndex) -> Result<RepairRe
 mod tests {
     use super::*;
     use crate::testing::{chunks, inventory};
-    use crate::{CatalogEntry, EdgeIndex, EntryStatus, ServerIndex, SqliteCatalog};
+    use crate::{CatalogEntries, CatalogEntry, EdgeIndex, EntryStatus, ServerIndex, SqliteCatalog};
     use extractors::Scope;
 
     fn indexed(locator: &str, hash: &str, chunks: u32, parent: Option<&str>) -> CatalogEntry {

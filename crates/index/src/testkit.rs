@@ -11,7 +11,9 @@
 
 use std::io::Write;
 
-use crate::{Catalog, CatalogEntry, EntryStatus, PgCatalog, SqliteCatalog};
+use crate::{
+    Catalog, CatalogEntries, CatalogEntry, CatalogRecords, EntryStatus, PgCatalog, SqliteCatalog,
+};
 
 /// A real Qdrant server for tests: one node or a 3-node cluster on loopback, started from
 /// the provisioned binary in a temporary folder and stopped when dropped; or the server at
