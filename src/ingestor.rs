@@ -32,7 +32,7 @@ pub struct Ingestor {
 impl std::fmt::Debug for Ingestor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ingestor")
-            .field("data_dir", &self.config.data_dir)
+            .field("data_dir", &self.config().data_dir)
             .finish()
     }
 }
@@ -61,8 +61,30 @@ impl Ingestor {
         Self::open_as(config, true)
     }
 
+    /// [`Ingestor::open`] with `models` in place of the provisioned ones (unit tests: the
+    /// fake model).
+    #[cfg(test)]
+    pub(crate) fn open_with_models(
+        config: Config,
+        models: crate::services::GivenModels,
+    ) -> Result<Self> {
+        Self::open_as_with(config, false, models)
+    }
+
     fn open_as(config: Config, model_change: bool) -> Result<Self> {
-        let services = Services::open(config, model_change)?;
+        Self::open_as_with(
+            config,
+            model_change,
+            crate::services::GivenModels::default(),
+        )
+    }
+
+    fn open_as_with(
+        config: Config,
+        model_change: bool,
+        models: crate::services::GivenModels,
+    ) -> Result<Self> {
+        let services = Services::open(config, model_change, models)?;
         let workflow_records = crate::workflow::WorkflowRecords::new(
             services.data_dir(),
             services.config().catalog.as_ref(),
@@ -145,7 +167,7 @@ impl Ingestor {
             crate::records::record_store(&config.data_dir, Some(server))?;
         }
         let ingestor = Ingestor::open(config)?;
-        let _whole_index = ingestor.runs.exclusive();
+        let _whole_index = ingestor.runs().exclusive();
         let store = ingestor.store()?;
         let mut batch = Vec::with_capacity(IMPORT_BATCH);
         let mut imported = 0u64;
@@ -230,7 +252,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ingestor = Ingestor::open(Config::new(dir.path().join("data"))).unwrap();
         let lib = ingestor
-            .extract_options
+            .extract_options()
             .pdfium_library
             .clone()
             .expect("libpdfium.so in the model folder: run `make models`");
@@ -251,6 +273,6 @@ mod tests {
         let mut config = Config::new(dir.path().join("data2"));
         config.model_dir = Some(bare);
         let ingestor = Ingestor::open(config).unwrap();
-        assert_eq!(ingestor.extract_options.pdfium_library, None);
+        assert_eq!(ingestor.extract_options().pdfium_library, None);
     }
 }

@@ -110,7 +110,7 @@ impl Ingestor {
                 "multilingual vectors are off (--no-multilingual, or the index model is multilingual itself)".into(),
             ));
         }
-        let _whole_index = self.runs.exclusive();
+        let _whole_index = self.runs().exclusive();
         let store = self.store()?;
         if !store.multilingual_space() {
             return Err(Error::Config(
@@ -176,14 +176,14 @@ impl Ingestor {
     /// each batch.
     pub fn reindex(&self, progress: &mut dyn FnMut(&ReindexProgress)) -> Result<ReindexReport> {
         let started = Instant::now();
-        if self.config.catalog.is_some() {
+        if self.config().catalog.is_some() {
             return Err(Error::Config(
                 "reindex works on an embedded catalog only: the nodes of a shared catalog would have to change model and recipe together (not supported yet)".into(),
             ));
         }
-        let _whole_index = self.runs.exclusive();
+        let _whole_index = self.runs().exclusive();
         let data_dir = self.data_dir().to_path_buf();
-        let target = Recipe::of(&self.config.chunking);
+        let target = Recipe::of(&self.config().chunking);
         let has_content = self.records_may_predate_content();
         let from = crate::records::recorded_recipe(&data_dir, has_content)?
             .map_or_else(|| "nothing (a new index)".to_string(), |r| r.describe());

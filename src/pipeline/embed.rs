@@ -59,7 +59,7 @@ pub(super) struct EmbedStage<'r> {
 
 impl<'r> EmbedStage<'r> {
     pub(super) fn new(run: &'r Run<'r>) -> Self {
-        let config = &run.ing.config;
+        let config = run.ing.config();
         EmbedStage {
             run,
             batch_size: config.embed_batch.max(1) * LENGTH_BUCKETS,
@@ -173,7 +173,7 @@ impl<'r> EmbedStage<'r> {
                 self.run.stage(&meta.locator, FileStage::Embedding);
                 self.run
                     .ing
-                    .progress
+                    .progress()
                     .waiting(&meta.locator, (stored.len() - restored) as u64);
                 batcher.push((meta, content), stored);
                 true
@@ -246,7 +246,7 @@ impl<'r> EmbedStage<'r> {
                     continue;
                 };
                 let file = first.locators.first().map_or("", String::as_str);
-                self.run.ing.progress.embedded(file, chunks.len() as u64);
+                self.run.ing.progress().embedded(file, chunks.len() as u64);
                 if !completed
                     .iter()
                     .any(|((m, _), _)| m.hash == first.content_hash)
@@ -411,11 +411,10 @@ mod tests {
 
     #[test]
     fn a_failing_model_fails_the_run_and_no_sender_is_left_blocked() {
-        let b = Bench::new();
+        let b = Bench::with_embedder(Arc::new(BrokenModel));
         let items: Vec<IndexItem> = (0..6)
             .map(|i| b.content(&format!("{i}.md"), &format!("Note {i} on the mill race.\n")))
             .collect();
-        *lock(&b.ing.embedder) = Some(Arc::new(BrokenModel));
         let stop = AtomicBool::new(false);
         let (run, _events) = b.run(&stop);
         let (item_tx, item_rx) = bounded(0);

@@ -104,7 +104,7 @@ pub(super) fn write_entry_cards(
     pass: Pass,
 ) -> Result<u64> {
     delete_retired_cards(ing, catalog)?;
-    if !ing.config.chunking.file_cards {
+    if !ing.config().chunking.file_cards {
         catalog.forget_noted();
         return Ok(0);
     }

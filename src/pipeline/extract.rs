@@ -48,7 +48,7 @@ pub(super) struct ExtractStage<'r> {
 
 impl<'r> ExtractStage<'r> {
     pub(super) fn new(run: &'r Run<'r>) -> Self {
-        let threads = match run.ing.config.extract_threads {
+        let threads = match run.ing.config().extract_threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
@@ -158,10 +158,10 @@ impl<'r> ExtractStage<'r> {
                 locator: &work.locator,
                 file_hash: &hash,
                 detected: &work.detected,
-                options: &self.run.ing.extract_options,
+                options: self.run.ing.extract_options(),
             };
             // Errors, panics, aborts and hangs of a parser are all this file's failure.
-            self.run.ing.extractor.extract(&input)
+            self.run.ing.extractor().extract(&input)
         });
         let extraction = match extracted {
             Ok(x) => x,
@@ -204,7 +204,7 @@ impl<'r> ExtractStage<'r> {
             Ok(c) => c,
             Err(e) => return self.run.fail_run(e),
         };
-        let max_chunks = self.run.ing.config.chunking.max_file_chunks;
+        let max_chunks = self.run.ing.config().chunking.max_file_chunks;
         let chunked = self
             .chunk_time
             .time(|| chunker.chunk_file(&loc, &content_index, &extraction.objects, max_chunks));
@@ -222,7 +222,7 @@ impl<'r> ExtractStage<'r> {
         };
         self.run
             .ing
-            .progress
+            .progress()
             .read(work.bytes.len() as u64, chunks.len() as u64);
         // From here on the file weighs what its chunks hold, not its bytes.
         let Work { bytes, permit, .. } = work;

@@ -259,12 +259,12 @@ pub(crate) fn run_in_turn(
     // and before the run marks the index as being written (a refused run leaves nothing to
     // repair).
     let has_content = services.records_may_predate_content();
-    let recipe = crate::embed::Recipe::of(&services.config.chunking);
+    let recipe = crate::embed::Recipe::of(&services.config().chunking);
     crate::records::check_recipe(services.data_dir(), &recipe, has_content)?;
-    if services.config.catalog.is_some() {
+    if services.config().catalog.is_some() {
         crate::records::agree_on_recipe(services.catalog(), &recipe)?;
     }
-    let slot = services.runs.begin(services.data_dir(), scope)?;
+    let slot = services.runs().begin(services.data_dir(), scope)?;
     let report = run(services, inputs, scope, progress, stop, keep_lines);
     slot.end(report.is_ok())?;
     report
@@ -284,9 +284,9 @@ fn run(
 ) -> Result<IngestReport> {
     let started = Instant::now();
     let (report_tx, report_rx) = unbounded::<Event>();
-    ing.progress.start();
+    ing.progress().start();
     let run = Run::new(ing, scope, stop, report_tx);
-    let cap = ing.config.channel_capacity;
+    let cap = ing.config().channel_capacity;
     let (leaf_tx, leaf_rx) = bounded::<Work>(cap);
     // Extracted files wait in `gated` holding their permits; the hand-off to the embed
     // stage is a rendezvous, so every file waiting for it is counted in the byte budget.
@@ -340,7 +340,7 @@ fn run(
         return Err(e);
     }
     let mut optimize = Duration::ZERO;
-    if let Some(store) = lock(&ing.store).as_ref() {
+    if let Some(store) = ing.opened_store() {
         store.flush();
         let started = Instant::now();
         if let Err(e) = store.optimize() {

@@ -75,7 +75,7 @@ impl<'a> Run<'a> {
             stop,
             entry_cards: AtomicU64::new(0),
             containers: Mutex::new(Vec::new()),
-            gate: ByteGate::new(ing.config.in_flight_bytes),
+            gate: ByteGate::new(ing.config().in_flight_bytes),
             handoff: LeafHandoff::default(),
         }
     }

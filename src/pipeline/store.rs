@@ -50,7 +50,7 @@ impl<'r> StoreStage<'r> {
             run,
             waiting_dups: HashMap::new(),
             unfinished: std::collections::HashSet::new(),
-            checkpoint_every: run.ing.config.checkpoint_interval,
+            checkpoint_every: run.ing.config().checkpoint_interval,
             saved_at: (Instant::now(), Duration::ZERO),
             tally: StoreTally::default(),
         }

@@ -15,7 +15,7 @@ use super::{Event, FileMeta, IndexItem, Work};
 use crate::embed::fake::{fake_chunker, FakeEmbedder};
 use crate::index::{IndexQuery, SearchFilter};
 use crate::report::{FileReport, FileStatus};
-use crate::{lock, Config, IngestReport, Ingestor, Input};
+use crate::{Config, IngestReport, Ingestor, Input};
 
 /// Fields drop in order: the ingestor (which flushes the store) before its folder.
 pub(super) struct Bench {
@@ -27,15 +27,22 @@ pub(super) struct Bench {
 
 impl Bench {
     pub(super) fn new() -> Self {
+        Self::with_embedder(Arc::new(FakeEmbedder::default()))
+    }
+
+    /// A bench whose model is `embedder` (and the fake chunker).
+    pub(super) fn with_embedder(embedder: Arc<dyn crate::embed::Embedder>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let docs = dir.path().join("docs");
         std::fs::create_dir_all(&docs).unwrap();
         let mut config = Config::new(dir.path().join("data"));
         config.isolation.mode = crate::isolation::Isolation::InProcess;
         config.checkpoint_interval = std::time::Duration::ZERO;
-        let ing = Ingestor::open(config).unwrap();
-        *lock(&ing.chunker) = Some(fake_chunker(&ing.config.chunking));
-        *lock(&ing.embedder) = Some(Arc::new(FakeEmbedder::default()));
+        let models = crate::services::GivenModels {
+            chunker: Some(fake_chunker(&config.chunking)),
+            embedder: Some(embedder),
+        };
+        let ing = Ingestor::open_with_models(config, models).unwrap();
         Bench {
             ing,
             scope: Scope::user("u"),

@@ -84,7 +84,7 @@ impl<'r> WalkStage<'r> {
     }
 
     fn walk(&self, inputs: super::Inputs<'_>, leaves: &Sender<Work>, index: &Sender<IndexItem>) {
-        let limits = &self.run.ing.config.limits;
+        let limits = &self.run.ing.config().limits;
         for (n, input) in inputs.enumerate() {
             if self.run.halted() {
                 return;
@@ -201,7 +201,7 @@ impl<'r> WalkStage<'r> {
         };
         self.expand_disk_file(
             file,
-            limits.unwrap_or(&self.run.ing.config.limits),
+            limits.unwrap_or(&self.run.ing.config().limits),
             tags,
             true,
             leaves,
@@ -244,7 +244,7 @@ impl<'r> WalkStage<'r> {
             }
         };
         let mtime_ns = 0;
-        let mut limits = self.run.ing.config.limits.clone();
+        let mut limits = self.run.ing.config().limits.clone();
         // A member past the member limit can be read this way, but walking to it stays
         // bounded: a small archive of millions of headers is not walked without end.
         limits.max_files = limits.max_files.saturating_mul(100).max(1_000_000);
@@ -288,15 +288,15 @@ impl<'r> WalkStage<'r> {
         let mut unreadable: Vec<String> = Vec::new();
         // The index's own files are never ingested, even when it lives in the folder.
         let options = WalkOptions {
-            except: std::fs::canonicalize(&self.run.ing.config.data_dir)
+            except: std::fs::canonicalize(&self.run.ing.config().data_dir)
                 .into_iter()
                 .collect(),
-            include_hidden: self.run.ing.config.include_hidden,
-            exclusions: self.run.ing.config.exclusions.clone(),
-            follow_links: self.run.ing.config.follow_links,
+            include_hidden: self.run.ing.config().include_hidden,
+            exclusions: self.run.ing.config().exclusions.clone(),
+            follow_links: self.run.ing.config().follow_links,
         };
         if exists {
-            let partition = self.run.ing.config.partition;
+            let partition = self.run.ing.config().partition;
             let theirs =
                 |locator: &Locator| partition.is_some_and(|p| !p.takes(&locator.to_string()));
             for entry in DiskWalk::new(path, options) {
@@ -392,20 +392,20 @@ impl<'r> WalkStage<'r> {
             self.run
                 .report(&at, FileStatus::Failed, Some(reason), 0, None);
         };
-        let spool = crate::data_dir::DataDir::at(&self.run.ing.config.data_dir).source_spool();
+        let spool = crate::data_dir::DataDir::at(&self.run.ing.config().data_dir).source_spool();
         let spool = match crate::sources::SyncSpool::new(&spool) {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot spool: {e}")),
         };
         let session = match crate::sources::RemoteSession::open(
             source,
-            &self.run.ing.config.source_destinations,
+            &self.run.ing.config().source_destinations,
         ) {
             Ok(s) => s,
             Err(e) => return fail(format!("cannot open the source: {e}")),
         };
-        let limits = &self.run.ing.config.limits;
-        let partition = self.run.ing.config.partition;
+        let limits = &self.run.ing.config().limits;
+        let partition = self.run.ing.config().partition;
         let mut seen: HashSet<String> = HashSet::new();
         let mut objects = 0usize;
         let mut sync_object = |object: crate::sources::RemoteObject| {
@@ -583,7 +583,7 @@ impl<'r> WalkStage<'r> {
         }
         self.expand_disk_file(
             f,
-            &self.run.ing.config.limits,
+            &self.run.ing.config().limits,
             Vec::new(),
             false,
             leaves,
@@ -703,7 +703,7 @@ impl<'r> WalkStage<'r> {
     fn is_unchanged(&self, e: &CatalogEntry, size: u64, mtime_ns: u64) -> bool {
         e.size == size
             && e.mtime_ns == mtime_ns
-            && !(self.run.ing.config.retry_unindexed && self.holds_unindexed(e))
+            && !(self.run.ing.config().retry_unindexed && self.holds_unindexed(e))
     }
 
     /// Whether `e` failed or was skipped, or is an archive with such a member.
@@ -788,7 +788,7 @@ impl<'r> WalkStage<'r> {
                     tags: tags.clone(),
                 };
                 self.run.expect_line(&work.locator.to_string());
-                self.run.ing.progress.found(weight);
+                self.run.ing.progress().found(weight);
                 self.run.handoff.handed();
                 self.blocked_time.time(|| {
                     if leaves.send(work).is_err() {

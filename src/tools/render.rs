@@ -109,10 +109,10 @@ pub(crate) fn render_page(
             region,
             max_bytes,
         }),
-        ..ingestor.extract_options.clone()
+        ..ingestor.extract_options().clone()
     };
     let locator = Locator::root("render");
-    let rendered = ingestor.extractor.extract(&ExtractInput {
+    let rendered = ingestor.extractor().extract(&ExtractInput {
         bytes: &bytes,
         locator: &locator,
         file_hash: &doc.hash,

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::embed::fake::{fake_chunker, FakeEmbedder};
 use crate::tools::{self, ToolCall};
-use crate::{lock, Config, Ingestor};
+use crate::{Config, Ingestor};
 
 struct Bench {
     ing: Ingestor,
@@ -51,9 +51,11 @@ impl Bench {
         let mut config = Config::new(dir.path().join("data"));
         config.isolation.mode = crate::isolation::Isolation::InProcess;
         change(&mut config);
-        let ing = Ingestor::open(config).unwrap();
-        *lock(&ing.chunker) = Some(fake_chunker(&ing.config.chunking));
-        *lock(&ing.embedder) = Some(Arc::new(FakeEmbedder::default()));
+        let models = crate::services::GivenModels {
+            chunker: Some(fake_chunker(&config.chunking)),
+            embedder: Some(Arc::new(FakeEmbedder::default())),
+        };
+        let ing = Ingestor::open_with_models(config, models).unwrap();
         Bench { ing, _dir: dir }
     }
 
