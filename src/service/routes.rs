@@ -30,7 +30,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES, JSON_BODY_WEIGHT};
-use crate::error::Error;
+use crate::error::{BodyCut, Error};
 use crate::gate::{ByteGate, Gauge, Permit};
 use crate::lock;
 use crate::tools::ToolHost;
@@ -314,37 +314,41 @@ async fn admit(
                     let message =
                         format!("the request body is over {} bytes", max_bytes.unwrap_or(0));
                     return Some((
-                        Err(std::io::Error::other(message)),
+                        Err(BodyCut::TooLarge(message).into_io()),
                         (stream, read, reserved, true),
                     ));
                 }
                 let next = tokio::time::timeout(limits.body_idle_timeout, stream.next()).await;
                 let chunk = match next {
-                    Err(_) => Err(format!(
-                        "{TIMEOUT_MARK}the body sent nothing for {} s",
+                    Err(_) => Err(BodyCut::TooSlow(format!(
+                        "the body sent nothing for {} s",
                         limits.body_idle_timeout.as_secs()
-                    )),
+                    ))
+                    .into_io()),
                     Ok(None) => return None,
-                    Ok(Some(Err(e))) => Err(e.to_string()),
+                    Ok(Some(Err(e))) => Err(std::io::Error::other(e)),
                     Ok(Some(Ok(chunk))) => {
                         read += chunk.len() as u64;
                         let elapsed = started.elapsed();
                         let pace = read as f64 / elapsed.as_secs_f64().max(1e-3);
                         let weighed = read.saturating_mul(weight);
                         if weighed > reserved && !held.take(weighed - reserved) {
-                            Err(format!(
-                                "{BUSY_MARK}as many request bodies as this key or the service \
-                                 holds at once are in memory: retry when a call ends"
-                            ))
+                            Err(BodyCut::NoRoom(
+                                "as many request bodies as this key or the service holds at \
+                                 once are in memory: retry when a call ends"
+                                    .into(),
+                            )
+                            .into_io())
                         } else if elapsed > limits.body_grace
                             && pace < limits.min_body_bytes_per_sec as f64
                         {
-                            Err(format!(
-                                "{TIMEOUT_MARK}the body came at {pace:.0} bytes/s after {} s; at \
-                                 least {} bytes/s are needed",
+                            Err(BodyCut::TooSlow(format!(
+                                "the body came at {pace:.0} bytes/s after {} s; at least {} \
+                                 bytes/s are needed",
                                 elapsed.as_secs(),
                                 limits.min_body_bytes_per_sec
                             ))
+                            .into_io())
                         } else {
                             reserved = reserved.max(weighed);
                             Ok(chunk)
@@ -352,10 +356,7 @@ async fn admit(
                     }
                 };
                 let failed = chunk.is_err();
-                Some((
-                    chunk.map_err(std::io::Error::other),
-                    (stream, read, reserved, failed),
-                ))
+                Some((chunk, (stream, read, reserved, failed)))
             }
         },
     );
@@ -366,45 +367,37 @@ async fn admit(
     .await
 }
 
-/// How a body's error begins when a budget of bytes in flight was spent, so the answer can
-/// say 429.
-pub(crate) const BUSY_MARK: &str = "busy: ";
-
 /// Read a request's whole body (bounded by [`admit`]), or the answer saying why it could not
 /// be: 408 (too slow), 413 (too large), 429 (no room in the budgets), 400.
 async fn read_body(body: Body) -> Result<Bytes, Response> {
     match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => Ok(bytes),
-        Err(e) => {
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(inner) = source {
-                message = inner.to_string();
-                source = inner.source();
+        Err(e) => Err(match BodyCut::of(&e) {
+            Some(cut) => body_cut(cut),
+            None => {
+                // The innermost words say what went wrong (the HTTP layers only wrap them).
+                let mut message = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(inner) = source {
+                    message = inner.to_string();
+                    source = inner.source();
+                }
+                close(error(StatusCode::BAD_REQUEST, &message))
             }
-            let status = if message.starts_with(TIMEOUT_MARK) {
-                StatusCode::REQUEST_TIMEOUT
-            } else if message.starts_with(BUSY_MARK) {
-                StatusCode::TOO_MANY_REQUESTS
-            } else if message.contains("bytes") && message.contains("over") {
-                StatusCode::PAYLOAD_TOO_LARGE
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            let message = message
-                .trim_start_matches(TIMEOUT_MARK)
-                .trim_start_matches(BUSY_MARK);
-            let mut r = close(error(status, message));
-            if status == StatusCode::TOO_MANY_REQUESTS {
-                r = retry_after(r, 1);
-            }
-            Err(r)
-        }
+        }),
     }
 }
 
-/// How a paced body's error begins, so the answer can say 408.
-pub(crate) const TIMEOUT_MARK: &str = "timeout: ";
+/// The answer to a body cut while it was read: 408, 429 (retry after a second) or 413, the
+/// connection closed (the rest of the body is not read).
+fn body_cut(cut: &BodyCut) -> Response {
+    let message = cut.to_string();
+    match cut {
+        BodyCut::TooSlow(_) => close(error(StatusCode::REQUEST_TIMEOUT, &message)),
+        BodyCut::NoRoom(_) => retry_after(close(error(StatusCode::TOO_MANY_REQUESTS, &message)), 1),
+        BodyCut::TooLarge(_) => close(error(StatusCode::PAYLOAD_TOO_LARGE, &message)),
+    }
+}
 
 /// In front of `/mcp`: the request's key gives the scope its tool calls answer in (401
 /// without a valid key, like every `/v1` route), and a session belongs to the key that
@@ -540,9 +533,7 @@ fn error_of(e: &Error) -> Response {
             *retry_after_secs,
         ),
         Error::ShuttingDown => retry_after(error(StatusCode::SERVICE_UNAVAILABLE, &message), 5),
-        Error::Upload(m) if m.contains(TIMEOUT_MARK) => {
-            close(error(StatusCode::REQUEST_TIMEOUT, &message))
-        }
+        Error::BodyCut(cut) => body_cut(cut),
         Error::Upload(_) | Error::Config(_) | Error::Scope(_) | Error::Request(_) => {
             error(StatusCode::BAD_REQUEST, &message)
         }
@@ -834,13 +825,19 @@ async fn multipart(
     // Every part's headers end within MAX_PART_HEADER_BYTES, or the body is cut: multer
     // itself keeps reading a header that never ends.
     let mut guard = PartHeaders::new(&boundary);
-    // multer reports a stream error without its words: keep them to answer with.
-    let cut: Arc<Mutex<Option<String>>> = Arc::default();
+    // multer reports a stream error without its words or kind: keep them to answer with.
+    let cut: Arc<Mutex<Option<Error>>> = Arc::default();
     let why = Arc::clone(&cut);
     let stream = body.into_data_stream().map(move |chunk| {
-        let chunk = chunk.map_err(std::io::Error::other)?;
+        let chunk = chunk.map_err(|e| {
+            let e = std::io::Error::other(e);
+            if let Some(kind) = BodyCut::of(&e) {
+                *lock(&why) = Some(Error::BodyCut(kind.clone()));
+            }
+            e
+        })?;
         if let Err(e) = guard.feed(&chunk) {
-            *lock(&why) = Some(e.clone());
+            *lock(&why) = Some(Error::Upload(e.clone()));
             return Err(std::io::Error::other(e));
         }
         Ok::<_, std::io::Error>(chunk)
@@ -854,11 +851,9 @@ async fn multipart(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                let e = Error::Upload(
-                    lock(&cut)
-                        .take()
-                        .unwrap_or_else(|| format!("multipart: {e}")),
-                );
+                let e = lock(&cut)
+                    .take()
+                    .unwrap_or_else(|| Error::Upload(format!("multipart: {e}")));
                 if first_outcome.is_none() {
                     return close(error_of(&e));
                 }

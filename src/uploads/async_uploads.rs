@@ -49,7 +49,7 @@ pub struct AsyncUploads(Arc<Uploads>);
 
 /// Reads what the async side sends, blocking the (blocking-pool) thread between chunks.
 struct ChannelReader<B> {
-    chunks: tokio::sync::mpsc::Receiver<std::result::Result<B, String>>,
+    chunks: tokio::sync::mpsc::Receiver<std::result::Result<B, std::io::Error>>,
     current: Option<B>,
     at: usize,
 }
@@ -74,7 +74,8 @@ impl<B: AsRef<[u8]>> std::io::Read for ChannelReader<B> {
                     self.current = Some(chunk);
                     self.at = 0;
                 }
-                Some(Err(e)) => return Err(std::io::Error::other(e)),
+                // The stream's own error, its sources kept (a `BodyCut` is answered by kind).
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -111,6 +112,8 @@ impl AsyncUploads {
         E: std::fmt::Display,
     {
         let reservation = self.reserve(scope).await?;
+        // A stream error known only by its words is answered as such (no kind to act on).
+        let body = body.map(|chunk| chunk.map_err(|e| std::io::Error::other(e.to_string())));
         self.submit_reserved(reservation, name, body, options).await
     }
 
@@ -131,7 +134,7 @@ impl AsyncUploads {
     where
         S: Stream<Item = std::result::Result<B, E>> + Send,
         B: AsRef<[u8]> + Send + 'static,
-        E: std::fmt::Display,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_CHUNKS);
         let uploads = Arc::clone(&self.0);
@@ -145,7 +148,7 @@ impl AsyncUploads {
         });
         let mut body = std::pin::pin!(body);
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| e.to_string());
+            let chunk = chunk.map_err(std::io::Error::other);
             let failed = chunk.is_err();
             // Fails once the spool gave up (too large): its error is the answer.
             if tx.send(chunk).await.is_err() {

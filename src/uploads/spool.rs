@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{BodyCut, Error, Result};
 use crate::DataDir;
 
 /// Bytes read from the body at a time.
@@ -251,7 +251,12 @@ fn write_part(body: &mut dyn Read, part: &Path, max_bytes: u64) -> Result<(u64, 
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::Upload(format!("reading the upload: {e}"))),
+            Err(e) => {
+                return Err(match BodyCut::of(&e) {
+                    Some(cut) => Error::BodyCut(cut.clone()),
+                    None => Error::Upload(format!("reading the upload: {e}")),
+                })
+            }
         };
         total += n as u64;
         if total > max_bytes {

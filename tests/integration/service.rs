@@ -125,9 +125,11 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new(service: &Service, key: Option<&str>) -> Client {
+        // A hang guard, not a speed bound: a call that embeds (a stored tool result of
+        // 400 chunks) takes minutes on a CPU without AVX-512 while other tests embed too.
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(120)))
+            .timeout_global(Some(Duration::from_secs(600)))
             .build()
             .into();
         Client {

@@ -121,6 +121,9 @@ pub enum Error {
     /// An upload could not be taken: a bad name, a body that could not be read.
     #[error("upload refused: {0}")]
     Upload(String),
+    /// A request body was cut while it was read, for a reason its caller answers by kind.
+    #[error("upload refused: {0}")]
+    BodyCut(BodyCut),
     /// The upload queue is stopping and takes nothing new.
     #[error("shutting down: no new uploads are taken")]
     ShuttingDown,
@@ -160,6 +163,49 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// Why a request body was cut while it was read. The body's stream fails with a
+/// `std::io::Error` carrying it ([`BodyCut::into_io`]); whoever reads the stream finds it
+/// again ([`BodyCut::of`]) and answers by its kind, not by its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyCut {
+    /// Silent too long, or slower than the least pace taken (HTTP 408).
+    #[error("{0}")]
+    TooSlow(String),
+    /// No room left in the byte budgets of the key or the service (HTTP 429).
+    #[error("{0}")]
+    NoRoom(String),
+    /// Over the route's size limit (HTTP 413).
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+impl BodyCut {
+    /// The I/O error a body stream fails with for this cut.
+    pub fn into_io(self) -> std::io::Error {
+        std::io::Error::other(self)
+    }
+
+    /// The cut `error` carries, at any depth of its sources (an I/O error wrapping one, an
+    /// HTTP library's error wrapping that), if any.
+    pub fn of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a BodyCut> {
+        let mut at: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(e) = at {
+            if let Some(cut) = e.downcast_ref::<BodyCut>() {
+                return Some(cut);
+            }
+            if let Some(cut) = e
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<BodyCut>())
+            {
+                return Some(cut);
+            }
+            at = e.source();
+        }
+        None
     }
 }
 
