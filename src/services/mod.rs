@@ -176,7 +176,6 @@ impl Services {
         &*self.catalog
     }
 
-    /// The data directory.
     /// What parses documents: the pool of isolated workers, or in-process.
     pub(crate) fn extractor(&self) -> &dyn extractors::Extractor {
         self.extractor.as_ref()
@@ -194,9 +193,10 @@ impl Services {
 
     /// The store, when a run or a search has opened it (nothing is opened here).
     pub(crate) fn opened_store(&self) -> Option<Arc<dyn VectorIndex>> {
-        crate::lock(&self.store).clone()
+        lock(&self.store).clone()
     }
 
+    /// The data directory.
     pub(crate) fn data_dir(&self) -> &Path {
         self.data.root()
     }
