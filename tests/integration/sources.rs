@@ -2,7 +2,7 @@
 //! (`make deps` installs it into `.venv-servers/`), a WebDAV folder served by Apache with
 //! `mod_dav` (Debian `apache2`), a folder over SFTP (OpenSSH's `sshd`) and over FTP
 //! (`vsftpd`), all installed by `make deps`; without one, its tests say SKIPPED.
-//! A source of 500 objects is synced, then 10 are changed, 5 deleted and 5 added: the second
+//! A source of 150 objects is synced, then 10 are changed, 5 deleted and 5 added: the second
 //! sync downloads exactly the 15 changed or new objects (counted in the server's access log),
 //! and the index equals a local ingest of the same tree; a sync killed mid-way converges on
 //! the next one.
@@ -497,7 +497,9 @@ fn which(program: &str) -> Option<PathBuf> {
 }
 
 const BUCKET: &str = "harbour";
-const OBJECTS: u64 = 500;
+/// Enough objects for folders, an archive and a sync's changes among unchanged ones; each is
+/// embedded twice per test (the source, then the same tree from a local folder).
+const OBJECTS: u64 = 150;
 
 /// The tree of the source: `docs/NNN.txt` files of their own text, and one ZIP.
 fn tree(version_of: impl Fn(u64) -> u64) -> BTreeMap<String, Vec<u8>> {
@@ -559,7 +561,7 @@ fn indexed_files(sb: &Sandbox, root: &str) -> BTreeMap<String, (String, Value, V
         .collect()
 }
 
-/// 500 objects synced; 10 changed, 5 deleted, 5 added; synced again: exactly 15 downloads
+/// 150 objects synced; 10 changed, 5 deleted, 5 added; synced again: exactly 15 downloads
 /// at the server, 5 removed, and the index equal to a local ingest of the same tree.
 fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     let sb = Sandbox::new();
@@ -578,7 +580,14 @@ fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
         .iter()
         .filter(|l| !l["locator"].as_str().unwrap().contains("!/"))
         .collect();
-    assert_eq!(top.len() as u64, OBJECTS, "one line per object");
+    assert_eq!(
+        top.len() as u64,
+        OBJECTS,
+        "one line per object: {summary} {:?}",
+        top.iter()
+            .map(|l| (&l["locator"], &l["status"]))
+            .collect::<Vec<_>>()
+    );
     let member = format!("{source}/archive/bundle.zip!/docs/inner.tar.gz!/notes/lighthouse.md");
     assert!(
         lines.iter().any(|l| l["locator"] == member.as_str()),
@@ -587,8 +596,9 @@ fn syncs_only_what_changed_and_equals_a_local_ingest(kind: Kind) {
     assert_eq!(server.downloads().len() as u64, OBJECTS);
 
     // 10 changed, 5 deleted, 5 added.
-    let changed: Vec<u64> = (0..10).map(|i| i * 37 % 499).collect();
-    let deleted: Vec<u64> = (0..5).map(|i| 400 + i * 11).collect();
+    let changed: Vec<u64> = (0..10).map(|i| i * 37 % (OBJECTS - 1)).collect();
+    let deleted: Vec<u64> = (0..5).map(|i| 120 + i * 5).collect();
+    assert!(deleted.iter().all(|d| !changed.contains(d)));
     let second = tree(|i| if changed.contains(&i) { 2 } else { 1 });
     let key_of = |i: u64| format!("docs/part-{}/{i:03}.txt", i % 7);
     for &i in &changed {
@@ -1335,6 +1345,42 @@ fn ingest_url(sb: &Sandbox, url: &str, env: &[(&str, &str)]) -> (Option<i32>, Ve
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code(), json_lines(&out), text)
+}
+
+/// A folder whose listing failed once (503, as a restarting server or a connection it had
+/// closed gives) is listed again, not left out: every file of the tree is indexed, and a
+/// sync after it removes nothing. (OpenDAL's simulated recursive listing lost such a folder
+/// on its retry, and a sync took its files for deleted.)
+#[test]
+fn a_folder_whose_listing_failed_once_is_listed_again_not_lost() {
+    let sb = Sandbox::new();
+    let flaky = Hostile::start(&sb, "flaky", "");
+    let url = format!("webdav://127.0.0.1:{}/docs", flaky.port);
+    let (code, lines, all) = ingest_url(&sb, &url, &[]);
+    assert_eq!(code, Some(0), "{all}");
+    let mut indexed: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["status"] == "indexed")
+        .filter_map(|l| l["locator"].as_str())
+        .collect();
+    indexed.sort_unstable();
+    let url = url.as_str();
+    let expected: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|d| (1..=2).map(move |n| format!("{url}/{d}/note-{n}.txt")))
+        .collect();
+    assert_eq!(indexed, expected, "{all}");
+    let hits = flaky.hits();
+    assert_eq!(
+        hits.lines().filter(|l| *l == "PROPFIND /docs/b/").count(),
+        2,
+        "b/ failed once and was listed again: {hits}"
+    );
+    let (code, lines, all) = ingest_url(&sb, url, &[]);
+    assert_eq!(code, Some(0), "{all}");
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["removed"], 0, "{all}");
+    assert_eq!(summary["unchanged"], 6, "{all}");
 }
 
 /// A WebDAV source whose server lists a file and answers its download with 302 to the

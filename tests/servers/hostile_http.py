@@ -11,6 +11,9 @@ It binds 127.0.0.1 on a free port, writes the port to PORT_FILE, and answers eve
   Authorization header too), as a proxy's debug page would.
 - `huge`: 500 with a body of ARG MiB, sent in 64 KiB writes.
 - `internal`: 200 with `INTERNAL-SERVICE-SECRET` (the internal service a redirect points at).
+- `flaky`: a WebDAV tree `/docs/{a,b,c}/note-N.txt` whose first listing (`PROPFIND`) of
+  `/docs/b/` answers 503, as a server restarting or a closed connection would: the retry must
+  list it, not lose the folder.
 - `imap`: not HTTP: an IMAP greeting, then a `NO` to the `LOGIN` that echoes the line.
 
 Each request is appended to HITS_FILE as `METHOD PATH`; `huge` appends `sent N` (the bytes it
@@ -48,6 +51,34 @@ LISTING = (
 )
 
 
+# What `flaky` serves: three folders of two notes each.
+FLAKY = {
+    f"/docs/{d}/note-{n}.txt": f"Folder {d}, note {n}: the tide gauge at berth {d}{n} reads high.\n"
+    for d in "abc"
+    for n in (1, 2)
+}
+FLAKY_FAILED = set()
+
+
+def flaky_listing(path):
+    """The PROPFIND answer for `path`, or None when it is not a folder of the tree."""
+    if path == "/docs/":
+        members = [(f"/docs/{d}/", None) for d in "abc"]
+    elif path in ("/docs/a/", "/docs/b/", "/docs/c/"):
+        members = [(k, v) for k, v in FLAKY.items() if k.startswith(path)]
+    else:
+        return None
+    out = PROP.format(href=path, props="<D:resourcetype><D:collection/></D:resourcetype>")
+    for href, text in members:
+        if text is None:
+            props = "<D:resourcetype><D:collection/></D:resourcetype>"
+        else:
+            props = (f"<D:resourcetype/><D:getcontentlength>{len(text.encode())}"
+                     f'</D:getcontentlength><D:getetag>"{abs(hash(text))}"</D:getetag>')
+        out += PROP.format(href=href, props=props)
+    return '<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">' + out + "</D:multistatus>"
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -59,7 +90,9 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
-        if MODE == "redirect" and self.command == "PROPFIND":
+        if MODE == "flaky":
+            self.flaky()
+        elif MODE == "redirect" and self.command == "PROPFIND":
             body = LISTING.encode()
             self.send_response(207)
             self.send_header("Content-Type", "application/xml; charset=utf-8")
@@ -105,6 +138,24 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+
+    def flaky(self):
+        status, body = 404, b""
+        if self.command == "PROPFIND":
+            listing = flaky_listing(self.path if self.path.endswith("/") else self.path + "/")
+            if self.path == "/docs/b/" and self.path not in FLAKY_FAILED:
+                FLAKY_FAILED.add(self.path)
+                status, body = 503, b"restarting"
+            elif listing is not None:
+                status, body = 207, listing.encode()
+        elif self.path in FLAKY:
+            status, body = 200, FLAKY[self.path].encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml; charset=utf-8" if status == 207 else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     do_GET = do_HEAD = do_PROPFIND = do_OPTIONS = do_PUT = do_POST = answer
 

@@ -23,6 +23,9 @@ pub const ERROR_BODY_TIME: Duration = Duration::from_secs(5);
 pub const MAX_LISTING_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// How long connecting may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long an idle connection to a source is kept for the next request: below the shortest
+/// keep-alive servers commonly give (Apache's 5 s).
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Resolves a host name, keeping only the addresses [`Policy`] allows.
 struct CheckedResolver {
@@ -55,6 +58,10 @@ impl CheckedTransport {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(CONNECT_TIMEOUT)
+            // A connection idle longer is not used again: the runtime runs only while a
+            // request does, so a server's close of an idle connection (Apache after 5 s) is
+            // not seen before the next request would be sent on it and fail.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             // Straight to the destination checked, never through an environment's proxy.
             .no_proxy()
             .dns_resolver(CheckedResolver {

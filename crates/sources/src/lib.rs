@@ -818,34 +818,76 @@ impl RemoteSession {
             |e: opendal::Error| SourceError::Service(format!("cannot list: {}", said(&e)));
         // Each request is one `block_on`: `found` runs outside the runtime (it downloads).
         let rt = &self.runtime;
-        let mut lister = rt
-            .block_on(async { op.lister_with("/").recursive(true).await })
-            .map_err(service)?;
         let mut listed = 0usize;
         let mut listing = Listing::default();
-        while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
-            let meta = entry.metadata();
-            if !meta.is_file() {
-                continue;
-            }
+        // One listed file: refused, counted or handed to `found`; `false` ends the listing.
+        let mut take = |entry: &opendal::Entry, listing: &mut Listing| {
             if entry.path().len() > MAX_OBJECT_PATH_BYTES {
                 listing.long_paths += 1;
-                continue;
+                return Ok(true);
             }
             if let Err(why) = check_object_path(entry.path()) {
                 listing.refuse(entry.path(), why);
-                continue;
+                return Ok(true);
             }
             // Some services list names only: ask for the rest.
+            let meta = entry.metadata();
             let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
                 rt.block_on(op.stat(entry.path())).map_err(service)?
             } else {
                 meta.clone()
             };
             listed += 1;
-            if !found(object_of(entry.path(), &meta)) || listed >= MAX_LISTED_OBJECTS {
-                return Ok(listing);
+            Ok::<bool, SourceError>(
+                found(object_of(entry.path(), &meta)) && listed < MAX_LISTED_OBJECTS,
+            )
+        };
+        if op.info().scheme() == "s3" {
+            // S3 lists a whole tree itself, in pages resumed by a token.
+            let mut lister = rt
+                .block_on(async { op.lister_with("/").recursive(true).await })
+                .map_err(service)?;
+            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+                if entry.metadata().is_file() && !take(&entry, &mut listing)? {
+                    return Ok(listing);
+                }
             }
+            listing.complete = true;
+            return Ok(listing);
+        }
+        // Folder by folder (WebDAV, SFTP, FTP), each listing retried on its own: OpenDAL's
+        // simulated recursive listing loses a folder whose listing failed once and was
+        // retried (a connection the server had closed), and the sync would then take its
+        // files for deleted. Only folders strictly below the one listed are entered, in name
+        // order; entries past MAX_LISTED_OBJECTS (folders count too) end it incomplete.
+        let mut folders = vec![String::from("/")];
+        let mut seen = 0usize;
+        while let Some(dir) = folders.pop() {
+            let mut lister = rt.block_on(op.lister(&dir)).map_err(service)?;
+            let mut below = Vec::new();
+            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+                seen += 1;
+                if seen > MAX_LISTED_OBJECTS {
+                    return Ok(listing);
+                }
+                let path = entry.path();
+                if entry.metadata().is_file() {
+                    if !take(&entry, &mut listing)? {
+                        return Ok(listing);
+                    }
+                    continue;
+                }
+                let inside = path != dir && path != "/" && (dir == "/" || path.starts_with(&dir));
+                if !inside || path.len() > MAX_OBJECT_PATH_BYTES {
+                    continue;
+                }
+                match check_object_path(path.trim_end_matches('/')) {
+                    Ok(()) => below.push(path.to_string()),
+                    Err(why) => listing.refuse(path, why),
+                }
+            }
+            below.sort_unstable();
+            folders.extend(below.into_iter().rev());
         }
         listing.complete = true;
         Ok(listing)
