@@ -24,6 +24,7 @@ mod other;
 mod package;
 mod pdf;
 mod pdfium;
+mod pivots;
 mod positions;
 pub mod properties;
 mod render;

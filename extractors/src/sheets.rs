@@ -25,6 +25,7 @@ use crate::csv_table::{cell as escape_cell, TABLE_HEADER_LINES};
 use crate::model::{ContentType, Structure, StructureNode};
 use crate::objects::{short_title, ObjectSink, Place};
 use crate::package::{check_package, odf_content};
+use crate::pivots::{describe, ods_pivots, xlsx_pivots, Pivot};
 use crate::text::BLOCK_CHARS;
 use crate::xmlutil::{attr, resolve, skip_subtree};
 use crate::{ExtractError, ExtractInput, Extraction, Extractor, Fragment};
@@ -196,8 +197,8 @@ impl SheetWriter {
         self.objects += 1;
     }
 
-    /// Flush what is left and describe the sheet.
-    fn finish(mut self, book: &mut Workbook<'_>) {
+    /// Flush what is left, add what its pivot tables summarise, and describe the sheet.
+    fn finish(mut self, book: &mut Workbook<'_>, pivots: Vec<Pivot>) {
         self.flush(&mut book.sink);
         if self.objects == 0 {
             if let Some((n, h)) = self.header.take() {
@@ -205,6 +206,22 @@ impl SheetWriter {
                 let columns: Vec<u32> = h.keys().copied().take(MAX_COLUMNS).collect();
                 self.push(&mut book.sink, header_line(&columns, Some(&h)), n, n);
             }
+        }
+        for pivot in pivots {
+            book.sink.push(
+                ContentType::Text,
+                describe(&pivot),
+                Place {
+                    fragment: Fragment {
+                        sheet: Some(self.name.clone()),
+                        ..Fragment::default()
+                    },
+                    label: Some(format!("{} pivot table", self.name)),
+                    section: Some(self.name.clone()),
+                },
+                json!({ "pivot_table": true }),
+            );
+            self.objects += 1;
         }
         let locator = book
             .input
@@ -311,6 +328,7 @@ impl Extractor for Xlsx {
         let mut book: calamine::Xlsx<_> = calamine::Xlsx::new(Cursor::new(input.bytes))
             .map_err(|e| ExtractError::malformed("xlsx", e))?;
         let mut out = Workbook::new(input);
+        let mut pivots = xlsx_pivots(input.bytes);
         for name in book.sheet_names() {
             let mut reader = match book.worksheet_cells_reader(&name) {
                 Ok(r) => r,
@@ -350,7 +368,7 @@ impl Extractor for Xlsx {
             if let Some(prev) = current {
                 writer.row(&mut out.sink, u64::from(prev) + 1, row);
             }
-            writer.finish(&mut out);
+            writer.finish(&mut out, pivots.remove(&name).unwrap_or_default());
             if out.cells > MAX_CELLS {
                 break;
             }
@@ -414,7 +432,7 @@ impl Extractor for Xls {
                 }
                 writer.row(&mut out.sink, u64::from(r0) + i as u64 + 1, row);
             }
-            writer.finish(&mut out);
+            writer.finish(&mut out, Vec::new());
             if out.cells > MAX_CELLS {
                 break;
             }
@@ -450,6 +468,8 @@ impl Extractor for Ods {
         let mut out = Workbook::new(input);
         let mut sheet: Option<SheetWriter> = None;
         let mut at = OdsCursor::default();
+        // Data pilots follow the sheets in content.xml: read first, given to their sheets.
+        let mut pivots = ods_pivots(&xml);
 
         loop {
             let event = reader
@@ -506,7 +526,8 @@ impl Extractor for Ods {
                 Event::End(ref e) => match e.name().as_ref() {
                     b"table:table" => {
                         if let Some(writer) = sheet.take() {
-                            writer.finish(&mut out);
+                            let found = pivots.remove(&writer.name).unwrap_or_default();
+                            writer.finish(&mut out, found);
                         }
                     }
                     b"table:table-row" => {
@@ -550,7 +571,8 @@ impl Extractor for Ods {
             buf.clear();
         }
         if let Some(writer) = sheet.take() {
-            writer.finish(&mut out);
+            let found = pivots.remove(&writer.name).unwrap_or_default();
+            writer.finish(&mut out, found);
         }
         Ok(out.finish())
     }
@@ -584,6 +606,11 @@ pub(crate) mod tests {
     use crate::{DocumentKind, FileKind};
 
     pub(crate) fn xlsx_fixture(sheets: &[(&str, &[(&str, &str)])]) -> Vec<u8> {
+        zip_parts(&xlsx_parts(sheets))
+    }
+
+    /// The parts of [`xlsx_fixture`]'s workbook, for a test to add to.
+    fn xlsx_parts(sheets: &[(&str, &[(&str, &str)])]) -> Vec<(String, String)> {
         let mut parts: Vec<(String, String)> = vec![
             ("[Content_Types].xml".into(), "<Types xmlns=\"http://schemas.openxmlformats.org/package/2006/content-types\"><Default Extension=\"xml\" ContentType=\"application/xml\"/><Override PartName=\"/xl/workbook.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml\"/></Types>".into()),
             ("_rels/.rels".into(), "<Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\"><Relationship Id=\"rId1\" Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument\" Target=\"xl/workbook.xml\"/></Relationships>".into()),
@@ -617,7 +644,74 @@ pub(crate) mod tests {
             "xl/_rels/workbook.xml.rels".into(),
             format!("<Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">{rels}</Relationships>"),
         ));
-        zip_parts(&parts)
+        parts
+    }
+
+    #[test]
+    fn a_pivot_tables_sheet_says_what_it_summarises() {
+        let mut parts = xlsx_parts(&[
+            (
+                "Cars",
+                &[
+                    ("A1", "mpg"),
+                    ("B1", "cyl"),
+                    ("A2", "21"),
+                    ("B2", "6"),
+                    ("A3", "22.8"),
+                    ("B3", "4"),
+                ],
+            ),
+            (
+                "Summary",
+                &[
+                    ("A3", "Row Labels"),
+                    ("B3", "Average of mpg"),
+                    ("A4", "4"),
+                    ("B4", "22.8"),
+                ],
+            ),
+        ]);
+        const RELS: &str = "http://schemas.openxmlformats.org/package/2006/relationships";
+        const REL: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+        parts.push((
+            "xl/worksheets/_rels/sheet2.xml.rels".into(),
+            format!("<Relationships xmlns=\"{RELS}\"><Relationship Id=\"rId1\" Type=\"{REL}/pivotTable\" Target=\"../pivotTables/pivotTable1.xml\"/></Relationships>"),
+        ));
+        parts.push((
+            "xl/pivotTables/pivotTable1.xml".into(),
+            "<pivotTableDefinition xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\" name=\"FuelByCylinders\" cacheId=\"1\"><location ref=\"A3:B6\" firstHeaderRow=\"1\" firstDataRow=\"1\" firstDataCol=\"1\"/><rowFields count=\"1\"><field x=\"1\"/></rowFields><dataFields count=\"1\"><dataField name=\"Average of mpg\" fld=\"0\" subtotal=\"average\"/></dataFields></pivotTableDefinition>".into(),
+        ));
+        parts.push((
+            "xl/pivotTables/_rels/pivotTable1.xml.rels".into(),
+            format!("<Relationships xmlns=\"{RELS}\"><Relationship Id=\"rId1\" Type=\"{REL}/pivotCacheDefinition\" Target=\"../pivotCache/pivotCacheDefinition1.xml\"/></Relationships>"),
+        ));
+        parts.push((
+            "xl/pivotCache/pivotCacheDefinition1.xml".into(),
+            "<pivotCacheDefinition xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\"><cacheFields count=\"2\"><cacheField name=\"mpg\" numFmtId=\"0\"/><cacheField name=\"cyl\" numFmtId=\"0\"><sharedItems/></cacheField></cacheFields></pivotCacheDefinition>".into(),
+        ));
+        let out = run("cars.xlsx", &zip_parts(&parts), DocumentKind::Xlsx);
+        let pivot: Vec<_> = out
+            .objects
+            .iter()
+            .filter(|o| o.metadata.get("pivot_table").is_some())
+            .collect();
+        assert_eq!(pivot.len(), 1, "{:#?}", out.objects);
+        assert_eq!(
+            pivot[0].data,
+            "Pivot table FuelByCylinders: rows cyl; values Average of mpg."
+        );
+        assert!(
+            pivot[0].context_ref.location.ends_with("#sheet=Summary"),
+            "{}",
+            pivot[0].context_ref.location
+        );
+        let summary = out
+            .structure
+            .nodes
+            .iter()
+            .find(|n| n.title == "Summary")
+            .unwrap();
+        assert_eq!(summary.objects, 2, "the table and the pivot's line");
     }
 
     fn run(name: &str, bytes: &[u8], kind: DocumentKind) -> Extraction {
