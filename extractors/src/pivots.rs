@@ -8,7 +8,7 @@
 //! Bounded: at most [`MAX_PIVOTS`] tables per workbook and [`MAX_FIELDS`] names per list, each
 //! name cut to a title's length; parts are read through the package's part cap.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Cursor;
 
 use quick_xml::events::{BytesStart, Event};
@@ -21,6 +21,10 @@ use crate::xmlutil::{attr, local};
 pub(crate) const MAX_PIVOTS: usize = 64;
 /// Field names listed per kind (rows, columns, filters, values) of one pivot table.
 pub(crate) const MAX_FIELDS: usize = 32;
+/// Sheets of a workbook whose relationships are looked at.
+const MAX_SHEETS: usize = 4096;
+/// Bytes of parts read for one workbook's pivot tables (relationships, definitions, caches).
+const MAX_PIVOT_BYTES: usize = 64 * 1024 * 1024;
 
 /// One pivot table: its name and the names of what it summarises.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -74,9 +78,26 @@ fn rels_of(part_name: &str) -> String {
     }
 }
 
+/// A package's parts read within a byte budget for the whole workbook's pivot tables.
+struct Parts<'a> {
+    zip: crate::package::Zip<'a>,
+    read: usize,
+}
+
+impl Parts<'_> {
+    fn get(&mut self, name: &str) -> Option<Vec<u8>> {
+        if self.read > MAX_PIVOT_BYTES {
+            return None;
+        }
+        let bytes = part(&mut self.zip, name)?;
+        self.read += bytes.len();
+        Some(bytes)
+    }
+}
+
 /// The targets of `part_name`'s relationships of a type ending in `kind`, in Id order.
-fn related(zip: &mut crate::package::Zip<'_>, part_name: &str, kind: &str) -> Vec<String> {
-    let Some(rels) = part(zip, &rels_of(part_name)) else {
+fn related(parts: &mut Parts<'_>, part_name: &str, kind: &str) -> Vec<String> {
+    let Some(rels) = parts.get(&rels_of(part_name)) else {
         return Vec::new();
     };
     let mut found: Vec<(String, String)> = relationships(&rels)
@@ -169,71 +190,104 @@ fn pivot_table(xml: &[u8], fields: &[String]) -> Pivot {
 /// The pivot tables of an XLSX workbook (already checked as a package), per sheet name.
 pub(crate) fn xlsx_pivots(bytes: &[u8]) -> HashMap<String, Vec<Pivot>> {
     let mut out: HashMap<String, Vec<Pivot>> = HashMap::new();
-    let Ok(mut zip) = zip::ZipArchive::new(Cursor::new(bytes)) else {
+    let Ok(zip) = zip::ZipArchive::new(Cursor::new(bytes)) else {
         return out;
     };
-    let Some(workbook) = part(&mut zip, "xl/workbook.xml") else {
+    let mut parts = Parts { zip, read: 0 };
+    let Some(workbook) = parts.get("xl/workbook.xml") else {
         return out;
     };
-    let rels = part(&mut zip, "xl/_rels/workbook.xml.rels")
+    let rels = parts
+        .get("xl/_rels/workbook.xml.rels")
         .map(|x| relationships(&x))
         .unwrap_or_default();
     let mut sheets = Vec::new();
     walk(&workbook, |_, e| {
-        if local(e.name().as_ref()) == b"sheet" {
+        if local(e.name().as_ref()) == b"sheet" && sheets.len() < MAX_SHEETS {
             if let (Some(name), Some(id)) = (attr(e, b"name"), attr(e, b"r:id")) {
                 sheets.push((name, id));
             }
         }
     });
+    let mut seen_sheets = HashSet::new();
+    let mut caches: HashMap<String, Vec<String>> = HashMap::new();
     let mut left = MAX_PIVOTS;
     for (sheet, id) in sheets {
         let Some((target, _)) = rels.get(&id) else {
             continue;
         };
         let sheet_part = join("xl/workbook.xml", target);
-        for table in related(&mut zip, &sheet_part, "/pivotTable") {
+        if !seen_sheets.insert(sheet_part.clone()) {
+            continue; // two sheets naming one part: read once
+        }
+        for table in related(&mut parts, &sheet_part, "/pivotTable") {
             if left == 0 {
                 return out;
             }
             left -= 1;
-            let Some(xml) = part(&mut zip, &table) else {
+            let Some(xml) = parts.get(&table) else {
                 continue;
             };
-            let fields = related(&mut zip, &table, "/pivotCacheDefinition")
-                .first()
-                .and_then(|cache| part(&mut zip, cache))
-                .map(|x| cache_fields(&x))
+            let cache = related(&mut parts, &table, "/pivotCacheDefinition")
+                .into_iter()
+                .next()
                 .unwrap_or_default();
+            if !caches.contains_key(&cache) {
+                let fields = parts
+                    .get(&cache)
+                    .map(|x| cache_fields(&x))
+                    .unwrap_or_default();
+                caches.insert(cache.clone(), fields);
+            }
+            let fields = caches.get(&cache).map(Vec::as_slice).unwrap_or_default();
             out.entry(sheet.clone())
                 .or_default()
-                .push(pivot_table(&xml, &fields));
+                .push(pivot_table(&xml, fields));
         }
     }
     out
+}
+
+/// The sheet of an ODS cell range address: `Pivot.A1:Pivot.D8`, `$Sheet1.$A$1:.$D$8` and
+/// `'It''s here'.A1:B5` give `Pivot`, `Sheet1` and `It's here`.
+fn range_sheet(address: &str) -> String {
+    let address = address.trim().trim_start_matches('$');
+    if let Some(quoted) = address.strip_prefix('\'') {
+        let mut name = String::new();
+        let mut chars = quoted.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                if chars.peek() != Some(&'\'') {
+                    break;
+                }
+                chars.next();
+            }
+            name.push(c);
+        }
+        return name;
+    }
+    address.split('.').next().unwrap_or_default().to_string()
 }
 
 /// The data pilots (pivot tables) of an ODS `content.xml`, per sheet name (of the range each
 /// writes its results to).
 pub(crate) fn ods_pivots(content: &[u8]) -> HashMap<String, Vec<Pivot>> {
     let mut found: Vec<(String, Pivot)> = Vec::new();
+    // Whether the data pilot being read is one of those kept (the first MAX_PIVOTS).
+    let mut kept = false;
     walk(content, |parent, e| match local(e.name().as_ref()) {
-        b"data-pilot-table" if found.len() < MAX_PIVOTS => {
-            // `Sheet2.A1:C9` or `'My sheet'.A1:C9` (`$` marks absolute references).
-            let target = attr(e, b"table:target-range-address").unwrap_or_default();
-            let sheet = target
-                .rsplit_once('.')
-                .map_or(target.as_str(), |(s, _)| s)
-                .trim_start_matches('$')
-                .trim_matches('\'')
-                .to_string();
-            let pivot = Pivot {
-                name: attr(e, b"table:name").unwrap_or_default(),
-                ..Pivot::default()
-            };
-            found.push((sheet, pivot));
+        b"data-pilot-table" => {
+            kept = found.len() < MAX_PIVOTS;
+            if kept {
+                let target = attr(e, b"table:target-range-address").unwrap_or_default();
+                let pivot = Pivot {
+                    name: attr(e, b"table:name").unwrap_or_default(),
+                    ..Pivot::default()
+                };
+                found.push((range_sheet(&target), pivot));
+            }
         }
-        b"data-pilot-field" if parent == b"data-pilot-table" => {
+        b"data-pilot-field" if parent == b"data-pilot-table" && kept => {
             let Some((_, pivot)) = found.last_mut() else {
                 return;
             };
@@ -287,11 +341,19 @@ mod tests {
     #[test]
     fn ods_data_pilots_are_read_per_target_sheet() {
         let xml = br#"<office:document-content xmlns:office="o" xmlns:table="t"><office:body><office:spreadsheet>
-            <table:data-pilot-tables><table:data-pilot-table table:name="DataPilot1" table:target-range-address="'Fuel by cylinders'.A1:B5">
+            <table:data-pilot-tables><table:data-pilot-table table:name="DataPilot1" table:target-range-address="'Fuel by cylinders'.A1:'Fuel by cylinders'.B5">
               <table:data-pilot-field table:source-field-name="cyl" table:orientation="row"/>
               <table:data-pilot-field table:source-field-name="mpg" table:orientation="data" table:function="average"/>
             </table:data-pilot-table></table:data-pilot-tables></office:spreadsheet></office:body></office:document-content>"#;
         let found = &ods_pivots(xml)["Fuel by cylinders"];
+        for (address, sheet) in [
+            ("Pivot.A1:Pivot.D8", "Pivot"),
+            ("$Sheet1.$A$1:.$D$8", "Sheet1"),
+            ("'It''s here'.A1:B5", "It's here"),
+            ("'a.b'.A1:'a.b'.C3", "a.b"),
+        ] {
+            assert_eq!(range_sheet(address), sheet, "{address}");
+        }
         assert_eq!(
             describe(&found[0]),
             "Pivot table DataPilot1: rows cyl; values average of mpg."

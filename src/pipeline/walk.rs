@@ -515,7 +515,11 @@ impl<'r> WalkStage<'r> {
                 .report(&at, FileStatus::Skipped, Some(reason), 0, None);
         }
         if !listing.complete {
-            if let Some(max) = source.max_objects.filter(|_| !self.run.halted()) {
+            if let Some(reason) = listing.cut {
+                let at = Locator::root(root.clone()).to_string();
+                self.run
+                    .report(&at, FileStatus::Skipped, Some(reason), 0, None);
+            } else if let Some(max) = source.max_objects.filter(|_| !self.run.halted()) {
                 let at = Locator::root(root.clone()).to_string();
                 let reason = format!(
                     "limit: files (stopped after {max} objects; pull its subfolders, or let the source sync)"

@@ -1383,6 +1383,32 @@ fn a_folder_whose_listing_failed_once_is_listed_again_not_lost() {
     assert_eq!(summary["unchanged"], 6, "{all}");
 }
 
+/// A server's listing that the service's client cannot take (OpenDAL slices a listed path by
+/// the root's length, checked only in debug builds) fails the source, not the process: one
+/// `failed` line, a summary, exit 2.
+#[test]
+fn a_listing_the_client_library_cannot_take_fails_the_source_not_the_process() {
+    let sb = Sandbox::new();
+    let hostile = Hostile::start(&sb, "shorthref", "");
+    let url = format!("webdav://127.0.0.1:{}/docs", hostile.port);
+    let (code, lines, all) = ingest_url(&sb, &url, &[]);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        lines.last().is_some_and(|l| l.get("summary").is_some()),
+        "{all}"
+    );
+    let failed = lines
+        .iter()
+        .find(|l| l["status"] == "failed")
+        .unwrap_or_else(|| panic!("no failed line: {all}"));
+    assert!(
+        failed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("could not take")),
+        "{all}"
+    );
+}
+
 /// A WebDAV source whose server lists a file and answers its download with 302 to the
 /// service's own network — to another port of the address the operator named, and to
 /// `localhost` — is not redirected: the internal service is never asked, nothing of it is

@@ -14,6 +14,8 @@ It binds 127.0.0.1 on a free port, writes the port to PORT_FILE, and answers eve
 - `flaky`: a WebDAV tree `/docs/{a,b,c}/note-N.txt` whose first listing (`PROPFIND`) of
   `/docs/b/` answers 503, as a server restarting or a closed connection would: the retry must
   list it, not lose the folder.
+- `shorthref`: a WebDAV listing of `/docs/` naming a file `/a` (shorter than the folder
+  listed: OpenDAL slices it by the root's length and panics).
 - `imap`: not HTTP: an IMAP greeting, then a `NO` to the `LOGIN` that echoes the line.
 
 Each request is appended to HITS_FILE as `METHOD PATH`; `huge` appends `sent N` (the bytes it
@@ -92,6 +94,18 @@ class Handler(BaseHTTPRequestHandler):
             self.rfile.read(length)
         if MODE == "flaky":
             self.flaky()
+        elif MODE == "shorthref" and self.command == "PROPFIND":
+            body = (
+                '<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">'
+                + PROP.format(href="/docs/", props="<D:resourcetype><D:collection/></D:resourcetype>")
+                + PROP.format(href="/a", props="<D:resourcetype/><D:getcontentlength>5</D:getcontentlength>")
+                + "</D:multistatus>"
+            ).encode()
+            self.send_response(207)
+            self.send_header("Content-Type", "application/xml; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif MODE == "redirect" and self.command == "PROPFIND":
             body = LISTING.encode()
             self.send_response(207)

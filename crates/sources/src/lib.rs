@@ -465,7 +465,17 @@ pub struct Listing {
     pub refused: Vec<(String, String)>,
     /// How many were left out so, those past [`MAX_REFUSED_SHOWN`] too.
     pub refused_count: u64,
+    /// Why the listing did not reach its end though nobody stopped it (a bound, folders that
+    /// could not be listed): told as one `skipped` line for the source.
+    pub cut: Option<String>,
 }
+
+/// Folders a walked listing (WebDAV, SFTP, FTP) enters, at most.
+pub const MAX_LISTED_FOLDERS: usize = 100_000;
+/// Entries of every kind (files, folders, links, what is refused) a walked listing reads.
+const MAX_LISTED_ENTRIES: usize = 2 * MAX_LISTED_OBJECTS + MAX_LISTED_FOLDERS;
+/// Bytes of folder paths a walked listing holds waiting to be listed, at most.
+const MAX_PENDING_FOLDER_BYTES: usize = 16 * 1024 * 1024;
 
 /// Refused paths one listing names, at most (the rest are counted).
 pub const MAX_REFUSED_SHOWN: usize = 100;
@@ -487,6 +497,8 @@ impl Listing {
 pub fn check_object_path(path: &str) -> Result<(), String> {
     let why = if path.is_empty() {
         "an empty path"
+    } else if path.trim() != path {
+        "white space at an end of its path (the service's client would trim it)"
     } else if path.contains('\\') {
         "a backslash in its path"
     } else if path.chars().any(char::is_control) {
@@ -521,6 +533,18 @@ pub struct RemoteSession {
     runtime: tokio::runtime::Runtime,
     /// What its errors are cleaned of.
     secrets: Secrets,
+}
+
+/// `f`, a call into the service's client, with a panic in it made this source's error: the
+/// client library takes some answers on trust (OpenDAL 0.59 slices a WebDAV entry's path by
+/// the root's length, its check of the form a debug assertion only), and a server's odd
+/// answer must fail the source, not take the process down.
+fn contained<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T, SourceError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(SourceError::Service(
+            "the service's client could not take the server's answer".into(),
+        ))
+    })
 }
 
 /// `e` with what the server said reduced by [`Secrets::reason`]: the one way a remote error
@@ -747,34 +771,31 @@ impl RemoteSession {
     /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed; files whose path is longer
     /// than [`MAX_OBJECT_PATH_BYTES`] are only counted.
     pub fn list(&self, found: impl FnMut(RemoteObject) -> bool) -> Result<Listing, SourceError> {
-        self.list_raw(found).map_err(|e| clean(&self.secrets, e))
+        contained(|| self.list_raw(found)).map_err(|e| clean(&self.secrets, e))
     }
 
     /// The object at `path` (below the root), or `None` when there is none; a folder there is
     /// an error.
     pub fn stat_file(&self, path: &str) -> Result<Option<RemoteObject>, SourceError> {
-        self.stat_file_raw(path)
-            .map_err(|e| clean(&self.secrets, e))
+        contained(|| self.stat_file_raw(path)).map_err(|e| clean(&self.secrets, e))
     }
 
     /// Whether `path` (below the root; empty: the root) is a folder: `Some(true)`, a file:
     /// `Some(false)`, or nothing at all: `None`.
     pub fn kind_of(&self, path: &str) -> Result<Option<bool>, SourceError> {
-        self.kind_of_raw(path).map_err(|e| clean(&self.secrets, e))
+        contained(|| self.kind_of_raw(path)).map_err(|e| clean(&self.secrets, e))
     }
 
     /// The entries of the folder `path` (below the root; empty: the root), not recursively,
     /// sorted by name: at most [`MAX_BROWSED_ENTRIES`] are read from the service.
     pub fn list_folder(&self, path: &str) -> Result<FolderListing, SourceError> {
-        self.list_folder_raw(path)
-            .map_err(|e| clean(&self.secrets, e))
+        contained(|| self.list_folder_raw(path)).map_err(|e| clean(&self.secrets, e))
     }
 
     /// Stream the object at `path` into the file `to`, at most `max` bytes (refused before
     /// the download when its listed `size` is larger, and cut off when more arrives).
     pub fn download(&self, path: &str, size: u64, max: u64, to: &Path) -> Result<u64, SourceError> {
-        self.download_raw(path, size, max, to)
-            .map_err(|e| clean(&self.secrets, e))
+        contained(|| self.download_raw(path, size, max, to)).map_err(|e| clean(&self.secrets, e))
     }
 
     /// The IMAP mailbox, when this session is one.
@@ -838,9 +859,16 @@ impl RemoteSession {
                 meta.clone()
             };
             listed += 1;
-            Ok::<bool, SourceError>(
-                found(object_of(entry.path(), &meta)) && listed < MAX_LISTED_OBJECTS,
-            )
+            if !found(object_of(entry.path(), &meta)) {
+                return Ok(false);
+            }
+            if listed >= MAX_LISTED_OBJECTS {
+                listing.cut = Some(format!(
+                    "limit: files (the listing stopped after {MAX_LISTED_OBJECTS} objects)"
+                ));
+                return Ok(false);
+            }
+            Ok::<bool, SourceError>(true)
         };
         if op.info().scheme() == "s3" {
             // S3 lists a whole tree itself, in pages resumed by a token.
@@ -858,36 +886,92 @@ impl RemoteSession {
         // Folder by folder (WebDAV, SFTP, FTP), each listing retried on its own: OpenDAL's
         // simulated recursive listing loses a folder whose listing failed once and was
         // retried (a connection the server had closed), and the sync would then take its
-        // files for deleted. Only folders strictly below the one listed are entered, in name
-        // order; entries past MAX_LISTED_OBJECTS (folders count too) end it incomplete.
+        // files for deleted. Only folders (not links) strictly below the one listed are
+        // entered, in name order, at most MAX_LISTED_FOLDERS; anything left out makes the
+        // listing incomplete (nothing is then taken for gone) and says why.
         let mut folders = vec![String::from("/")];
-        let mut seen = 0usize;
+        let mut pending = 1usize;
+        let mut entered = 0usize;
+        let mut entries = 0usize;
+        // Folders left out (vanished, unreadable, named outside), and the first of them.
+        let (mut unlisted, mut first_unlisted) = (0usize, None::<String>);
+        let mut leave_out = |what: String| {
+            unlisted += 1;
+            first_unlisted.get_or_insert(what);
+        };
         while let Some(dir) = folders.pop() {
-            let mut lister = rt.block_on(op.lister(&dir)).map_err(service)?;
+            pending = pending.saturating_sub(dir.len());
+            entered += 1;
             let mut below = Vec::new();
-            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
-                seen += 1;
-                if seen > MAX_LISTED_OBJECTS {
-                    return Ok(listing);
-                }
-                let path = entry.path();
-                if entry.metadata().is_file() {
-                    if !take(&entry, &mut listing)? {
-                        return Ok(listing);
+            let listed_here = (|| {
+                let mut lister = rt.block_on(op.lister(&dir))?;
+                while let Some(entry) = rt.block_on(lister.try_next())? {
+                    entries += 1;
+                    if entries > MAX_LISTED_ENTRIES {
+                        listing.cut = Some(format!(
+                            "limit: files (the listing stopped after {MAX_LISTED_ENTRIES} entries)"
+                        ));
+                        return Ok(Some(Ok(())));
                     }
-                    continue;
+                    let path = entry.path();
+                    let meta = entry.metadata();
+                    if meta.is_file() {
+                        match take(&entry, &mut listing) {
+                            Ok(true) => continue,
+                            Ok(false) => return Ok(Some(Ok(()))),
+                            Err(e) => return Ok(Some(Err(e))),
+                        }
+                    }
+                    if !meta.is_dir() || path == dir || path == "/" {
+                        continue; // a link or another kind of entry; the folder itself
+                    }
+                    if path.len() > MAX_OBJECT_PATH_BYTES {
+                        listing.long_paths += 1;
+                        continue;
+                    }
+                    if !(dir == "/" || path.starts_with(&dir)) {
+                        // Named outside the folder listed (another case or form of its
+                        // name): not entered, and the listing is not complete.
+                        leave_out(format!("{path} (listed outside {dir})"));
+                        continue;
+                    }
+                    match check_object_path(path.trim_end_matches('/')) {
+                        Ok(()) => below.push(path.to_string()),
+                        Err(why) => listing.refuse(path, why),
+                    }
                 }
-                let inside = path != dir && path != "/" && (dir == "/" || path.starts_with(&dir));
-                if !inside || path.len() > MAX_OBJECT_PATH_BYTES {
-                    continue;
+                Ok::<_, opendal::Error>(None)
+            })();
+            match listed_here {
+                Ok(None) => {}
+                Ok(Some(Ok(()))) => return Ok(listing),
+                Ok(Some(Err(e))) => return Err(e),
+                // A folder gone or unreadable below the root (FTP says 550 for both): the
+                // rest is listed, this folder's files are not taken for gone.
+                Err(e) if dir != "/" && e.kind() == opendal::ErrorKind::NotFound => {
+                    leave_out(format!("{dir} ({})", said(&e)));
                 }
-                match check_object_path(path.trim_end_matches('/')) {
-                    Ok(()) => below.push(path.to_string()),
-                    Err(why) => listing.refuse(path, why),
-                }
+                Err(e) => return Err(service(e)),
             }
             below.sort_unstable();
-            folders.extend(below.into_iter().rev());
+            for folder in below.into_iter().rev() {
+                pending += folder.len();
+                if entered + folders.len() >= MAX_LISTED_FOLDERS
+                    || pending > MAX_PENDING_FOLDER_BYTES
+                {
+                    listing.cut = Some(format!(
+                        "limit: folders (the listing stopped at {MAX_LISTED_FOLDERS} folders)"
+                    ));
+                    return Ok(listing);
+                }
+                folders.push(folder);
+            }
+        }
+        if let Some(first) = first_unlisted {
+            listing.cut = Some(format!(
+                "{unlisted} folders not listed, so nothing under them is taken for gone: {first}"
+            ));
+            return Ok(listing);
         }
         listing.complete = true;
         Ok(listing)
@@ -1063,6 +1147,19 @@ mod tests {
         assert!(!SourceUrl::looks_like_one("/data/s3://x"));
         let long = format!("s3://b/{}", "x".repeat(3000));
         assert!(long.parse::<SourceUrl>().is_err());
+    }
+
+    #[test]
+    fn an_object_path_is_read_only_where_it_is_listed() {
+        for fine in ["a.txt", "docs/part 1/notes .txt", "ü/ß.md"] {
+            assert_eq!(check_object_path(fine), Ok(()), "{fine}");
+        }
+        // OpenDAL trims a path's ends; `..`, `//` and `\` would be read elsewhere too.
+        for odd in [
+            " x/a.txt", "x/a.txt ", "\tx", "a/../b", "a//b", "a\\b", "a/", "",
+        ] {
+            assert!(check_object_path(odd).is_err(), "{odd:?}");
+        }
     }
 
     #[test]
