@@ -272,6 +272,13 @@ fn range_sheet(address: &str) -> String {
 /// The data pilots (pivot tables) of an ODS `content.xml`, per sheet name (of the range each
 /// writes its results to).
 pub(crate) fn ods_pivots(content: &[u8]) -> HashMap<String, Vec<Pivot>> {
+    // A second pass over content.xml only when it holds one (most spreadsheets do not).
+    if !content
+        .windows(b"data-pilot-table".len())
+        .any(|w| w == b"data-pilot-table")
+    {
+        return HashMap::new();
+    }
     let mut found: Vec<(String, Pivot)> = Vec::new();
     // Whether the data pilot being read is one of those kept (the first MAX_PIVOTS).
     let mut kept = false;

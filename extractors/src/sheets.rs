@@ -14,7 +14,7 @@
 //! calamine's XLS reader builds whole sheets in memory itself; BIFF8 caps a sheet at
 //! 65 536 × 256 cells, and extraction runs in an isolated worker with a memory limit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Cursor;
 
 use calamine::{Data, DataRef, Reader};
@@ -180,25 +180,36 @@ impl SheetWriter {
     }
 
     fn push(&mut self, sink: &mut ObjectSink<'_>, table: String, first: u64, last: u64) {
-        sink.push(
-            ContentType::Text,
-            table,
-            Place {
-                fragment: Fragment {
-                    sheet: Some(self.name.clone()),
-                    rows: Some((first, last)),
-                    ..Fragment::default()
-                },
-                label: Some(format!("{} rows {first}-{last}", self.name)),
-                section: Some(self.name.clone()),
+        let label = format!("{} rows {first}-{last}", self.name);
+        let facts = json!({ "header_lines": TABLE_HEADER_LINES, "columns_truncated": self.truncated_columns });
+        self.push_at(sink, table, Some((first, last)), label, facts);
+    }
+
+    /// One object of this sheet (its rows when it has them).
+    fn push_at(
+        &mut self,
+        sink: &mut ObjectSink<'_>,
+        text: String,
+        rows: Option<(u64, u64)>,
+        label: String,
+        facts: serde_json::Value,
+    ) {
+        let place = Place {
+            fragment: Fragment {
+                sheet: Some(self.name.clone()),
+                rows,
+                ..Fragment::default()
             },
-            json!({ "header_lines": TABLE_HEADER_LINES, "columns_truncated": self.truncated_columns }),
-        );
+            label: Some(label),
+            section: Some(self.name.clone()),
+        };
+        sink.push(ContentType::Text, text, place, facts);
         self.objects += 1;
     }
 
-    /// Flush what is left, add what its pivot tables summarise, and describe the sheet.
-    fn finish(mut self, book: &mut Workbook<'_>, pivots: Vec<Pivot>) {
+    /// Flush what is left, add what its pivot tables (taken from `pivots`) summarise, and
+    /// describe the sheet.
+    fn finish(mut self, book: &mut Workbook<'_>, pivots: &mut HashMap<String, Vec<Pivot>>) {
         self.flush(&mut book.sink);
         if self.objects == 0 {
             if let Some((n, h)) = self.header.take() {
@@ -207,21 +218,15 @@ impl SheetWriter {
                 self.push(&mut book.sink, header_line(&columns, Some(&h)), n, n);
             }
         }
-        for pivot in pivots {
-            book.sink.push(
-                ContentType::Text,
+        for pivot in pivots.remove(&self.name).unwrap_or_default() {
+            let label = format!("{} pivot table", self.name);
+            self.push_at(
+                &mut book.sink,
                 describe(&pivot),
-                Place {
-                    fragment: Fragment {
-                        sheet: Some(self.name.clone()),
-                        ..Fragment::default()
-                    },
-                    label: Some(format!("{} pivot table", self.name)),
-                    section: Some(self.name.clone()),
-                },
+                None,
+                label,
                 json!({ "pivot_table": true }),
             );
-            self.objects += 1;
         }
         let locator = book
             .input
@@ -368,7 +373,7 @@ impl Extractor for Xlsx {
             if let Some(prev) = current {
                 writer.row(&mut out.sink, u64::from(prev) + 1, row);
             }
-            writer.finish(&mut out, pivots.remove(&name).unwrap_or_default());
+            writer.finish(&mut out, &mut pivots);
             if out.cells > MAX_CELLS {
                 break;
             }
@@ -432,7 +437,7 @@ impl Extractor for Xls {
                 }
                 writer.row(&mut out.sink, u64::from(r0) + i as u64 + 1, row);
             }
-            writer.finish(&mut out, Vec::new());
+            writer.finish(&mut out, &mut HashMap::new());
             if out.cells > MAX_CELLS {
                 break;
             }
@@ -526,8 +531,7 @@ impl Extractor for Ods {
                 Event::End(ref e) => match e.name().as_ref() {
                     b"table:table" => {
                         if let Some(writer) = sheet.take() {
-                            let found = pivots.remove(&writer.name).unwrap_or_default();
-                            writer.finish(&mut out, found);
+                            writer.finish(&mut out, &mut pivots);
                         }
                     }
                     b"table:table-row" => {
@@ -571,8 +575,7 @@ impl Extractor for Ods {
             buf.clear();
         }
         if let Some(writer) = sheet.take() {
-            let found = pivots.remove(&writer.name).unwrap_or_default();
-            writer.finish(&mut out, found);
+            writer.finish(&mut out, &mut pivots);
         }
         Ok(out.finish())
     }

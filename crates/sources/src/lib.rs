@@ -477,6 +477,16 @@ const MAX_LISTED_ENTRIES: usize = 2 * MAX_LISTED_OBJECTS + MAX_LISTED_FOLDERS;
 /// Bytes of folder paths a walked listing holds waiting to be listed, at most.
 const MAX_PENDING_FOLDER_BYTES: usize = 16 * 1024 * 1024;
 
+/// How the listing of one folder of a walk ended.
+enum FolderEnd {
+    /// To its end.
+    Listed,
+    /// The whole listing ends here (the caller stopped it, or a bound).
+    Stop,
+    /// The folder vanished or cannot be read: why.
+    Gone(String),
+}
+
 /// Refused paths one listing names, at most (the rest are counted).
 pub const MAX_REFUSED_SHOWN: usize = 100;
 
@@ -540,11 +550,22 @@ pub struct RemoteSession {
 /// the root's length, its check of the form a debug assertion only), and a server's odd
 /// answer must fail the source, not take the process down.
 fn contained<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T, SourceError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(SourceError::Service(
-            "the service's client could not take the server's answer".into(),
-        ))
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(unfit()))
+}
+
+/// `rt.block_on(f)`, a panic in it made this source's error as in [`contained`]: for the
+/// listing, whose callback (the sync's own work) runs between requests and is not the
+/// client's to answer for.
+fn wait<F: std::future::Future>(
+    rt: &tokio::runtime::Runtime,
+    f: F,
+) -> Result<F::Output, SourceError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(f))).map_err(|_| unfit())
+}
+
+/// The error of a client that panicked on a server's answer.
+fn unfit() -> SourceError {
+    SourceError::Service("the service's client could not take the server's answer".into())
 }
 
 /// `e` with what the server said reduced by [`Secrets::reason`]: the one way a remote error
@@ -771,7 +792,7 @@ impl RemoteSession {
     /// it returns `false` or [`MAX_LISTED_OBJECTS`] are listed; files whose path is longer
     /// than [`MAX_OBJECT_PATH_BYTES`] are only counted.
     pub fn list(&self, found: impl FnMut(RemoteObject) -> bool) -> Result<Listing, SourceError> {
-        contained(|| self.list_raw(found)).map_err(|e| clean(&self.secrets, e))
+        self.list_raw(found).map_err(|e| clean(&self.secrets, e))
     }
 
     /// The object at `path` (below the root), or `None` when there is none; a folder there is
@@ -822,7 +843,7 @@ impl RemoteSession {
         use futures_util::TryStreamExt;
         if let Some(mut mailbox) = self.mailbox() {
             // The whole listing first: `found` fetches messages on the same connection.
-            let objects = self.runtime.block_on(mailbox.list())?;
+            let objects = wait(&self.runtime, mailbox.list())??;
             drop(mailbox);
             for object in objects {
                 if !found(object) {
@@ -854,7 +875,7 @@ impl RemoteSession {
             // Some services list names only: ask for the rest.
             let meta = entry.metadata();
             let meta = if meta.last_modified().is_none() || meta.content_length() == 0 {
-                rt.block_on(op.stat(entry.path())).map_err(service)?
+                wait(rt, op.stat(entry.path()))?.map_err(service)?
             } else {
                 meta.clone()
             };
@@ -872,10 +893,9 @@ impl RemoteSession {
         };
         if op.info().scheme() == "s3" {
             // S3 lists a whole tree itself, in pages resumed by a token.
-            let mut lister = rt
-                .block_on(async { op.lister_with("/").recursive(true).await })
-                .map_err(service)?;
-            while let Some(entry) = rt.block_on(lister.try_next()).map_err(service)? {
+            let mut lister =
+                wait(rt, async { op.lister_with("/").recursive(true).await })?.map_err(service)?;
+            while let Some(entry) = wait(rt, lister.try_next())?.map_err(service)? {
                 if entry.metadata().is_file() && !take(&entry, &mut listing)? {
                     return Ok(listing);
                 }
@@ -890,82 +910,85 @@ impl RemoteSession {
         // entered, in name order, at most MAX_LISTED_FOLDERS; anything left out makes the
         // listing incomplete (nothing is then taken for gone) and says why.
         let mut folders = vec![String::from("/")];
-        let mut pending = 1usize;
-        let mut entered = 0usize;
-        let mut entries = 0usize;
+        // Bytes of the paths in `folders`, folders entered, entries read.
+        let (mut pending, mut entered, mut entries) = (1usize, 0usize, 0usize);
         // Folders left out (vanished, unreadable, named outside), and the first of them.
         let (mut unlisted, mut first_unlisted) = (0usize, None::<String>);
-        let mut leave_out = |what: String| {
-            unlisted += 1;
-            first_unlisted.get_or_insert(what);
-        };
         while let Some(dir) = folders.pop() {
             pending = pending.saturating_sub(dir.len());
             entered += 1;
-            let mut below = Vec::new();
-            let listed_here = (|| {
-                let mut lister = rt.block_on(op.lister(&dir))?;
-                while let Some(entry) = rt.block_on(lister.try_next())? {
+            let mut below: Vec<String> = Vec::new();
+            // The first entry the server named outside the folder listed (another case or
+            // form of its name): not entered, and the listing is not complete.
+            let mut outside: Option<String> = None;
+            // A folder gone or unreadable below the root (FTP says 550 for both) is left
+            // out and the rest listed; any other error fails the listing.
+            let gone_or_failed = |e: opendal::Error| {
+                if dir != "/" && e.kind() == opendal::ErrorKind::NotFound {
+                    Ok(FolderEnd::Gone(said(&e)))
+                } else {
+                    Err(service(e))
+                }
+            };
+            let end = (|| {
+                let mut lister = match wait(rt, op.lister(&dir))? {
+                    Ok(l) => l,
+                    Err(e) => return gone_or_failed(e),
+                };
+                loop {
+                    let entry = match wait(rt, lister.try_next())? {
+                        Ok(Some(entry)) => entry,
+                        Ok(None) => return Ok(FolderEnd::Listed),
+                        Err(e) => return gone_or_failed(e),
+                    };
                     entries += 1;
                     if entries > MAX_LISTED_ENTRIES {
                         listing.cut = Some(format!(
-                            "limit: files (the listing stopped after {MAX_LISTED_ENTRIES} entries)"
+                            "limit: entries (the listing stopped after {MAX_LISTED_ENTRIES})"
                         ));
-                        return Ok(Some(Ok(())));
+                        return Ok(FolderEnd::Stop);
                     }
-                    let path = entry.path();
-                    let meta = entry.metadata();
+                    let (path, meta) = (entry.path(), entry.metadata());
                     if meta.is_file() {
-                        match take(&entry, &mut listing) {
-                            Ok(true) => continue,
-                            Ok(false) => return Ok(Some(Ok(()))),
-                            Err(e) => return Ok(Some(Err(e))),
+                        if !take(&entry, &mut listing)? {
+                            return Ok(FolderEnd::Stop);
                         }
+                        continue;
                     }
                     if !meta.is_dir() || path == dir || path == "/" {
                         continue; // a link or another kind of entry; the folder itself
                     }
                     if path.len() > MAX_OBJECT_PATH_BYTES {
                         listing.long_paths += 1;
-                        continue;
-                    }
-                    if !(dir == "/" || path.starts_with(&dir)) {
-                        // Named outside the folder listed (another case or form of its
-                        // name): not entered, and the listing is not complete.
-                        leave_out(format!("{path} (listed outside {dir})"));
-                        continue;
-                    }
-                    match check_object_path(path.trim_end_matches('/')) {
-                        Ok(()) => below.push(path.to_string()),
-                        Err(why) => listing.refuse(path, why),
+                    } else if !(dir == "/" || path.starts_with(&dir)) {
+                        outside.get_or_insert_with(|| format!("{path} listed in it"));
+                    } else if let Err(why) = check_object_path(path.trim_end_matches('/')) {
+                        listing.refuse(path, why);
+                    } else {
+                        pending += path.len();
+                        if entered + folders.len() + below.len() >= MAX_LISTED_FOLDERS
+                            || pending > MAX_PENDING_FOLDER_BYTES
+                        {
+                            listing.cut = Some(format!(
+                                "limit: folders (the listing stopped at {MAX_LISTED_FOLDERS})"
+                            ));
+                            return Ok(FolderEnd::Stop);
+                        }
+                        below.push(path.to_string());
                     }
                 }
-                Ok::<_, opendal::Error>(None)
-            })();
-            match listed_here {
-                Ok(None) => {}
-                Ok(Some(Ok(()))) => return Ok(listing),
-                Ok(Some(Err(e))) => return Err(e),
-                // A folder gone or unreadable below the root (FTP says 550 for both): the
-                // rest is listed, this folder's files are not taken for gone.
-                Err(e) if dir != "/" && e.kind() == opendal::ErrorKind::NotFound => {
-                    leave_out(format!("{dir} ({})", said(&e)));
-                }
-                Err(e) => return Err(service(e)),
+            })()?;
+            let left_out = match end {
+                FolderEnd::Listed => outside,
+                FolderEnd::Stop => return Ok(listing),
+                FolderEnd::Gone(why) => Some(why),
+            };
+            if let Some(why) = left_out {
+                unlisted += 1;
+                first_unlisted.get_or_insert_with(|| format!("{dir}: {why}"));
             }
             below.sort_unstable();
-            for folder in below.into_iter().rev() {
-                pending += folder.len();
-                if entered + folders.len() >= MAX_LISTED_FOLDERS
-                    || pending > MAX_PENDING_FOLDER_BYTES
-                {
-                    listing.cut = Some(format!(
-                        "limit: folders (the listing stopped at {MAX_LISTED_FOLDERS} folders)"
-                    ));
-                    return Ok(listing);
-                }
-                folders.push(folder);
-            }
+            folders.extend(below.into_iter().rev());
         }
         if let Some(first) = first_unlisted {
             listing.cut = Some(format!(
