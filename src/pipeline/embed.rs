@@ -8,6 +8,7 @@
 //! batch or two instead of after it. Length: each batch holds [`LENGTH_BUCKETS`] model runs,
 //! which the embedder fills with chunks of similar length (a run is padded to its longest).
 
+use super::memo::{Plan, Source, VectorMemo};
 use super::resume::VectorCheckpoints;
 use super::run::Run;
 use super::{FileMeta, FileStage, IndexItem, StoreItem};
@@ -39,6 +40,9 @@ pub(super) struct EmbedTally {
     pub(super) busy: Duration,
     /// Chunks in other languages also embedded by the multilingual model.
     pub(super) multilingual: u64,
+    /// Chunks whose text was embedded before in the run: their vector taken again
+    /// ([`super::memo`]).
+    pub(super) reused: u64,
 }
 
 /// Stage 3: takes [`IndexItem`]s, embeds the chunks of new content in batches across files,
@@ -55,6 +59,8 @@ pub(super) struct EmbedStage<'r> {
     tally: EmbedTally,
     /// The vectors of files not yet complete, checkpointed after every batch.
     checkpoints: VectorCheckpoints,
+    /// The vectors of the texts embedded so far in the run, by text.
+    memo: VectorMemo,
 }
 
 impl<'r> EmbedStage<'r> {
@@ -66,6 +72,7 @@ impl<'r> EmbedStage<'r> {
             max_waiting: config.channel_capacity.max(1),
             tally: EmbedTally::default(),
             checkpoints: VectorCheckpoints::open(&config.data_dir, run.ing.model_variant().name()),
+            memo: VectorMemo::new(),
         }
     }
 
@@ -198,11 +205,19 @@ impl<'r> EmbedStage<'r> {
                     return false;
                 }
             };
-            // Chunks restored from a checkpoint have their vectors: only the others go in.
+            // Chunks restored from a checkpoint have their vectors: only the others go in,
+            // each distinct text once, none embedded before in the run.
             let (mut fresh, restored): (Vec<StoredChunk>, Vec<StoredChunk>) =
                 batch.into_iter().partition(|c| c.vector.is_empty());
             let owned: Vec<_> = fresh.iter().map(|c| c.chunk.embedding_text()).collect();
-            let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+            let keys: Vec<_> = owned.iter().map(|t| super::memo::key_of(t)).collect();
+            let plan = Plan::new(&keys, &mut self.memo);
+            let texts: Vec<&str> = plan
+                .to_embed
+                .iter()
+                .filter_map(|&i| owned.get(i))
+                .map(|t| t.as_ref())
+                .collect();
             let started = Instant::now();
             let embedded = if texts.is_empty() {
                 Ok(Vec::new())
@@ -213,10 +228,24 @@ impl<'r> EmbedStage<'r> {
             match embedded {
                 Ok(vs) => {
                     self.tally.chunks += vs.len() as u64;
-                    let tokens: usize = fresh.iter().map(|c| c.chunk.tokens).sum();
+                    self.tally.reused += plan.reused() as u64;
+                    let tokens: usize = plan
+                        .to_embed
+                        .iter()
+                        .filter_map(|&i| fresh.get(i))
+                        .map(|c| c.chunk.tokens)
+                        .sum();
                     self.tally.tokens += tokens as u64;
-                    for (c, v) in fresh.iter_mut().zip(vs) {
-                        c.vector = v;
+                    for (&i, v) in plan.to_embed.iter().zip(&vs) {
+                        if let Some(key) = keys.get(i) {
+                            self.memo.put(*key, v);
+                        }
+                    }
+                    for (c, source) in fresh.iter_mut().zip(plan.sources) {
+                        c.vector = match source {
+                            Source::Embedded(j) => vs.get(j).cloned().unwrap_or_default(),
+                            Source::Remembered(v) => v,
+                        };
                     }
                 }
                 Err(e) => {
@@ -380,7 +409,7 @@ mod tests {
         assert_eq!(removed, 1);
         assert_eq!(files.len(), 3, "{files:?}");
         let total: usize = want.iter().sum();
-        assert_eq!(tally.chunks as usize, total);
+        assert_eq!((tally.chunks + tally.reused) as usize, total);
         assert!(tally.tokens > 0);
         // Each file reached the embedding stage before its line.
         let stages = events
@@ -392,6 +421,87 @@ mod tests {
             statuses(&events).is_empty(),
             "the embed stage sends no line"
         );
+    }
+
+    /// The fake model, counting the texts it is given.
+    #[derive(Default)]
+    struct CountingModel {
+        inner: crate::embed::fake::FakeEmbedder,
+        texts: std::sync::atomic::AtomicUsize,
+    }
+
+    impl crate::embed::Embedder for CountingModel {
+        fn embed(&self, texts: &[&str]) -> crate::error::Result<Vec<Vec<f32>>> {
+            self.texts
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+            self.inner.embed(texts)
+        }
+        fn dimensions(&self) -> usize {
+            self.inner.dimensions()
+        }
+        fn max_tokens(&self) -> usize {
+            self.inner.max_tokens()
+        }
+    }
+
+    #[test]
+    fn a_text_that_comes_again_is_not_embedded_again_and_gets_the_same_vector() {
+        let model = Arc::new(CountingModel::default());
+        let b = Bench::with_embedder(model.clone());
+        // A log whose pages repeat one notice, and a memo of its own: the notice's chunks
+        // repeat within the file and across batches.
+        let log: String = (0..400)
+            .map(|_| "The keeper logs the weather at dawn and dusk without fail.\n\n")
+            .collect();
+        let items = vec![
+            b.content("log.md", &log),
+            b.content("memo.md", &long_text("lighthouse")),
+        ];
+        let mut texts: Vec<String> = Vec::new();
+        for item in &items {
+            if let IndexItem::Content { chunks, .. } = item {
+                texts.extend(chunks.iter().map(|c| c.embedding_text().into_owned()));
+            }
+        }
+        let distinct: std::collections::HashSet<&String> = texts.iter().collect();
+        assert!(
+            distinct.len() + 8 < texts.len(),
+            "{} of {} texts distinct: the versions do not share enough",
+            distinct.len(),
+            texts.len()
+        );
+        let stop = AtomicBool::new(false);
+        let (run, _events) = b.run(&stop);
+        let (item_tx, item_rx) = bounded(0);
+        let (store_tx, store_rx) = unbounded();
+        let mut stage = EmbedStage::new(&run);
+        stage.batch_size = 8; // repeats within a batch and across batches
+        let tally = std::thread::scope(|s| {
+            let stage = s.spawn(move || stage.run(item_rx, store_tx));
+            for item in items {
+                item_tx.send(item).unwrap();
+            }
+            drop(item_tx);
+            stage.join().unwrap()
+        });
+        let embedded = model.texts.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(embedded, distinct.len(), "texts given to the model");
+        assert_eq!(tally.chunks as usize, distinct.len());
+        assert_eq!(tally.reused as usize, texts.len() - distinct.len());
+        // Every chunk has its vector, the one the model gives its text.
+        let mut points = 0;
+        let expected = crate::embed::fake::FakeEmbedder::default();
+        for out in store_rx.try_iter() {
+            if let StoreItem::Points(batch) = out {
+                for c in batch {
+                    points += 1;
+                    let text = c.chunk.embedding_text();
+                    let want = crate::embed::Embedder::embed(&expected, &[text.as_ref()]).unwrap();
+                    assert_eq!(Some(&c.vector), want.first(), "{text}");
+                }
+            }
+        }
+        assert_eq!(points, texts.len());
     }
 
     /// A model that cannot embed.

@@ -34,6 +34,7 @@ mod extract;
 mod handoff;
 mod inputs;
 mod ledger;
+mod memo;
 pub mod quarantine;
 mod resume;
 mod run;
@@ -350,6 +351,7 @@ fn run(
         optimize = started.elapsed();
     }
     report.summary.chunks_embedded = embedded.chunks;
+    report.summary.chunks_reused = embedded.reused;
     report.summary.tokens_embedded = embedded.tokens;
     report.summary.chunks_multilingual = embedded.multilingual;
     report.summary.entry_cards = run.entry_cards.load(Ordering::Relaxed);

@@ -16,6 +16,28 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// The name an input's ledger line has before it is walked.
+fn input_name(input: &Input) -> String {
+    match input {
+        Input::Bytes { name, .. } | Input::Text { name, .. } | Input::Upload { name, .. } => {
+            name.clone()
+        }
+        Input::Path(path) => root_path(path),
+        Input::Remote(source) => Locator::root(source.url.locator_root()).to_string(),
+        Input::Member { member, .. } => member.clone(),
+        Input::Remove { locator } => locator.clone(),
+    }
+}
+
+/// What a caught panic said.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
 /// The path string catalog entries are compared with: canonical when it exists, else the
 /// absolute path under its canonical parent (a deleted file).
 fn root_path(path: &Path) -> String {
@@ -90,65 +112,86 @@ impl<'r> WalkStage<'r> {
                 return;
             }
             self.run.input_started(n);
-            match input {
-                Input::Bytes { name, bytes } => {
-                    if let Some(name) = self.stored_name(&name) {
-                        let locator = Locator::root(name);
-                        let size = bytes.len() as u64;
-                        let mut expansion = Expansion::default();
-                        let seen = Seen {
-                            size,
-                            mtime_ns: 0,
-                            body: "",
-                        };
-                        self.unpack_contained(&locator, &[], seen, || {
-                            Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
-                                self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
+            // One input that panics the walk (a listing or a decoder beyond the boundaries
+            // inside) is one failed line, not a run that never ends. What it held is not
+            // taken for gone (the removals come at the end of its walk, which it did not
+            // reach); its lines are all sent, so it completes (an upload's job ends).
+            let name = input_name(&input);
+            let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::failpoint::hit_for("walk.input", &name);
+                match input {
+                    Input::Bytes { name, bytes } => {
+                        if let Some(name) = self.stored_name(&name) {
+                            let locator = Locator::root(name);
+                            let size = bytes.len() as u64;
+                            let mut expansion = Expansion::default();
+                            let seen = Seen {
+                                size,
+                                mtime_ns: 0,
+                                body: "",
+                            };
+                            self.unpack_contained(&locator, &[], seen, || {
+                                Unpacker::new(limits).expand_bytes(bytes, &locator, &mut |leaf| {
+                                    self.route_leaf(
+                                        leaf,
+                                        &locator,
+                                        size,
+                                        0,
+                                        leaves,
+                                        &mut expansion,
+                                    );
+                                });
                             });
-                        });
+                        }
                     }
-                }
-                Input::Text { name, text, json } => {
-                    if let Some(name) = self.stored_name(&name) {
-                        let locator = Locator::root(name);
-                        let size = text.len() as u64;
-                        let kind = if json {
-                            TextKind::Json
-                        } else {
-                            TextKind::Plain
-                        };
-                        let detected = Detected {
-                            kind: FileKind::Text(kind),
-                            mime: if json {
-                                "application/json"
+                    Input::Text { name, text, json } => {
+                        if let Some(name) = self.stored_name(&name) {
+                            let locator = Locator::root(name);
+                            let size = text.len() as u64;
+                            let kind = if json {
+                                TextKind::Json
                             } else {
-                                "text/plain"
-                            }
-                            .into(),
-                        };
-                        let leaf = Leaf::File {
-                            locator: locator.clone(),
-                            bytes: text.into_bytes(),
-                            detected,
-                        };
-                        let mut expansion = Expansion::default();
-                        self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
+                                TextKind::Plain
+                            };
+                            let detected = Detected {
+                                kind: FileKind::Text(kind),
+                                mime: if json {
+                                    "application/json"
+                                } else {
+                                    "text/plain"
+                                }
+                                .into(),
+                            };
+                            let leaf = Leaf::File {
+                                locator: locator.clone(),
+                                bytes: text.into_bytes(),
+                                detected,
+                            };
+                            let mut expansion = Expansion::default();
+                            self.route_leaf(leaf, &locator, size, 0, leaves, &mut expansion);
+                        }
                     }
-                }
-                Input::Path(path) => self.sync_path(&path, leaves, index),
-                Input::Remote(source) => self.sync_remote(&source, leaves, index),
-                Input::Member { archive, member } => self.member(&archive, &member, leaves),
-                Input::Upload {
-                    name,
-                    path,
-                    limits,
-                    tags,
-                } => {
-                    if let Some(name) = self.stored_name(&name) {
-                        self.upload(&name, &path, limits.as_ref(), tags, leaves, index);
+                    Input::Path(path) => self.sync_path(&path, leaves, index),
+                    Input::Remote(source) => self.sync_remote(&source, leaves, index),
+                    Input::Member { archive, member } => self.member(&archive, &member, leaves),
+                    Input::Upload {
+                        name,
+                        path,
+                        limits,
+                        tags,
+                    } => {
+                        if let Some(name) = self.stored_name(&name) {
+                            self.upload(&name, &path, limits.as_ref(), tags, leaves, index);
+                        }
                     }
+                    Input::Remove { locator } => self.remove(&locator, index),
                 }
-                Input::Remove { locator } => self.remove(&locator, index),
+            }));
+            if let Err(panic) = walked {
+                let reason = format!("walking it panicked: {}", panic_message(&*panic));
+                tracing::error!(input = %name, "{reason}");
+                self.run
+                    .report(&name, FileStatus::Failed, Some(reason), 0, None);
             }
             if self.run.halted() {
                 return; // files of this input may be missing: it is not complete
@@ -691,12 +734,7 @@ impl<'r> WalkStage<'r> {
         let Err(panic) = outcome else {
             return true;
         };
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        let reason = format!("unpacking panicked: {message}");
+        let reason = format!("unpacking panicked: {}", panic_message(&*panic));
         self.record_unread(top, None, tags, FileStatus::Failed, reason);
         false
     }

@@ -26,6 +26,7 @@ struct Counters {
     /// Uploads refused, by cause.
     refused: BTreeMap<&'static str, u64>,
     chunks_embedded: u64,
+    chunks_reused: u64,
     /// Busy seconds per stage, summed over ended runs.
     stage_seconds: BTreeMap<&'static str, f64>,
     /// Seconds from acceptance to the end, summed over ended jobs.
@@ -70,6 +71,7 @@ impl Metrics {
     pub fn add_run(&self, s: &Summary) {
         let mut c = lock(&self.inner);
         c.chunks_embedded += s.chunks_embedded;
+        c.chunks_reused += s.chunks_reused;
         let t = &s.seconds;
         for (stage, secs) in [
             ("unpack", t.unpack),
@@ -152,6 +154,12 @@ impl Metrics {
             "counter",
             "Chunks embedded by ended runs since start.",
             one(c.chunks_embedded.to_string()),
+        );
+        family(
+            "ingest_chunks_reused_total",
+            "counter",
+            "Chunks of ended runs whose text was embedded before in their run: the vector taken again, no model run.",
+            one(c.chunks_reused.to_string()),
         );
         family(
             "ingest_stage_seconds_total",

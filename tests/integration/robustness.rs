@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -932,6 +932,21 @@ fn robustness_the_daemon_socket_bounds_time_and_bytes() {
     assert!(service.stop().success());
 }
 
+/// Waits (up to a minute) until the service writes nothing for 3 s; whether it did.
+fn quiescent(service: &Service) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = written(service);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(3));
+        let now = written(service);
+        if now == last {
+            return true;
+        }
+        last = now;
+    }
+    false
+}
+
 /// Bytes the service writes, every file and socket together (`/proc/PID/io` `wchar`).
 fn written(service: &Service) -> u64 {
     std::fs::read_to_string(format!("/proc/{}/io", service.child.id()))
@@ -970,23 +985,32 @@ fn robustness_one_tenants_bulk_is_never_rewritten_by_anothers_call() {
     assert_eq!(status, 202, "{answer}");
     let job = bob.wait_job(&crate::service::job_of(&answer));
     assert_eq!(job["state"], "indexed", "{job}");
-    // Warm Alice's workflow, then measure one more call.
+    // Warm Alice's workflow, let what Bob's job left behind be flushed (the store writes its
+    // segments after a job ends, and those writes are Bob's), then measure three more calls:
+    // a call that rewrote Bob's entries would write them every time, so the least of the
+    // three is what the call itself costs.
     let (_, v) = tool(
         &alice,
         "remember",
         json!({"workflow": "w", "key": "a", "value": "1"}),
     );
     assert!(v.get("error").is_none(), "{v}");
-    let before = written(&service);
-    let (_, v) = tool(
-        &alice,
-        "remember",
-        json!({"workflow": "w", "key": "b", "value": "2"}),
-    );
-    assert!(v.get("error").is_none(), "{v}");
-    let wrote = written(&service) - before;
+    let quiet = quiescent(&service);
+    let mut costs = Vec::new();
+    for key in ["b", "c", "d"] {
+        let before = written(&service);
+        let (_, v) = tool(
+            &alice,
+            "remember",
+            json!({"workflow": "w", "key": key, "value": "2"}),
+        );
+        assert!(v.get("error").is_none(), "{v}");
+        costs.push(written(&service) - before);
+    }
+    let wrote = *costs.iter().min().unwrap();
     println!(
-        "Alice's remember beside Bob's 5 000 entries: {} KiB written",
+        "Alice's remember beside Bob's 5 000 entries: {} KiB written (calls: {costs:?} bytes; \
+         service quiet before them: {quiet})",
         wrote / 1024
     );
     assert!(wrote < 512 * 1024, "{wrote} bytes");

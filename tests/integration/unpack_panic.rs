@@ -30,19 +30,39 @@ fn folder(sb: &Sandbox) -> std::path::PathBuf {
 }
 
 fn ingest(sb: &Sandbox, path: &Path, failpoints: Option<&str>) -> (Vec<Value>, Value, i32) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ingest"));
-    cmd.arg("--json")
-        .arg("--data-dir")
-        .arg(sb.data_dir())
-        .arg(path)
-        .env_remove("INGEST_FAILPOINTS");
+    let (lines, summary, code, _) = ingest_all(sb, &[path], failpoints);
+    (lines, summary, code)
+}
+
+/// `ingest --json PATHS…` with `failpoints` armed: the lines, the summary, the exit code and
+/// what the command said. A hang is what the panic boundaries prevent: coreutils' timeout
+/// ends one (exit 124).
+fn ingest_all(
+    sb: &Sandbox,
+    paths: &[&Path],
+    failpoints: Option<&str>,
+) -> (Vec<Value>, Value, i32, String) {
+    let mut cmd = Command::new("timeout");
+    cmd.args([
+        "--signal=KILL",
+        "300",
+        env!("CARGO_BIN_EXE_ingest"),
+        "--json",
+    ])
+    .arg("--data-dir")
+    .arg(sb.data_dir())
+    .args(paths)
+    .env_remove("INGEST_FAILPOINTS");
     if let Some(f) = failpoints {
         cmd.env("INGEST_FAILPOINTS", f);
     }
     let out = cmd.output().unwrap();
     let mut lines = json_lines(&out);
-    let summary = lines.pop().expect("summary line")["summary"].clone();
-    (lines, summary, out.status.code().unwrap_or(-1))
+    let summary = lines
+        .pop()
+        .unwrap_or_else(|| panic!("no summary line: {}", told(&out)))["summary"]
+        .clone();
+    (lines, summary, out.status.code().unwrap_or(-1), told(&out))
 }
 
 /// The file (locator without its `#line=` part) of the best hit for `text`.
@@ -109,5 +129,50 @@ fn a_panic_while_unpacking_fails_that_archive_and_the_run_goes_on() {
     assert_eq!(code, 0);
     assert_eq!(summary["indexed"], 0, "{lines:#?}");
     assert_eq!(by_name(&lines, "/bundle.zip")["status"], "unchanged");
+    assert_store_matches_catalog(&sb);
+}
+
+/// A panic while an input is walked (here injected as the walk of the first folder begins)
+/// costs that input one `failed` line, and the run goes on to the next input and ends: it
+/// neither hangs nor dies. The folder was not walked to its end, so nothing it held is taken
+/// for gone; the next run walks it whole.
+#[test]
+fn a_panic_while_an_input_is_walked_fails_that_input_and_the_run_goes_on() {
+    let sb = Sandbox::new();
+    sb.write("first/alpha.txt", ALPHA.as_bytes());
+    sb.write("first/one.txt", ONE.as_bytes());
+    sb.write("second/zeta.txt", ZETA.as_bytes());
+    let (first, second) = (sb.path("first"), sb.path("second"));
+    let ingest_both = |failpoints| ingest_all(&sb, &[&first, &second], failpoints);
+    let (_, summary, code, out) = ingest_both(None);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(summary["indexed"], 3, "{out}");
+
+    std::fs::remove_file(sb.path("first/one.txt")).unwrap();
+    sb.write("second/two.txt", TWO.as_bytes());
+    let (lines, summary, code, out) = ingest_both(Some("walk.input~first=1:panic"));
+    assert_eq!(code, 2, "{out}");
+    let first = lines
+        .iter()
+        .find(|l| l["locator"].as_str().is_some_and(|l| l.ends_with("/first")))
+        .unwrap_or_else(|| panic!("no line for the first folder: {out}"));
+    assert_eq!(first["status"], "failed", "{first}");
+    let reason = first["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("walking it panicked: failpoint walk.input~first (hit 1)"),
+        "{reason}"
+    );
+    assert_eq!(by_name(&lines, "/two.txt")["status"], "indexed", "{out}");
+    assert_eq!(summary["failed"], 1, "{out}");
+    assert_eq!(summary["removed"].as_u64().unwrap_or(0), 0, "{out}");
+    // What the unwalked folder held is still found.
+    assert!(top_hit(&sb, ONE).ends_with("/first/one.txt"), "{out}");
+    assert!(top_hit(&sb, TWO).ends_with("/second/two.txt"), "{out}");
+    assert_store_matches_catalog(&sb);
+
+    // Walked whole again, the deleted file goes.
+    let (lines, _, code, out) = ingest_both(None);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(by_name(&lines, "/one.txt")["status"], "removed", "{out}");
     assert_store_matches_catalog(&sb);
 }

@@ -29,6 +29,7 @@
 //! |---|---|
 //! | `sources.download` | a remote source's object about to be downloaded (a sync killed there must converge on the next) |
 //! | `unpack.member` | an archive member charged to the member limit, before it is read (`:panic` tests the panic boundary) |
+//! | `walk.input` | an input about to be walked (`walk.input~NAME=1:panic` panics at the input whose name holds NAME: the walk's panic boundary) |
 //! | `unpack.top` | a top-level input about to be unpacked, its quarantine mark written (`unpack.top~NAME=1` kills the process at the input whose locator holds NAME: the quarantine tests) |
 //! | `sync.start` | a sync of the watch daemon, before it starts (`:error` tests the daemon's retry path) |
 //! | `content.write` | a content index about to be written (`:error` tests that the file fails) |

@@ -137,6 +137,10 @@ pub struct Summary {
     pub archives: u64,
     /// Chunks embedded in this run (content already indexed elsewhere is not embedded again).
     pub chunks_embedded: u64,
+    /// Chunks whose text (with its contextual header) was embedded before in this run: the
+    /// vector taken again instead of a model run (not counted in `chunks_embedded`).
+    #[serde(default)]
+    pub chunks_reused: u64,
     /// Model tokens in those chunks (special tokens excluded): with `seconds.embed`, the
     /// embedding throughput.
     #[serde(default)]

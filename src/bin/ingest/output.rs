@@ -90,6 +90,13 @@ pub(crate) fn print_summary(out: &mut impl Write, json: bool, s: &Summary) -> an
             "{} files ({} archives): {} indexed, {} unchanged, {} duplicate, {} skipped, {} failed; {} chunks embedded",
             s.files, s.archives, s.indexed, s.unchanged, s.duplicate, s.skipped, s.failed, s.chunks_embedded
         )?;
+        if s.chunks_reused > 0 {
+            writeln!(
+                out,
+                "{} chunks repeated a text embedded before in this run: its vector taken again",
+                s.chunks_reused
+            )?;
+        }
         if s.removed + s.ignored > 0 {
             writeln!(
                 out,
