@@ -1680,3 +1680,56 @@ fn a_denied_destination_is_not_asked_and_a_source_file_is_not_rendered() {
     let log = std::fs::read_to_string(&server.log).unwrap();
     assert_eq!(log.lines().count(), asked, "the server was asked: {log}");
 }
+
+/// Links in a tree served over SFTP or FTP: a link to a folder beside it and a link to the
+/// folder above (a loop) are not entered, so each real file is indexed once under its own
+/// path and the sync ends. A link to a file is not read over FTP; over SFTP OpenDAL states
+/// the entry it could not type (SFTP's stat follows the link), so it is read as the file it
+/// points to and its bytes, met again, are one `duplicate` line, embedded once
+/// (docs/SOURCES.md).
+fn links_in_a_served_tree_are_not_followed(kind: Kind) {
+    let sb = Sandbox::new();
+    let Some(server) = Server::start(kind, &sb) else {
+        return;
+    };
+    server.put(
+        "docs/real/a.txt",
+        b"The ferry timetable for the winter months.\n",
+    );
+    server.put(
+        "docs/real/b.txt",
+        b"The pilot boat schedule for the harbour.\n",
+    );
+    let docs = server.folder.join("docs");
+    std::os::unix::fs::symlink("real", docs.join("beside")).unwrap();
+    std::os::unix::fs::symlink("..", docs.join("real/up")).unwrap();
+    std::os::unix::fs::symlink("real/a.txt", docs.join("a-again.txt")).unwrap();
+    let (lines, summary, code) = ingest_remote(&sb, &server, &[]);
+    let said = format!("exit {code:?}\n{summary}\n{lines:#?}");
+    assert_eq!(summary["failed"], 0, "{said}");
+    let root = server.locator_root();
+    let indexed = indexed_files(&sb, &root);
+    let names: Vec<&str> = indexed.keys().map(String::as_str).collect();
+    let want: &[&str] = match kind {
+        Kind::Sftp => &["/a-again.txt", "/real/a.txt", "/real/b.txt"],
+        _ => &["/real/a.txt", "/real/b.txt"],
+    };
+    assert_eq!(names, want, "{said}");
+    assert_eq!(
+        summary["indexed"].as_u64().unwrap() + summary["duplicate"].as_u64().unwrap(),
+        want.len() as u64,
+        "{said}"
+    );
+    assert_eq!(summary["duplicate"], want.len() as u64 - 2, "{said}");
+    assert_eq!(code, Some(0), "{said}");
+}
+
+#[test]
+fn links_in_an_sftp_tree_are_not_followed() {
+    links_in_a_served_tree_are_not_followed(Kind::Sftp);
+}
+
+#[test]
+fn links_in_an_ftp_tree_are_not_followed() {
+    links_in_a_served_tree_are_not_followed(Kind::Ftp);
+}
