@@ -1,7 +1,9 @@
 //! A file's descriptive properties — title, author, subject, keywords, description, album … —
 //! from wherever its format keeps them: a PDF's Info dictionary, OOXML core properties
 //! (`docProps/core.xml`), ODF `meta.xml`, audio and video tags (ID3, Vorbis comments, MP4
-//! `ilst`, RIFF INFO, APE; read by `lofty`) and a picture's EXIF (read by `kamadak-exif`).
+//! `ilst`, RIFF INFO, APE; read by `lofty`), a picture's EXIF (read by `kamadak-exif`), its
+//! XMP packet (Dublin Core, IPTC and Photoshop fields: caption, alt text, headline, keywords)
+//! and a PNG's text chunks (read by `png`).
 //!
 //! They go into [`crate::Structure::properties`] and from there onto the file's card, so a
 //! file is found by what its properties say even when it holds no text. Every value is
@@ -69,8 +71,188 @@ pub(crate) fn read(kind: FileKind, bytes: &[u8]) -> Properties {
             package_part(bytes, "meta.xml")
         }
         FileKind::Audio | FileKind::Video => media_tags(bytes),
-        FileKind::Image => exif(bytes),
+        FileKind::Image => {
+            // EXIF first (a camera's own words), then what an editor or a stock library
+            // wrote: a PNG's text chunks and the XMP packet (its caption, alt text, keywords).
+            let mut props = exif(bytes);
+            png_text(bytes, &mut props);
+            if let Some(packet) = xmp_packet(bytes) {
+                xmp(packet, &mut props);
+            }
+            props
+        }
         _ => Properties::new(),
+    }
+}
+
+/// The most bytes an XMP packet is read from, and a PNG text chunk is inflated to.
+const MAX_XMP_BYTES: usize = 256 * 1024;
+
+/// The XMP packet embedded in a picture (JPEG APP1, PNG iTXt, TIFF, WebP, GIF …): from
+/// `<x:xmpmeta` to its end tag, at most [`MAX_XMP_BYTES`], found wherever it lies.
+fn xmp_packet(bytes: &[u8]) -> Option<&[u8]> {
+    let start = memchr::memmem::find(bytes, b"<x:xmpmeta")?;
+    let rest = bytes.get(start..)?;
+    let window = rest.get(..rest.len().min(MAX_XMP_BYTES))?;
+    let end = memchr::memmem::find(window, b"</x:xmpmeta>")? + b"</x:xmpmeta>".len();
+    window.get(..end)
+}
+
+/// The describing fields of an XMP packet: `dc:title`, `dc:description` (a caption),
+/// `dc:subject` (keywords), `dc:creator`, `photoshop:Headline`, and IPTC's alt text and
+/// extended description for accessibility, whether written as elements (with their
+/// `rdf:Alt`/`rdf:Bag` lists inside) or as attributes of `rdf:Description`.
+fn xmp(packet: &[u8], props: &mut Properties) {
+    use quick_xml::events::Event;
+    fn key_of(local: &[u8]) -> Option<&'static str> {
+        Some(match local {
+            b"title" => "title",
+            b"description" => "description",
+            b"subject" => "keywords",
+            b"creator" => "author",
+            b"Headline" => "headline",
+            b"AltTextAccessibility" => "alt text",
+            b"ExtDescrAccessibility" => "long description",
+            _ => return None,
+        })
+    }
+    let mut reader = quick_xml::Reader::from_reader(packet);
+    // The field being read, the depth it opened at, and its values (one per `rdf:li`).
+    let mut current: Option<(&'static str, usize)> = None;
+    let mut values: Vec<String> = Vec::new();
+    let mut depth = 0usize;
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => {
+                depth += 1;
+                let name = e.name();
+                let local = crate::xmlutil::local(name.as_ref());
+                if current.is_none() {
+                    if let Some(key) = key_of(local) {
+                        current = Some((key, depth));
+                        values.clear();
+                        values.push(String::new());
+                    } else if local == b"Description" {
+                        xmp_attributes(&e, reader.decoder(), props, key_of);
+                    }
+                } else if local == b"li" && values.last().is_some_and(|v| !v.is_empty()) {
+                    values.push(String::new());
+                }
+            }
+            Ok(Event::Empty(e)) if current.is_none() => {
+                if crate::xmlutil::local(e.name().as_ref()) == b"Description" {
+                    xmp_attributes(&e, reader.decoder(), props, key_of);
+                }
+            }
+            Ok(Event::Text(t)) => {
+                if let (Some(_), Some(value)) = (current, values.last_mut()) {
+                    if value.len() < MAX_VALUE_BYTES * 2 {
+                        value.push_str(&t.decode().unwrap_or_default());
+                    }
+                }
+            }
+            Ok(Event::GeneralRef(r)) => {
+                if let (Some(_), Some(value)) = (current, values.last_mut()) {
+                    value.push_str(&crate::xmlutil::resolve(&r));
+                }
+            }
+            Ok(Event::End(_)) => {
+                if let Some((key, at)) = current {
+                    if at == depth {
+                        let parts: Vec<&str> = values
+                            .iter()
+                            .map(|v| v.trim())
+                            .filter(|v| !v.is_empty())
+                            .take(32)
+                            .collect();
+                        // A title or caption in several languages: the first (x-default).
+                        let value = if key == "keywords" || key == "author" {
+                            parts.join(", ")
+                        } else {
+                            parts.first().map(|v| v.to_string()).unwrap_or_default()
+                        };
+                        put(props, key, &value);
+                        current = None;
+                    }
+                }
+                depth = depth.saturating_sub(1);
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The describing fields written as attributes of an `rdf:Description`
+/// (`photoshop:Headline="…"`).
+fn xmp_attributes(
+    element: &quick_xml::events::BytesStart<'_>,
+    decoder: quick_xml::encoding::Decoder,
+    props: &mut Properties,
+    key_of: fn(&[u8]) -> Option<&'static str>,
+) {
+    for attribute in element.attributes().flatten().take(64) {
+        let name = attribute.key;
+        if let Some(key) = key_of(crate::xmlutil::local(name.as_ref())) {
+            if let Ok(value) = attribute.decode_and_unescape_value(decoder) {
+                put(props, key, &value);
+            }
+        }
+    }
+}
+
+/// A PNG's text chunks (`tEXt`, `zTXt`, `iTXt`) before its image data: `Title`,
+/// `Description`, `Comment`, `Author`, `Subject`, `Keywords` by their registered keywords,
+/// and an XMP packet kept in `XML:com.adobe.xmp`. Compressed text is inflated to at most
+/// [`MAX_XMP_BYTES`]; the decoder may allocate at most 8 MiB.
+fn png_text(bytes: &[u8], props: &mut Properties) {
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return;
+    }
+    let limits = png::Limits {
+        bytes: 8 * 1024 * 1024,
+    };
+    let Ok(reader) = png::Decoder::new_with_limits(Cursor::new(bytes), limits).read_info() else {
+        return;
+    };
+    let info = reader.info();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for chunk in info.uncompressed_latin1_text.iter().take(64) {
+        texts.push((chunk.keyword.clone(), chunk.text.clone()));
+    }
+    for chunk in info.compressed_latin1_text.iter().take(64) {
+        let mut chunk = chunk.clone();
+        if chunk.decompress_text_with_limit(MAX_XMP_BYTES).is_ok() {
+            if let Ok(text) = chunk.get_text() {
+                texts.push((chunk.keyword.clone(), text));
+            }
+        }
+    }
+    for chunk in info.utf8_text.iter().take(64) {
+        let mut chunk = chunk.clone();
+        if chunk.decompress_text_with_limit(MAX_XMP_BYTES).is_ok() {
+            if let Ok(text) = chunk.get_text() {
+                texts.push((chunk.keyword.clone(), text));
+            }
+        }
+    }
+    for (keyword, text) in texts {
+        let key = match keyword.as_str() {
+            "Title" => "title",
+            "Description" => "description",
+            "Comment" => "comment",
+            "Author" => "author",
+            "Subject" => "subject",
+            "Keywords" => "keywords",
+            "XML:com.adobe.xmp" => {
+                if let Some(packet) = xmp_packet(text.as_bytes()) {
+                    xmp(packet, props);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        put(props, key, &text);
     }
 }
 
@@ -381,6 +563,157 @@ mod tests {
             Some("not a date"),
             "{p:?}"
         );
+    }
+
+    /// An XMP packet as Adobe's tools and stock libraries write it: the caption and title in
+    /// language alternatives, keywords in a bag, the headline as an attribute.
+    const XMP: &str = r#"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>
+<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/"
+  xmlns:photoshop="http://ns.adobe.com/photoshop/1.0/" photoshop:Headline="Penguins of Palmer Station"
+  xmlns:Iptc4xmpCore="http://iptc.org/std/Iptc4xmpCore/1.0/xmlns/">
+ <dc:title><rdf:Alt><rdf:li xml:lang="x-default">Three penguins</rdf:li><rdf:li xml:lang="de">Drei Pinguine</rdf:li></rdf:Alt></dc:title>
+ <dc:description><rdf:Alt><rdf:li xml:lang="x-default">Cartoon of the Chinstrap, Gentoo &amp; Adelie penguin species</rdf:li></rdf:Alt></dc:description>
+ <dc:subject><rdf:Bag><rdf:li>penguins</rdf:li><rdf:li>Antarctica</rdf:li><rdf:li>artwork</rdf:li></rdf:Bag></dc:subject>
+ <Iptc4xmpCore:AltTextAccessibility><rdf:Alt><rdf:li xml:lang="x-default">Three cartoon penguins side by side</rdf:li></rdf:Alt></Iptc4xmpCore:AltTextAccessibility>
+</rdf:Description></rdf:RDF></x:xmpmeta>
+<?xpacket end="w"?>"#;
+
+    fn assert_described(p: &Properties) {
+        assert_eq!(
+            p.get("title").map(String::as_str),
+            Some("Three penguins"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("description").map(String::as_str),
+            Some("Cartoon of the Chinstrap, Gentoo & Adelie penguin species"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("keywords").map(String::as_str),
+            Some("penguins, Antarctica, artwork"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("headline").map(String::as_str),
+            Some("Penguins of Palmer Station"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("alt text").map(String::as_str),
+            Some("Three cartoon penguins side by side"),
+            "{p:?}"
+        );
+    }
+
+    fn png_with(text: &[(&str, &str, u8)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, 2, 2);
+        encoder.set_color(png::ColorType::Grayscale);
+        for (keyword, value, kind) in text {
+            let (k, v) = (keyword.to_string(), value.to_string());
+            match kind {
+                0 => encoder.add_text_chunk(k, v),
+                1 => encoder.add_ztxt_chunk(k, v),
+                _ => encoder.add_itxt_chunk(k, v),
+            }
+            .expect("a text chunk");
+        }
+        let mut writer = encoder.write_header().expect("a PNG header");
+        writer.write_image_data(&[0, 255, 255, 0]).expect("pixels");
+        writer.finish().expect("a PNG");
+        out
+    }
+
+    #[test]
+    fn a_jpegs_xmp_caption_alt_text_and_keywords() {
+        // A real JPEG with the packet in its APP1 segment, right after the SOI marker.
+        let mut jpeg = Vec::new();
+        image::DynamicImage::new_luma8(8, 8)
+            .write_to(&mut Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
+            .expect("a JPEG");
+        let mut app1 = b"http://ns.adobe.com/xap/1.0/\0".to_vec();
+        app1.extend(XMP.as_bytes());
+        let mut with_xmp = jpeg.get(..2).expect("SOI").to_vec();
+        with_xmp.extend([0xFF, 0xE1]);
+        with_xmp.extend(((app1.len() + 2) as u16).to_be_bytes());
+        with_xmp.extend(&app1);
+        with_xmp.extend(jpeg.get(2..).expect("the rest"));
+        assert!(
+            image::load_from_memory(&with_xmp).is_ok(),
+            "still a picture"
+        );
+        assert_described(&read(FileKind::Image, &with_xmp));
+    }
+
+    #[test]
+    fn a_pngs_text_chunks_and_its_xmp() {
+        let p = read(
+            FileKind::Image,
+            &png_with(&[
+                ("Title", "Harbour chart", 0),
+                ("Description", "Soundings of the inner harbour", 1),
+                ("Author", "Ingrid Solberg", 2),
+                ("Software", "not a property", 0),
+            ]),
+        );
+        assert_eq!(
+            p.get("title").map(String::as_str),
+            Some("Harbour chart"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("description").map(String::as_str),
+            Some("Soundings of the inner harbour"),
+            "{p:?}"
+        );
+        assert_eq!(
+            p.get("author").map(String::as_str),
+            Some("Ingrid Solberg"),
+            "{p:?}"
+        );
+        assert_eq!(p.len(), 3, "{p:?}");
+        // XMP in its iTXt chunk, compressed or not.
+        for kind in [1u8, 2] {
+            let p = read(
+                FileKind::Image,
+                &png_with(&[("XML:com.adobe.xmp", XMP, kind)]),
+            );
+            assert_described(&p);
+        }
+    }
+
+    #[test]
+    fn hostile_xmp_and_png_text_are_bounded() {
+        // A packet without its end, one far too long, broken XML, a zTXt bomb: nothing
+        // or bounded values, never a panic.
+        let open = format!("junk<x:xmpmeta><dc:title>{}", "a ".repeat(400_000));
+        assert!(read(FileKind::Image, open.as_bytes()).is_empty());
+        let long = format!(
+            "<x:xmpmeta><rdf:Description><dc:description>{}</dc:description></rdf:Description></x:xmpmeta>",
+            "word ".repeat(10_000)
+        );
+        let p = read(FileKind::Image, long.as_bytes());
+        assert!(
+            p.get("description")
+                .is_some_and(|d| d.len() <= MAX_VALUE_BYTES),
+            "{p:?}"
+        );
+        let broken = "<x:xmpmeta><dc:title><rdf:li>A</dc:subject></x:xmpmeta>";
+        let _ = read(FileKind::Image, broken.as_bytes());
+        let bomb = "x".repeat(4 * 1024 * 1024);
+        let p = read(FileKind::Image, &png_with(&[("Description", &bomb, 1)]));
+        assert!(
+            !p.contains_key("description"),
+            "inflated past its bound: {p:?}"
+        );
+        let mut nested = String::from("<x:xmpmeta>");
+        for _ in 0..10_000 {
+            nested.push_str("<dc:title><rdf:li>");
+        }
+        nested.push_str("</x:xmpmeta>");
+        let _ = read(FileKind::Image, nested.as_bytes());
     }
 
     #[test]

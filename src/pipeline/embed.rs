@@ -225,6 +225,19 @@ impl<'r> EmbedStage<'r> {
                 embedder.embed(&texts)
             };
             self.tally.busy += started.elapsed();
+            // A model that answers with another number of vectors than texts is broken: the
+            // run fails rather than store chunks without their vectors.
+            let embedded = embedded.and_then(|vs| {
+                if vs.len() == texts.len() {
+                    Ok(vs)
+                } else {
+                    Err(crate::error::Error::Embed(format!(
+                        "the model returned {} vectors for {} texts",
+                        vs.len(),
+                        texts.len()
+                    )))
+                }
+            });
             match embedded {
                 Ok(vs) => {
                     self.tally.chunks += vs.len() as u64;
@@ -243,7 +256,7 @@ impl<'r> EmbedStage<'r> {
                     }
                     for (c, source) in fresh.iter_mut().zip(plan.sources) {
                         c.vector = match source {
-                            Source::Embedded(j) => vs.get(j).cloned().unwrap_or_default(),
+                            Source::Embedded(j) => vs.get(j).cloned().unwrap_or_default(), // lengths checked above
                             Source::Remembered(v) => v,
                         };
                     }
@@ -519,9 +532,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_failing_model_fails_the_run_and_no_sender_is_left_blocked() {
-        let b = Bench::with_embedder(Arc::new(BrokenModel));
+    /// A model that answers with one vector fewer than it was given texts.
+    struct ShortModel(crate::embed::fake::FakeEmbedder);
+
+    impl crate::embed::Embedder for ShortModel {
+        fn embed(&self, texts: &[&str]) -> crate::error::Result<Vec<Vec<f32>>> {
+            let mut vs = self.0.embed(texts)?;
+            vs.pop();
+            Ok(vs)
+        }
+        fn dimensions(&self) -> usize {
+            self.0.dimensions()
+        }
+        fn max_tokens(&self) -> usize {
+            self.0.max_tokens()
+        }
+    }
+
+    /// Six notes through an embed stage with `model`: what it tallied, whether anything
+    /// was handed on to the store, and the run's fatal error.
+    fn embed_six_notes(
+        model: Arc<dyn crate::embed::Embedder>,
+    ) -> (EmbedTally, bool, Option<crate::error::Error>) {
+        let b = Bench::with_embedder(model);
         let items: Vec<IndexItem> = (0..6)
             .map(|i| b.content(&format!("{i}.md"), &format!("Note {i} on the mill race.\n")))
             .collect();
@@ -540,9 +573,29 @@ mod tests {
             drop(item_tx);
             stage.join().unwrap()
         });
+        let handed_on = store_rx.try_iter().next().is_some();
+        let fatal = lock(&run.fatal).take();
+        (tally, handed_on, fatal)
+    }
+
+    #[test]
+    fn a_failing_model_fails_the_run_and_no_sender_is_left_blocked() {
+        let (tally, handed_on, fatal) = embed_six_notes(Arc::new(BrokenModel));
         assert_eq!(tally.chunks, 0);
-        assert!(store_rx.try_iter().next().is_none(), "nothing is handed on");
-        let fatal = lock(&run.fatal).take().expect("the run failed");
+        assert!(!handed_on, "nothing is handed on");
+        let fatal = fatal.expect("the run failed");
         assert!(fatal.to_string().contains("broken"), "{fatal}");
+    }
+
+    #[test]
+    fn a_model_that_returns_too_few_vectors_fails_the_run_and_stores_nothing() {
+        let (tally, handed_on, fatal) = embed_six_notes(Arc::new(ShortModel(Default::default())));
+        assert_eq!(tally.chunks, 0);
+        assert!(!handed_on, "no chunk without its vector is handed on");
+        let fatal = fatal.expect("the run failed");
+        assert!(
+            fatal.to_string().contains("vectors for"),
+            "the error says what the model did: {fatal}"
+        );
     }
 }

@@ -16,11 +16,13 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The name an input's ledger line has before it is walked.
+/// The name an input's ledger line has before it is walked: for bytes from elsewhere the
+/// name they are stored under when it is valid ([`crate::names::upload_name`]), so a line
+/// about a panic names the input as every other line of it does.
 fn input_name(input: &Input) -> String {
     match input {
         Input::Bytes { name, .. } | Input::Text { name, .. } | Input::Upload { name, .. } => {
-            name.clone()
+            crate::names::upload_name(name).unwrap_or_else(|_| name.clone())
         }
         Input::Path(path) => root_path(path),
         Input::Remote(source) => Locator::root(source.url.locator_root()).to_string(),

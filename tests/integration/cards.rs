@@ -199,3 +199,75 @@ fn another_recipe_is_refused_until_reindex_cuts_and_embeds_again() {
     let refused = sb.run(&["--json", "--no-file-cards", docs.to_str().unwrap()]);
     assert!(!refused.status.success());
 }
+
+/// `jpeg` with an XMP packet saying `caption` and `keywords` in an APP1 segment right after
+/// its SOI marker, as photo editors and stock libraries write it.
+fn with_xmp(jpeg: &[u8], caption: &str, keywords: &[&str]) -> Vec<u8> {
+    let bag: String = keywords
+        .iter()
+        .map(|k| format!("<rdf:li>{k}</rdf:li>"))
+        .collect();
+    let packet = format!(
+        r#"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:description><rdf:Alt><rdf:li xml:lang="x-default">{caption}</rdf:li></rdf:Alt></dc:description><dc:subject><rdf:Bag>{bag}</rdf:Bag></dc:subject></rdf:Description></rdf:RDF></x:xmpmeta><?xpacket end="w"?>"#
+    );
+    let mut app1 = b"http://ns.adobe.com/xap/1.0/\0".to_vec();
+    app1.extend(packet.as_bytes());
+    let mut out = jpeg[..2].to_vec();
+    out.extend([0xFF, 0xE1]);
+    out.extend(((app1.len() + 2) as u16).to_be_bytes());
+    out.extend(&app1);
+    out.extend(&jpeg[2..]);
+    out
+}
+
+#[test]
+fn a_picture_is_found_by_what_its_xmp_caption_says() {
+    let sb = Sandbox::new();
+    let jpeg = std::fs::read(fixtures().join("formats/pier.jpg")).unwrap();
+    // The same photo twice, each with a caption of its own (different bytes: two cards),
+    // names that say nothing of either, and no text in the picture that OCR could read.
+    let penguins = sb.write(
+        "pictures/img_0412.jpg",
+        &with_xmp(
+            &jpeg,
+            "Cartoon of the three penguin species: chinstrap, gentoo and Adélie",
+            &["artwork", "Antarctica"],
+        ),
+    );
+    let harbour = sb.write(
+        "pictures/img_0413.jpg",
+        &with_xmp(
+            &jpeg,
+            "Fishing boats moored in the harbour at low tide",
+            &["boats", "harbour"],
+        ),
+    );
+    let (lines, summary, code) = sb.ingest(&[&sb.path("pictures")]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    for (query, want, other) in [
+        ("drawing of penguins", &penguins, &harbour),
+        ("boats in a harbour", &harbour, &penguins),
+    ] {
+        for mode in ["keyword", "hybrid"] {
+            let hits = search_mode(&sb, mode, query, 5);
+            let first = hits
+                .first()
+                .unwrap_or_else(|| panic!("{mode} {query:?}: no hit"));
+            assert_eq!(
+                first["locator"].as_str(),
+                Some(want.display().to_string().as_str()),
+                "{mode} {query:?} finds the picture whose caption says so first, not {}: {hits:#?}",
+                other.display()
+            );
+        }
+    }
+    // The card shows the caption, so an agent can tell what the picture shows.
+    let hits = card_hits(&sb, "penguin species cartoon");
+    let card = hits
+        .iter()
+        .find(|h| h["locator"].as_str() == Some(penguins.display().to_string().as_str()))
+        .unwrap_or_else(|| panic!("{hits:#?}"));
+    let text = card["snippet"].as_str().unwrap();
+    assert!(text.contains("three penguin species"), "{text}");
+}
