@@ -69,8 +69,6 @@ demo: models ocr-tools build
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --release --locked --workspace --all-targets -- -D warnings
-	# The library without its async faces (feature `tokio` off) builds and lints clean too.
-	cargo clippy --release --locked -p ingest --lib --no-default-features -- -D warnings
 
 ## Formatting, lints, then every unit and integration test (real model, real store, and a
 ## real Qdrant server when one is provisioned: see scripts/find-qdrant.sh; without one the

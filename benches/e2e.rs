@@ -80,7 +80,7 @@ impl Args {
 }
 
 fn args() -> Args {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let mut a = Args {
         corpus: root.join("fixtures"),
         ingest_corpus: None,
@@ -405,7 +405,8 @@ fn extraction(files: &[PathBuf], config: &Config, kreuzberg: Option<&Path>, rows
         );
         return;
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/kreuzberg_extract.py");
+    let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("benches/kreuzberg_extract.py");
     let mut cmd = Command::new(python);
     cmd.arg(&script).arg(threads.to_string()).args(files);
     let out = cmd.output().expect("run kreuzberg");
@@ -540,7 +541,8 @@ fn python_peer(python: &Path, ours: &IngestRun, rounds: usize, rows: &mut Vec<Ro
     let (chunks, tokens) = stored_tokens(ours.dir.path(), &tokenizer);
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), serde_json::to_string(&texts).expect("json")).expect("write");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/st_peer.py");
+    let script =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("benches/st_peer.py");
     let out = Command::new(python)
         .arg(&script)
         .arg(file.path())

@@ -18,7 +18,7 @@ use ingest_unpack::{Leaf, Unpacker};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .join("fixtures")
             .join(rel),
     )
@@ -154,7 +154,7 @@ fn bench_chunk_and_embed(c: &mut Criterion) {
 /// What isolation costs: every sample document of `fixtures/formats/` extracted in-process and
 /// through a (warm) worker process, which adds a pipe round trip and serde both ways.
 fn bench_isolation(c: &mut Criterion) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats");
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/formats");
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .expect("fixtures/formats")
         .filter_map(|e| e.ok())

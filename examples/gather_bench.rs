@@ -77,7 +77,7 @@ fn main() {
         ..Scope::default()
     };
     ing.open_index().expect("store");
-    let status = ingest::daemon::status_of(&ing).expect("status");
+    let status = ingest_serve::daemon::status_of(&ing).expect("status");
     println!("index: {} points in the store", status["points"]);
 
     let wf = ing.workflows();

@@ -14,11 +14,7 @@ pub use crate::embed::ChunkingConfig;
 pub use crate::unpack::Limits;
 
 /// Read a TOML file with `parse` (its errors name the file): the faces' configuration files.
-#[cfg(feature = "tokio")]
-pub(crate) fn load_toml<T>(
-    path: &std::path::Path,
-    parse: impl FnOnce(&str) -> Result<T>,
-) -> Result<T> {
+pub fn load_toml<T>(path: &std::path::Path, parse: impl FnOnce(&str) -> Result<T>) -> Result<T> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     parse(&text).map_err(|e| match e {
         Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),

@@ -43,18 +43,12 @@ pub(crate) use ingest_isolation as isolation;
 pub(crate) use ingest_sources as sources;
 pub(crate) use ingest_unpack as unpack;
 mod config;
-pub mod daemon;
-pub mod eval;
 mod ingestor;
-#[cfg(feature = "tokio")]
-pub mod mcp;
 mod migrate;
 mod pipeline;
 mod records;
 mod reindex;
 mod run_slots;
-#[cfg(feature = "tokio")]
-pub mod service;
 mod services;
 pub mod tools;
 mod uploads;
@@ -65,7 +59,7 @@ pub mod workflow;
 pub mod testing;
 
 pub use access::{check_scope, MAX_ID_BYTES};
-pub use config::{ChunkingConfig, Config, Limits, Partition, WorkflowConfig};
+pub use config::{load_toml, ChunkingConfig, Config, Limits, Partition, WorkflowConfig};
 pub use data_dir::DataDir;
 pub use embed::{find_model_dir, find_pdfium, ModelVariant, Recipe};
 pub use error::{Error, Result};
@@ -89,8 +83,6 @@ pub use sources::{
 };
 pub use tools::{AnsweredBy, ToolHost};
 pub use unpack::Exclusions;
-#[cfg(feature = "tokio")]
-pub use uploads::AsyncUploads;
 pub use uploads::{
     encode_tags, upload_name, FileLine, FileState, JobId, JobKind, JobState, JobStatus,
     Reservation, UploadOptions, Uploads, UploadsConfig, MAX_NAME_BYTES, MAX_NAME_SEGMENTS,

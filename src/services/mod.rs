@@ -452,6 +452,23 @@ impl Services {
     pub fn stats(&self, scope: Option<&Scope>) -> CatalogStats {
         self.catalog().stats(scope)
     }
+
+    /// Every catalog entry of `scope` (files, containers, failed and skipped ones), for the
+    /// faces that report on a whole scope (`ingest eval --names`).
+    pub fn entries_of(&self, scope: &Scope) -> Vec<crate::index::CatalogEntry> {
+        self.catalog().entries(scope)
+    }
+
+    /// The points in the vector store, for `ingest status`: a store elsewhere is opened to
+    /// count; an embedded shard only when there is one (a status of an index that holds
+    /// nothing yet does not create it).
+    pub fn points_stored(&self) -> Result<usize> {
+        if self.config.server.is_some() || self.data.shard().is_dir() {
+            Ok(self.store()?.count(None)?)
+        } else {
+            Ok(0)
+        }
+    }
 }
 
 /// Whether the data dir's records of how its index was made (model variant, recipe, store)

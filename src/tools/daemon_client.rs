@@ -23,7 +23,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TOOL_ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long a client waits for the answer to a search or status request.
-pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a client asks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,12 +82,12 @@ pub fn ask_tool(path: &Path, scope: &Scope, call: &ToolCall) -> Result<Option<To
 
 /// A connection to the daemon on `path`, or `None` when none listens there (no socket, or a
 /// stale one left by a daemon that was killed).
-pub(crate) fn connect(path: &Path) -> Option<UnixStream> {
+pub fn connect(path: &Path) -> Option<UnixStream> {
     UnixStream::connect(path).ok()
 }
 
 /// Send a tool call on a connection [`connect`] made, and read its answer.
-pub(crate) fn ask_tool_on(
+pub fn ask_tool_on(
     stream: &UnixStream,
     path: &Path,
     scope: &Scope,

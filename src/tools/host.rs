@@ -352,8 +352,10 @@ mod tests {
         // Another writer cannot take the store meanwhile.
         let other = Ingestor::open(Config::new(&data)).unwrap();
         assert!(other.open_index().is_err(), "the host holds the store");
-        // A daemon binds its socket before it takes the store: the host lets go.
-        let _listening = crate::daemon::Server::bind(&crate::daemon::socket_path(&data)).unwrap();
+        // A daemon binds its socket before it takes the store (`ingest_serve::daemon`): the
+        // host lets go of the store once something listens there.
+        let _listening =
+            std::os::unix::net::UnixListener::bind(socket::socket_path(&data)).unwrap();
         let started = std::time::Instant::now();
         while lock(&auto.local).is_some() {
             assert!(started.elapsed() < Duration::from_secs(30), "still held");

@@ -54,8 +54,7 @@ pub fn search_note(hits: &[crate::Hit], min_score: Option<f32>) -> Option<&'stat
 }
 
 /// Why a heavy tool call of `tool` is refused when its key runs as many as it may.
-#[cfg(feature = "tokio")]
-pub(crate) fn heavy_busy(tool: &str) -> String {
+pub fn heavy_busy(tool: &str) -> String {
     format!(
         "{tool} is a heavy tool ({}): this key runs as many of them at once as it may \
          (max_heavy_per_key); call again when one ends",
@@ -483,7 +482,7 @@ impl ToolAnswer {
 
 /// Why a call could not be answered, worded for the model.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ToolError {
+pub enum ToolError {
     /// Not in this scope, or not there at all: both read the same.
     #[error("no such locator in this scope: {0}. Call browse_container without a locator to see what this scope holds.")]
     NotFound(String),
@@ -595,10 +594,8 @@ pub fn call_until(
 
 /// Sets its flag when dropped: the future of a call whose client went away is dropped, and
 /// the call's work ([`call_until`]) then leaves undone what it still can.
-#[cfg(feature = "tokio")]
-pub(crate) struct StopOnDrop(pub std::sync::Arc<AtomicBool>);
+pub struct StopOnDrop(pub std::sync::Arc<AtomicBool>);
 
-#[cfg(feature = "tokio")]
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
@@ -644,8 +641,7 @@ impl FullResult {
 
 /// A short hash naming an answer in logs (the first 16 hex digits of its blake3), so two log
 /// lines can be matched to one answer without logging its text.
-#[cfg(feature = "tokio")]
-pub(crate) fn short_hash(text: &str) -> String {
+pub fn short_hash(text: &str) -> String {
     let hex = blake3::hash(text.as_bytes()).to_hex();
     hex.get(..16).unwrap_or_default().to_string()
 }
@@ -672,7 +668,7 @@ pub fn error_answer(message: &str, max: usize) -> ToolAnswer {
 mod browse;
 mod budget;
 mod cursor;
-pub(crate) mod daemon_client;
+pub mod daemon_client;
 mod declared;
 mod extract;
 mod files;
@@ -684,8 +680,7 @@ mod read;
 mod render;
 mod search;
 // For the HTTP face's `/v1/search` (whole chunks, the tool's arguments).
-#[cfg(feature = "tokio")]
-pub(crate) use search::{boxes_of, search_hits};
+pub use search::{boxes_of, search_hits};
 mod section;
 mod snippet;
 mod sources;
@@ -695,7 +690,7 @@ mod workflow;
 pub use declared::{is_heavy, spec, Effect, ToolCall, ToolSpec, TOOLS, TOOL_NAMES};
 pub use files::{list_files, ListedFile};
 pub use host::{AnsweredBy, ToolHost};
-pub(crate) use read::parse_range;
+pub use read::parse_range;
 pub use sources::PULL_MAX_OBJECTS;
 pub use workflow::{
     EndArgs, GatherArgs, RawJson, RecallArgs, RememberArgs, StoreResultArgs, SummaryArgs,
@@ -703,7 +698,7 @@ pub use workflow::{
 
 /// Add `owner` (whose the file is) to an answer about a file stored in `owner`, when it is
 /// not `reader`'s own.
-pub(crate) fn note_owner(
+pub fn note_owner(
     m: &mut serde_json::Map<String, serde_json::Value>,
     reader: &Scope,
     owner: &Scope,

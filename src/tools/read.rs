@@ -18,7 +18,7 @@ use crate::ingestor::Ingestor;
 const TAG: &str = "r";
 
 /// A 1-based inclusive range: `"47"` or `"40-47"`.
-pub(crate) fn parse_range(what: &str, s: &str) -> Result<(u64, u64), ToolError> {
+pub fn parse_range(what: &str, s: &str) -> Result<(u64, u64), ToolError> {
     // The locator's own rule, white space around the numbers allowed ("3 5" is no range).
     let s = s.trim();
     let canonical = match s.split_once('-') {

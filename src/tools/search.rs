@@ -192,7 +192,7 @@ fn hit_boxes(
 /// defaults to `default_limit`), the filters resolved against what the scope sees. Every
 /// face's search comes through here: the tool's budgeted answer below, and the HTTP
 /// `/v1/search` answer of whole chunks.
-pub(crate) fn search_hits(
+pub fn search_hits(
     ingestor: &Ingestor,
     scope: &Scope,
     args: &SearchArgs,
@@ -225,7 +225,7 @@ pub(crate) fn search_hits(
 
 /// Each hit's `boxes` from `from` on (the ones before: `None`), when `args` ask for
 /// positions; otherwise nothing is looked up.
-pub(crate) fn boxes_of(
+pub fn boxes_of(
     ingestor: &Ingestor,
     args: &SearchArgs,
     hits: &[Hit],

@@ -31,9 +31,6 @@ mod metrics;
 mod runner;
 mod spool;
 
-#[cfg(feature = "tokio")]
-mod async_uploads;
-
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::PathBuf;
@@ -49,10 +46,6 @@ use crate::index::EntryStatus;
 use crate::ingestor::Ingestor;
 use crate::lock;
 
-#[cfg(feature = "tokio")]
-pub(crate) use async_uploads::drain;
-#[cfg(feature = "tokio")]
-pub use async_uploads::AsyncUploads;
 pub use jobs::{FileLine, JobId, JobKind, JobState, JobStatus};
 
 pub use crate::names::{upload_name, MAX_NAME_BYTES, MAX_NAME_SEGMENTS, MAX_SEGMENT_BYTES};

@@ -1,4 +1,4 @@
-//! The lingering reader (`--linger`, src/bin/ingest/linger.rs): a read command leaves a
+//! The lingering reader (`--linger`, crates/cli/src/linger.rs): a read command leaves a
 //! reader behind that answers the next ones through the data dir's socket; a command that
 //! opens the store itself makes it step aside first; it ends when idle and when its data dir
 //! is gone; a writing daemon does not step aside. The rest of the suite runs with
@@ -148,7 +148,7 @@ fn a_reader_ends_when_idle_and_when_its_data_dir_is_gone() {
         "the reader {pid} did not end after 2 s idle"
     );
     assert!(
-        !ingest::daemon::socket_path(&sb.data_dir()).exists(),
+        !ingest_serve::daemon::socket_path(&sb.data_dir()).exists(),
         "the reader left its socket behind"
     );
 
@@ -213,13 +213,13 @@ fn a_writing_daemon_does_not_step_aside() {
         b"Spring tide tables are published in March.\n",
     );
     let daemon = Daemon::start(&sb, &[docs.parent().unwrap()]);
-    let socket = ingest::daemon::socket_path(&sb.data_dir());
+    let socket = ingest_serve::daemon::socket_path(&sb.data_dir());
     let up = wait_for(Duration::from_secs(120), || {
         sb.try_status()
             .is_some_and(|s| s.pointer("/daemon/pid").is_some())
     });
     assert!(up.is_some(), "the daemon did not answer status");
-    let asked = ingest::daemon::ask(&socket, &ingest::daemon::Request::StepAside);
+    let asked = ingest_serve::daemon::ask(&socket, &ingest_serve::daemon::Request::StepAside);
     let refused = format!("{asked:?}");
     assert!(
         refused.contains("does not step aside"),

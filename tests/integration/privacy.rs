@@ -236,7 +236,7 @@ fn the_daemon_answers_a_bounded_number_of_clients() {
     // of an earlier probe may still hold its place for a moment, so one of them can be
     // refused instead: then that round does not test the bound, and it is played again.
     for round in 1..=5 {
-        let idle: Vec<_> = (0..ingest::daemon::MAX_CONNECTIONS)
+        let idle: Vec<_> = (0..ingest_serve::daemon::MAX_CONNECTIONS)
             .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
             .collect();
         let out = sb.run(&["status", "--json"]);

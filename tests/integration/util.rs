@@ -176,12 +176,15 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// The repository's root. Read at run time (cargo and nextest set it for every test): the
-/// value compiled in goes stale when a shared target dir serves two checkouts.
+/// The repository's root, two folders above the CLI crate these tests belong to
+/// (`crates/cli`). Read at run time (cargo and nextest set it for every test): the value
+/// compiled in goes stale when a shared target dir serves two checkouts.
 pub fn repo_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
+    let cli = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let root = cli.join("../..");
+    std::fs::canonicalize(&root).unwrap_or(root)
 }
 
 /// The repository's `fixtures/` folder.

@@ -192,7 +192,7 @@ fn changes_reach_the_index_and_the_daemon_stops_cleanly() {
     let status = daemon.stop();
     assert_eq!(status.code(), Some(0), "clean stop on SIGTERM");
     assert!(
-        !ingest::daemon::socket_path(&sb.data_dir()).exists(),
+        !ingest_serve::daemon::socket_path(&sb.data_dir()).exists(),
         "socket removed"
     );
     assert_store_matches_catalog(&sb);

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 
 use notify::Watcher as _;
 
-use crate::error::{Error, Result};
-use crate::ingestor::Ingestor;
-use crate::pipeline::Input;
-use crate::report::{FileReport, IngestReport};
-use crate::unpack::is_hidden;
 use extractors::Scope;
+use ingest::Ingestor;
+use ingest::Input;
+use ingest_base::error::{Error, Result};
+use ingest_base::report::{FileReport, IngestReport};
+use ingest_unpack::is_hidden;
 
 /// How the daemon watches.
 #[derive(Debug, Clone)]
@@ -43,8 +43,8 @@ pub struct WatchConfig {
     pub rescan: Duration,
     /// Remote sources to keep indexed (S3, SFTP, FTP, WebDAV) in `scope`: synced at the
     /// start, then every `poll` (they send no notifications). The registered sources marked
-    /// `sync` ([`crate::Config::sources`]) are polled alike, each in its own scope.
-    pub sources: Vec<crate::sources::Source>,
+    /// `sync` ([`ingest::Config::sources`]) are polled alike, each in its own scope.
+    pub sources: Vec<ingest_sources::Source>,
     /// How often the remote sources are synced.
     pub poll: Duration,
 }
@@ -119,7 +119,7 @@ pub fn watch(
     on_file: &(dyn Fn(&FileReport) + Sync),
     on_sync: &mut dyn FnMut(SyncCause, &IngestReport),
 ) -> Result<()> {
-    let registered: Vec<(crate::sources::Source, Scope)> = ingestor
+    let registered: Vec<(ingest_sources::Source, Scope)> = ingestor
         .config()
         .sources
         .iter()
@@ -151,8 +151,8 @@ pub fn watch(
     }
     // Notifications are on before the first sync, so nothing slips between the two.
     // A full sync (start, rescan, retry) takes the remote sources too; changes only paths.
-    let sync = |paths: &[PathBuf], sources: &[crate::sources::Source]| {
-        crate::failpoint::check("sync.start")?;
+    let sync = |paths: &[PathBuf], sources: &[ingest_sources::Source]| {
+        ingest_base::failpoint::check("sync.start")?;
         let inputs = paths
             .iter()
             .cloned()
@@ -166,7 +166,7 @@ pub fn watch(
     // retry syncs every folder).
     let mut retry_at: Option<Instant> = None;
     let mut run = |cause: SyncCause, paths: &[PathBuf], retry_at: &mut Option<Instant>| {
-        let sources: &[crate::sources::Source] = match cause {
+        let sources: &[ingest_sources::Source] = match cause {
             SyncCause::Start | SyncCause::Rescan | SyncCause::Retry | SyncCause::Poll => {
                 &config.sources
             }

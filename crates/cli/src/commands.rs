@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ingest::daemon::{ask, socket_path, status_of, Request, Server, SyncCause, WatchConfig};
 use ingest::{Config, FileReport, Ingestor, Input};
+use ingest_serve::daemon::{ask, socket_path, status_of, Request, Server, SyncCause, WatchConfig};
 
 use crate::cli::{
     Common, ExtractArgs, FilesArgs, IngestArgs, ReindexArgs, SearchArgs, ServeArgs, TransferArgs,
@@ -519,7 +519,7 @@ fn hold_data_dir(
     extract: &ExtractArgs,
     adjust: &dyn Fn(&mut Config),
     load_model: bool,
-) -> anyhow::Result<(ingest::daemon::Listening, std::sync::Arc<Ingestor>)> {
+) -> anyhow::Result<(ingest_serve::daemon::Listening, std::sync::Arc<Ingestor>)> {
     ingest::find_model_dir(common.model_dir.as_deref())?;
     refuse_if_served(common)?;
     ingest::prepare_data_dir(&common.data_dir)
@@ -538,7 +538,7 @@ fn hold_data_dir(
 
 pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     use std::sync::{Arc, Mutex};
-    let config = ingest::service::ServiceConfig::load(&args.config)?;
+    let config = ingest_serve::service::ServiceConfig::load(&args.config)?;
     let addr = args
         .listen
         .or(config.listen)
@@ -579,7 +579,7 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
         let (ingestor, stop) = (Arc::clone(&ingestor), Arc::clone(&stop_watching));
         std::thread::spawn(move || {
             let mut on_sync = record_sync(&state);
-            ingest::daemon::watch(&ingestor, &config, &stop, &|_| {}, &mut on_sync)
+            ingest_serve::daemon::watch(&ingestor, &config, &stop, &|_| {}, &mut on_sync)
         })
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -603,7 +603,7 @@ pub(crate) fn serve(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCod
             data_dir = %common.data_dir.display(),
             "serving"
         );
-        ingest::service::serve(uploads, &config, listener, ingest::mcp::stop_signal()).await?;
+        ingest_serve::service::serve(uploads, &config, listener, ingest_serve::mcp::stop_signal()).await?;
         anyhow::Ok(())
     })?;
     stop_watching.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -696,7 +696,7 @@ pub(crate) fn watch(common: &Common, args: &WatchArgs) -> anyhow::Result<ExitCod
         }
     };
     let mut on_sync = record_sync(&state);
-    ingest::daemon::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
+    ingest_serve::daemon::watch(&ingestor, &config, &stop, &observer, &mut on_sync)?;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

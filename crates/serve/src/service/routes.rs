@@ -30,11 +30,12 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::{HttpLimits, ServiceConfig, DEFAULT_MAX_QUERIES, JSON_BODY_WEIGHT};
-use crate::error::{BodyCut, Error};
-use crate::gate::{ByteGate, Gauge, Permit};
-use crate::lock;
-use crate::tools::ToolHost;
-use crate::uploads::{AsyncUploads, JobId, UploadOptions, Uploads};
+use crate::async_uploads::AsyncUploads;
+use ingest::tools::ToolHost;
+use ingest::{JobId, UploadOptions, Uploads};
+use ingest_base::error::{BodyCut, Error};
+use ingest_base::gate::{ByteGate, Gauge, Permit};
+use ingest_base::lock;
 
 /// How long `DELETE /v1/files` waits for its job before answering 202.
 const DELETE_WAIT: Duration = Duration::from_secs(30);
@@ -417,8 +418,8 @@ async fn mcp_scope(
         Err(refused) => return refused,
     };
     if !bytes.is_empty() {
-        let budget = crate::bounded_json::value_budget(bytes.len());
-        if let Err(e) = crate::bounded_json::check_values(&bytes, budget) {
+        let budget = ingest_base::bounded_json::value_budget(bytes.len());
+        if let Err(e) = ingest_base::bounded_json::check_values(&bytes, budget) {
             return error(StatusCode::BAD_REQUEST, &format!("the MCP message: {e}"));
         }
     }
@@ -432,7 +433,7 @@ async fn mcp_scope(
         let owner = lock(&app.mcp_owners).get(id).cloned();
         if owner.as_deref() != Some(caller.key_id.as_str()) {
             // Ask for a session nobody has: the answer is exactly a missing one's.
-            let nobody = format!("{:032x}", crate::access::random_u128());
+            let nobody = format!("{:032x}", ingest_base::access::random_u128());
             if let Ok(v) = HeaderValue::from_str(&nobody) {
                 request.headers_mut().insert("mcp-session-id", v);
             }
@@ -540,7 +541,7 @@ fn error_of(e: &Error) -> Response {
         _ => {
             // The details (paths of the data directory, the store's words) go to the log,
             // never to the caller; the id matches the two.
-            let id = format!("{:08x}", crate::access::random_u128() as u32);
+            let id = format!("{:08x}", ingest_base::access::random_u128() as u32);
             tracing::error!(error_id = %id, "request failed: {message}");
             error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -612,20 +613,20 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-/// One of the caller's places for a heavy tool call ([`crate::tools::ToolSpec::heavy`]), if
+/// One of the caller's places for a heavy tool call ([`ingest::tools::ToolSpec::heavy`]), if
 /// `tool` is one; `Err` with the refusal when all are taken.
 fn heavy_slot(
     caller: &Caller,
     tool: &str,
 ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Error> {
-    if !crate::tools::is_heavy(tool) {
+    if !ingest::tools::is_heavy(tool) {
         return Ok(None);
     }
     Arc::clone(&caller.heavy)
         .try_acquire_owned()
         .map(Some)
         .map_err(|_| Error::Busy {
-            reason: crate::tools::heavy_busy(tool),
+            reason: ingest::tools::heavy_busy(tool),
             retry_after_secs: 2,
         })
 }
@@ -665,7 +666,7 @@ fn accepted(id: &JobId) -> Response {
 /// (so a fast client reads the answer, not a broken pipe), never longer than
 /// two seconds, then answer and close the connection.
 async fn refuse(body: Body, response: Response) -> Response {
-    crate::uploads::drain(body.into_data_stream()).await;
+    crate::async_uploads::drain(body.into_data_stream()).await;
     close(response)
 }
 
@@ -699,7 +700,7 @@ async fn upload(
             .collect(),
         ..UploadOptions::default()
     };
-    if let Err(e) = crate::uploads::encode_tags(&options.tags) {
+    if let Err(e) = ingest::encode_tags(&options.tags) {
         return refuse(body, error_of(&e)).await;
     }
     let content_type = headers
@@ -811,7 +812,7 @@ async fn multipart(
     q: &HashMap<String, String>,
     content_type: &str,
     body: Body,
-    first: crate::uploads::Reservation,
+    first: ingest::Reservation,
     options: UploadOptions,
 ) -> Response {
     let boundary = match multer::parse_boundary(content_type) {
@@ -1001,7 +1002,7 @@ async fn run_held<T: Send + 'static>(
     work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let _cancel = crate::tools::StopOnDrop(Arc::clone(&stop));
+    let _cancel = ingest::tools::StopOnDrop(Arc::clone(&stop));
     let working = app.working.clone();
     tokio::task::spawn_blocking(move || {
         let _held = held;
@@ -1029,7 +1030,7 @@ async fn search(
         Ok(b) => b,
         Err(refused) => return refused,
     };
-    let args: crate::tools::SearchArgs = match crate::bounded_json::parse(&body) {
+    let args: ingest::tools::SearchArgs = match ingest_base::bounded_json::parse(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("search request: {e}")),
     };
@@ -1043,9 +1044,9 @@ async fn search(
     }
     let ingestor = Arc::clone(app.uploads.blocking().ingestor());
     let found = run_held(&app, (slot, held), move |_| {
-        let hits = crate::tools::search_hits(&ingestor, &scope, &args, HTTP_SEARCH_LIMIT)?;
-        let boxes = crate::tools::boxes_of(&ingestor, &args, &hits, 0);
-        Ok::<_, crate::tools::ToolError>((hits, boxes, args.min_score))
+        let hits = ingest::tools::search_hits(&ingestor, &scope, &args, HTTP_SEARCH_LIMIT)?;
+        let boxes = ingest::tools::boxes_of(&ingestor, &args, &hits, 0);
+        Ok::<_, ingest::tools::ToolError>((hits, boxes, args.min_score))
     })
     .await;
     let response = match found {
@@ -1056,7 +1057,7 @@ async fn search(
                 .map(|(h, boxes)| {
                     let mut v = json!(h);
                     if let Some(m) = v.as_object_mut() {
-                        crate::tools::note_owner(m, &caller.scope, &h.owner);
+                        ingest::tools::note_owner(m, &caller.scope, &h.owner);
                         if let Some(boxes) = boxes {
                             m.insert("boxes".into(), boxes);
                         }
@@ -1064,7 +1065,7 @@ async fn search(
                     v
                 })
                 .collect();
-            let note = crate::tools::search_note(&hits, floor);
+            let note = ingest::tools::search_note(&hits, floor);
             let mut answer = json!({ "hits": hits_json });
             if let Some(m) = answer.as_object_mut() {
                 if let Some(floor) = floor {
@@ -1076,8 +1077,8 @@ async fn search(
             }
             json_response(StatusCode::OK, &answer)
         }
-        Ok(Err(crate::tools::ToolError::Internal(e))) => error_of(&e),
-        Ok(Err(e @ crate::tools::ToolError::NotFound(_))) => {
+        Ok(Err(ingest::tools::ToolError::Internal(e))) => error_of(&e),
+        Ok(Err(e @ ingest::tools::ToolError::NotFound(_))) => {
             error(StatusCode::NOT_FOUND, &e.to_string())
         }
         Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
@@ -1103,12 +1104,12 @@ async fn tool(
     body: Body,
 ) -> Response {
     let scope = caller.scope.clone();
-    if !crate::tools::TOOL_NAMES.contains(&name.as_str()) {
+    if !ingest::tools::TOOL_NAMES.contains(&name.as_str()) {
         let missing = error(
             StatusCode::NOT_FOUND,
             &format!(
                 "no tool {name}; the tools are {}",
-                crate::tools::TOOL_NAMES.join(", ")
+                ingest::tools::TOOL_NAMES.join(", ")
             ),
         );
         return refuse(body, missing).await;
@@ -1124,7 +1125,7 @@ async fn tool(
         Ok(b) => b,
         Err(refused) => return refused,
     };
-    let call = match crate::tools::ToolCall::from_json(&name, &body) {
+    let call = match ingest::tools::ToolCall::from_json(&name, &body) {
         Ok(c) => c,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
@@ -1142,7 +1143,7 @@ async fn tool(
                 key = %caller.key_id,
                 tool = %name,
                 chars = answer.text.len(),
-                answer_hash = %crate::tools::short_hash(&answer.text),
+                answer_hash = %ingest::tools::short_hash(&answer.text),
                 is_error = answer.is_error,
                 "tool call"
             );

@@ -1,5 +1,5 @@
 //! The agent's tools over the Model Context Protocol (`ingest mcp`): the document and workflow
-//! tools of [`crate::tools`], served over stdio ([`serve_stdio`]) or streamable HTTP on a loopback
+//! tools of [`ingest::tools`], served over stdio ([`serve_stdio`]) or streamable HTTP on a loopback
 //! address ([`serve_http`], or [`http_router`] to mount `/mcp` in one's own axum app).
 //!
 //! Every call runs through a [`ToolHost`] (the daemon when one holds the data directory, else
@@ -32,9 +32,9 @@ use serde_json::Value;
 /// What ends an HTTP server's sessions ([`http_router`]): tokio-util's, as rmcp takes it.
 pub use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
-use crate::tools::ToolHost;
-use crate::tools::{self, error_answer, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, TOOL_NAMES};
+use ingest::tools::ToolHost;
+use ingest::tools::{self, error_answer, ToolAnswer, ToolCall, DEFAULT_MAX_CHARS, TOOL_NAMES};
+use ingest_base::error::{Error, Result};
 
 /// What the server tells the model about the tools as a whole (MCP `instructions`).
 pub const INSTRUCTIONS: &str = "\
@@ -166,7 +166,7 @@ pub struct FileHttp {
 impl FileConfig {
     /// Read and parse `path`.
     pub fn load(path: &Path) -> Result<Self> {
-        crate::config::load_toml(path, Self::parse)
+        ingest::load_toml(path, Self::parse)
     }
 
     /// Parse a configuration file's text.
@@ -223,7 +223,7 @@ pub(crate) struct RequestScope {
     pub key_id: String,
     /// The caller's own share of the calls answered at once, when bounded.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
-    /// The caller's own heavy tool calls ([`crate::tools::ToolSpec::heavy`]) answered at once,
+    /// The caller's own heavy tool calls ([`ingest::tools::ToolSpec::heavy`]) answered at once,
     /// when bounded.
     pub heavy: Option<Arc<tokio::sync::Semaphore>>,
     /// What the request holds while it is answered (its body's bytes in the service's
@@ -250,7 +250,7 @@ pub(crate) struct HostRules {
 pub(crate) fn keyed_http_router(
     host: Arc<ToolHost>,
     slots: Arc<tokio::sync::Semaphore>,
-    working: crate::gate::Gauge,
+    working: ingest_base::gate::Gauge,
     stop: CancellationToken,
     rules: HostRules,
 ) -> (axum::Router, Sessions) {
@@ -329,7 +329,7 @@ struct IngestMcp {
     /// Calls answered at once, when bounded.
     slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Calls at work.
-    working: crate::gate::Gauge,
+    working: ingest_base::gate::Gauge,
 }
 
 impl IngestMcp {
@@ -341,7 +341,7 @@ impl IngestMcp {
             tools: Arc::new(tools),
             scope_per_request: false,
             slots: None,
-            working: crate::gate::Gauge::default(),
+            working: ingest_base::gate::Gauge::default(),
         }
     }
 
@@ -391,7 +391,7 @@ impl IngestMcp {
                 let budget = call.budget(ceiling);
                 let host = Arc::clone(&self.host);
                 let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-                let _cancel = crate::tools::StopOnDrop(Arc::clone(&stop));
+                let _cancel = ingest::tools::StopOnDrop(Arc::clone(&stop));
                 let working = self.working.clone();
                 let work = move || {
                     let _held = held;
@@ -413,7 +413,7 @@ impl IngestMcp {
             key = key_id,
             tool = %name,
             chars = answer.text.len(),
-            answer_hash = %crate::tools::short_hash(&answer.text),
+            answer_hash = %ingest::tools::short_hash(&answer.text),
             is_error = answer.is_error,
             answered_by = via,
             "tool call"
@@ -466,7 +466,7 @@ impl ServerHandler for IngestMcp {
             match take(caller.heavy.as_ref()) {
                 Ok(h) => h,
                 Err(_) => {
-                    let busy = crate::tools::heavy_busy(&request.name);
+                    let busy = ingest::tools::heavy_busy(&request.name);
                     return Ok(result_of(error_answer(&busy, DEFAULT_MAX_CHARS)).into());
                 }
             }

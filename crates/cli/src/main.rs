@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         // Daemons say what they do (start, each sync, each call, stop), on stderr: stdout
         // is the protocol for `ingest mcp`.
         0 if serving => {
-            "warn,ingest::mcp=info,ingest::faces=info,ingest::commands=info,ingest::daemon=info,ingest::service=info,ingest::uploads=info,qdrant_edge=error"
+            "warn,ingest_serve::mcp=info,ingest::faces=info,ingest::commands=info,ingest_serve::daemon=info,ingest_serve::service=info,ingest::uploads=info,qdrant_edge=error"
         }
         0 => "warn,qdrant_edge=error",
         1 => "info,qdrant_edge=warn",

@@ -11,7 +11,7 @@
 //!
 //! `expected` may be `-`: the question is about what the documents do not hold, and the
 //! right answer is none: a search that finds nothing relevant, or only hits of low
-//! confidence ([`crate::index::confidence`]), has *flagged* it; such *absent* questions are
+//! confidence ([`ingest_index::confidence`]), has *flagged* it; such *absent* questions are
 //! counted apart and never in recall (eval/absent.tsv).
 //!
 //! A hit answers a question when its file (or a file holding identical bytes, `also_in`)
@@ -23,10 +23,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::index::{Hit, SearchFilter, SearchMode};
-use crate::ingestor::Ingestor;
 use extractors::Scope;
+use ingest::Ingestor;
+use ingest_base::error::{Error, Result};
+use ingest_index::{Hit, SearchFilter, SearchMode};
 
 /// One question with its known answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,7 +144,7 @@ fn parse_expected(e: &str) -> std::result::Result<Vec<Expected>, String> {
     let unknown =
         || format!("fragment {f:?}: only #page=N or #page=A-B (pages from 1) is understood");
     let range = f.strip_prefix("page=").ok_or_else(unknown)?;
-    let (a, b) = crate::tools::parse_range("page", range).map_err(|_| unknown())?;
+    let (a, b) = ingest::tools::parse_range("page", range).map_err(|_| unknown())?;
     let (Ok(a), Ok(b)) = (u32::try_from(a), u32::try_from(b)) else {
         return Err(unknown());
     };
@@ -247,7 +247,7 @@ pub struct HitEvidence {
     /// The share of the question's content words it holds.
     pub coverage: f32,
     /// Its confidence.
-    pub confidence: crate::index::Confidence,
+    pub confidence: ingest_index::Confidence,
     /// Whether it is in an expected file.
     pub expected: bool,
 }
@@ -390,7 +390,7 @@ pub fn evaluate(
                 expected: judge(q, std::slice::from_ref(h)).0.is_some(),
             })
             .collect();
-        let high = |h: &Hit| h.confidence == crate::index::Confidence::High;
+        let high = |h: &Hit| h.confidence == ingest_index::Confidence::High;
         outcomes.push(Outcome {
             flagged: !hits.iter().take(options.k).any(high),
             answer_confident: file_rank
@@ -632,8 +632,7 @@ pub fn evaluate_names(
     k: usize,
 ) -> Result<NamesReport> {
     let (searchable, without): (Vec<_>, Vec<_>) = ingestor
-        .catalog()
-        .entries(scope)
+        .entries_of(scope)
         .into_iter()
         .partition(|e| e.points().is_some_and(|(_, chunks)| chunks > 0));
     let files: Vec<String> = searchable.into_iter().map(|e| e.locator).collect();
@@ -656,7 +655,7 @@ pub fn evaluate_names(
     };
     // Which words of a file's name a name query compares (`name_match`).
     let named =
-        |locator: &str| crate::index::name_match::words(crate::index::name_match::stem(locator));
+        |locator: &str| ingest_index::name_match::words(ingest_index::name_match::stem(locator));
     for locator in &files {
         let name = locator
             .rsplit(['/', '!'])
@@ -665,7 +664,7 @@ pub fn evaluate_names(
         if !found(&search(name)?, locator) {
             missed.push(locator.clone());
         }
-        let words = crate::embed::card::name_words(crate::index::name_match::stem(locator));
+        let words = ingest_embed::card::name_words(ingest_index::name_match::stem(locator));
         if words.trim().is_empty() {
             continue;
         }
@@ -715,7 +714,7 @@ mod tests {
             confidence: Default::default(),
             evidence: Default::default(),
             text: String::new(),
-            kind: crate::embed::ChunkKind::Passage,
+            kind: ingest_embed::ChunkKind::Passage,
             section: None,
             label: None,
             also_in: Vec::new(),

@@ -1,4 +1,4 @@
-//! The async face of [`Uploads`] (feature `tokio`): every call that may touch the disk or
+//! The async face of [`Uploads`], for the service: every call that may touch the disk or
 //! wait for a lock runs on tokio's blocking pool, so no executor thread ever blocks. A body
 //! comes as a stream of chunks and reaches the spool through a small bounded channel: a slow
 //! disk slows the sender down, memory stays at a few chunks.
@@ -9,8 +9,8 @@ use std::time::Duration;
 use extractors::Scope;
 use futures_util::{Stream, StreamExt};
 
-use super::{FileState, JobId, JobStatus, Reservation, UploadOptions, Uploads};
-use crate::error::{Error, Result};
+use ingest::{FileState, JobId, JobStatus, Reservation, UploadOptions, Uploads};
+use ingest_base::error::{Error, Result};
 
 /// Chunks of a body waiting for the spool.
 const CHANNEL_CHUNKS: usize = 4;

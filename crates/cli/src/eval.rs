@@ -4,10 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ingest::eval::{
+use ingest::SearchMode;
+use ingest_serve::eval::{
     evaluate, evaluate_ranked, parse_questions, EvalOptions, ModeReport, RankedLists, Scores,
 };
-use ingest::SearchMode;
 
 use crate::cli::{Common, EvalArgs};
 use crate::settings::{open, scope};
@@ -43,10 +43,10 @@ pub(crate) fn run(common: &Common, args: &EvalArgs) -> anyhow::Result<ExitCode> 
             .with_context(|| format!("reading {}", file.display()))?
             .len();
         anyhow::ensure!(
-            size <= ingest::eval::MAX_RANKED_BYTES as u64,
+            size <= ingest_serve::eval::MAX_RANKED_BYTES as u64,
             "{}: {size} bytes of ranked lists; at most {} are read",
             file.display(),
-            ingest::eval::MAX_RANKED_BYTES
+            ingest_serve::eval::MAX_RANKED_BYTES
         );
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -94,7 +94,7 @@ fn names(
 ) -> anyhow::Result<ExitCode> {
     let reports = modes
         .iter()
-        .map(|m| ingest::eval::evaluate_names(ingestor, scope, *m, k))
+        .map(|m| ingest_serve::eval::evaluate_names(ingestor, scope, *m, k))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if common.json {

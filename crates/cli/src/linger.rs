@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ingest::daemon::{ask, socket_path, Request, Server};
 use ingest::{Ingestor, ToolHost};
+use ingest_serve::daemon::{ask, socket_path, Request, Server};
 
 use crate::cli::Common;
 use crate::now_secs;

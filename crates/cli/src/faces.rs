@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ingest::mcp::{FileConfig, McpConfig};
 use ingest::tools::{self, ToolCall};
 use ingest::{Scope, ToolHost};
+use ingest_serve::mcp::{FileConfig, McpConfig};
 
 use crate::cli::{
     BrowseArgs, Common, ExtractItemArgs, McpArgs, ReadArgs, ReadSectionArgs, RenderPageArgs,
@@ -409,7 +409,7 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
     config.validate()?;
     let http = args.http.or(file.http.listen);
     if let Some(addr) = &http {
-        ingest::mcp::check_loopback(addr).map_err(|e| Usage(e.to_string()))?;
+        ingest_serve::mcp::check_loopback(addr).map_err(|e| Usage(e.to_string()))?;
     }
     // The document tools read an index: one must be there (the workflow tools may start one).
     if names.is_none_or(|n| n.iter().any(|t| crate::place::reads_documents(t.trim()))) {
@@ -428,8 +428,8 @@ pub(crate) fn mcp(common: &Common, args: &McpArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         match http {
-            Some(addr) => ingest::mcp::serve_http(host, mcp, addr).await,
-            None => ingest::mcp::serve_stdio(host, mcp).await,
+            Some(addr) => ingest_serve::mcp::serve_http(host, mcp, addr).await,
+            None => ingest_serve::mcp::serve_stdio(host, mcp).await,
         }
     })?;
     Ok(ExitCode::SUCCESS)

@@ -1,10 +1,10 @@
 //! The HTTP ingest service (`ingest serve`): uploads, job and file status, deletes, search
 //! and the agent's tools for platforms not written in Rust, over the upload queue
-//! ([`crate::Uploads`]).
+//! ([`ingest::Uploads`]).
 //!
 //! Every `/v1` route and `/mcp` need `Authorization: Bearer KEY`; each key of the
 //! configuration is bound to one scope (user, feature instance, mandate), so a caller never
-//! names its own scope, and what it may read is the one access rule ([`crate::check_scope`],
+//! names its own scope, and what it may read is the one access rule ([`ingest::check_scope`],
 //! docs/SECURITY.md): another scope's files answer 404, like missing ones. Every request is
 //! bounded before it costs anything: connections ([`ServiceConfig::max_connections`]),
 //! header and idle time, body size (413), body pace (a body that stalls or trickles is cut),
@@ -22,8 +22,8 @@ use std::sync::Arc;
 use extractors::Scope;
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
-use crate::uploads::{Uploads, UploadsConfig};
+use ingest::{Uploads, UploadsConfig};
+use ingest_base::error::{Error, Result};
 
 pub use routes::router;
 
@@ -63,14 +63,14 @@ pub const MAX_JOB_LEASE_SECS: u64 = 86_400;
 /// max_mcp_sessions_per_key = 16      # MCP sessions one key holds open
 /// metrics_key = "m-operator-0123456789"  # /metrics needs it; or public_metrics = true
 ///
-/// [workflow]                         # the workflow tools' limits (crate::WorkflowConfig)
+/// [workflow]                         # the workflow tools' limits (ingest::WorkflowConfig)
 /// max_result_bytes = 16777216        # one stored tool result
 /// max_items = 10000                  # tool results, entities and summaries of one workflow
 /// max_workflow_bytes = 268435456     # everything one workflow keeps
 /// max_workflows = 100                # workflows one key holds at once
 /// ttl_secs = 604800                  # a workflow unused this long is ended
 ///
-/// [limits]                           # every upload's archive tree (crate::Limits)
+/// [limits]                           # every upload's archive tree (ingest::Limits)
 /// max_files = 10000
 /// max_total_bytes = 524288000
 ///
@@ -104,7 +104,7 @@ pub struct ServiceConfig {
     /// Searches and tool calls answered at once for one key (default: half of
     /// `max_queries`), so one caller cannot take every place.
     pub max_queries_per_key: Option<usize>,
-    /// Calls of the heavy tools ([`crate::tools::ToolSpec::heavy`]: `render_page`,
+    /// Calls of the heavy tools ([`ingest::tools::ToolSpec::heavy`]: `render_page`,
     /// `verify_quote`, each seconds of CPU at worst) answered at once for one key, over HTTP
     /// and MCP together (default [`DEFAULT_MAX_HEAVY_PER_KEY`], at most
     /// `max_queries_per_key`): a key's heavy calls cannot hold all its places, nor, with a
@@ -166,7 +166,7 @@ pub struct ServiceConfig {
     /// 500 000); more uploads are refused with 507 until some are deleted.
     pub max_files_per_key: Option<usize>,
     /// Limits for every upload's archive tree; the defaults where not given.
-    pub limits: Option<crate::Limits>,
+    pub limits: Option<ingest::Limits>,
     /// The workflow tools' limits; the defaults where not given.
     pub workflow: Option<WorkflowLimits>,
     /// The callers: one scope per key.
@@ -174,7 +174,7 @@ pub struct ServiceConfig {
     pub api_keys: Vec<ApiKey>,
 }
 
-/// The `[workflow]` table: the workflow layer's limits ([`crate::WorkflowConfig`]), each
+/// The `[workflow]` table: the workflow layer's limits ([`ingest::WorkflowConfig`]), each
 /// the default where not given.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,7 +194,7 @@ pub struct WorkflowLimits {
 
 impl WorkflowLimits {
     /// `config` with these limits where given.
-    pub fn apply(&self, config: &mut crate::WorkflowConfig) {
+    pub fn apply(&self, config: &mut ingest::WorkflowConfig) {
         if let Some(v) = self.max_result_bytes {
             config.max_result_bytes = v;
         }
@@ -239,7 +239,7 @@ pub struct HttpLimits {
 }
 
 /// How many times its size a request body parsed into JSON values counts against the bytes
-/// in flight: what the values may cost at most ([`crate::bounded_json`] refuses texts with
+/// in flight: what the values may cost at most ([`ingest_base::bounded_json`] refuses texts with
 /// more values than that). A body taken as raw text (a stored tool result) counts once.
 pub const JSON_BODY_WEIGHT: u64 = 16;
 
@@ -294,7 +294,7 @@ const MIN_KEY_CHARS: usize = 16;
 impl ServiceConfig {
     /// Read, parse and check `path`.
     pub fn load(path: &Path) -> Result<Self> {
-        crate::config::load_toml(path, Self::parse)
+        ingest::load_toml(path, Self::parse)
     }
 
     /// Parse and check a configuration file's text.
@@ -306,7 +306,7 @@ impl ServiceConfig {
     }
 
     /// Keys present, long enough, distinct; every scope's ids unambiguous
-    /// ([`crate::check_scope`]); no user name both with and without a mandate (a mandate is
+    /// ([`ingest::check_scope`]); no user name both with and without a mandate (a mandate is
     /// a hard wall, so those would be two people under one name).
     pub fn validate(&self) -> Result<()> {
         if self.api_keys.is_empty() {
@@ -331,7 +331,7 @@ impl ServiceConfig {
                     k.user
                 )));
             }
-            crate::access::check_scope(&k.scope())
+            ingest_base::access::check_scope(&k.scope())
                 .map_err(|e| Error::Config(format!("api_keys[{n}] (user {:?}): {e}", k.user)))?;
         }
         for (n, k) in self.api_keys.iter().enumerate() {
@@ -363,7 +363,7 @@ impl ServiceConfig {
             }
         }
         if let Some(w) = &self.workflow {
-            let mut config = crate::WorkflowConfig::default();
+            let mut config = ingest::WorkflowConfig::default();
             w.apply(&mut config);
             config
                 .validate()
@@ -504,7 +504,7 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedCounts<K> {
 
     /// One more place for `key`, if `admit` allows it given how many `key` holds now.
     pub(crate) fn take(&self, key: K, admit: impl FnOnce(usize) -> bool) -> Option<Counted<K>> {
-        let mut map = crate::lock(&self.counts);
+        let mut map = ingest_base::lock(&self.counts);
         let n = map.entry(key.clone()).or_default();
         if !admit(*n) {
             if *n == 0 {
@@ -528,7 +528,7 @@ pub(crate) struct Counted<K: std::hash::Hash + Eq + Clone> {
 
 impl<K: std::hash::Hash + Eq + Clone> Drop for Counted<K> {
     fn drop(&mut self) {
-        let mut map = crate::lock(&self.counts);
+        let mut map = ingest_base::lock(&self.counts);
         if let Some(n) = map.get_mut(&self.key) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -693,7 +693,7 @@ mod tests {
         }
         let c = ServiceConfig::parse(&format!("{keys}[workflow]\nmax_items = 7\nttl_secs = 60"))
             .unwrap();
-        let mut w = crate::WorkflowConfig::default();
+        let mut w = ingest::WorkflowConfig::default();
         c.workflow.unwrap().apply(&mut w);
         assert_eq!((w.max_items, w.ttl.as_secs()), (7, 60));
     }
@@ -717,7 +717,7 @@ mod tests {
         assert!(a3.is_some(), "a dropped place is given back");
         drop((a2, a3));
         assert!(
-            crate::lock(&counts.counts).is_empty(),
+            ingest_base::lock(&counts.counts).is_empty(),
             "keys holding nothing are forgotten"
         );
     }

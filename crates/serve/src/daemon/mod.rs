@@ -5,7 +5,7 @@
 pub(crate) mod socket;
 mod watch;
 
-pub use crate::tools::daemon_client::socket_path;
+pub use ingest::tools::daemon_client::socket_path;
 pub use socket::{
     ask, ask_tool, status_of, Lingering, Listening, Request, Server, MAX_CONNECTIONS,
     REQUEST_TIMEOUT, TOOL_ANSWER_TIMEOUT,

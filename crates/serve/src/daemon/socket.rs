@@ -1,6 +1,6 @@
 //! The daemon's local socket. While `ingest watch` runs it holds the index (the store allows
 //! one writer), so `ingest search`, `ingest status` and the agent's tools (the CLI faces and
-//! `ingest mcp`, through [`crate::ToolHost`]) ask the daemon instead of opening the data
+//! `ingest mcp`, through [`ingest::ToolHost`]) ask the daemon instead of opening the data
 //! directory: one JSON request per connection, one JSON answer. A lingering reader
 //! ([`Listening::serve_reader`], the process a read command leaves behind) answers the same
 //! requests, and also [`Request::StepAside`], which a writer sends to have the store back.
@@ -10,7 +10,7 @@
 //! client that has not sent its whole request within [`REQUEST_TIMEOUT`] (however it trickles)
 //! is dropped, the requests being read hold at most [`MAX_REQUEST_BYTES_IN_FLIGHT`] bytes
 //! together (more: `busy`), and a request's JSON values are counted before they are built
-//! (`crate::bounded_json`).
+//! (`ingest_base::bounded_json`).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -22,13 +22,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
-use crate::gate::{ByteGate, Permit};
-use crate::ingestor::Ingestor;
-use crate::lock;
-pub use crate::tools::daemon_client::{
+pub use ingest::tools::daemon_client::{
     ask, ask_tool, Request, REQUEST_TIMEOUT, TOOL_ANSWER_TIMEOUT,
 };
+use ingest::Ingestor;
+use ingest_base::error::{Error, Result};
+use ingest_base::gate::{ByteGate, Permit};
+use ingest_base::lock;
 
 /// The longest request line a client may send (a query and its scope, or a tool call: a
 /// `store_tool_result` carries a tool result of up to the default
@@ -355,9 +355,11 @@ fn answer(
             return;
         }
     };
-    let parsed =
-        crate::bounded_json::check_values(&line, crate::bounded_json::value_budget(line.len()))
-            .and_then(|()| serde_json::from_slice::<Request>(&line).map_err(|e| e.to_string()));
+    let parsed = ingest_base::bounded_json::check_values(
+        &line,
+        ingest_base::bounded_json::value_budget(line.len()),
+    )
+    .and_then(|()| serde_json::from_slice::<Request>(&line).map_err(|e| e.to_string()));
     drop(line);
     let reply = match parsed {
         Ok(Request::Search {
@@ -371,14 +373,14 @@ fn answer(
             &scope,
             limit,
             min_score,
-            &crate::index::SearchFilter::default(),
+            &ingest_index::SearchFilter::default(),
             mode,
         ) {
             Ok(hits) => json!({ "hits": hits }),
             Err(e) => json!({ "error": e.to_string() }),
         },
         Ok(Request::Tool { scope, call }) => {
-            let answer = crate::tools::call(ingestor, &scope, &call);
+            let answer = ingest::tools::call(ingestor, &scope, &call);
             serde_json::to_value(&answer).unwrap_or_else(|e| json!({ "error": e.to_string() }))
         }
         Ok(Request::Status) => {
@@ -411,20 +413,14 @@ fn answer(
 /// the data directory takes on disk, the last run.
 pub fn status_of(ingestor: &Ingestor) -> Result<Value> {
     let stats = ingestor.stats(None);
-    // A store elsewhere is opened to count; an embedded shard only when there is one (a
-    // status of an index that holds nothing yet does not create it).
-    let points = if ingestor.config().server.is_some() || ingestor.data().shard().is_dir() {
-        ingestor.store()?.count(None)?
-    } else {
-        0
-    };
+    let points = ingestor.points_stored()?;
     let data_dir = &ingestor.config().data_dir;
     // What the data directory takes on disk: the blocks allocated to every file in it, the
     // store's and the content packs' included (a sparse file counts what it holds, not its
     // apparent size).
-    let disk_bytes: u64 = crate::unpack::DiskWalk::everything(data_dir)
+    let disk_bytes: u64 = ingest_unpack::DiskWalk::everything(data_dir)
         .filter_map(|e| match e {
-            crate::unpack::DiskEntry::File(f) => allocated_bytes(&f.path),
+            ingest_unpack::DiskEntry::File(f) => allocated_bytes(&f.path),
             _ => None,
         })
         .sum();
